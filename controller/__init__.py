@@ -1,0 +1,1 @@
+"""The ZooKeeper-backed controller (built by the cluster issue)."""

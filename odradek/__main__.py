@@ -1,0 +1,5 @@
+import sys
+
+from odradek.cli import main
+
+sys.exit(main())

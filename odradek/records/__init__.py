@@ -1,0 +1,1 @@
+"""Kafka's record batch v2 codec (placeholder until the codec lands)."""

@@ -1,0 +1,92 @@
+"""Storage's own errors.
+
+The errors storage reports to clients carry Kafka codes and live in :mod:`odradek.errors`
+(``OffsetOutOfRangeError``, ``CorruptRecordError``, ``MessageTooLargeError``, …); they are
+re-exported here so storage's callers need one import. The classes defined here are the
+internal invariants Kafka also keeps off the wire (``InvalidOffsetException``,
+``CorruptIndexException``, ``OffsetsOutOfOrderException``, …); they all derive from
+:class:`LogError`, which the broker reports as ``KAFKA_STORAGE_ERROR`` or
+``UNKNOWN_SERVER_ERROR``.
+"""
+
+from __future__ import annotations
+
+from odradek.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    KafkaStorageError,
+    MessageTooLargeError,
+    OdradekError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
+    UnsupportedCompressionTypeError,
+)
+
+__all__ = [
+    "LogError",
+    "CorruptIndexError",
+    "InvalidOffsetError",
+    "IndexOffsetOverflowError",
+    "IndexFullError",
+    "OffsetsOutOfOrderError",
+    "UnexpectedAppendOffsetError",
+    "LogSegmentOffsetOverflowError",
+    "LogDirLockedError",
+    "CheckpointError",
+    # re-exported wire errors
+    "CorruptRecordError",
+    "InvalidRecordError",
+    "InvalidTimestampError",
+    "KafkaStorageError",
+    "MessageTooLargeError",
+    "OdradekError",
+    "OffsetOutOfRangeError",
+    "RecordListTooLargeError",
+    "UnsupportedCompressionTypeError",
+]
+
+
+class LogError(OdradekError):
+    """Root of storage's internal errors (no wire code of their own)."""
+
+
+class CorruptIndexError(LogError):
+    """An index file failed its sanity check; the segment's indexes must be rebuilt."""
+
+
+class InvalidOffsetError(LogError):
+    """An index append was not strictly increasing in offset (Kafka InvalidOffsetException)."""
+
+
+class IndexOffsetOverflowError(LogError):
+    """An offset does not fit in the index's 32-bit relative offset."""
+
+
+class IndexFullError(LogError):
+    """An append to an index that has no free slot (the caller should have rolled)."""
+
+
+class OffsetsOutOfOrderError(LogError):
+    """A follower append whose batches' offsets are not strictly increasing."""
+
+
+class UnexpectedAppendOffsetError(LogError):
+    """A follower append whose first offset is below the log end offset."""
+
+    def __init__(self, message: str, first_offset: int, last_offset: int) -> None:
+        super().__init__(message)
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+
+
+class LogSegmentOffsetOverflowError(LogError):
+    """An offset does not fit relative to its segment's base offset (32 bits)."""
+
+
+class LogDirLockedError(LogError):
+    """Another process holds the log directory's ``.lock``."""
+
+
+class CheckpointError(LogError):
+    """A checkpoint file is malformed (bad version, count or line)."""
