@@ -86,10 +86,33 @@ def _snappy_compress(data: bytes) -> bytes:
     return bytes(out)
 
 
+# A raw snappy element expands at most 64/3-fold (a 3-byte copy of 64 bytes).
+_SNAPPY_MAX_EXPANSION = 22
+
+
+def _snappy_raw(block: bytes | memoryview) -> bytes:
+    # The block starts with its uncompressed length (an unsigned varint); the decoder allocates
+    # that much up front, and a native allocation failure aborts the process. Refuse lengths
+    # the block cannot possibly expand to before handing it over.
+    claimed = 0
+    for i in range(min(5, len(block))):
+        byte = block[i]
+        claimed |= (byte & 0x7F) << (7 * i)
+        if not byte & 0x80:
+            break
+    else:
+        raise CorruptRecordError("snappy: bad uncompressed length preamble")
+    if claimed > _SNAPPY_MAX_EXPANSION * len(block):
+        raise CorruptRecordError(
+            f"snappy: a block of {len(block)} bytes cannot expand to {claimed} bytes"
+        )
+    return bytes(cramjam.snappy.decompress_raw(block))
+
+
 def _snappy_decompress(data: bytes) -> bytes:
     if not data.startswith(_XERIAL_MAGIC):
         # No xerial header: SnappyInputStream falls back to reading one raw snappy block.
-        return bytes(cramjam.snappy.decompress_raw(data))
+        return _snappy_raw(data)
     if len(data) < len(_XERIAL_HEADER):
         raise CorruptRecordError("snappy: truncated xerial header")
     out = bytearray()
@@ -103,7 +126,7 @@ def _snappy_decompress(data: bytes) -> bytes:
         pos += 4
         if size < 0 or size > end - pos:
             raise CorruptRecordError(f"snappy: block of {size} bytes at byte {pos} overruns input")
-        out += cramjam.snappy.decompress_raw(view[pos : pos + size])
+        out += _snappy_raw(view[pos : pos + size])
         pos += size
     return bytes(out)
 
