@@ -110,6 +110,8 @@ def _snappy_raw(block: bytes | memoryview) -> bytes:
 
 
 def _snappy_decompress(data: bytes) -> bytes:
+    if not data:
+        return b""  # what _snappy_compress writes for no input
     if not data.startswith(_XERIAL_MAGIC):
         # No xerial header: SnappyInputStream falls back to reading one raw snappy block.
         return _snappy_raw(data)
