@@ -1,0 +1,192 @@
+"""One record of a v2 batch: the value object, and the decoder for a batch's record section.
+
+Record layout (Kafka's ``DefaultRecord``; varints are zig-zag, see :mod:`.varint`)::
+
+    Length          varint   bytes that follow, up to the end of the headers
+    Attributes      int8     unused, written as 0, ignored on read
+    TimestampDelta  varlong  timestamp - batch BaseTimestamp
+    OffsetDelta     varint   offset - batch BaseOffset
+    KeyLength       varint   -1 (any negative on read) for a null key
+    Key             bytes
+    ValueLength     varint   -1 (any negative on read) for a null value: a tombstone
+    Value           bytes
+    HeadersCount    varint   must not be negative
+    Headers         [HeaderKeyLength varint (>= 0), HeaderKey UTF-8,
+                     HeaderValueLength varint (-1 for null), HeaderValue bytes]
+
+The decoder reads untrusted bytes: any inconsistency (a varint or field running past the
+record, a Length that disagrees with the fields, a negative header count or header key length,
+a header key that is not UTF-8, bytes left after the last record) raises
+:class:`~odradek.errors.CorruptRecordError`, as Kafka raises ``InvalidRecordException`` (a
+``CorruptRecordException``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from odradek.errors import CorruptRecordError
+from odradek.records.varint import decode_varint, decode_varlong
+
+__all__ = ["NO_TIMESTAMP", "Header", "Record", "decode_records"]
+
+NO_TIMESTAMP = -1
+"""The timestamp stored for a record that has none (Kafka's ``RecordBatch.NO_TIMESTAMP``)."""
+
+Header = tuple[str, bytes | None]
+"""A record header: a UTF-8 key and a nullable value."""
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Record:
+    """A record: what a producer sends and a consumer receives.
+
+    ``headers`` is stored as a tuple of ``(key, value)`` pairs whatever sequence the constructor
+    got; header values may be ``None``. ``timestamp`` and ``offset`` are ``None`` on records you
+    build (``build_batch`` ignores ``offset`` and writes a ``None`` timestamp as
+    ``NO_TIMESTAMP``); decoded records carry their absolute offset and timestamp, with a stored
+    ``NO_TIMESTAMP`` decoded back to ``None``.
+    """
+
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...]
+    timestamp: int | None
+    offset: int | None
+
+    def __init__(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]] = (),
+        timestamp: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        if type(headers) is not tuple or not all(type(h) is tuple for h in headers):
+            headers = tuple((k, v) for k, v in headers)
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "headers", headers)
+        object.__setattr__(self, "timestamp", timestamp)
+        object.__setattr__(self, "offset", offset)
+
+
+def decode_records(
+    data: bytes,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+) -> list[Record]:
+    """Decode exactly ``count`` records filling all of ``data`` (a batch's uncompressed record
+    section).
+
+    Offsets are ``base_offset + OffsetDelta``; timestamps ``base_timestamp + TimestampDelta``,
+    or ``log_append_time`` for every record when it is not ``None`` (a LOG_APPEND_TIME batch),
+    ``NO_TIMESTAMP`` becoming ``None``.
+
+    Raises :class:`~odradek.errors.CorruptRecordError` if ``count`` is negative, if ``data``
+    holds fewer records or leaves bytes over, or if any record is malformed.
+    """
+    if count < 0:
+        raise CorruptRecordError(f"invalid record count {count}")
+    records: list[Record] = []
+    append = records.append
+    end = len(data)
+    pos = 0
+    try:
+        for index in range(count):
+            # Length, with the one-byte case (records under 64 bytes) inlined.
+            b = data[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = decode_varint(data, pos)
+            start = pos
+            stop = start + length
+            if length < 0 or stop > end:
+                raise CorruptRecordError(
+                    f"record {index}: invalid record size {length} "
+                    f"({end - start} bytes remain in the batch)"
+                )
+            pos += 1  # attributes: unused
+            ts_delta, pos = decode_varlong(data, pos)
+            offset_delta, pos = decode_varint(data, pos)
+
+            size, pos = decode_varint(data, pos)
+            if size >= 0:
+                if pos + size > stop:
+                    raise CorruptRecordError(f"record {index}: key overruns the record")
+                key: bytes | None = data[pos : pos + size]
+                pos += size
+            else:
+                key = None
+
+            size, pos = decode_varint(data, pos)
+            if size >= 0:
+                if pos + size > stop:
+                    raise CorruptRecordError(f"record {index}: value overruns the record")
+                value: bytes | None = data[pos : pos + size]
+                pos += size
+            else:
+                value = None
+
+            num_headers, pos = decode_varint(data, pos)
+            if num_headers < 0:
+                raise CorruptRecordError(
+                    f"record {index}: found invalid number of record headers {num_headers}"
+                )
+            headers: list[Header] = []
+            for _ in range(num_headers):
+                size, pos = decode_varint(data, pos)
+                if size < 0:
+                    raise CorruptRecordError(
+                        f"record {index}: invalid negative header key size {size}"
+                    )
+                if pos + size > stop:
+                    raise CorruptRecordError(f"record {index}: header key overruns the record")
+                header_key = data[pos : pos + size].decode("utf-8")
+                pos += size
+                size, pos = decode_varint(data, pos)
+                if size >= 0:
+                    if pos + size > stop:
+                        raise CorruptRecordError(
+                            f"record {index}: header value overruns the record"
+                        )
+                    header_value: bytes | None = data[pos : pos + size]
+                    pos += size
+                else:
+                    header_value = None
+                headers.append((header_key, header_value))
+
+            if pos != stop:
+                raise CorruptRecordError(
+                    f"record {index}: invalid record size: expected to read {length} bytes "
+                    f"in record payload, but instead read {pos - start}"
+                )
+            if log_append_time is not None:
+                timestamp = log_append_time
+            else:
+                timestamp = base_timestamp + ts_delta
+            append(
+                Record(
+                    key,
+                    value,
+                    tuple(headers),
+                    None if timestamp == NO_TIMESTAMP else timestamp,
+                    base_offset + offset_delta,
+                )
+            )
+    except IndexError:
+        raise CorruptRecordError(
+            f"premature end of records: {count} declared, record {len(records)} is truncated"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise CorruptRecordError(f"record {len(records)}: header key is not UTF-8: {exc}") from None
+    if pos != end:
+        raise CorruptRecordError(
+            f"incorrect declared batch size: {end - pos} bytes remain after {count} records"
+        )
+    return records
