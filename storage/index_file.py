@@ -164,7 +164,7 @@ class IndexFile(abc.ABC):
         # A pre-existing file is assumed valid to its (rounded-down) end, as Kafka does.
         self._entries = 0 if created else self._max_entries
 
-    # -- accessors -------------------------------------------------------------------------
+    # -- accessors --
 
     @property
     def path(self) -> Path:
@@ -214,7 +214,7 @@ class IndexFile(abc.ABC):
             f"{', closed' if self._closed else ''})"
         )
 
-    # -- entry format (subclasses) ---------------------------------------------------------
+    # -- entry format (subclasses) --
 
     @abc.abstractmethod
     def _parse_key(self, slot: int) -> int:
@@ -252,7 +252,7 @@ class IndexFile(abc.ABC):
         if self._closed:
             raise ValueError(f"index {self._path} is closed")
 
-    # -- slot search -----------------------------------------------------------------------
+    # -- slot search --
 
     def largest_lower_bound_slot(
         self, target: int, search_type: IndexSearchType = IndexSearchType.KEY
@@ -319,7 +319,7 @@ class IndexFile(abc.ABC):
             return 0
         return _binary_search(read, target, 0, first_hot, entries, upper)
 
-    # -- mutation (owner-serialised) -------------------------------------------------------
+    # -- mutation (owner-serialised) --
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset``.

@@ -95,7 +95,7 @@ class OffsetIndex(IndexFile):
         """The offset of the last entry, or ``base_offset`` if the index is empty."""
         return self._last_offset
 
-    # -- entry format ----------------------------------------------------------------------
+    # -- entry format --
 
     def _parse_key(self, slot: int) -> int:
         relative: int = _unpack_int32(self._buf, slot * 8)[0]
@@ -116,7 +116,7 @@ class OffsetIndex(IndexFile):
     def _on_entries_changed(self) -> None:
         self._last_offset = self._read_last_offset()
 
-    # -- lookups (safe concurrently with append) --------------------------------------------
+    # -- lookups (safe concurrently with append) --
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """The entry with the largest offset <= ``target_offset``.
@@ -167,7 +167,7 @@ class OffsetIndex(IndexFile):
             )
         return self._parse_entry(n)
 
-    # -- mutation (owner-serialised) -------------------------------------------------------
+    # -- mutation (owner-serialised) --
 
     def append(self, offset: int, position: int) -> None:
         """Append the entry ``offset -> position``. Not thread-safe (owner-serialised).
@@ -204,7 +204,7 @@ class OffsetIndex(IndexFile):
         self._entries = entries + 1  # publish: the entry's bytes are in place
         self._last_offset = offset
 
-    # -- checks ----------------------------------------------------------------------------
+    # -- checks --
 
     def sanity_check(self) -> None:
         """Check that the last offset is >= ``base_offset`` and the length is a multiple of 8.

@@ -105,7 +105,7 @@ class TimeIndex(IndexFile):
         """True if only the reserved last slot (or none) is left: ``entries >= max_entries - 1``."""
         return self._entries >= self._max_entries - 1
 
-    # -- entry format ----------------------------------------------------------------------
+    # -- entry format --
 
     def _parse_key(self, slot: int) -> int:
         timestamp: int = _unpack_int64(self._buf, slot * 12)[0]
@@ -128,7 +128,7 @@ class TimeIndex(IndexFile):
     def _on_entries_changed(self) -> None:
         self._last_entry = self._read_last_entry()
 
-    # -- lookups (safe concurrently with append) --------------------------------------------
+    # -- lookups (safe concurrently with append) --
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """The entry with the largest timestamp <= ``target_timestamp``.
@@ -160,7 +160,7 @@ class TimeIndex(IndexFile):
             )
         return self._parse_entry(n)
 
-    # -- mutation (owner-serialised) -------------------------------------------------------
+    # -- mutation (owner-serialised) --
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Append ``(timestamp, offset)`` if ``timestamp`` is above the last entry's timestamp.
@@ -227,7 +227,7 @@ class TimeIndex(IndexFile):
         self._entries = entries + 1  # publish: the entry's bytes are in place
         self._last_entry = TimestampOffset(timestamp, offset)
 
-    # -- checks ----------------------------------------------------------------------------
+    # -- checks --
 
     def sanity_check(self) -> None:
         """Check that timestamps and offsets are in range and the length is a multiple of 12.

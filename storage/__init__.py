@@ -1,0 +1,43 @@
+"""odradek's storage engine: partition logs on disk, as Kafka lays them out.
+
+Synchronous and free of network code; time comes from an injected clock. The public surface:
+
+* :class:`LogConfig` — Kafka's topic configs; :class:`LogManagerConfig` — broker-wide tasks.
+* :class:`LogManager` — the log directories and every partition :class:`Log` in them.
+* :class:`Log` — append as leader or follower, read, look up by timestamp, truncate, roll,
+  flush, retention, delete-records; ``log_start_offset``, ``log_end_offset``,
+  ``high_watermark``, ``recovery_point``.
+* :class:`LogSegment`, :class:`OffsetIndex`, :class:`TimeIndex` — the files underneath.
+"""
+
+from storage.config import LogConfig, LogManagerConfig
+from storage.log import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    Log,
+    LogAppendInfo,
+)
+from storage.log_manager import LogManager
+from storage.log_segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimestampAndOffset
+from storage.offset_index import OffsetIndex, OffsetPosition
+from storage.time_index import TimeIndex, TimestampOffset
+
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "FetchDataInfo",
+    "Log",
+    "LogAppendInfo",
+    "LogConfig",
+    "LogManager",
+    "LogManagerConfig",
+    "LogOffsetMetadata",
+    "LogSegment",
+    "OffsetIndex",
+    "OffsetPosition",
+    "TimeIndex",
+    "TimestampAndOffset",
+    "TimestampOffset",
+]

@@ -1,0 +1,197 @@
+"""Per-log configuration: Kafka's topic configs, in snake_case with units.
+
+``LogConfig`` mirrors Kafka's ``LogConfig`` (``storage/.../log/LogConfig.java``): each field is
+the topic config of the same name (``segment.bytes`` → ``segment_bytes``) with Kafka's default
+and lower bound. Values are validated in ``__post_init__``; an invalid value raises
+:class:`odradek.errors.InvalidConfigError` naming the config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from odradek.errors import InvalidConfigError
+
+__all__ = ["LONG_MAX", "CLEANUP_POLICIES", "LogConfig", "LogManagerConfig"]
+
+LONG_MAX = 2**63 - 1
+"""Java's ``Long.MAX_VALUE``: Kafka's "never" for flush and lag settings."""
+
+CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """The configuration of one partition log. Immutable; derive changes with ``replace``."""
+
+    segment_bytes: int = 1024 * 1024 * 1024
+    """Roll the active segment before it would grow past this many bytes (min 14)."""
+    segment_ms: int = 7 * 24 * 3600 * 1000
+    """Roll when the active segment's records span this long (record time, min 1)."""
+    segment_jitter_ms: int = 0
+    """Subtract a per-segment random jitter in [0, min(this, segment_ms)) from segment_ms."""
+    segment_index_bytes: int = 10 * 1024 * 1024
+    """Preallocated size of each offset and time index file (min 4)."""
+    index_interval_bytes: int = 4096
+    """Add an offset-index entry after at least this many bytes of batches (min 0)."""
+    max_message_bytes: int = 1024 * 1024 + 12
+    """Largest record batch a leader accepts, in bytes (min 0)."""
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    """Delete segments whose newest record is older than this; -1 keeps them forever."""
+    retention_bytes: int = -1
+    """Delete old segments while the log is larger than this; -1 means no size limit."""
+    file_delete_delay_ms: int = 60_000
+    """Wait this long between renaming a segment ``.deleted`` and removing its files (min 0)."""
+    flush_messages: int = LONG_MAX
+    """fsync when this many messages are unflushed (min 1)."""
+    flush_ms: int = LONG_MAX
+    """fsync when the last flush is older than this (min 0)."""
+    preallocate: bool = False
+    """Create new ``.log`` files at ``segment_bytes`` length (trimmed on roll and close)."""
+    cleanup_policy: str = "delete"
+    """``delete``, ``compact`` or ``compact,delete``."""
+    message_timestamp_type: str = "create_time"
+    """``create_time`` keeps the producer's timestamps; ``log_append_time`` stamps the broker's."""
+    min_cleanable_dirty_ratio: float = 0.5
+    """Compact when dirty bytes exceed this share of the log (0 to 1)."""
+    min_compaction_lag_ms: int = 0
+    """Never compact records younger than this (min 0)."""
+    max_compaction_lag_ms: int = LONG_MAX
+    """Compact records older than this whatever the dirty ratio (min 1)."""
+    delete_retention_ms: int = 24 * 3600 * 1000
+    """Keep tombstones this long after the cleaning that first saw them (min 0)."""
+    min_insync_replicas: int = 1
+    """acks=all needs at least this many in-sync replicas (min 1)."""
+    unclean_leader_election_enable: bool = False
+    """Allow an out-of-sync replica to become leader (losing data)."""
+
+    def __post_init__(self) -> None:
+        _at_least("segment_bytes", self.segment_bytes, 14)
+        _at_least("segment_ms", self.segment_ms, 1)
+        _at_least("segment_jitter_ms", self.segment_jitter_ms, 0)
+        _at_least("segment_index_bytes", self.segment_index_bytes, 4)
+        _at_least("index_interval_bytes", self.index_interval_bytes, 0)
+        _at_least("max_message_bytes", self.max_message_bytes, 0)
+        _at_least("retention_ms", self.retention_ms, -1)
+        _at_least("retention_bytes", self.retention_bytes, -1)
+        _at_least("file_delete_delay_ms", self.file_delete_delay_ms, 0)
+        _at_least("flush_messages", self.flush_messages, 1)
+        _at_least("flush_ms", self.flush_ms, 0)
+        _at_least("min_compaction_lag_ms", self.min_compaction_lag_ms, 0)
+        _at_least("max_compaction_lag_ms", self.max_compaction_lag_ms, 1)
+        _at_least("delete_retention_ms", self.delete_retention_ms, 0)
+        _at_least("min_insync_replicas", self.min_insync_replicas, 1)
+        if self.cleanup_policy not in CLEANUP_POLICIES:
+            raise InvalidConfigError(
+                f"cleanup_policy must be one of {', '.join(CLEANUP_POLICIES)}, "
+                f"not {self.cleanup_policy!r}"
+            )
+        if self.message_timestamp_type not in ("create_time", "log_append_time"):
+            raise InvalidConfigError(
+                "message_timestamp_type must be create_time or log_append_time, "
+                f"not {self.message_timestamp_type!r}"
+            )
+        if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
+            raise InvalidConfigError("min_cleanable_dirty_ratio must be between 0 and 1")
+
+    @property
+    def compact(self) -> bool:
+        """Whether the log is compacted (policy ``compact`` or ``compact,delete``)."""
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        """Whether time and size retention apply (policy ``delete`` or ``compact,delete``)."""
+        return "delete" in self.cleanup_policy
+
+    @property
+    def max_segment_ms(self) -> int:
+        """``segment_ms``, capped by ``max_compaction_lag_ms`` on compacted logs (Kafka)."""
+        if self.compact and self.max_compaction_lag_ms > 0:
+            return min(self.max_compaction_lag_ms, self.segment_ms)
+        return self.segment_ms
+
+    def replace(self, **changes: Any) -> LogConfig:
+        """A copy with ``changes`` applied (validated). Raises ``InvalidConfigError``."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_kafka(cls, props: Mapping[str, str], base: LogConfig | None = None) -> LogConfig:
+        """Build from Kafka-style topic configs (``{"segment.bytes": "1048576"}``).
+
+        Unknown names and unparsable values raise ``InvalidConfigError`` naming the config.
+        ``cleanup.policy`` accepts ``delete,compact`` in either order.
+        """
+        base = base or cls()
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        changes: dict[str, Any] = {}
+        for key, raw in props.items():
+            name = key.replace(".", "_")
+            if name not in fields:
+                raise InvalidConfigError(f"unknown topic config {key!r}")
+            current = getattr(base, name)
+            value: Any
+            try:
+                if isinstance(current, bool):
+                    if raw.lower() not in ("true", "false"):
+                        raise ValueError(raw)
+                    value = raw.lower() == "true"
+                elif isinstance(current, int):
+                    value = int(raw)
+                elif isinstance(current, float):
+                    value = float(raw)
+                else:
+                    value = raw.strip().lower()
+            except ValueError:
+                raise InvalidConfigError(
+                    f"invalid value {raw!r} for topic config {key!r}"
+                ) from None
+            if name == "cleanup_policy":
+                value = ",".join(sorted(p.strip() for p in value.split(",")))
+            if name == "message_timestamp_type":
+                value = {"createtime": "create_time", "logappendtime": "log_append_time"}.get(
+                    value, value
+                )
+            changes[name] = value
+        return base.replace(**changes)
+
+    def to_kafka(self) -> dict[str, str]:
+        """The Kafka-style names and values of every setting (inverse of ``from_kafka``)."""
+        out: dict[str, str] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            out[f.name.replace("_", ".")] = text
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class LogManagerConfig:
+    """Broker-wide settings of the log manager's periodic tasks (Kafka's ``log.*`` configs)."""
+
+    retention_check_interval_ms: int = 300_000
+    """How often retention runs (``log.retention.check.interval.ms``)."""
+    flush_scheduler_interval_ms: int = LONG_MAX
+    """How often logs are checked against ``flush_ms`` (``log.flush.scheduler.interval.ms``)."""
+    flush_offset_checkpoint_interval_ms: int = 60_000
+    """How often ``recovery-point-offset-checkpoint`` is written."""
+    flush_start_offset_checkpoint_interval_ms: int = 60_000
+    """How often ``log-start-offset-checkpoint`` is written."""
+    high_watermark_checkpoint_interval_ms: int = 5_000
+    """How often ``replication-offset-checkpoint`` is written."""
+    initial_task_delay_ms: int = 30_000
+    """Delay before the first retention pass after startup (``log.initial.task.delay.ms``)."""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            _at_least(f.name, getattr(self, f.name), 1 if f.name.endswith("interval_ms") else 0)
+
+
+def _at_least(name: str, value: int, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidConfigError(f"{name} must be an integer, not {value!r}")
+    if value < minimum:
+        raise InvalidConfigError(f"{name} must be at least {minimum}, not {value}")

@@ -1,0 +1,810 @@
+"""A partition replica's log: segments, offsets, appends, reads, truncation, retention.
+
+Kafka's ``UnifiedLog`` and ``LocalLog`` in one class. The directory ``<topic>-<partition>``
+holds the segments (see :mod:`storage.log_segment`); the log keeps these offsets:
+
+* ``log_start_offset`` — the first readable offset (moved up by retention and delete-records);
+* ``log_end_offset`` (LEO) — the offset the next record will get;
+* ``high_watermark`` — the end of committed data, ``log_start_offset ≤ HW ≤ LEO``; set by the
+  replication layer, never passed by retention;
+* ``recovery_point`` — every offset below it is flushed (fsynced). After an unclean stop,
+  recovery starts at the segment containing it.
+
+The leader's append path validates each batch (size, CRC-32C, offsets/count consistency),
+assigns offsets by rewriting the batch's base offset and stamps the leader epoch — both fields
+lie outside the CRC — and writes the bytes as they came: records are neither decoded nor
+re-encoded, and the CRC is not recomputed (except with ``log_append_time``, which rewrites a
+covered field). Reads return whole batches as raw bytes.
+
+Every public method is thread-safe: one lock serialises the log's state changes and reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from odradek.clock import Clock
+from odradek.errors import (
+    InvalidRecordError,
+    MessageTooLargeError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
+)
+from odradek.records import (
+    NO_TIMESTAMP,
+    RecordBatch,
+    read_batches,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+from storage.checkpoint_file import fsync_dir
+from storage.config import LogConfig
+from storage.errors import (
+    OffsetsOutOfOrderError,
+    UnexpectedAppendOffsetError,
+)
+from storage.log_loader import load_segments
+from storage.log_segment import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    BatchInfo,
+    FetchDataInfo,
+    LogOffsetMetadata,
+    LogSegment,
+    TimestampAndOffset,
+    filename_prefix_from_offset,
+)
+from storage.log_segments import LogSegments
+from storage.retention import RetentionReason, SegmentSummary, deletable_segments
+
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "Log",
+    "LogAppendInfo",
+    "parse_topic_partition_name",
+]
+
+_log = logging.getLogger(__name__)
+
+EARLIEST_TIMESTAMP = -2
+"""ListOffsets target: the log start offset."""
+LATEST_TIMESTAMP = -1
+"""ListOffsets target: the log end offset."""
+MAX_TIMESTAMP = -3
+"""ListOffsets target: the record with the largest timestamp."""
+
+_TOPIC_PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+
+def parse_topic_partition_name(name: str) -> tuple[str, int]:
+    """``"orders-3"`` → ``("orders", 3)``. Raises ``ValueError`` for other names."""
+    m = _TOPIC_PARTITION.match(name)
+    if m is None:
+        raise ValueError(f"{name!r} is not a <topic>-<partition> directory name")
+    return m.group("topic"), int(m.group("partition"))
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    """What an append wrote."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int
+    """The broker's time stamped into the batches, or -1 with ``create_time``."""
+    log_start_offset: int
+    batch_count: int
+    valid_bytes: int
+
+    @property
+    def record_count(self) -> int:
+        """Offsets assigned (records, for batches written by clients)."""
+        return self.last_offset - self.first_offset + 1
+
+
+class Log:
+    """One partition replica's log. Open with :meth:`Log.open`. Thread-safe."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        clock: Clock,
+        segments: LogSegments,
+        *,
+        next_offset: int,
+        recovery_point: int,
+        log_start_offset: int,
+        rng: random.Random,
+    ) -> None:
+        import threading
+
+        self._dir = directory
+        self.topic, self.partition = parse_topic_partition_name(directory.name)
+        self._config = config
+        self._clock = clock
+        self._segments = segments
+        self._next_offset = next_offset
+        self._recovery_point = recovery_point
+        self._log_start_offset = log_start_offset
+        self._high_watermark = log_start_offset
+        self._rng = rng
+        self._lock = threading.RLock()
+        self._last_flush_ms = clock.monotonic_ms()
+        self._dir_dirty = False
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._hw_position: tuple[int, int, int] | None = None  # (offset, segment base, position)
+        self._closed = False
+        self.recovery_bytes_read = 0
+        """Bytes recovery re-read when this log was opened (0 after a clean stop)."""
+        self.recovery_bytes_truncated = 0
+        """Invalid bytes recovery removed when this log was opened."""
+
+    # -- opening --
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig,
+        clock: Clock,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        had_clean_shutdown: bool = False,
+        high_watermark: int | None = None,
+        rng: random.Random | None = None,
+    ) -> Log:
+        """Open the log in ``directory`` (created if missing), recovering it if needed.
+
+        ``recovery_point``, ``log_start_offset`` and ``high_watermark`` come from the log
+        directory's checkpoints. Raises ``ValueError`` for a directory name that is not
+        ``<topic>-<partition>`` and ``OSError`` for I/O failures.
+        """
+        parse_topic_partition_name(directory.name)
+        directory.mkdir(parents=True, exist_ok=True)
+        loaded = load_segments(
+            directory,
+            config,
+            now_ms=clock.wall_ms(),
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            had_clean_shutdown=had_clean_shutdown,
+        )
+        log = cls(
+            directory,
+            config,
+            clock,
+            loaded.segments,
+            next_offset=loaded.next_offset,
+            recovery_point=loaded.recovery_point,
+            log_start_offset=loaded.log_start_offset,
+            rng=rng or random.Random(),
+        )
+        log.recovery_bytes_read = loaded.recovery_bytes_read
+        log.recovery_bytes_truncated = loaded.bytes_truncated
+        active = log._segments.active()
+        active.roll_jitter_ms = log._random_jitter()
+        if high_watermark is not None:
+            log.update_high_watermark(high_watermark)
+        return log
+
+    def _random_jitter(self) -> int:
+        jitter = self._config.segment_jitter_ms
+        if jitter <= 0:
+            return 0
+        return self._rng.randrange(min(jitter, self._config.segment_ms))
+
+    # -- properties --
+    @property
+    def dir(self) -> Path:
+        return self._dir
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply a new topic configuration (takes effect for later appends and rolls)."""
+        with self._lock:
+            self._config = config
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def size(self) -> int:
+        """Bytes in all segments."""
+        with self._lock:
+            return self._segments.size_in_bytes()
+
+    @property
+    def num_segments(self) -> int:
+        with self._lock:
+            return len(self._segments)
+
+    def segments(self) -> list[LogSegment]:
+        """The segments, oldest first (a snapshot)."""
+        with self._lock:
+            return self._segments.values()
+
+    @property
+    def active_segment(self) -> LogSegment:
+        with self._lock:
+            return self._segments.active()
+
+    @property
+    def last_flush_ms(self) -> int:
+        """The monotonic time of the last flush."""
+        return self._last_flush_ms
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._next_offset - self._recovery_point
+
+    # -- appends --
+    def append_as_leader(
+        self, batches: bytes | bytearray | memoryview, leader_epoch: int
+    ) -> LogAppendInfo:
+        """Validate client batches, assign offsets from the LEO and append them.
+
+        Each batch must have a valid CRC-32C, magic 2, base offset 0 (offsets are the leader's
+        to assign), a record count matching its offset delta and no control flag. Raises
+        ``CorruptRecordError``, ``InvalidRecordError`` (also for a record without a key on a
+        compacted log), ``MessageTooLargeError`` (a batch over ``max_message_bytes``) or
+        ``RecordListTooLargeError`` (more than ``segment_bytes`` in one append); on any error
+        nothing is written.
+        """
+        buf = bytearray(batches)
+        parsed = self._parse(buf)
+        if not parsed:
+            raise InvalidRecordError("the append contains no record batch")
+        config = self._config
+        for index, (_, batch) in enumerate(parsed):
+            batch.validate()
+            if batch.size_in_bytes > config.max_message_bytes:
+                raise MessageTooLargeError(
+                    f"batch {index} is {batch.size_in_bytes} bytes, larger than "
+                    f"max_message_bytes ({config.max_message_bytes})"
+                )
+            if batch.base_offset != 0:
+                raise InvalidRecordError(
+                    f"batch {index} has base offset {batch.base_offset}; clients must send 0"
+                )
+            if batch.records_count != batch.last_offset_delta + 1 or batch.records_count <= 0:
+                raise InvalidRecordError(
+                    f"batch {index} reports {batch.records_count} records but its offset delta "
+                    f"is {batch.last_offset_delta}"
+                )
+            if batch.is_control:
+                raise InvalidRecordError("clients are not allowed to write control batches")
+            if config.compact:
+                for record in batch.records():
+                    if record.key is None:
+                        raise InvalidRecordError("compacted topics accept only records with a key")
+        with self._lock:
+            self._check_open()
+            append_time = (
+                self._clock.wall_ms() if config.message_timestamp_type == "log_append_time" else -1
+            )
+            next_offset = self._next_offset
+            first_offset = next_offset
+            infos: list[BatchInfo] = []
+            max_ts, offset_of_max = NO_TIMESTAMP, -1
+            for position, batch in parsed:
+                set_base_offset(buf, position, next_offset)
+                set_partition_leader_epoch(buf, position, leader_epoch)
+                last = next_offset + batch.last_offset_delta
+                batch_max_ts = batch.max_timestamp
+                if append_time >= 0:
+                    set_log_append_time(buf, position, append_time)
+                    batch_max_ts = append_time
+                if batch_max_ts > max_ts:
+                    max_ts, offset_of_max = batch_max_ts, last
+                infos.append(BatchInfo(last, batch_max_ts, batch.size_in_bytes))
+                next_offset = last + 1
+            return self._append(
+                buf, infos, first_offset, max_ts, offset_of_max, append_time, len(buf)
+            )
+
+    def append_as_follower(self, batches: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """Append batches copied from the leader, keeping their offsets and epochs.
+
+        Raises ``CorruptRecordError`` (bad CRC or framing), ``OffsetsOutOfOrderError``
+        (offsets not strictly increasing), ``UnexpectedAppendOffsetError`` (first offset below
+        the LEO) or ``RecordListTooLargeError``. A trailing partial batch (as a fetch may
+        return) is ignored; nothing is written on error.
+        """
+        view = memoryview(batches)
+        parsed = self._parse(view)
+        if not parsed:
+            with self._lock:
+                return LogAppendInfo(
+                    self._next_offset,
+                    self._next_offset - 1,
+                    NO_TIMESTAMP,
+                    -1,
+                    -1,
+                    self._log_start_offset,
+                    0,
+                    0,
+                )
+        infos: list[BatchInfo] = []
+        max_ts, offset_of_max = NO_TIMESTAMP, -1
+        previous_last = -1
+        for _, batch in parsed:
+            batch.validate()
+            if batch.last_offset <= previous_last or batch.last_offset < batch.base_offset:
+                raise OffsetsOutOfOrderError(
+                    f"out of order offsets in follower append: batch {batch.base_offset}.."
+                    f"{batch.last_offset} after {previous_last}"
+                )
+            previous_last = batch.last_offset
+            if batch.max_timestamp > max_ts:
+                max_ts, offset_of_max = batch.max_timestamp, batch.last_offset
+            infos.append(BatchInfo(batch.last_offset, batch.max_timestamp, batch.size_in_bytes))
+        valid_bytes = sum(i.size_in_bytes for i in infos)
+        first_offset = parsed[0][1].base_offset
+        with self._lock:
+            self._check_open()
+            if first_offset < self._next_offset:
+                raise UnexpectedAppendOffsetError(
+                    f"follower append starts at {first_offset}, below the log end offset "
+                    f"{self._next_offset}",
+                    first_offset,
+                    infos[-1].last_offset,
+                )
+            return self._append(
+                view[:valid_bytes], infos, first_offset, max_ts, offset_of_max, -1, valid_bytes
+            )
+
+    def _parse(self, buf: bytearray | memoryview) -> list[tuple[int, RecordBatch]]:
+        return [(b.position, b) for b in read_batches(buf)]
+
+    def _append(
+        self,
+        data: bytearray | memoryview,
+        infos: Sequence[BatchInfo],
+        first_offset: int,
+        max_ts: int,
+        offset_of_max: int,
+        append_time: int,
+        valid_bytes: int,
+    ) -> LogAppendInfo:
+        # Called with the lock held.
+        config = self._config
+        if valid_bytes > config.segment_bytes:
+            raise RecordListTooLargeError(
+                f"the append is {valid_bytes} bytes, larger than segment_bytes "
+                f"({config.segment_bytes})"
+            )
+        last_offset = infos[-1].last_offset
+        segment = self._maybe_roll(valid_bytes, first_offset, last_offset, max_ts)
+        segment.append(data, infos)
+        self._next_offset = last_offset + 1
+        if self.unflushed_messages >= config.flush_messages:
+            self.flush()
+        return LogAppendInfo(
+            first_offset=first_offset,
+            last_offset=last_offset,
+            max_timestamp=max_ts,
+            offset_of_max_timestamp=offset_of_max,
+            log_append_time=append_time,
+            log_start_offset=self._log_start_offset,
+            batch_count=len(infos),
+            valid_bytes=valid_bytes,
+        )
+
+    def _maybe_roll(
+        self, messages_size: int, first_offset: int, last_offset: int, max_ts: int
+    ) -> LogSegment:
+        segment = self._segments.active()
+        config = self._config
+        if segment.should_roll(
+            max_segment_ms=config.max_segment_ms,
+            max_segment_bytes=config.segment_bytes,
+            max_timestamp_in_messages=max_ts,
+            max_offset_in_messages=last_offset,
+            messages_size=messages_size,
+            now_ms=self._clock.wall_ms(),
+        ):
+            return self._roll(first_offset)
+        return segment
+
+    # -- rolling --
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at ``max(expected_next_offset, LEO)`` and flush the old
+        ones (which moves the recovery point to the new segment's base). Returns it."""
+        with self._lock:
+            self._check_open()
+            return self._roll(expected_next_offset)
+
+    def _roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        new_offset = max(expected_next_offset or 0, self._next_offset)
+        active = self._segments.active()
+        if active.base_offset == new_offset and active.size == 0:
+            # An empty active segment at the same offset is simply replaced (KAFKA-6388).
+            _log.warning("rolling %s onto an empty segment at the same offset", self._dir)
+            self._segments.remove(new_offset)
+            active.delete_if_exists()
+        elif new_offset in self._segments:
+            raise ValueError(f"{self._dir}: a segment already exists at offset {new_offset}")
+        elif new_offset < active.base_offset:
+            raise ValueError(
+                f"{self._dir}: cannot roll to {new_offset}, below the active segment "
+                f"{active.base_offset}"
+            )
+        else:
+            active.on_become_inactive_segment()
+        prefix = filename_prefix_from_offset(new_offset)
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            stale = self._dir / f"{prefix}{suffix}"
+            if stale.exists():
+                _log.warning("deleting stale file %s before rolling", stale)
+                stale.unlink()
+        config = self._config
+        segment = LogSegment.open(
+            self._dir,
+            new_offset,
+            index_interval_bytes=config.index_interval_bytes,
+            segment_index_bytes=config.segment_index_bytes,
+            created_ms=self._clock.wall_ms(),
+            roll_jitter_ms=self._random_jitter(),
+            preallocate=config.preallocate,
+            init_file_size=config.segment_bytes if config.preallocate else 0,
+        )
+        self._segments.add(segment)
+        self._dir_dirty = True
+        # Kafka flushes up to the new segment asynchronously; the old segments are complete,
+        # so flushing them now moves the recovery point to the new base offset.
+        self._flush_up_to(new_offset)
+        return segment
+
+    # -- flushing --
+    def flush(self, include_active_empty: bool = False) -> None:
+        """fsync everything up to the LEO and move the recovery point there. Thread-safe."""
+        with self._lock:
+            self._check_open()
+            self._flush_up_to(self._next_offset, include_active_empty)
+
+    def _flush_up_to(self, offset: int, include_active_empty: bool = False) -> None:
+        if offset > self._recovery_point or include_active_empty:
+            for segment in self._segments.values(self._recovery_point, offset):
+                segment.flush()
+            if include_active_empty:
+                self._segments.active().flush()
+            if self._dir_dirty:
+                fsync_dir(self._dir)
+                self._dir_dirty = False
+            self._recovery_point = max(self._recovery_point, min(offset, self._next_offset))
+        self._last_flush_ms = self._clock.monotonic_ms()
+
+    def maybe_flush(self) -> bool:
+        """Flush if ``flush_ms`` has passed since the last flush; returns whether it did."""
+        with self._lock:
+            if self._closed:
+                return False
+            if self._clock.monotonic_ms() - self._last_flush_ms >= self._config.flush_ms:
+                self._flush_up_to(self._next_offset)
+                return True
+            return False
+
+    # -- reads --
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:
+        """Whole batches from the one containing ``start_offset``, as raw bytes.
+
+        ``max_offset`` bounds the read (exclusive): the high watermark for consumers, None
+        (the LEO) for followers. A read at the LEO or at/after ``max_offset`` is empty; one
+        below ``log_start_offset`` or above the LEO raises ``OffsetOutOfRangeError``. The
+        result may end in a partial batch. Thread-safe.
+        """
+        with self._lock:
+            self._check_open()
+            leo = self._next_offset
+            if start_offset == leo:
+                return self._empty(start_offset)
+            if start_offset > leo or start_offset < self._log_start_offset:
+                raise OffsetOutOfRangeError(
+                    f"offset {start_offset} is out of range for {self.topic}-{self.partition}: "
+                    f"[{self._log_start_offset}, {leo}]"
+                )
+            if max_offset is None or max_offset >= leo:
+                active = self._segments.active()
+                bound_base, bound_position = active.base_offset, active.size
+            else:
+                if start_offset >= max_offset:
+                    return self._empty(start_offset)
+                bound_base, bound_position = self._position_of(max_offset)
+            segment = self._segments.floor(start_offset)
+            while segment is not None and segment.base_offset <= bound_base:
+                max_position = segment.size if segment.base_offset < bound_base else bound_position
+                info = segment.read(start_offset, max_bytes, max_position, min_one_message)
+                if info is not None:
+                    return info
+                segment = self._segments.higher(segment.base_offset)
+            return self._empty(start_offset)
+
+    def _empty(self, offset: int) -> FetchDataInfo:
+        return FetchDataInfo(LogOffsetMetadata(offset), b"")
+
+    def _position_of(self, offset: int) -> tuple[int, int]:
+        """(segment base, byte position) of the batch containing ``offset`` (cached once)."""
+        cached = self._hw_position
+        if cached is not None and cached[0] == offset:
+            return cached[1], cached[2]
+        segment = self._segments.floor(offset)
+        assert segment is not None
+        found = segment.translate_offset(offset)
+        position = found[0] if found is not None else segment.size
+        self._hw_position = (offset, segment.base_offset, position)
+        return segment.base_offset, position
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """The first offset whose record timestamp is ≥ ``timestamp`` (ListOffsets).
+
+        Special targets: ``EARLIEST_TIMESTAMP`` (-2) → the log start offset,
+        ``LATEST_TIMESTAMP`` (-1) → the LEO, ``MAX_TIMESTAMP`` (-3) → the record with the
+        largest timestamp. Returns None when no record is that recent. Thread-safe.
+        """
+        with self._lock:
+            self._check_open()
+            if timestamp == EARLIEST_TIMESTAMP:
+                return TimestampAndOffset(NO_TIMESTAMP, self._log_start_offset)
+            if timestamp == LATEST_TIMESTAMP:
+                return TimestampAndOffset(NO_TIMESTAMP, self._next_offset)
+            if timestamp == MAX_TIMESTAMP:
+                return self._max_timestamp_offset()
+            if timestamp < 0:
+                raise ValueError(f"invalid target timestamp {timestamp}")
+            for segment in self._segments:
+                if segment.largest_timestamp() < timestamp:
+                    continue
+                found = segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
+                if found is not None:
+                    return found
+            return None
+
+    def _max_timestamp_offset(self) -> TimestampAndOffset | None:
+        best: LogSegment | None = None
+        for segment in self._segments:
+            if best is None or segment.max_timestamp_so_far > best.max_timestamp_so_far:
+                best = segment
+        if best is None or best.max_timestamp_so_far < 0:
+            return None
+        max_ts = best.max_timestamp_so_far
+        # The segment remembers the batch; find the exact record inside it.
+        found = best.find_offset_by_timestamp(max_ts, self._log_start_offset)
+        if found is not None and found.timestamp == max_ts:
+            return found
+        return TimestampAndOffset(max_ts, best.offset_of_max_timestamp_so_far)
+
+    # -- high watermark and log start offset --
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, clamped to ``[log_start_offset, LEO]``; returns it.
+
+        May lower it (followers after truncation, loading); leaders use
+        :meth:`maybe_increment_high_watermark`. Thread-safe.
+        """
+        with self._lock:
+            hw = min(max(offset, self._log_start_offset), self._next_offset)
+            self._high_watermark = hw
+            return hw
+
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        """Raise the high watermark to ``offset`` if that is higher; returns whether it moved.
+
+        Raises ``ValueError`` if ``offset`` is above the LEO. Thread-safe.
+        """
+        with self._lock:
+            if offset > self._next_offset:
+                raise ValueError(
+                    f"high watermark {offset} is above the log end offset {self._next_offset}"
+                )
+            if offset > self._high_watermark:
+                self._high_watermark = offset
+                return True
+            return False
+
+    def delete_records(self, before_offset: int) -> int:
+        """Move the log start offset up to ``before_offset`` (Kafka's DeleteRecords).
+
+        Reads below it fail at once; whole segments below it go at the next retention pass.
+        Raises ``OffsetOutOfRangeError`` if ``before_offset`` is above the high watermark.
+        Returns the (possibly unchanged) log start offset. Thread-safe.
+        """
+        with self._lock:
+            self._check_open()
+            if before_offset > self._high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"cannot delete records before {before_offset}: above the high watermark "
+                    f"{self._high_watermark} of {self.topic}-{self.partition}"
+                )
+            self._maybe_increment_log_start_offset(before_offset)
+            return self._log_start_offset
+
+    def _maybe_increment_log_start_offset(self, offset: int) -> None:
+        if offset > self._log_start_offset:
+            self._log_start_offset = offset
+            self._high_watermark = max(self._high_watermark, offset)
+            self._recovery_point = max(self._recovery_point, offset)
+
+    # -- truncation --
+    def truncate_to(self, target_offset: int) -> bool:
+        """Remove every offset ≥ ``target_offset``; returns whether anything was removed.
+
+        Whole batches go: a batch containing ``target_offset`` is removed entirely, so the new
+        LEO may be below the target. Raises ``ValueError`` for a negative target. Thread-safe.
+        """
+        if target_offset < 0:
+            raise ValueError(f"cannot truncate to a negative offset ({target_offset})")
+        with self._lock:
+            self._check_open()
+            if target_offset >= self._next_offset:
+                return False
+            first = self._segments.first()
+            assert first is not None
+            if target_offset < first.base_offset:
+                self._truncate_fully_and_start_at(target_offset)
+                return True
+            now = self._clock.wall_ms()
+            for segment in reversed(self._segments.values()):
+                if segment.base_offset > target_offset:
+                    self._segments.remove(segment.base_offset)
+                    segment.delete_if_exists()
+            active = self._segments.active()
+            active.truncate_to(target_offset, now)
+            active.resize_indexes(self._config.segment_index_bytes)
+            self._next_offset = active.read_next_offset()
+            self._after_truncation()
+            return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and start an empty log at ``new_offset``. Thread-safe."""
+        if new_offset < 0:
+            raise ValueError(f"cannot start a log at a negative offset ({new_offset})")
+        with self._lock:
+            self._check_open()
+            self._truncate_fully_and_start_at(new_offset)
+
+    def _truncate_fully_and_start_at(self, new_offset: int) -> None:
+        for segment in self._segments.clear():
+            segment.delete_if_exists()
+        config = self._config
+        self._segments.add(
+            LogSegment.open(
+                self._dir,
+                new_offset,
+                index_interval_bytes=config.index_interval_bytes,
+                segment_index_bytes=config.segment_index_bytes,
+                created_ms=self._clock.wall_ms(),
+                roll_jitter_ms=self._random_jitter(),
+                preallocate=config.preallocate,
+                init_file_size=config.segment_bytes if config.preallocate else 0,
+            )
+        )
+        self._dir_dirty = True
+        self._next_offset = new_offset
+        self._log_start_offset = new_offset
+        self._high_watermark = new_offset
+        self._recovery_point = new_offset
+        self._after_truncation()
+
+    def _after_truncation(self) -> None:
+        self._hw_position = None
+        self._log_start_offset = min(self._log_start_offset, self._next_offset)
+        self._high_watermark = min(self._high_watermark, self._next_offset)
+        self._recovery_point = min(self._recovery_point, self._next_offset)
+
+    # -- retention --
+    def delete_old_segments(self) -> int:
+        """Apply retention (log start offset, then size and time when the policy includes
+        ``delete``); returns the number of segments deleted. Never deletes at or above the
+        high watermark; rolls first rather than delete the active segment. The files are
+        renamed ``.deleted`` and removed after ``file_delete_delay_ms``. Thread-safe."""
+        with self._lock:
+            self._check_open()
+            segments = self._segments.values()
+            decision = deletable_segments(
+                [SegmentSummary(s.base_offset, s.size, s.largest_timestamp()) for s in segments],
+                log_end_offset=self._next_offset,
+                high_watermark=self._high_watermark,
+                log_start_offset=self._log_start_offset,
+                config=self._config,
+                now_ms=self._clock.wall_ms(),
+            )
+            if decision is None:
+                return 0
+            reason, doomed = decision
+            if len(doomed) == len(segments):
+                self._roll()
+            to_delete = [self._segments.get(s.base_offset) for s in doomed]
+            victims = [s for s in to_delete if s is not None and s is not self._segments.active()]
+            for segment in victims:
+                self._segments.remove(segment.base_offset)
+            first = self._segments.first()
+            assert first is not None
+            self._maybe_increment_log_start_offset(first.base_offset)
+            self._schedule_delete(victims)
+            if reason is not RetentionReason.LOG_START_OFFSET:
+                _log.info(
+                    "retention (%s) deleted %d segments of %s; log start offset %d",
+                    reason.value,
+                    len(victims),
+                    self._dir,
+                    self._log_start_offset,
+                )
+            return len(victims)
+
+    def _schedule_delete(self, segments: list[LogSegment]) -> None:
+        due = self._clock.monotonic_ms() + self._config.file_delete_delay_ms
+        for segment in segments:
+            segment.change_file_suffixes("", DELETED_SUFFIX)
+            self._pending_deletes.append((due, segment))
+        self._hw_position = None
+        if self._config.file_delete_delay_ms == 0:
+            self.delete_pending_files()
+
+    def delete_pending_files(self) -> int:
+        """Remove ``.deleted`` segments whose delay has passed; returns how many. Thread-safe."""
+        with self._lock:
+            now = self._clock.monotonic_ms()
+            due = [s for t, s in self._pending_deletes if t <= now]
+            self._pending_deletes = [(t, s) for t, s in self._pending_deletes if t > now]
+            for segment in due:
+                segment.delete_if_exists()
+            return len(due)
+
+    # -- closing --
+    def close(self) -> None:
+        """Close every segment (trimming indexes). Does not flush: the log manager flushes
+        before a clean shutdown. ``.deleted`` files not yet removed are removed at the next
+        open. Thread-safe; closing twice is a no-op."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for segment in self._segments:
+                segment.close()
+            for _, segment in self._pending_deletes:
+                segment.close_handlers()
+            self._pending_deletes.clear()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"the log {self._dir} is closed")
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.topic}-{self.partition}, log_start_offset={self._log_start_offset}, "
+            f"high_watermark={self._high_watermark}, log_end_offset={self._next_offset})"
+        )

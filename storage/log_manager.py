@@ -1,0 +1,338 @@
+"""The log directories of a broker and every partition log in them (Kafka's ``LogManager``).
+
+Per log directory, on disk::
+
+    .lock                               held (flock) while a LogManager owns the directory
+    .kafka_cleanshutdown                present only after a clean shutdown: JSON
+                                        {"version": 0, "brokerEpoch": -1}
+    recovery-point-offset-checkpoint    per partition, the offset below which data is flushed
+    log-start-offset-checkpoint         per partition whose log start is above its first
+                                        segment's base (delete-records)
+    replication-offset-checkpoint       per partition, the high watermark
+    <topic>-<partition>/                one directory per log (storage.log)
+
+Startup deletes the clean-shutdown marker *before* loading (a crash while loading then counts
+as unclean), recovers each log from its recovery point unless the marker was there, and falls
+back to empty checkpoints when a checkpoint is unreadable (costing only a longer recovery).
+:meth:`LogManager.shutdown` flushes every log, writes the checkpoints and only then the
+marker.
+
+Periodic work — time-based flush, retention, checkpointing, removal of ``.deleted`` files —
+runs in :meth:`LogManager.tick`, driven by the injected clock; the broker calls it from one
+thread, tests call it after advancing a ``ManualClock``.
+
+Thread-safety: every public method is thread-safe.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from odradek.clock import Clock
+from odradek.errors import InvalidTopicError
+from storage.checkpoint_file import OffsetCheckpointFile, write_atomically
+from storage.config import LogConfig, LogManagerConfig
+from storage.errors import CheckpointError, LogDirLockedError
+from storage.log import Log, parse_topic_partition_name
+
+__all__ = [
+    "CLEAN_SHUTDOWN_FILE",
+    "LOCK_FILE",
+    "LOG_START_OFFSET_CHECKPOINT",
+    "RECOVERY_POINT_CHECKPOINT",
+    "REPLICATION_OFFSET_CHECKPOINT",
+    "LogManager",
+    "validate_topic_name",
+]
+
+_log = logging.getLogger(__name__)
+
+LOCK_FILE = ".lock"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+_DELETE_DIR_SUFFIX = "-delete"
+
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME_LENGTH = 249
+
+TopicPartition = tuple[str, int]
+
+
+def validate_topic_name(topic: str) -> None:
+    """Kafka's topic name rules. Raises ``InvalidTopicError``."""
+    if not topic:
+        raise InvalidTopicError("topic name is empty")
+    if topic in (".", ".."):
+        raise InvalidTopicError(f"topic name cannot be {topic!r}")
+    if len(topic) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicError(f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters")
+    if not _LEGAL_TOPIC.match(topic):
+        raise InvalidTopicError(
+            f"topic name {topic!r} has characters other than ASCII letters, digits, '.', '_', '-'"
+        )
+
+
+class LogManager:
+    """Owns the log directories and the logs in them. Thread-safe."""
+
+    def __init__(
+        self,
+        log_dirs: Sequence[Path | str],
+        config: LogConfig,
+        clock: Clock,
+        manager_config: LogManagerConfig | None = None,
+    ) -> None:
+        """Lock each directory, then load (recovering where needed) every log in them.
+
+        Raises ``LogDirLockedError`` if another process holds a directory, ``ValueError`` for
+        no directories or duplicates, and ``OSError`` for I/O failures.
+        """
+        dirs = [Path(d).resolve() for d in log_dirs]
+        if not dirs:
+            raise ValueError("at least one log directory is needed")
+        if len(set(dirs)) != len(dirs):
+            raise ValueError("log directories must be distinct")
+        self.log_dirs = dirs
+        self.default_config = config
+        self._clock = clock
+        self._manager_config = manager_config or LogManagerConfig()
+        self._lock = threading.RLock()
+        self._logs: dict[TopicPartition, Log] = {}
+        self._lock_fds: list[int] = []
+        self._topic_configs: dict[str, LogConfig] = {}
+        self._shut_down = False
+        self.had_clean_shutdown: dict[Path, bool] = {}
+        for d in dirs:
+            d.mkdir(parents=True, exist_ok=True)
+            self._lock_fds.append(self._lock_dir(d))
+        try:
+            for d in dirs:
+                self._load_dir(d)
+        except BaseException:
+            self._release_locks()
+            raise
+        now = clock.monotonic_ms()
+        mc = self._manager_config
+        self._next_retention_ms = now + mc.initial_task_delay_ms
+        self._next_flush_check_ms = now + min(mc.flush_scheduler_interval_ms, 2**62)
+        self._next_recovery_checkpoint_ms = now + mc.flush_offset_checkpoint_interval_ms
+        self._next_start_checkpoint_ms = now + mc.flush_start_offset_checkpoint_interval_ms
+        self._next_hw_checkpoint_ms = now + mc.high_watermark_checkpoint_interval_ms
+
+    # -- loading --
+    @staticmethod
+    def _lock_dir(d: Path) -> int:
+        fd = os.open(d / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise LogDirLockedError(f"{d} is locked by another process") from None
+        return fd
+
+    def _release_locks(self) -> None:
+        for fd in self._lock_fds:
+            os.close(fd)
+        self._lock_fds.clear()
+
+    @staticmethod
+    def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:
+        try:
+            return OffsetCheckpointFile(path).read()
+        except (CheckpointError, OSError) as e:
+            _log.warning("ignoring unreadable checkpoint %s (%s): recovering from scratch", path, e)
+            return {}
+
+    def _load_dir(self, d: Path) -> None:
+        marker = d / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        if clean:
+            # Deleted before loading, so a crash while loading counts as unclean (KAFKA-10471).
+            marker.unlink()
+            from storage.checkpoint_file import fsync_dir
+
+            fsync_dir(d)
+        self.had_clean_shutdown[d] = clean
+        recovery_points = self._read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
+        start_offsets = self._read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)
+        high_watermarks = self._read_checkpoint(d / REPLICATION_OFFSET_CHECKPOINT)
+        for child in sorted(d.iterdir()):
+            if not child.is_dir():
+                continue
+            if child.name.endswith(_DELETE_DIR_SUFFIX):
+                _log.info("removing %s, a log deleted before the last stop", child)
+                shutil.rmtree(child, ignore_errors=True)
+                continue
+            try:
+                tp = parse_topic_partition_name(child.name)
+            except ValueError:
+                _log.warning("ignoring %s: not a <topic>-<partition> directory", child)
+                continue
+            if tp in self._logs:
+                raise ValueError(f"{tp[0]}-{tp[1]} is in more than one log directory")
+            log = Log.open(
+                child,
+                self._topic_configs.get(tp[0], self.default_config),
+                self._clock,
+                recovery_point=recovery_points.get(tp, 0),
+                log_start_offset=start_offsets.get(tp, 0),
+                had_clean_shutdown=clean,
+                high_watermark=high_watermarks.get(tp),
+            )
+            self._logs[tp] = log
+
+    # -- logs --
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        with self._lock:
+            return self._logs.get((topic, partition))
+
+    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+        """The log of ``topic``-``partition``, created in the least-loaded directory if new.
+
+        ``config`` applies to a new log (and updates an existing one). Raises
+        ``InvalidTopicError`` for an illegal topic name, ``ValueError`` for a negative
+        partition. Thread-safe.
+        """
+        validate_topic_name(topic)
+        if partition < 0:
+            raise ValueError(f"partition must be non-negative, not {partition}")
+        with self._lock:
+            self._check_running()
+            log = self._logs.get((topic, partition))
+            if log is not None:
+                if config is not None:
+                    log.update_config(config)
+                return log
+            counts = dict.fromkeys(self.log_dirs, 0)
+            for existing in self._logs.values():
+                counts[existing.dir.parent] = counts.get(existing.dir.parent, 0) + 1
+            target = min(self.log_dirs, key=lambda d: counts[d])
+            log = Log.open(
+                target / f"{topic}-{partition}",
+                config or self.default_config,
+                self._clock,
+                had_clean_shutdown=True,
+            )
+            self._logs[(topic, partition)] = log
+            return log
+
+    def all_logs(self) -> dict[TopicPartition, Log]:
+        with self._lock:
+            return dict(self._logs)
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Close the log and remove its directory (renamed ``…-delete`` first, as Kafka does,
+        so a crash midway finishes the removal at the next start). Returns whether it existed."""
+        with self._lock:
+            log = self._logs.pop((topic, partition), None)
+            if log is None:
+                return False
+            log.close()
+            doomed = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}{_DELETE_DIR_SUFFIX}")
+            log.dir.rename(doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+            return True
+
+    # -- periodic work --
+    def tick(self) -> None:
+        """Run whatever periodic task is due by the clock. Call it often (e.g. every 100 ms)."""
+        with self._lock:
+            if self._shut_down:
+                return
+            now = self._clock.monotonic_ms()
+            mc = self._manager_config
+            logs = list(self._logs.values())
+            if now >= self._next_flush_check_ms:
+                self._next_flush_check_ms = now + mc.flush_scheduler_interval_ms
+                for log in logs:
+                    log.maybe_flush()
+            if now >= self._next_retention_ms:
+                self._next_retention_ms = now + mc.retention_check_interval_ms
+                self.cleanup_logs()
+            for log in logs:
+                log.delete_pending_files()
+            if now >= self._next_recovery_checkpoint_ms:
+                self._next_recovery_checkpoint_ms = now + mc.flush_offset_checkpoint_interval_ms
+                self.checkpoint_recovery_points()
+            if now >= self._next_start_checkpoint_ms:
+                self._next_start_checkpoint_ms = now + mc.flush_start_offset_checkpoint_interval_ms
+                self.checkpoint_log_start_offsets()
+            if now >= self._next_hw_checkpoint_ms:
+                self._next_hw_checkpoint_ms = now + mc.high_watermark_checkpoint_interval_ms
+                self.checkpoint_high_watermarks()
+
+    def cleanup_logs(self) -> int:
+        """Run retention on every log; returns the number of segments deleted."""
+        with self._lock:
+            return sum(log.delete_old_segments() for log in self._logs.values())
+
+    def _logs_by_dir(self) -> dict[Path, list[tuple[TopicPartition, Log]]]:
+        out: dict[Path, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.log_dirs}
+        for tp, log in self._logs.items():
+            out[log.dir.parent].append((tp, log))
+        return out
+
+    def checkpoint_recovery_points(self) -> None:
+        """Write ``recovery-point-offset-checkpoint`` in every directory."""
+        with self._lock:
+            for d, logs in self._logs_by_dir().items():
+                OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).write(
+                    {tp: log.recovery_point for tp, log in logs}
+                )
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Write ``log-start-offset-checkpoint``: logs whose start is above their first
+        segment's base offset (Kafka records only those)."""
+        with self._lock:
+            for d, logs in self._logs_by_dir().items():
+                entries = {}
+                for tp, log in logs:
+                    first = log.segments()[0]
+                    if log.log_start_offset > first.base_offset:
+                        entries[tp] = log.log_start_offset
+                OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(entries)
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write ``replication-offset-checkpoint`` in every directory."""
+        with self._lock:
+            for d, logs in self._logs_by_dir().items():
+                OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(
+                    {tp: log.high_watermark for tp, log in logs}
+                )
+
+    # -- shutdown --
+    def shutdown(self) -> None:
+        """Clean shutdown: flush and close every log, write the checkpoints, then the
+        clean-shutdown marker, and release the directory locks. Idempotent."""
+        with self._lock:
+            if self._shut_down:
+                return
+            for log in self._logs.values():
+                log.flush(include_active_empty=True)
+            self.checkpoint_recovery_points()
+            self.checkpoint_log_start_offsets()
+            self.checkpoint_high_watermarks()
+            for log in self._logs.values():
+                log.close()
+            for d in self.log_dirs:
+                write_atomically(
+                    d / CLEAN_SHUTDOWN_FILE,
+                    json.dumps({"version": 0, "brokerEpoch": -1}).encode(),
+                )
+            self._shut_down = True
+            self._release_locks()
+
+    def _check_running(self) -> None:
+        if self._shut_down:
+            raise ValueError("the log manager is shut down")
