@@ -119,11 +119,19 @@ def bench_recovery(
     clean = Log.open(log_dir, config, clock, recovery_point=leo, had_clean_shutdown=True)
     clean_bytes = clean.recovery_bytes_read
     # Unflushed data on top, then a kill: files left untrimmed, no clean-shutdown marker.
-    for _ in range(segment_bytes // len(batch) // 3):
+    # A new segment a third full and flushed (the recovery point mid-segment), then another
+    # third that was never flushed.
+    clean.roll()
+    third = segment_bytes // len(batch) // 3
+    for _ in range(third):
         clean.append_as_leader(batch, leader_epoch=0)
+    clean.flush()
+    flushed_bytes = clean.size
     recovery_point = clean.recovery_point
-    after_recovery_point = sum(s.size for s in clean.segments() if s.base_offset >= recovery_point)
+    for _ in range(third):
+        clean.append_as_leader(batch, leader_epoch=0)
     data_bytes = clean.size
+    after_recovery_point = data_bytes - flushed_bytes
     for segment in clean.segments():
         segment.close_handlers()
     unclean = Log.open(log_dir, config, clock, recovery_point=recovery_point)

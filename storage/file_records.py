@@ -83,14 +83,16 @@ class FileRecords:
     # -- writing --
     def append(self, data: bytes | bytearray | memoryview) -> int:
         """Write ``data`` at the end; returns the bytes written. Raises ``OSError``."""
-        view = memoryview(data)
         position = self._size
-        while view:
-            written = os.pwrite(self._fd, view, position)
-            position += written
-            view = view[written:]
-        n = position - self._size
-        self._size = position
+        n = len(data)
+        written = os.pwrite(self._fd, data, position)
+        if written < n:  # a short write: finish it
+            view = memoryview(data)[written:]
+            while view:
+                done = os.pwrite(self._fd, view, position + written)
+                written += done
+                view = view[done:]
+        self._size = position + n
         return n
 
     def truncate_to(self, size: int) -> int:

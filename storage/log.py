@@ -25,8 +25,8 @@ import logging
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from odradek.clock import Clock
 from odradek.errors import (
@@ -36,12 +36,12 @@ from odradek.errors import (
     RecordListTooLargeError,
 )
 from odradek.records import (
+    CONTROL_FLAG_MASK,
     NO_TIMESTAMP,
     RecordBatch,
-    read_batches,
-    set_base_offset,
     set_log_append_time,
-    set_partition_leader_epoch,
+    stamp_batch,
+    validated_headers,
 )
 from storage.checkpoint_file import fsync_dir
 from storage.config import LogConfig
@@ -94,9 +94,8 @@ def parse_topic_partition_name(name: str) -> tuple[str, int]:
     return m.group("topic"), int(m.group("partition"))
 
 
-@dataclass(frozen=True, slots=True)
-class LogAppendInfo:
-    """What an append wrote."""
+class LogAppendInfo(NamedTuple):
+    """What an append wrote. (A named tuple: one is made per append on the hot path.)"""
 
     first_offset: int
     last_offset: int
@@ -280,52 +279,51 @@ class Log:
         nothing is written.
         """
         buf = bytearray(batches)
-        parsed = self._parse(buf)
-        if not parsed:
+        headers = validated_headers(buf)
+        if not headers:
             raise InvalidRecordError("the append contains no record batch")
         config = self._config
-        for index, (_, batch) in enumerate(parsed):
-            batch.validate()
-            if batch.size_in_bytes > config.max_message_bytes:
+        max_message_bytes = config.max_message_bytes
+        for index, h in enumerate(headers):
+            if h.size_in_bytes > max_message_bytes:
                 raise MessageTooLargeError(
-                    f"batch {index} is {batch.size_in_bytes} bytes, larger than "
-                    f"max_message_bytes ({config.max_message_bytes})"
+                    f"batch {index} is {h.size_in_bytes} bytes, larger than "
+                    f"max_message_bytes ({max_message_bytes})"
                 )
-            if batch.base_offset != 0:
+            if h.base_offset != 0:
                 raise InvalidRecordError(
-                    f"batch {index} has base offset {batch.base_offset}; clients must send 0"
+                    f"batch {index} has base offset {h.base_offset}; clients must send 0"
                 )
-            if batch.records_count != batch.last_offset_delta + 1 or batch.records_count <= 0:
+            if h.records_count != h.last_offset_delta + 1 or h.records_count <= 0:
                 raise InvalidRecordError(
-                    f"batch {index} reports {batch.records_count} records but its offset delta "
-                    f"is {batch.last_offset_delta}"
+                    f"batch {index} reports {h.records_count} records but its offset delta "
+                    f"is {h.last_offset_delta}"
                 )
-            if batch.is_control:
+            if h.attributes & CONTROL_FLAG_MASK:
                 raise InvalidRecordError("clients are not allowed to write control batches")
             if config.compact:
-                for record in batch.records():
+                # Compaction needs a key on every record: the one check that decodes records.
+                for record in RecordBatch(buf, h.position).records():
                     if record.key is None:
                         raise InvalidRecordError("compacted topics accept only records with a key")
+        log_append_time = config.message_timestamp_type == "log_append_time"
         with self._lock:
             self._check_open()
-            append_time = (
-                self._clock.wall_ms() if config.message_timestamp_type == "log_append_time" else -1
-            )
+            append_time = self._clock.wall_ms() if log_append_time else -1
             next_offset = self._next_offset
             first_offset = next_offset
             infos: list[BatchInfo] = []
             max_ts, offset_of_max = NO_TIMESTAMP, -1
-            for position, batch in parsed:
-                set_base_offset(buf, position, next_offset)
-                set_partition_leader_epoch(buf, position, leader_epoch)
-                last = next_offset + batch.last_offset_delta
-                batch_max_ts = batch.max_timestamp
-                if append_time >= 0:
-                    set_log_append_time(buf, position, append_time)
+            for h in headers:
+                stamp_batch(buf, h.position, next_offset, leader_epoch)
+                last = next_offset + h.last_offset_delta
+                batch_max_ts = h.max_timestamp
+                if log_append_time:
+                    set_log_append_time(buf, h.position, append_time)
                     batch_max_ts = append_time
                 if batch_max_ts > max_ts:
                     max_ts, offset_of_max = batch_max_ts, last
-                infos.append(BatchInfo(last, batch_max_ts, batch.size_in_bytes))
+                infos.append(BatchInfo(last, batch_max_ts, h.size_in_bytes))
                 next_offset = last + 1
             return self._append(
                 buf, infos, first_offset, max_ts, offset_of_max, append_time, len(buf)
@@ -339,9 +337,8 @@ class Log:
         the LEO) or ``RecordListTooLargeError``. A trailing partial batch (as a fetch may
         return) is ignored; nothing is written on error.
         """
-        view = memoryview(batches)
-        parsed = self._parse(view)
-        if not parsed:
+        headers = validated_headers(batches, allow_partial_tail=True)
+        if not headers:
             with self._lock:
                 return LogAppendInfo(
                     self._next_offset,
@@ -356,19 +353,19 @@ class Log:
         infos: list[BatchInfo] = []
         max_ts, offset_of_max = NO_TIMESTAMP, -1
         previous_last = -1
-        for _, batch in parsed:
-            batch.validate()
-            if batch.last_offset <= previous_last or batch.last_offset < batch.base_offset:
+        for h in headers:
+            last = h.base_offset + h.last_offset_delta
+            if last <= previous_last or last < h.base_offset:
                 raise OffsetsOutOfOrderError(
-                    f"out of order offsets in follower append: batch {batch.base_offset}.."
-                    f"{batch.last_offset} after {previous_last}"
+                    f"out of order offsets in follower append: batch {h.base_offset}..{last} "
+                    f"after {previous_last}"
                 )
-            previous_last = batch.last_offset
-            if batch.max_timestamp > max_ts:
-                max_ts, offset_of_max = batch.max_timestamp, batch.last_offset
-            infos.append(BatchInfo(batch.last_offset, batch.max_timestamp, batch.size_in_bytes))
-        valid_bytes = sum(i.size_in_bytes for i in infos)
-        first_offset = parsed[0][1].base_offset
+            previous_last = last
+            if h.max_timestamp > max_ts:
+                max_ts, offset_of_max = h.max_timestamp, last
+            infos.append(BatchInfo(last, h.max_timestamp, h.size_in_bytes))
+        valid_bytes = headers[-1].position + headers[-1].size_in_bytes
+        first_offset = headers[0].base_offset
         with self._lock:
             self._check_open()
             if first_offset < self._next_offset:
@@ -379,11 +376,14 @@ class Log:
                     infos[-1].last_offset,
                 )
             return self._append(
-                view[:valid_bytes], infos, first_offset, max_ts, offset_of_max, -1, valid_bytes
+                memoryview(batches)[:valid_bytes],
+                infos,
+                first_offset,
+                max_ts,
+                offset_of_max,
+                -1,
+                valid_bytes,
             )
-
-    def _parse(self, buf: bytearray | memoryview) -> list[tuple[int, RecordBatch]]:
-        return [(b.position, b) for b in read_batches(buf)]
 
     def _append(
         self,
@@ -409,14 +409,14 @@ class Log:
         if self.unflushed_messages >= config.flush_messages:
             self.flush()
         return LogAppendInfo(
-            first_offset=first_offset,
-            last_offset=last_offset,
-            max_timestamp=max_ts,
-            offset_of_max_timestamp=offset_of_max,
-            log_append_time=append_time,
-            log_start_offset=self._log_start_offset,
-            batch_count=len(infos),
-            valid_bytes=valid_bytes,
+            first_offset,
+            last_offset,
+            max_ts,
+            offset_of_max,
+            append_time,
+            self._log_start_offset,
+            len(infos),
+            valid_bytes,
         )
 
     def _maybe_roll(

@@ -38,12 +38,15 @@ from odradek.records.batch import (
     RECORDS_COUNT_OFFSET,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
+    BatchHeader,
     RecordBatch,
     batch_size_at,
     read_batches,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
+    stamp_batch,
+    validated_headers,
 )
 from odradek.records.builder import build_batch
 from odradek.records.compression import Compression, compress, decompress
@@ -90,6 +93,9 @@ __all__ = [
     # batches
     "build_batch",
     "RecordBatch",
+    "BatchHeader",
+    "validated_headers",
+    "stamp_batch",
     "read_batches",
     "batch_size_at",
     "set_base_offset",

@@ -38,7 +38,7 @@ from __future__ import annotations
 import mmap
 import struct
 from collections.abc import Iterator
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 import crc32c
 
@@ -554,3 +554,100 @@ def set_log_append_time(buf: WritableBuffer, position: int, timestamp_ms: int) -
     size = header[_H_LENGTH] + LOG_OVERHEAD
     crc = _crc_of(buf, position + ATTRIBUTES_OFFSET, position + size)
     _UINT32.pack_into(buf, position + CRC_OFFSET, crc)
+
+
+# --- the broker's append path ----------------------------------------------------------------
+
+
+class BatchHeader(NamedTuple):
+    """A batch's position and size in a buffer, with its header fields (no records decoded)."""
+
+    position: int
+    size_in_bytes: int
+    base_offset: int
+    length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG_MASK)
+
+
+def validated_headers(buf: Buffer, *, allow_partial_tail: bool = False) -> list[BatchHeader]:
+    """Parse and CRC-check every batch in ``buf`` without decoding any record.
+
+    This is the broker's append path, so it is one tight loop: per batch one header unpack and
+    one CRC-32C over attributes..end. ``buf`` must hold whole batches back to back; with
+    ``allow_partial_tail`` (a follower's fetch may end mid-batch) an incomplete last batch is
+    left out instead. Raises :class:`~odradek.errors.CorruptRecordError` for a length below
+    the v2 header, a magic other than 2, a CRC mismatch, or (without ``allow_partial_tail``)
+    trailing bytes that do not form a whole batch.
+    """
+    mv = memoryview(buf)
+    if mv.format != "B":
+        mv = mv.cast("B")
+    end = mv.nbytes
+    unpack = HEADER_STRUCT.unpack_from
+    checksum = crc32c.crc32c
+    make = BatchHeader._make
+    out: list[BatchHeader] = []
+    position = 0
+    while position < end:
+        if end - position < RECORD_BATCH_OVERHEAD:
+            if allow_partial_tail:
+                break
+            raise CorruptRecordError(
+                f"{end - position} trailing bytes at position {position} are not a whole batch"
+            )
+        header = unpack(mv, position)
+        length = header[_H_LENGTH]
+        size = length + LOG_OVERHEAD
+        if size < RECORD_BATCH_OVERHEAD:
+            raise CorruptRecordError(
+                f"batch at position {position} has size {size}, below the "
+                f"{RECORD_BATCH_OVERHEAD}-byte v2 header"
+            )
+        if position + size > end:
+            if allow_partial_tail:
+                break
+            raise CorruptRecordError(
+                f"batch at position {position} of size {size} runs past the end ({end})"
+            )
+        if header[_H_MAGIC] != MAGIC_V2:
+            raise CorruptRecordError(
+                f"batch at position {position}: magic {header[_H_MAGIC]} is not {MAGIC_V2}"
+            )
+        stored = header[_H_CRC]
+        computed = checksum(mv[position + ATTRIBUTES_OFFSET : position + size])
+        if computed != stored:
+            raise CorruptRecordError(
+                f"batch at position {position}: stored CRC {stored:#010x} does not match "
+                f"the computed CRC {computed:#010x}"
+            )
+        out.append(make((position, size, *header)))
+        position += size
+    return out
+
+
+def stamp_batch(buf: WritableBuffer, position: int, base_offset: int, leader_epoch: int) -> None:
+    """Write a batch's BaseOffset and PartitionLeaderEpoch in place (both outside the CRC).
+
+    The leader's offset assignment; ``position`` must come from :func:`validated_headers`.
+    Raises ``struct.error`` if either value does not fit its field.
+    """
+    _INT64.pack_into(buf, position, base_offset)
+    _INT32.pack_into(buf, position + PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)

@@ -24,6 +24,8 @@ from odradek.records import (
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
+    stamp_batch,
+    validated_headers,
 )
 
 from .helpers import RECORDS, expected
@@ -441,3 +443,60 @@ def test_negative_key_and_value_lengths_read_as_null_like_kafka():
 def test_empty_batch_decodes_to_no_records():
     b = with_records_section(b"", 0)
     assert b.records() == []
+
+
+# --- the broker's append path: validated_headers and stamp_batch ------------------------------
+
+
+def _two_batches() -> bytes:
+    first = build_batch([Record(b"a", b"1", timestamp=10), Record(b"b", b"2", timestamp=30)])
+    second = build_batch([Record(None, b"3", timestamp=20)], compression="gzip")
+    return first + second
+
+
+def test_validated_headers_reads_every_header_field() -> None:
+    data = _two_batches()
+    headers = validated_headers(data)
+    views = [RecordBatch(data, 0), RecordBatch(data, headers[0].size_in_bytes)]
+    assert [h.position for h in headers] == [v.position for v in views]
+    for h, v in zip(headers, views, strict=True):
+        assert (h.size_in_bytes, h.crc, h.max_timestamp, h.records_count, h.last_offset) == (
+            v.size_in_bytes,
+            v.crc,
+            v.max_timestamp,
+            v.records_count,
+            v.last_offset,
+        )
+    assert validated_headers(memoryview(data)) == headers
+    assert validated_headers(b"") == []
+
+
+def test_validated_headers_rejects_what_a_leader_must_not_store() -> None:
+    data = _two_batches()
+    first_size = validated_headers(data)[0].size_in_bytes
+    with pytest.raises(CorruptRecordError, match="not a whole batch"):
+        validated_headers(data + b"\x00" * 20)
+    with pytest.raises(CorruptRecordError, match="runs past the end"):
+        validated_headers(data[:-1])
+    assert len(validated_headers(data[:-1], allow_partial_tail=True)) == 1
+    flipped = bytearray(data)
+    flipped[first_size - 1] ^= 1
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        validated_headers(flipped)
+    wrong_magic = bytearray(data)
+    wrong_magic[16] = 1
+    with pytest.raises(CorruptRecordError, match="magic"):
+        validated_headers(wrong_magic)
+    short = bytearray(data)
+    short[8:12] = (30).to_bytes(4, "big")
+    with pytest.raises(CorruptRecordError, match="below"):
+        validated_headers(short)
+
+
+def test_stamp_batch_keeps_the_crc_valid() -> None:
+    data = bytearray(_two_batches())
+    second = validated_headers(data)[1].position
+    stamp_batch(data, second, 1234, 9)
+    batch = RecordBatch(data, second)
+    batch.validate()
+    assert (batch.base_offset, batch.partition_leader_epoch) == (1234, 9)

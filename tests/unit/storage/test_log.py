@@ -340,3 +340,31 @@ def test_records_helper_builds_expected_batches():
         (1, b"k000005", value_for(5), 101),
     ]
     assert build_batch([Record(b"a", b"b")])  # the SDK's default arguments work
+
+
+def test_leader_rejects_trailing_bytes_that_are_not_a_batch(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    with pytest.raises(CorruptRecordError):
+        log.append_as_leader(make_batch(2) + b"\x00" * 70, leader_epoch=0)
+    with pytest.raises(CorruptRecordError):
+        log.append_as_leader(make_batch(2)[:-3], leader_epoch=0)
+    assert log.log_end_offset == 0 and log.size == 0
+
+
+def test_reads_of_batches_larger_than_the_fetch(tmp_path, clock):
+    # The single-read fast path cannot hold these; the scan path must answer the same.
+    log = open_log(tmp_path, clock, LogConfig(index_interval_bytes=100))
+    for i in range(6):
+        log.append_as_leader(make_batch(200, first=200 * i, value_size=100), leader_epoch=0)
+    sizes = [b.size_in_bytes for b in read_batches(log.read(0, 1 << 22).records)]
+    assert min(sizes) > 100 + 100 + 2048 + 1
+    for offset in (0, 199, 200, 650, 1199):
+        whole = log.read(offset, 1, min_one_message=True)
+        (batch,) = read_batches(whole.records)
+        assert batch.base_offset <= offset <= batch.last_offset
+        assert len(whole.records) == batch.size_in_bytes
+        partial = log.read(offset, 10, min_one_message=False)
+        assert len(partial.records) == 10 and partial.first_entry_incomplete
+    two = log.read(200, sizes[1] + sizes[2])
+    assert [b.base_offset for b in read_batches(two.records)] == [200, 400]
+    assert all_records(log) == [(i, value_for(i, 100)) for i in range(1200)]
