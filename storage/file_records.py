@@ -153,23 +153,26 @@ class FileRecords:
         return data
 
     def batch_headers(
-        self, start: int = 0, end: int | None = None
+        self, start: int = 0, end: int | None = None, chunk_bytes: int = SCAN_CHUNK_BYTES
     ) -> Iterator[tuple[int, RecordBatch]]:
         """``(file position, batch)`` for each batch in ``[start, end)`` (default: ``size``).
 
         Only each batch's header is guaranteed to be readable through the yielded view: use it
         for offsets, sizes and timestamps, not ``records()`` or ``validate()``. Follows Kafka's
         file iteration rules: a torn tail ends the iteration silently; a length field below 14
-        raises ``CorruptRecordError``, as does a batch shorter than the v2 header.
+        raises ``CorruptRecordError``, as does a batch shorter than the v2 header. Reads
+        ``chunk_bytes`` at a time: a lookup expecting its batch within a few KiB asks for
+        small reads, a long scan for large ones.
         """
         end = self._size if end is None else end
+        chunk = max(chunk_bytes, RECORD_BATCH_OVERHEAD)
         buf = b""
         buf_start = start
         pos = start
         while pos + HEADER_SIZE_UP_TO_MAGIC < end:
             off = pos - buf_start
             if off + RECORD_BATCH_OVERHEAD > len(buf):
-                buf = self.read(pos, min(SCAN_CHUNK_BYTES, end - pos))
+                buf = self.read(pos, min(chunk, end - pos))
                 buf_start, off = pos, 0
                 if len(buf) <= HEADER_SIZE_UP_TO_MAGIC:
                     return

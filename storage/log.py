@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import random
 import re
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -128,8 +129,6 @@ class Log:
         log_start_offset: int,
         rng: random.Random,
     ) -> None:
-        import threading
-
         self._dir = directory
         self.topic, self.partition = parse_topic_partition_name(directory.name)
         self._config = config
@@ -198,6 +197,15 @@ class Log:
         if high_watermark is not None:
             log.update_high_watermark(high_watermark)
         return log
+
+    def _new_segment(self, base_offset: int) -> LogSegment:
+        return LogSegment.for_config(
+            self._dir,
+            base_offset,
+            self._config,
+            created_ms=self._clock.wall_ms(),
+            roll_jitter_ms=self._random_jitter(),
+        )
 
     def _random_jitter(self) -> int:
         jitter = self._config.segment_jitter_ms
@@ -466,17 +474,7 @@ class Log:
             if stale.exists():
                 _log.warning("deleting stale file %s before rolling", stale)
                 stale.unlink()
-        config = self._config
-        segment = LogSegment.open(
-            self._dir,
-            new_offset,
-            index_interval_bytes=config.index_interval_bytes,
-            segment_index_bytes=config.segment_index_bytes,
-            created_ms=self._clock.wall_ms(),
-            roll_jitter_ms=self._random_jitter(),
-            preallocate=config.preallocate,
-            init_file_size=config.segment_bytes if config.preallocate else 0,
-        )
+        segment = self._new_segment(new_offset)
         self._segments.add(segment)
         self._dir_dirty = True
         # Kafka flushes up to the new segment asynchronously; the old segments are complete,
@@ -699,19 +697,7 @@ class Log:
     def _truncate_fully_and_start_at(self, new_offset: int) -> None:
         for segment in self._segments.clear():
             segment.delete_if_exists()
-        config = self._config
-        self._segments.add(
-            LogSegment.open(
-                self._dir,
-                new_offset,
-                index_interval_bytes=config.index_interval_bytes,
-                segment_index_bytes=config.segment_index_bytes,
-                created_ms=self._clock.wall_ms(),
-                roll_jitter_ms=self._random_jitter(),
-                preallocate=config.preallocate,
-                init_file_size=config.segment_bytes if config.preallocate else 0,
-            )
-        )
+        self._segments.add(self._new_segment(new_offset))
         self._dir_dirty = True
         self._next_offset = new_offset
         self._log_start_offset = new_offset

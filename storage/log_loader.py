@@ -170,15 +170,8 @@ def load_segments(
 def _open(
     directory: Path, base_offset: int, config: LogConfig, now_ms: int, suffix: str = ""
 ) -> LogSegment:
-    return LogSegment.open(
-        directory,
-        base_offset,
-        index_interval_bytes=config.index_interval_bytes,
-        segment_index_bytes=config.segment_index_bytes,
-        created_ms=now_ms,
-        preallocate=config.preallocate,
-        init_file_size=config.segment_bytes if config.preallocate else 0,
-        file_suffix=suffix,
+    return LogSegment.for_config(
+        directory, base_offset, config, created_ms=now_ms, file_suffix=suffix
     )
 
 

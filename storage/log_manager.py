@@ -39,7 +39,7 @@ from pathlib import Path
 
 from odradek.clock import Clock
 from odradek.errors import InvalidTopicError
-from storage.checkpoint_file import OffsetCheckpointFile, write_atomically
+from storage.checkpoint_file import OffsetCheckpointFile, fsync_dir, write_atomically
 from storage.config import LogConfig, LogManagerConfig
 from storage.errors import CheckpointError, LogDirLockedError
 from storage.log import Log, parse_topic_partition_name
@@ -160,8 +160,6 @@ class LogManager:
         if clean:
             # Deleted before loading, so a crash while loading counts as unclean (KAFKA-10471).
             marker.unlink()
-            from storage.checkpoint_file import fsync_dir
-
             fsync_dir(d)
         self.had_clean_shutdown[d] = clean
         recovery_points = self._read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)

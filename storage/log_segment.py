@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from odradek.errors import CorruptRecordError
-from odradek.records import NO_TIMESTAMP, RecordBatch, read_batches
+from odradek.records import NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, RecordBatch
+from storage.config import LogConfig
 from storage.errors import InvalidOffsetError, LogSegmentOffsetOverflowError
 from storage.file_records import FileRecords
 from storage.offset_index import OffsetIndex, OffsetPosition
@@ -59,12 +60,6 @@ CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 
 _INT32_MAX = 2**31 - 1
-_READ_SLACK = 2 * 1024
-"""Bytes read beyond ``max_size + index_interval_bytes`` so the scan rarely needs a second read."""
-
-
-class _ScanNeeded(Exception):  # noqa: N818 - a control-flow signal, not an error
-    """The single-read fast path could not answer; scan the file instead."""
 
 
 def filename_prefix_from_offset(offset: int) -> str:
@@ -193,6 +188,30 @@ class LogSegment:
             created_ms,
         )
 
+    @classmethod
+    def for_config(
+        cls,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        *,
+        created_ms: int,
+        roll_jitter_ms: int = 0,
+        file_suffix: str = "",
+    ) -> LogSegment:
+        """:meth:`open` with the index and preallocation settings of ``config``."""
+        return cls.open(
+            directory,
+            base_offset,
+            index_interval_bytes=config.index_interval_bytes,
+            segment_index_bytes=config.segment_index_bytes,
+            created_ms=created_ms,
+            roll_jitter_ms=roll_jitter_ms,
+            preallocate=config.preallocate,
+            init_file_size=config.segment_bytes if config.preallocate else 0,
+            file_suffix=file_suffix,
+        )
+
     # -- properties --
     @property
     def size(self) -> int:
@@ -260,7 +279,11 @@ class LogSegment:
         """
         mapping = self.offset_index.lookup(offset)
         start = max(mapping.position, starting_file_position)
-        for position, batch in self.log.batch_headers(start):
+        # The wanted batch starts within index_interval_bytes (plus one batch) of the index
+        # entry: reads of that size end the scan in one or two small reads, where one large
+        # read would copy far more than the headers needed.
+        chunk = max(512, self.index_interval_bytes + RECORD_BATCH_OVERHEAD)
+        for position, batch in self.log.batch_headers(start, chunk_bytes=chunk):
             if batch.last_offset >= offset:
                 return position, batch
         return None
@@ -282,10 +305,6 @@ class LogSegment:
             raise ValueError(f"invalid max size {max_size} for log read from {self.log.path}")
         if max_position is None:
             max_position = self.log.size
-        try:
-            return self._read_in_one(start_offset, max_size, max_position, min_one_message)
-        except _ScanNeeded:
-            pass
         found = self.translate_offset(start_offset)
         if found is None:
             return None
@@ -301,39 +320,6 @@ class LogSegment:
         return FetchDataInfo(
             metadata, self.log.read(start_position, fetch_size), adjusted_max_size < batch_size
         )
-
-    def _read_in_one(
-        self, start_offset: int, max_size: int, max_position: int, min_one_message: bool
-    ) -> FetchDataInfo | None:
-        """The common read in a single ``pread``: from the index's floor entry, enough bytes
-        for the scan to the wanted batch plus ``max_size``; the answer is a slice of that
-        buffer. Raises ``_ScanNeeded`` when the buffer turns out too short (a batch larger than
-        the read, or a longer scan than usual); the caller then scans the file."""
-        start = self.offset_index.lookup(start_offset).position
-        available = min(max_position, self.log.size) - start
-        if available <= 0:
-            raise _ScanNeeded
-        want = min(available, max_size + self.index_interval_bytes + _READ_SLACK)
-        data = self.log.read(start, want)
-        position = 0
-        for batch in read_batches(data):
-            if batch.last_offset >= start_offset:
-                position = batch.position
-                break
-        else:
-            if want == available:
-                return None
-            raise _ScanNeeded
-        batch_size = batch.size_in_bytes
-        metadata = LogOffsetMetadata(start_offset, self.base_offset, start + position)
-        adjusted_max_size = max(max_size, batch_size) if min_one_message else max_size
-        fetch_size = min(available - position, adjusted_max_size)
-        if fetch_size <= 0:
-            return FetchDataInfo(metadata, b"")
-        if position + fetch_size > len(data):
-            raise _ScanNeeded
-        records = memoryview(data)[position : position + fetch_size]
-        return FetchDataInfo(metadata, records, adjusted_max_size < batch_size)
 
     def read_next_offset(self) -> int:
         """The offset after the last batch in the segment (``base_offset`` if empty)."""
