@@ -752,7 +752,8 @@ class TextOutput:
                 self._line(f"Mismatch at entry {entry.slot} ({self._entry_text(entry)}): {message}")
             case Verified(log_path=log_path, entries_checked=checked, mismatches=count):
                 found = {0: "no mismatches", 1: "1 mismatch"}.get(count, f"{count} mismatches")
-                self._line(f"Verified {checked} entries against {log_path}: {found}")
+                counted = "1 entry" if checked == 1 else f"{checked} entries"
+                self._line(f"Verified {counted} against {log_path}: {found}")
             case SanityResult(message=message):
                 self._line(message)
 
