@@ -142,8 +142,8 @@ class SegmentFile:
         return self.path.with_name(name)
 
 
-class UsageError(Exception):
-    """A problem with one path argument: reported on one line, exit code 1."""
+class PathError(Exception):
+    """A path that cannot be dumped: reported on one line, exit code 1."""
 
 
 def classify(path: Path) -> SegmentFile | None:
@@ -378,8 +378,9 @@ def _dump_log(seg: SegmentFile, fd: int, file_size: int, opts: DumpOptions) -> I
         base, last = batch.base_offset, batch.last_offset
         if base > next_offset:
             yield Gap(next_offset, base - 1)
-        valid = batch.is_valid()
-        yield BatchFound(position, batch, valid, batch.compute_crc())
+        # The scan checked the magic, the size and the bounds: the CRC is what is left.
+        computed_crc = batch.compute_crc()
+        yield BatchFound(position, batch, computed_crc == batch.crc, computed_crc)
         if base < next_offset or last < base:
             yield Problem(
                 "offset_order",
@@ -401,7 +402,7 @@ def _dump_records(position: int, batch: RecordBatch) -> Iterator[Event]:
         yield Problem(
             "corrupt_records",
             position,
-            f"| cannot decode the records of the batch at position {position}: {why}",
+            f"cannot decode the records of the batch at position {position}: {why}",
         )
         return
     expected = batch.base_offset
@@ -731,6 +732,8 @@ class TextOutput:
             case Gap(first=first, last=last, within=within):
                 prefix = "| " if within is not None else ""
                 self._line(f"{prefix}gap: offsets {first}..{last} are absent")
+            case Problem(kind="corrupt_records", message=message):
+                self._line(f"| {message}")  # under its batch, as the records would be
             case Problem(message=message):
                 self._line(message)
             case MaxBytesReached(position=position, max_bytes=limit, bytes_not_dumped=rest):
@@ -981,34 +984,34 @@ class JsonOutput:
 def expand(path: Path) -> list[SegmentFile]:
     """The segment files ``path`` names: itself, or a directory's segment files by name.
 
-    Raises :class:`UsageError` for a missing path, a file that is not a segment file, a
+    Raises :class:`PathError` for a missing path, a file that is not a segment file, a
     directory without segment files, or something that is neither a file nor a directory.
     """
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
-        raise UsageError(f"{path}: no such file or directory") from None
+        raise PathError(f"{path}: no such file or directory") from None
     except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise PathError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if stat.S_ISDIR(mode):
         try:
             children = sorted(path.iterdir(), key=lambda p: p.name)
         except OSError as exc:
-            raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+            raise PathError(f"{path}: cannot read: {exc.strerror or exc}") from None
         found = [seg for p in children if (seg := classify(p)) is not None and p.is_file()]
         if not found:
-            raise UsageError(f"{path}: no segment files (.log, .index, .timeindex) in directory")
+            raise PathError(f"{path}: no segment files (.log, .index, .timeindex) in directory")
         return found
     if not stat.S_ISREG(mode):
-        raise UsageError(f"{path}: not a regular file")
+        raise PathError(f"{path}: not a regular file")
     seg = classify(path)
     if seg is None:
-        raise UsageError(f"{path}: not a segment file (.log, .index, .timeindex)")
+        raise PathError(f"{path}: not a segment file (.log, .index, .timeindex)")
     return [seg]
 
 
 def _events(seg: SegmentFile, opts: DumpOptions) -> Iterator[Event]:
-    """The events of one file. Raises ``OSError`` and :class:`UsageError` (missing log)."""
+    """The events of one file. Raises ``OSError`` and :class:`PathError` (missing log)."""
     if seg.kind is SegmentFileKind.LOG:
         fd = os.open(seg.path, os.O_RDONLY)
         try:
@@ -1022,7 +1025,7 @@ def _events(seg: SegmentFile, opts: DumpOptions) -> Iterator[Event]:
     if opts.verify_index and not opts.index_sanity_check:
         log_path = seg.sibling_log()
         if not log_path.is_file():
-            raise UsageError(f"{seg.path}: cannot verify: no log file {log_path} beside it")
+            raise PathError(f"{seg.path}: cannot verify: no log file {log_path} beside it")
         log = read_log_summary(log_path)
     yield from _dump_index(seg, data, opts, log)
 
@@ -1036,7 +1039,7 @@ def dump(paths: Sequence[str], opts: DumpOptions, out: TextIO, err: TextIO) -> i
     for arg in paths:
         try:
             segments = expand(Path(arg))
-        except UsageError as exc:
+        except PathError as exc:
             print(f"{PROG}: {exc}", file=err)
             code = 1
             continue
@@ -1049,7 +1052,7 @@ def dump(paths: Sequence[str], opts: DumpOptions, out: TextIO, err: TextIO) -> i
                     output.emit(event)
                     if is_invalid(event):
                         code = 1
-            except UsageError as exc:
+            except PathError as exc:
                 message = f"{PROG}: {exc}"
                 print(message, file=err)
                 output.abort(message)

@@ -426,6 +426,13 @@ def test_undecodable_records_are_reported_under_their_batch(tmp_path, capsys):
     assert lines[-1].startswith(f"| cannot decode the records of the batch at position {at}: ")
     assert "position 0" not in lines[-1]
 
+    code, docs = json_dump(capsys, "--deep-iteration", path)
+    assert code == 1
+    assert [(e["kind"], e["position"], e["message"]) for e in docs[0]["errors"]] == [
+        ("corrupt_records", at, lines[-1].removeprefix("| "))
+    ]
+    assert docs[0]["batches"][1]["is_valid"] is True  # the CRC matches: only the records are bad
+
 
 def test_max_bytes_limits_how_much_of_the_log_is_read(tmp_path, capsys):
     sent = four_batches()
