@@ -10,18 +10,26 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from odradek import __version__
 
 __all__ = ["main"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors on one line (``odradek dump-log: error: …``), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="odradek", description="odradek: a replicated, partitioned commit log"
-    )
+    parser = _Parser(prog="odradek", description="odradek: a replicated, partitioned commit log")
     parser.add_argument("--version", action="version", version=f"odradek {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=_Parser
+    )
     from odradek.cli import dump_log
 
     dump_log.add_parser(sub)

@@ -1093,3 +1093,13 @@ def test_a_reader_that_goes_away_ends_the_dump_quietly(tmp_path):
     proc.stderr.close()
     assert proc.wait(timeout=60) == 0
     assert err == b""
+
+
+def test_usage_errors_are_one_line(capsys):
+    for argv in (["dump-log", "--max-bytes", "lots", "x.log"], ["no-such-command"], []):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1, err
+        assert "error:" in err
