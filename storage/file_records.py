@@ -152,6 +152,19 @@ class FileRecords:
         self.bytes_read += len(data)
         return data
 
+    def _batch_size(self, buf: bytes, off: int, pos: int) -> int:
+        """The size of the batch at ``buf[off]`` (file position ``pos``) from its Length field.
+
+        Raises ``CorruptRecordError`` below Kafka's minimum record overhead.
+        """
+        (length,) = _LENGTH.unpack_from(buf, off + 8)
+        if length < RECORD_OVERHEAD_V0:
+            raise CorruptRecordError(
+                f"{self._path}: record size {length} is less than the minimum record "
+                f"overhead ({RECORD_OVERHEAD_V0}) at position {pos}"
+            )
+        return int(length) + LOG_OVERHEAD
+
     def batch_headers(
         self, start: int = 0, end: int | None = None, chunk_bytes: int = SCAN_CHUNK_BYTES
     ) -> Iterator[tuple[int, RecordBatch]]:
@@ -176,13 +189,7 @@ class FileRecords:
                 buf_start, off = pos, 0
                 if len(buf) <= HEADER_SIZE_UP_TO_MAGIC:
                     return
-            (length,) = _LENGTH.unpack_from(buf, off + 8)
-            if length < RECORD_OVERHEAD_V0:
-                raise CorruptRecordError(
-                    f"{self._path}: record size {length} is less than the minimum record "
-                    f"overhead ({RECORD_OVERHEAD_V0}) at position {pos}"
-                )
-            size = length + LOG_OVERHEAD
+            size = self._batch_size(buf, off, pos)
             if pos + size > end:
                 return
             if size < RECORD_BATCH_OVERHEAD or off + RECORD_BATCH_OVERHEAD > len(buf):
@@ -209,13 +216,7 @@ class FileRecords:
             while pos + HEADER_SIZE_UP_TO_MAGIC < end:
                 if off + HEADER_SIZE_UP_TO_MAGIC > len(buf):
                     break
-                (length,) = _LENGTH.unpack_from(buf, off + 8)
-                if length < RECORD_OVERHEAD_V0:
-                    raise CorruptRecordError(
-                        f"{self._path}: record size {length} is less than the minimum record "
-                        f"overhead ({RECORD_OVERHEAD_V0}) at position {pos}"
-                    )
-                size = length + LOG_OVERHEAD
+                size = self._batch_size(buf, off, pos)
                 if pos + size > end:
                     return
                 if off + size > len(buf):

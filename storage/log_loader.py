@@ -68,10 +68,6 @@ def _is_segment_file(name: str) -> bool:
     return name[:20].isdigit() and name[20:21] == "."
 
 
-def _strip(name: str, suffix: str) -> str:
-    return name[: -len(suffix)]
-
-
 def load_segments(
     directory: Path,
     config: LogConfig,

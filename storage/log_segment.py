@@ -389,7 +389,7 @@ class LogSegment:
             )
             or self.offset_index.is_full()
             or self.time_index.is_full()
-            or not 0 <= max_offset_in_messages - self.base_offset <= _INT32_MAX
+            or not self.can_convert_to_relative_offset(max_offset_in_messages)
         )
 
     def on_become_inactive_segment(self) -> None:
@@ -525,9 +525,6 @@ class LogSegment:
             name = f.path.name
             stem = name[: len(name) - len(old_suffix)] if old_suffix else name
             f.rename_to(f.path.with_name(stem + new_suffix))
-
-    def has_suffix(self, suffix: str) -> bool:
-        return self.log.path.name.endswith(suffix)
 
     def delete_if_exists(self) -> None:
         """Remove all three files (closing them first)."""
