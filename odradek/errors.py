@@ -13,6 +13,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "IneligibleReplicaError",
+    "PreferredLeaderNotAvailableError",
+    "StaleControllerEpochError",
+    "ReplicaNotAvailableError",
+    "BrokerNotAvailableError",
     "OdradekError",
     "UnknownServerError",
     "OffsetOutOfRangeError",
@@ -105,8 +110,20 @@ class RequestTimedOutError(OdradekError):
     code, name, retriable = 7, "REQUEST_TIMED_OUT", True
 
 
+class BrokerNotAvailableError(OdradekError):
+    code, name = 8, "BROKER_NOT_AVAILABLE"
+
+
+class ReplicaNotAvailableError(OdradekError):
+    code, name, retriable = 9, "REPLICA_NOT_AVAILABLE", True
+
+
 class MessageTooLargeError(OdradekError):
     code, name = 10, "MESSAGE_TOO_LARGE"
+
+
+class StaleControllerEpochError(OdradekError):
+    code, name = 11, "STALE_CONTROLLER_EPOCH"
 
 
 class InvalidTopicError(OdradekError):
@@ -193,6 +210,10 @@ class OffsetNotAvailableError(OdradekError):
     code, name, retriable = 78, "OFFSET_NOT_AVAILABLE", True
 
 
+class PreferredLeaderNotAvailableError(OdradekError):
+    code, name, retriable = 80, "PREFERRED_LEADER_NOT_AVAILABLE", True
+
+
 class ElectionNotNeededError(OdradekError):
     code, name = 84, "ELECTION_NOT_NEEDED"
 
@@ -211,6 +232,10 @@ class EligibleLeadersNotAvailableError(OdradekError):
 
 class InvalidUpdateVersionError(OdradekError):
     code, name = 95, "INVALID_UPDATE_VERSION"
+
+
+class IneligibleReplicaError(OdradekError):
+    code, name = 107, "INELIGIBLE_REPLICA"
 
 
 def _collect() -> dict[int, type[OdradekError]]:

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 
+echo "== genproto --check"; bash scripts/genproto.sh --check
 echo "== ruff check";   ruff check .
 echo "== ruff format";  ruff format --check .
 echo "== mypy";         mypy
