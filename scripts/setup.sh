@@ -1,8 +1,28 @@
 #!/usr/bin/env bash
-# Installs everything odradek's tests need on a fresh machine: a virtualenv in .venv with the
-# project (editable) and its development tools. Safe to run again; it only adds what is missing.
+# Installs everything odradek needs on a fresh machine, and only what is missing, so it is safe
+# to run again:
+#   - Debian's zookeeper package (the real ZooKeeper the cluster and the tests run) and Java;
+#   - a virtualenv in .venv with the project (editable) and its development tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+apt_install() {
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup: need root to apt-get install $*" >&2
+        exit 1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null \
+        || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null; }
+}
+
+if [ ! -f /usr/share/java/zookeeper.jar ]; then
+    echo "setup: installing Debian's zookeeper package"
+    apt_install zookeeper
+fi
+if ! command -v java >/dev/null 2>&1; then
+    echo "setup: installing a Java runtime for ZooKeeper"
+    apt_install default-jre-headless
+fi
 
 PYTHON=${PYTHON:-python3.11}
 if ! command -v "$PYTHON" >/dev/null 2>&1; then

@@ -1,0 +1,1 @@
+"""What operators run: container images, manifests, and the local development cluster."""
