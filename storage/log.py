@@ -50,6 +50,7 @@ from storage.errors import (
     OffsetsOutOfOrderError,
     UnexpectedAppendOffsetError,
 )
+from storage.leader_epoch_cache import LeaderEpochCache
 from storage.log_loader import load_segments
 from storage.log_segment import (
     DELETED_SUFFIX,
@@ -145,6 +146,7 @@ class Log:
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._hw_position: tuple[int, int, int] | None = None  # (offset, segment base, position)
         self._closed = False
+        self._leader_epoch_cache = LeaderEpochCache.in_dir(directory)
         self.recovery_bytes_read = 0
         """Bytes recovery re-read when this log was opened (0 after a clean stop)."""
         self.recovery_bytes_truncated = 0
@@ -194,6 +196,9 @@ class Log:
         log.recovery_bytes_truncated = loaded.bytes_truncated
         active = log._segments.active()
         active.roll_jitter_ms = log._random_jitter()
+        # entries the checkpoint holds beyond what survived recovery, or below the start
+        log._leader_epoch_cache.truncate_from_end(log._next_offset)
+        log._leader_epoch_cache.truncate_from_start(log._log_start_offset)
         if high_watermark is not None:
             log.update_high_watermark(high_watermark)
         return log
@@ -265,6 +270,33 @@ class Log:
             return self._segments.active()
 
     @property
+    def latest_epoch(self) -> int:
+        """The newest leader epoch in this log's epoch cache, or -1."""
+        with self._lock:
+            return self._leader_epoch_cache.latest_epoch
+
+    def leader_epoch_entries(self) -> list[tuple[int, int]]:
+        """The epoch cache's ``(epoch, start_offset)`` entries, oldest first."""
+        with self._lock:
+            return self._leader_epoch_cache.entries
+
+    def assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """A new leader records that its epoch starts at ``start_offset`` (its LEO)."""
+        with self._lock:
+            self._check_open()
+            self._leader_epoch_cache.assign(leader_epoch, start_offset)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """``(epoch, end_offset)`` answering OffsetForLeaderEpoch; ``(-1, -1)`` if unknown."""
+        with self._lock:
+            return self._leader_epoch_cache.end_offset_for(leader_epoch, self._next_offset)
+
+    def epoch_for_offset(self, offset: int) -> int:
+        """The leader epoch of the batch holding ``offset`` as the cache knows it, or -1."""
+        with self._lock:
+            return self._leader_epoch_cache.epoch_for_offset(offset)
+
+    @property
     def last_flush_ms(self) -> int:
         """The monotonic time of the last flush."""
         return self._last_flush_ms
@@ -333,6 +365,7 @@ class Log:
                     max_ts, offset_of_max = batch_max_ts, last
                 infos.append(BatchInfo(last, batch_max_ts, h.size_in_bytes))
                 next_offset = last + 1
+            self._leader_epoch_cache.assign(leader_epoch, first_offset)
             return self._append(
                 buf, infos, first_offset, max_ts, offset_of_max, append_time, len(buf)
             )
@@ -383,6 +416,10 @@ class Log:
                     first_offset,
                     infos[-1].last_offset,
                 )
+            cache = self._leader_epoch_cache
+            for h in headers:
+                if h.partition_leader_epoch > cache.latest_epoch:
+                    cache.assign(h.partition_leader_epoch, h.base_offset)
             return self._append(
                 memoryview(batches)[:valid_bytes],
                 infos,
@@ -406,13 +443,18 @@ class Log:
         # Called with the lock held.
         config = self._config
         if valid_bytes > config.segment_bytes:
+            self._leader_epoch_cache.truncate_from_end(self._next_offset)
             raise RecordListTooLargeError(
                 f"the append is {valid_bytes} bytes, larger than segment_bytes "
                 f"({config.segment_bytes})"
             )
         last_offset = infos[-1].last_offset
-        segment = self._maybe_roll(valid_bytes, first_offset, last_offset, max_ts)
-        segment.append(data, infos)
+        try:
+            segment = self._maybe_roll(valid_bytes, first_offset, last_offset, max_ts)
+            segment.append(data, infos)
+        except BaseException:
+            self._leader_epoch_cache.truncate_from_end(self._next_offset)
+            raise
         self._next_offset = last_offset + 1
         if self.unflushed_messages >= config.flush_messages:
             self.flush()
@@ -653,6 +695,7 @@ class Log:
     def _maybe_increment_log_start_offset(self, offset: int) -> None:
         if offset > self._log_start_offset:
             self._log_start_offset = offset
+            self._leader_epoch_cache.truncate_from_start(offset)
             self._high_watermark = max(self._high_watermark, offset)
             self._recovery_point = max(self._recovery_point, offset)
 
@@ -698,6 +741,7 @@ class Log:
         for segment in self._segments.clear():
             segment.delete_if_exists()
         self._segments.add(self._new_segment(new_offset))
+        self._leader_epoch_cache.clear()
         self._dir_dirty = True
         self._next_offset = new_offset
         self._log_start_offset = new_offset
@@ -706,6 +750,7 @@ class Log:
         self._after_truncation()
 
     def _after_truncation(self) -> None:
+        self._leader_epoch_cache.truncate_from_end(self._next_offset)
         self._hw_position = None
         self._log_start_offset = min(self._log_start_offset, self._next_offset)
         self._high_watermark = min(self._high_watermark, self._next_offset)

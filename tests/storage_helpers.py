@@ -24,6 +24,7 @@ def make_batch(
     keys: bool = True,
     base_offset: int = 0,
     compression: str = "none",
+    partition_leader_epoch: int = -1,
 ) -> bytes:
     """A client batch of ``count`` records whose values encode ``first + i``."""
     records = [
@@ -34,7 +35,12 @@ def make_batch(
         )
         for i in range(count)
     ]
-    return build_batch(records, base_offset=base_offset, compression=compression)
+    return build_batch(
+        records,
+        base_offset=base_offset,
+        compression=compression,
+        partition_leader_epoch=partition_leader_epoch,
+    )
 
 
 def open_log(

@@ -173,7 +173,12 @@ def test_orphan_and_temporary_files_are_removed(tmp_path, clock):
     (d / f"{60:020d}.log.swap").write_bytes(b"")  # above a .cleaned file: unfinished
     reopened = _reopen(tmp_path, clock, recovery_point=15, clean=True)
     names = sorted(p.name for p in d.iterdir())
-    assert names == [f"{0:020d}.index", f"{0:020d}.log", f"{0:020d}.timeindex"]
+    assert names == [
+        f"{0:020d}.index",
+        f"{0:020d}.log",
+        f"{0:020d}.timeindex",
+        "leader-epoch-checkpoint",
+    ]
     assert reopened.log_end_offset == 15
 
 
