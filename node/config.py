@@ -1,0 +1,192 @@
+"""A node's configuration: Kafka's broker settings that odradek uses, in snake_case with units.
+
+Sources, later ones winning: defaults, a Kafka-style ``.properties`` file (``--config``), the
+environment (``ODRADEK_<NAME>``, e.g. ``ODRADEK_NODE_ID``), and command-line flags. Property
+names are Kafka's where Kafka has one (``node.id``, ``log.dirs``, ``zookeeper.connect``,
+``broker.rack``, ``replica.lag.time.max.ms``, ...). Default topic configs are given with a
+``log.`` prefix on the topic config's name (``log.segment.bytes``, ``log.retention.ms``) or, for
+``min.insync.replicas`` and ``unclean.leader.election.enable``, under their own names, as in
+Kafka.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from odradek.errors import InvalidConfigError
+from storage import LogConfig, LogManagerConfig
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    """Everything one node needs to start. Validated on creation (``InvalidConfigError``)."""
+
+    node_id: int
+    """This node's id, unique in the cluster (``node.id``, also ``broker.id``)."""
+    log_dirs: tuple[Path, ...]
+    """Directories holding partition logs (``log.dirs``, comma-separated)."""
+    zookeeper_connect: str
+    """ZooKeeper connect string with an optional chroot (``zookeeper.connect``)."""
+    host: str = "127.0.0.1"
+    """Address to listen on and advertise (``listen.address`` host part)."""
+    port: int = 9092
+    """Port to listen on; 0 picks a free one (``listen.address`` port part)."""
+    rack: str | None = None
+    """Rack for rack-aware replica assignment (``broker.rack``)."""
+    zookeeper_session_timeout_ms: int = 18_000
+    """ZooKeeper session timeout: how long a dead node keeps its registration."""
+    replica_lag_time_max_ms: int = 30_000
+    """A follower that has not caught up for this long leaves the ISR."""
+    replica_fetch_wait_max_ms: int = 500
+    """Longest a follower fetch waits at the leader for data."""
+    replica_fetch_max_bytes: int = 1024 * 1024
+    """Bytes a follower asks for per partition."""
+    replica_fetch_response_max_bytes: int = 10 * 1024 * 1024
+    """Bytes a follower asks for per request."""
+    replica_fetch_backoff_ms: int = 200
+    """Pause after a failed follower fetch."""
+    request_timeout_ms: int = 30_000
+    """Timeout of requests between nodes."""
+    controlled_shutdown_enable: bool = True
+    """Move leaderships away before stopping (``controlled.shutdown.enable``)."""
+    controlled_shutdown_max_retries: int = 3
+    controlled_shutdown_retry_backoff_ms: int = 1_000
+    default_replication_factor: int = 1
+    num_partitions: int = 1
+    request_handler_threads: int = 64
+    """gRPC worker threads: long polls and acks=-1 waits each hold one."""
+    log: LogConfig = field(default_factory=LogConfig)
+    """Default topic configs; a topic's overrides apply on top."""
+    log_manager: LogManagerConfig = field(default_factory=LogManagerConfig)
+
+    def __post_init__(self) -> None:
+        if self.node_id < 0:
+            raise InvalidConfigError(f"node.id must be 0 or more, not {self.node_id}")
+        if not self.log_dirs:
+            raise InvalidConfigError("log.dirs must name at least one directory")
+        if not self.zookeeper_connect:
+            raise InvalidConfigError("zookeeper.connect is required")
+        if not 0 <= self.port <= 65535:
+            raise InvalidConfigError(f"invalid port {self.port}")
+        for name in (
+            "zookeeper_session_timeout_ms",
+            "replica_lag_time_max_ms",
+            "replica_fetch_wait_max_ms",
+            "request_timeout_ms",
+        ):
+            if getattr(self, name) <= 0:
+                raise InvalidConfigError(f"{name.replace('_', '.')} must be positive")
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def topic_config(self, overrides: Mapping[str, str]) -> LogConfig:
+        """The log config of a topic with ``overrides`` (Kafka names). ``InvalidConfigError``."""
+        return LogConfig.from_kafka(overrides, base=self.log)
+
+
+_SCALARS = {
+    "node.id": "node_id",
+    "broker.id": "node_id",
+    "zookeeper.connect": "zookeeper_connect",
+    "broker.rack": "rack",
+    "zookeeper.session.timeout.ms": "zookeeper_session_timeout_ms",
+    "replica.lag.time.max.ms": "replica_lag_time_max_ms",
+    "replica.fetch.wait.max.ms": "replica_fetch_wait_max_ms",
+    "replica.fetch.max.bytes": "replica_fetch_max_bytes",
+    "replica.fetch.response.max.bytes": "replica_fetch_response_max_bytes",
+    "replica.fetch.backoff.ms": "replica_fetch_backoff_ms",
+    "request.timeout.ms": "request_timeout_ms",
+    "controlled.shutdown.enable": "controlled_shutdown_enable",
+    "controlled.shutdown.max.retries": "controlled_shutdown_max_retries",
+    "controlled.shutdown.retry.backoff.ms": "controlled_shutdown_retry_backoff_ms",
+    "default.replication.factor": "default_replication_factor",
+    "num.partitions": "num_partitions",
+    "num.request.handler.threads": "request_handler_threads",
+}
+_LOG_MANAGER = {
+    "log.retention.check.interval.ms": "retention_check_interval_ms",
+    "log.flush.scheduler.interval.ms": "flush_scheduler_interval_ms",
+    "log.flush.offset.checkpoint.interval.ms": "flush_offset_checkpoint_interval_ms",
+    "log.flush.start.offset.checkpoint.interval.ms": "flush_start_offset_checkpoint_interval_ms",
+    "replica.high.watermark.checkpoint.interval.ms": "high_watermark_checkpoint_interval_ms",
+    "log.initial.task.delay.ms": "initial_task_delay_ms",
+}
+_UNPREFIXED_TOPIC_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable")
+ENV_PREFIX = "ODRADEK_"
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Kafka's ``.properties`` format: ``key=value`` lines, ``#`` and ``!`` comments."""
+    out: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            key, sep, value = line.partition(":")
+        if not sep:
+            raise InvalidConfigError(f"line {number}: expected key=value, got {raw!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def properties_from_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """``ODRADEK_NODE_ID=1`` → ``{"node.id": "1"}``: the environment's share of the config."""
+    return {
+        key[len(ENV_PREFIX) :].lower().replace("_", "."): value
+        for key, value in environ.items()
+        if key.startswith(ENV_PREFIX) and key != "ODRADEK_BOOTSTRAP_SERVERS"
+    }
+
+
+def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
+    """Builds a ``NodeConfig``; unknown names and bad values raise ``InvalidConfigError``."""
+    values: dict[str, Any] = {}
+    topic_defaults: dict[str, str] = {}
+    manager: dict[str, int] = {}
+    types = {f.name: f.type for f in dataclasses.fields(NodeConfig)}
+    for key, raw in props.items():
+        try:
+            if key in _SCALARS:
+                name = _SCALARS[key]
+                kind = types[name]
+                if kind in ("int", int):
+                    values[name] = int(raw)
+                elif kind in ("bool", bool):
+                    if raw.lower() not in ("true", "false"):
+                        raise ValueError(raw)
+                    values[name] = raw.lower() == "true"
+                else:
+                    values[name] = raw or None if name == "rack" else raw
+            elif key in _LOG_MANAGER:
+                manager[_LOG_MANAGER[key]] = int(raw)
+            elif key == "log.dirs" or key == "log.dir":
+                values["log_dirs"] = tuple(Path(p) for p in raw.split(",") if p.strip())
+            elif key == "listen.address" or key == "listeners":
+                address = raw.split("://", 1)[-1]
+                host, _, port = address.rpartition(":")
+                values["host"], values["port"] = host or "127.0.0.1", int(port)
+            elif key in _UNPREFIXED_TOPIC_CONFIGS:
+                topic_defaults[key] = raw
+            elif key.startswith("log."):
+                topic_defaults[key[len("log.") :]] = raw
+            else:
+                raise InvalidConfigError(f"unknown node config {key!r}")
+        except ValueError:
+            raise InvalidConfigError(f"invalid value {raw!r} for {key!r}") from None
+    for required in ("node_id", "log_dirs", "zookeeper_connect"):
+        if required not in values:
+            name = {"node_id": "node.id", "log_dirs": "log.dirs"}.get(required, "zookeeper.connect")
+            raise InvalidConfigError(f"{name} is required")
+    if topic_defaults:
+        values["log"] = LogConfig.from_kafka(topic_defaults)
+    if manager:
+        values["log_manager"] = LogManagerConfig(**manager)
+    return NodeConfig(**values)

@@ -1,0 +1,295 @@
+"""Followers' fetchers: one thread per leader node, copying its partitions' logs.
+
+Kafka's ``ReplicaFetcherManager`` / ``ReplicaFetcherThread``. Each fetch carries, per
+partition, the follower's log end offset, the epoch of its last batch and the leader epoch it
+follows. The leader answers with records (appended as they are, offsets and epochs kept), or
+with a diverging epoch, after which the follower truncates its log where it leaves the leader's
+(``node.replication.follower_truncation``) — never blindly to its high watermark. After an
+append the follower's high watermark becomes min(leader's, own LEO) and its log start offset
+follows the leader's.
+
+Threads: ``ReplicaFetcherManager`` is thread-safe; each ``ReplicaFetcher`` owns its thread and
+its partition map (guarded by a lock, as partitions come and go with LeaderAndIsr requests).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import grpc
+
+from node import replication as rules
+from node.config import NodeConfig
+from node.partition import Partition
+from odradek.clock import Clock
+from odradek.errors import (
+    CorruptRecordError,
+    FencedLeaderEpochError,
+    OffsetOutOfRangeError,
+    error_for_code,
+)
+from odradek.v1 import odradek_pb2 as pb
+from odradek.v1 import odradek_pb2_grpc as pb_grpc
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(slots=True)
+class _FetchState:
+    partition: Partition
+    leader_epoch: int
+    delayed_until_ms: int = 0
+    fetch_offset: int = -1  # of the fetch in flight
+
+
+class ReplicaFetcher:
+    """Fetches every partition this node follows from one leader. Thread-safe."""
+
+    def __init__(
+        self,
+        leader: pb.BrokerInfo,
+        *,
+        config: NodeConfig,
+        clock: Clock,
+        channel: grpc.Channel,
+        broker_epoch: Callable[[], int],
+    ) -> None:
+        self.leader = leader
+        self._config = config
+        self._clock = clock
+        self._stub = pb_grpc.ReplicationStub(channel)
+        self._broker_epoch = broker_epoch
+        self._lock = threading.Lock()
+        self._partitions: dict[TopicPartition, _FetchState] = {}
+        self._wakeup = threading.Event()
+        self._running = True
+        self._thread = threading.Thread(
+            target=self._run, name=f"replica-fetcher-{leader.node_id}", daemon=True
+        )
+        self._thread.start()
+
+    def add(self, partition: Partition) -> None:
+        log_ = partition.log
+        if log_.latest_epoch < 0 and log_.log_end_offset > log_.high_watermark:
+            # a log without epochs cannot find its divergence: start from the high watermark
+            partition.truncate_to(log_.high_watermark)
+        with self._lock:
+            self._partitions[(partition.topic, partition.partition)] = _FetchState(
+                partition, partition.leader_epoch
+            )
+        self._wakeup.set()
+
+    def remove(self, tps: Iterable[TopicPartition]) -> None:
+        with self._lock:
+            for tp in tps:
+                self._partitions.pop(tp, None)
+
+    @property
+    def partition_count(self) -> int:
+        with self._lock:
+            return len(self._partitions)
+
+    def shutdown(self) -> None:
+        self._running = False
+        self._wakeup.set()
+        self._thread.join(timeout=self._config.replica_fetch_wait_max_ms / 1000 + 5)
+
+    def _run(self) -> None:
+        backoff_s = self._config.replica_fetch_backoff_ms / 1000
+        while self._running:
+            now = self._clock.monotonic_ms()
+            with self._lock:
+                ready = {
+                    tp: st for tp, st in self._partitions.items() if st.delayed_until_ms <= now
+                }
+            if not ready:
+                self._wakeup.wait(backoff_s)
+                self._wakeup.clear()
+                continue
+            request = self._build_request(ready)
+            try:
+                response = self._stub.Fetch(
+                    request,
+                    timeout=(
+                        self._config.replica_fetch_wait_max_ms + self._config.request_timeout_ms
+                    )
+                    / 1000,
+                )
+            except grpc.RpcError as e:
+                if self._running:
+                    log.info("fetch from node %d failed: %s", self.leader.node_id, _rpc_text(e))
+                self._wakeup.wait(backoff_s)
+                self._wakeup.clear()
+                continue
+            for r in response.partitions:
+                self._process(r, ready)
+
+    def _build_request(self, ready: dict[TopicPartition, _FetchState]) -> pb.FetchRequest:
+        partitions = []
+        for (topic, partition), st in ready.items():
+            log_ = st.partition.log
+            st.fetch_offset = log_.log_end_offset
+            partitions.append(
+                pb.FetchPartition(
+                    topic=topic,
+                    partition=partition,
+                    fetch_offset=st.fetch_offset,
+                    partition_max_bytes=self._config.replica_fetch_max_bytes,
+                    current_leader_epoch=st.leader_epoch,
+                    last_fetched_epoch=log_.latest_epoch,
+                    log_start_offset=log_.log_start_offset,
+                )
+            )
+        return pb.FetchRequest(
+            replica_id=self._config.node_id,
+            broker_epoch=self._broker_epoch(),
+            max_wait_ms=self._config.replica_fetch_wait_max_ms,
+            min_bytes=1,
+            max_bytes=self._config.replica_fetch_response_max_bytes,
+            partitions=partitions,
+        )
+
+    def _delay(self, tp: TopicPartition, st: _FetchState) -> None:
+        st.delayed_until_ms = self._clock.monotonic_ms() + self._config.replica_fetch_backoff_ms
+
+    def _process(
+        self, r: pb.FetchPartitionResponse, ready: dict[TopicPartition, _FetchState]
+    ) -> None:
+        tp = (r.topic, r.partition)
+        st = ready.get(tp)
+        with self._lock:
+            current = self._partitions.get(tp)
+        if st is None or current is not st:
+            return  # removed or re-added while the fetch was in flight
+        partition = st.partition
+        try:
+            if r.error_code == 0:
+                if r.HasField("diverging_epoch"):
+                    self._truncate_on_divergence(partition, r.diverging_epoch)
+                    return
+                if r.records:
+                    partition.append_records_as_follower(r.records, st.fetch_offset)
+                partition.update_follower_high_watermark(r.high_watermark, r.log_start_offset)
+            elif r.error_code == OffsetOutOfRangeError.code:
+                self._handle_out_of_range(partition, r)
+            elif r.error_code == FencedLeaderEpochError.code:
+                # our view is older than the leader's: wait for the controller's LeaderAndIsr
+                self._delay(tp, st)
+            else:
+                err = error_for_code(r.error_code)
+                log.info(
+                    "fetch of %s-%d from node %d: %s %s",
+                    *tp,
+                    self.leader.node_id,
+                    err.name,
+                    r.error_message,
+                )
+                self._delay(tp, st)
+        except CorruptRecordError as e:
+            log.warning("corrupt data fetched for %s-%d, retrying: %s", *tp, e)
+            self._delay(tp, st)
+        except Exception:
+            log.exception("processing the fetch of %s-%d failed", *tp)
+            self._delay(tp, st)
+
+    def _truncate_on_divergence(self, partition: Partition, diverging: pb.EpochEndOffset) -> None:
+        log_ = partition.log
+        state = rules.follower_truncation(
+            leader_epoch=diverging.epoch,
+            leader_end_offset=diverging.end_offset,
+            follower_end_for_leader_epoch=log_.end_offset_for_epoch(diverging.epoch),
+            follower_leo=log_.log_end_offset,
+            follower_high_watermark=log_.high_watermark,
+        )
+        log.info(
+            "truncating %s-%d to %d (leader epoch %d ends at %d; our LEO %d)",
+            partition.topic,
+            partition.partition,
+            state.offset,
+            diverging.epoch,
+            diverging.end_offset,
+            log_.log_end_offset,
+        )
+        partition.truncate_to(state.offset)
+
+    def _handle_out_of_range(self, partition: Partition, r: pb.FetchPartitionResponse) -> None:
+        """Kafka's ``fetchOffsetAndTruncate``: the leader's range decides where to go on."""
+        log_ = partition.log
+        leo = log_.log_end_offset
+        if r.log_end_offset < leo:
+            partition.truncate_to(r.log_end_offset)
+        elif r.log_start_offset > leo:
+            partition.truncate_fully_and_start_at(r.log_start_offset)
+
+
+def _rpc_text(e: grpc.RpcError) -> str:
+    code = e.code() if hasattr(e, "code") else None
+    details = e.details() if hasattr(e, "details") else str(e)
+    return f"{code.name if code else 'ERROR'}: {details}"
+
+
+class ReplicaFetcherManager:
+    """The fetchers of this node, one per leader. Thread-safe."""
+
+    def __init__(
+        self,
+        config: NodeConfig,
+        clock: Clock,
+        channel_for: Callable[[str], grpc.Channel],
+        broker_epoch: Callable[[], int],
+    ) -> None:
+        self._config = config
+        self._clock = clock
+        self._channel_for = channel_for
+        self._broker_epoch = broker_epoch
+        self._lock = threading.Lock()
+        self._fetchers: dict[int, ReplicaFetcher] = {}
+        self._owner: dict[TopicPartition, int] = {}
+
+    def add_partition(self, partition: Partition, leader: pb.BrokerInfo) -> None:
+        tp = (partition.topic, partition.partition)
+        with self._lock:
+            self._remove_locked([tp])
+            fetcher = self._fetchers.get(leader.node_id)
+            if fetcher is None or (fetcher.leader.host, fetcher.leader.port) != (
+                leader.host,
+                leader.port,
+            ):
+                if fetcher is not None:
+                    fetcher.shutdown()
+                fetcher = ReplicaFetcher(
+                    leader,
+                    config=self._config,
+                    clock=self._clock,
+                    channel=self._channel_for(f"{leader.host}:{leader.port}"),
+                    broker_epoch=self._broker_epoch,
+                )
+                self._fetchers[leader.node_id] = fetcher
+            fetcher.add(partition)
+            self._owner[tp] = leader.node_id
+
+    def remove_partitions(self, tps: Iterable[TopicPartition]) -> None:
+        with self._lock:
+            self._remove_locked(list(tps))
+
+    def _remove_locked(self, tps: list[TopicPartition]) -> None:
+        for tp in tps:
+            leader = self._owner.pop(tp, None)
+            if leader is not None and leader in self._fetchers:
+                self._fetchers[leader].remove([tp])
+
+    def fetched_partitions(self) -> dict[TopicPartition, int]:
+        with self._lock:
+            return dict(self._owner)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            fetchers, self._fetchers = list(self._fetchers.values()), {}
+            self._owner.clear()
+        for fetcher in fetchers:
+            fetcher.shutdown()

@@ -1,0 +1,495 @@
+"""One partition replica hosted by a node: its log, its role, and (as leader) its ISR.
+
+Kafka's ``Partition``. The rules (high watermark, catching up, ISR changes, fencing, divergence)
+are the pure functions of ``node.replication``; this class keeps the state they read and
+applies what they decide to the log. All methods are thread-safe: one lock guards the state,
+the log has its own. Nothing here blocks on the network; waiting (acks=-1, long polls) is the
+replica manager's, woken by the ``on_progress`` callback whenever the log end offset, the high
+watermark or the leadership moves.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+from node import replication as rules
+from node.replication import FollowerFetchState
+from odradek.clock import Clock
+from odradek.errors import (
+    InvalidRequiredAcksError,
+    NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    OdradekError,
+    OffsetNotAvailableError,
+    OffsetOutOfRangeError,
+)
+from storage import Log
+from storage.log import LogAppendInfo
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrState:
+    """The controller's decision for one partition, as a LeaderAndIsr request carries it."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    replicas: tuple[int, ...]
+    controller_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class IsrChange:
+    """An AlterPartition item the leader wants the controller to apply."""
+
+    topic: str
+    partition: int
+    leader_epoch: int
+    new_isr: tuple[int, ...]
+    partition_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """A fetch's answer for one partition."""
+
+    records: bytes | memoryview
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+    diverging_epoch: tuple[int, int] | None = None
+
+
+class Partition:
+    """A partition replica on this node. Thread-safe."""
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        node_id: int,
+        log: Log,
+        clock: Clock,
+        replica_lag_time_max_ms: int,
+        live_brokers: Callable[[], Collection[int]],
+        on_progress: Callable[[], None],
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.node_id = node_id
+        self.log = log
+        self._clock = clock
+        self._lag_ms = replica_lag_time_max_ms
+        self._live_brokers = live_brokers
+        self._on_progress = on_progress
+        self._lock = threading.RLock()
+        self.leader_id = -1
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.controller_epoch = -1
+        self.replicas: tuple[int, ...] = ()
+        self.isr: frozenset[int] = frozenset()
+        self._pending_isr: frozenset[int] | None = None
+        self.leader_epoch_start_offset = -1
+        self._followers: dict[int, FollowerFetchState] = {}
+        self.shutting_down_brokers: frozenset[int] = frozenset()
+
+    # -- state --
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.node_id
+
+    @property
+    def maximal_isr(self) -> frozenset[int]:
+        """The ISR plus replicas a pending expansion adds (what holds the high watermark)."""
+        with self._lock:
+            return self.isr | (self._pending_isr or frozenset())
+
+    @property
+    def isr_change_pending(self) -> bool:
+        return self._pending_isr is not None
+
+    @property
+    def min_isr(self) -> int:
+        return rules.effective_min_isr(
+            self.log.config.min_insync_replicas, max(1, len(self.replicas))
+        )
+
+    def follower_states(self) -> dict[int, FollowerFetchState]:
+        with self._lock:
+            return dict(self._followers)
+
+    def _eligible(self) -> set[int]:
+        return set(self._live_brokers()) - self.shutting_down_brokers
+
+    def is_newer(self, state: LeaderAndIsrState) -> bool:
+        """Whether a controller decision supersedes what this replica has (stale ones are
+        ignored, as Kafka's ``makeLeader``/``makeFollower`` do)."""
+        with self._lock:
+            return (state.leader_epoch, state.partition_epoch) > (
+                self.leader_epoch,
+                self.partition_epoch,
+            )
+
+    def make_leader(self, state: LeaderAndIsrState) -> bool:
+        """Become (or stay) leader. Returns whether the leader epoch changed.
+
+        On a new epoch the epoch starts at the log end offset (recorded in the epoch cache),
+        every follower's state is reset (unknown LEO, caught up as of now for ISR members),
+        and the high watermark may not rise until they fetch again. The leader never truncates.
+        """
+        with self._lock:
+            now = self._clock.monotonic_ms()
+            new_epoch = state.leader_epoch != self.leader_epoch or not self.is_leader
+            self.controller_epoch = state.controller_epoch
+            self.replicas = state.replicas
+            self.isr = frozenset(state.isr)
+            self._pending_isr = None
+            self.partition_epoch = state.partition_epoch
+            self.leader_id = self.node_id
+            if new_epoch:
+                self.leader_epoch = state.leader_epoch
+                leo = self.log.log_end_offset
+                self.leader_epoch_start_offset = leo
+                self.log.assign_epoch_start_offset(state.leader_epoch, leo)
+                self._followers = {
+                    r: FollowerFetchState(last_caught_up_ms=now if r in self.isr else 0)
+                    for r in state.replicas
+                    if r != self.node_id
+                }
+            else:
+                for r in state.replicas:
+                    if r != self.node_id and r not in self._followers:
+                        self._followers[r] = FollowerFetchState()
+                for r in list(self._followers):
+                    if r not in state.replicas:
+                        del self._followers[r]
+            self.maybe_increment_high_watermark()
+        self._on_progress()
+        return new_epoch
+
+    def make_follower(self, state: LeaderAndIsrState) -> bool:
+        """Follow ``state.leader`` (or no one, if -1). Returns whether the leader or its epoch
+        changed, i.e. whether the fetcher must restart (and first check for divergence)."""
+        with self._lock:
+            changed = state.leader != self.leader_id or state.leader_epoch != self.leader_epoch
+            self.controller_epoch = state.controller_epoch
+            self.replicas = state.replicas
+            self.isr = frozenset()  # followers do not track the ISR
+            self._pending_isr = None
+            self.leader_id = state.leader
+            self.leader_epoch = state.leader_epoch
+            self.partition_epoch = state.partition_epoch
+            self._followers = {}
+            self.leader_epoch_start_offset = -1
+        self._on_progress()  # waiting produce requests learn they lost the leadership
+        return changed
+
+    def make_offline(self) -> None:
+        """Stop acting for this partition (StopReplica): neither leader nor follower."""
+        with self._lock:
+            self.leader_id = -1
+            self.isr = frozenset()
+            self._pending_isr = None
+            self._followers = {}
+        self._on_progress()
+
+    def _check_leader(self, current_leader_epoch: int) -> None:
+        error = rules.check_leader_epoch(current_leader_epoch, self.leader_epoch)
+        if error is not None:
+            raise error
+        if not self.is_leader:
+            raise NotLeaderOrFollowerError(
+                f"node {self.node_id} is not the leader of {self.topic}-{self.partition}"
+            )
+
+    # -- leader: produce --
+    def append_records_to_leader(
+        self, records: bytes, *, required_acks: int, current_leader_epoch: int = -1
+    ) -> LogAppendInfo:
+        """Validate and append a client's batches; raises the typed error on refusal.
+
+        acks=-1 with fewer in-sync replicas than the effective min.insync.replicas is refused
+        before anything is written (NOT_ENOUGH_REPLICAS).
+        """
+        if required_acks not in (-1, 0, 1):
+            raise InvalidRequiredAcksError(f"acks must be -1, 0 or 1, not {required_acks}")
+        with self._lock:
+            self._check_leader(current_leader_epoch)
+            if required_acks == -1 and len(self.isr) < self.min_isr:
+                raise NotEnoughReplicasError(
+                    f"{self.topic}-{self.partition} has {len(self.isr)} in-sync replicas "
+                    f"{sorted(self.isr)}, fewer than min.insync.replicas {self.min_isr}"
+                )
+            info = self.log.append_as_leader(records, self.leader_epoch)
+            self.maybe_increment_high_watermark()
+        self._on_progress()
+        return info
+
+    def check_replicated(self, required_offset: int, leader_epoch: int) -> OdradekError | bool:
+        """For a waiting acks=-1 produce: False while the high watermark is below
+        ``required_offset``; then True (or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank
+        under the minimum meanwhile); NOT_LEADER_OR_FOLLOWER if the leadership moved."""
+        with self._lock:
+            if not self.is_leader or self.leader_epoch != leader_epoch:
+                return NotLeaderOrFollowerError(
+                    f"leadership of {self.topic}-{self.partition} moved while waiting for "
+                    "replication"
+                )
+            if self.log.high_watermark < required_offset:
+                return False
+            if len(self.maximal_isr) < self.min_isr:
+                return NotEnoughReplicasAfterAppendError(
+                    f"written, but the ISR {sorted(self.maximal_isr)} shrank below "
+                    f"min.insync.replicas {self.min_isr}"
+                )
+            return True
+
+    # -- leader: high watermark and ISR --
+    def maybe_increment_high_watermark(self) -> bool:
+        """Raise the high watermark as far as the ISR allows; returns whether it moved."""
+        with self._lock:
+            if not self.is_leader:
+                return False
+            log = self.log
+            candidate = rules.high_watermark_candidate(
+                leader_id=self.node_id,
+                leader_leo=log.log_end_offset,
+                followers=self._followers,
+                maximal_isr=self.maximal_isr,
+                eligible=self._eligible(),
+                now_ms=self._clock.monotonic_ms(),
+                replica_lag_time_max_ms=self._lag_ms,
+            )
+            current = log.high_watermark
+            new = rules.next_high_watermark(
+                current=current, candidate=candidate, isr_size=len(self.isr), min_isr=self.min_isr
+            )
+            if new > current:
+                return log.maybe_increment_high_watermark(new)
+            return False
+
+    def maybe_shrink_isr(self) -> IsrChange | None:
+        """The ISR shrink to propose, if a follower fell behind (Kafka's ``maybeShrinkIsr``)."""
+        with self._lock:
+            if not self.is_leader or self._pending_isr is not None:
+                return None
+            out = rules.out_of_sync_replicas(
+                leader_id=self.node_id,
+                isr=self.isr,
+                followers=self._followers,
+                leader_leo=self.log.log_end_offset,
+                now_ms=self._clock.monotonic_ms(),
+                replica_lag_time_max_ms=self._lag_ms,
+            )
+            if not out:
+                return None
+            new_isr = tuple(sorted(self.isr - out))
+            # a shrink's maximal ISR stays the old one until the controller commits it
+            self._pending_isr = frozenset()
+            return IsrChange(
+                self.topic, self.partition, self.leader_epoch, new_isr, self.partition_epoch
+            )
+
+    def _maybe_expand_isr(self, replica_id: int) -> IsrChange | None:
+        state = self._followers.get(replica_id)
+        if state is None or self._pending_isr is not None:
+            return None
+        if not rules.can_join_isr(
+            replica_id=replica_id,
+            follower_leo=state.log_end_offset,
+            isr=self.isr,
+            high_watermark=self.log.high_watermark,
+            leader_epoch_start_offset=self.leader_epoch_start_offset,
+            eligible=self._eligible(),
+        ):
+            return None
+        self._pending_isr = frozenset({replica_id})
+        return IsrChange(
+            self.topic,
+            self.partition,
+            self.leader_epoch,
+            tuple(sorted(self.isr | {replica_id})),
+            self.partition_epoch,
+        )
+
+    def complete_isr_change(
+        self,
+        change: IsrChange,
+        *,
+        error: OdradekError | None,
+        isr: Collection[int] = (),
+        leader_epoch: int = -1,
+        partition_epoch: int = -1,
+    ) -> None:
+        """Apply the controller's answer to ``change`` (or drop the pending state on error)."""
+        with self._lock:
+            if self.leader_epoch != change.leader_epoch or not self.is_leader:
+                return
+            self._pending_isr = None
+            if error is None and leader_epoch == self.leader_epoch:
+                self.isr = frozenset(isr)
+                self.partition_epoch = partition_epoch
+                self.maybe_increment_high_watermark()
+        self._on_progress()
+
+    # -- leader: reads --
+    def read_for_follower(
+        self,
+        *,
+        replica_id: int,
+        fetch_offset: int,
+        max_bytes: int,
+        current_leader_epoch: int,
+        last_fetched_epoch: int,
+        follower_log_start_offset: int,
+        broker_epoch: int = -1,
+        update_state: bool = True,
+    ) -> tuple[ReadResult, IsrChange | None]:
+        """Serve a follower's fetch: records up to the LEO, or the epoch it diverges at.
+
+        Records the follower's fetch offset as its LEO (which may raise the high watermark
+        and let it join the ISR). The answer carries the high watermark and log start offset
+        as they were before the read. Raises NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
+        UNKNOWN_LEADER_EPOCH or OFFSET_OUT_OF_RANGE.
+        """
+        with self._lock:
+            self._check_leader(current_leader_epoch)
+            log = self.log
+            hw, log_start, leo = log.high_watermark, log.log_start_offset, log.log_end_offset
+            diverging = rules.diverging_epoch(
+                last_fetched_epoch=last_fetched_epoch,
+                fetch_offset=fetch_offset,
+                leader_end_for_epoch=log.end_offset_for_epoch(last_fetched_epoch),
+            )
+            if diverging is not None:
+                return ReadResult(b"", hw, log_start, leo, diverging), None
+            if fetch_offset > leo or fetch_offset < log_start:
+                raise OffsetOutOfRangeError(
+                    f"fetch offset {fetch_offset} is outside [{log_start}, {leo}] of "
+                    f"{self.topic}-{self.partition}"
+                )
+            change = None
+            if update_state and replica_id in self._followers:
+                self._followers[replica_id] = rules.update_follower_fetch_state(
+                    self._followers[replica_id],
+                    fetch_offset=fetch_offset,
+                    log_start_offset=follower_log_start_offset,
+                    leader_leo=leo,
+                    now_ms=self._clock.monotonic_ms(),
+                    broker_epoch=broker_epoch,
+                )
+                moved = self.maybe_increment_high_watermark()
+                change = self._maybe_expand_isr(replica_id)
+                if moved:
+                    self._on_progress()
+        info = log.read(fetch_offset, max_bytes)
+        return ReadResult(info.records, hw, log_start, leo), change
+
+    def read_for_consumer(
+        self, *, fetch_offset: int, max_bytes: int, current_leader_epoch: int
+    ) -> ReadResult:
+        """Serve a consumer's fetch: records below the high watermark. Raises like
+        ``read_for_follower``; an offset between the high watermark and the LEO reads empty."""
+        with self._lock:
+            self._check_leader(current_leader_epoch)
+        log = self.log
+        hw, log_start, leo = log.high_watermark, log.log_start_offset, log.log_end_offset
+        info = log.read(fetch_offset, max_bytes, max_offset=hw)
+        return ReadResult(info.records, hw, log_start, leo)
+
+    def fetch_offset_for_timestamp(
+        self, timestamp: int, *, current_leader_epoch: int, isolation_bounded: bool = True
+    ) -> tuple[int, int, int]:
+        """ListOffsets: ``(timestamp, offset, leader_epoch)``, ``(-1, -1, -1)`` if none.
+
+        Consumers see only offsets below the high watermark; a new leader whose high
+        watermark has not reached the start of its epoch answers OFFSET_NOT_AVAILABLE for the
+        latest offset (Kafka's ``fetchOffsetForTimestamp``).
+        """
+        with self._lock:
+            self._check_leader(current_leader_epoch)
+            log = self.log
+            hw = log.high_watermark
+            if timestamp == LATEST_TIMESTAMP:
+                if isolation_bounded and self.leader_epoch_start_offset > hw:
+                    raise OffsetNotAvailableError(
+                        f"the high watermark {hw} has not reached the start of leader epoch "
+                        f"{self.leader_epoch} ({self.leader_epoch_start_offset})"
+                    )
+                offset = hw if isolation_bounded else log.log_end_offset
+                return -1, offset, log.epoch_for_offset(offset - 1) if offset > 0 else -1
+            if timestamp == EARLIEST_TIMESTAMP:
+                start = log.log_start_offset
+                return -1, start, log.epoch_for_offset(start)
+        found = log.fetch_offset_by_timestamp(timestamp)
+        if found is None or (isolation_bounded and found.offset >= hw):
+            return -1, -1, -1
+        return found.timestamp, found.offset, log.epoch_for_offset(found.offset)
+
+    def last_offset_for_leader_epoch(
+        self, leader_epoch: int, *, current_leader_epoch: int
+    ) -> tuple[int, int]:
+        """OffsetForLeaderEpoch on the leader: ``(epoch, end_offset)``."""
+        with self._lock:
+            self._check_leader(current_leader_epoch)
+            return self.log.end_offset_for_epoch(leader_epoch)
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords on the leader: -1 means the high watermark. Returns the new log
+        start offset. Raises NOT_LEADER_OR_FOLLOWER or OFFSET_OUT_OF_RANGE."""
+        with self._lock:
+            self._check_leader(-1)
+            target = self.log.high_watermark if offset == -1 else offset
+            if target < 0:
+                raise OffsetOutOfRangeError(f"cannot delete records before {offset}")
+            return self.log.delete_records(target)
+
+    def low_watermark(self) -> int:
+        """The smallest log start offset among the leader and its in-sync followers."""
+        with self._lock:
+            starts = [self.log.log_start_offset]
+            for replica_id in self.isr:
+                state = self._followers.get(replica_id)
+                if state is not None:
+                    starts.append(state.log_start_offset)
+            return min(starts)
+
+    # -- follower --
+    def append_records_as_follower(self, records: bytes, fetch_offset: int) -> LogAppendInfo:
+        """Append what the leader sent for ``fetch_offset`` (which must be our LEO)."""
+        log = self.log
+        if fetch_offset != log.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"follower fetched {fetch_offset} but its log ends at {log.log_end_offset}"
+            )
+        info = log.append_as_follower(records)
+        self._on_progress()
+        return info
+
+    def update_follower_high_watermark(self, leader_hw: int, leader_log_start: int) -> None:
+        """After a fetch: follower HW = min(leader's, own LEO); log start follows the leader's."""
+        log = self.log
+        # it never goes back here: only truncation lowers a follower's high watermark
+        log.maybe_increment_high_watermark(min(leader_hw, log.log_end_offset))
+        target = min(leader_log_start, log.high_watermark)
+        if target > log.log_start_offset:
+            log.delete_records(target)
+        self._on_progress()
+
+    def truncate_to(self, offset: int) -> None:
+        self.log.truncate_to(offset)
+        self._on_progress()
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self.log.truncate_fully_and_start_at(offset)
+        self._on_progress()

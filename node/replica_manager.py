@@ -1,0 +1,512 @@
+"""The partitions a node hosts, and the requests that act on them.
+
+Kafka's ``ReplicaManager`` with its purgatories. It applies the controller's LeaderAndIsr,
+StopReplica and UpdateMetadata requests, serves produce (acks 0 / 1 / -1), consumer and
+follower fetches (long polls), ListOffsets, OffsetForLeaderEpoch and DeleteRecords, and runs the
+ISR-shrink check. Requests that wait (acks=-1 until the high watermark passes their batch, a
+fetch until min_bytes arrive) wait on one condition that every partition pokes when its log end
+offset, high watermark or leadership moves; each request thread waits on its own, so a waiting
+request never blocks another. Thread-safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from node.config import NodeConfig
+from node.metadata_cache import MetadataCache
+from node.partition import IsrChange, LeaderAndIsrState, Partition
+from odradek.clock import Clock
+from odradek.errors import (
+    InvalidRequiredAcksError,
+    KafkaStorageError,
+    NotLeaderOrFollowerError,
+    OdradekError,
+    RequestTimedOutError,
+    StaleBrokerEpochError,
+    StaleControllerEpochError,
+    UnknownServerError,
+    UnknownTopicOrPartitionError,
+)
+from odradek.v1 import odradek_pb2 as pb
+from storage import LogManager
+
+if TYPE_CHECKING:
+    from node.alter_partition import AlterPartitionManager
+    from node.fetcher import ReplicaFetcherManager
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+def error_of(exc: BaseException) -> OdradekError:
+    """The typed error a request reports for ``exc`` (I/O failures are KAFKA_STORAGE_ERROR)."""
+    if isinstance(exc, OdradekError):
+        return exc
+    if isinstance(exc, OSError):
+        return KafkaStorageError(f"I/O error: {exc}")
+    return UnknownServerError(f"{type(exc).__name__}: {exc}")
+
+
+class ReplicaManager:
+    """Hosts this node's partition replicas. Thread-safe."""
+
+    def __init__(
+        self,
+        config: NodeConfig,
+        log_manager: LogManager,
+        metadata: MetadataCache,
+        clock: Clock,
+        broker_epoch: Callable[[], int],
+    ) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.log_manager = log_manager
+        self.metadata = metadata
+        self._clock = clock
+        self._broker_epoch = broker_epoch
+        self._lock = threading.RLock()  # the partition map and the controller epoch
+        self._partitions: dict[TopicPartition, Partition] = {}
+        self._controller_epoch = -1
+        self._progress = threading.Condition(threading.Lock())
+        self._version = 0
+        self.fetchers: ReplicaFetcherManager | None = None
+        self.alter_partitions: AlterPartitionManager | None = None
+        self._shutting_down = False
+
+    # -- waiting --
+    def notify_progress(self) -> None:
+        """Wake every waiting request to re-check its condition. Never blocks for long."""
+        with self._progress:
+            self._version += 1
+            self._progress.notify_all()
+
+    def _wait_until(self, done: Callable[[], bool], deadline_ms: int) -> bool:
+        """Wait until ``done()`` (evaluated without any lock of ours held) or the deadline."""
+        while True:
+            with self._progress:
+                seen = self._version
+            if done():
+                return True
+            remaining = deadline_ms - self._clock.monotonic_ms()
+            if remaining <= 0 or self._shutting_down:
+                return False
+            with self._progress:
+                if self._version == seen:
+                    self._progress.wait(min(remaining, 1000) / 1000)
+
+    def _wait_for_progress(self, *, since: int, deadline_ms: int) -> None:
+        """Wait until anything moved after version ``since``, or the deadline."""
+        with self._progress:
+            while self._version == since and not self._shutting_down:
+                remaining = deadline_ms - self._clock.monotonic_ms()
+                if remaining <= 0:
+                    return
+                self._progress.wait(min(remaining, 1000) / 1000)
+
+    # -- partitions --
+    def partition(self, topic: str, partition: int) -> Partition | None:
+        return self._partitions.get((topic, partition))
+
+    def partitions(self) -> dict[TopicPartition, Partition]:
+        with self._lock:
+            return dict(self._partitions)
+
+    def _partition_or_error(self, topic: str, partition: int) -> Partition:
+        p = self._partitions.get((topic, partition))
+        if p is None:
+            raise UnknownTopicOrPartitionError(
+                f"node {self.node_id} hosts no replica of {topic}-{partition}"
+            )
+        return p
+
+    def _get_or_create(self, topic: str, partition: int, overrides: dict[str, str]) -> Partition:
+        key = (topic, partition)
+        existing = self._partitions.get(key)
+        log_config = self.config.topic_config(overrides)
+        if existing is not None:
+            if existing.log.config != log_config:
+                existing.log.update_config(log_config)
+            return existing
+        log_ = self.log_manager.get_or_create_log(topic, partition, log_config)
+        created = Partition(
+            topic,
+            partition,
+            node_id=self.node_id,
+            log=log_,
+            clock=self._clock,
+            replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
+            live_brokers=self.metadata.live_broker_ids,
+            on_progress=self.notify_progress,
+        )
+        self._partitions[key] = created
+        return created
+
+    def _check_controller(self, controller_epoch: int, broker_epoch: int) -> None:
+        if controller_epoch < self._controller_epoch:
+            raise StaleControllerEpochError(
+                f"controller epoch {controller_epoch} is older than {self._controller_epoch}"
+            )
+        if broker_epoch not in (-1, self._broker_epoch()):
+            raise StaleBrokerEpochError(
+                f"broker epoch {broker_epoch} is not this node's ({self._broker_epoch()})"
+            )
+        self._controller_epoch = controller_epoch
+
+    # -- controller requests --
+    def become_leader_or_follower(self, req: pb.LeaderAndIsrRequest) -> pb.LeaderAndIsrResponse:
+        """Apply a LeaderAndIsr request: stale partition states are ignored; new ones make this
+        node leader (fetching stops) or follower (fetching starts from the new leader)."""
+        configs = {t.name: dict(t.configs) for t in req.topic_configs}
+        leaders = {b.node_id: b for b in req.live_leaders}
+        results = []
+        with self._lock:
+            try:
+                self._check_controller(req.controller_epoch, req.broker_epoch)
+            except OdradekError as e:
+                return pb.LeaderAndIsrResponse(error_code=e.code)
+            for ps in req.partition_states:
+                code, message = 0, ""
+                try:
+                    self._apply_partition_state(ps, configs, leaders)
+                except Exception as e:  # one bad partition must not stop the others
+                    err = error_of(e)
+                    code, message = err.code, err.message
+                    log.exception("LeaderAndIsr for %s-%d failed", ps.topic, ps.partition)
+                results.append(
+                    pb.PartitionResult(
+                        topic=ps.topic,
+                        partition=ps.partition,
+                        error_code=code,
+                        error_message=message,
+                    )
+                )
+        self.notify_progress()
+        return pb.LeaderAndIsrResponse(partitions=results)
+
+    def _apply_partition_state(
+        self,
+        ps: pb.PartitionState,
+        configs: dict[str, dict[str, str]],
+        leaders: dict[int, pb.BrokerInfo],
+    ) -> None:
+        if self.node_id not in ps.replicas:
+            return
+        known = (ps.topic, ps.partition) in self._partitions
+        partition = self._get_or_create(ps.topic, ps.partition, configs.get(ps.topic, {}))
+        state = LeaderAndIsrState(
+            leader=ps.leader,
+            leader_epoch=ps.leader_epoch,
+            isr=tuple(ps.isr),
+            partition_epoch=ps.partition_epoch,
+            replicas=tuple(ps.replicas),
+            controller_epoch=ps.controller_epoch,
+        )
+        if known and not partition.is_newer(state):
+            return
+        tp = (ps.topic, ps.partition)
+        if ps.leader == self.node_id:
+            if self.fetchers is not None:
+                self.fetchers.remove_partitions([tp])
+            partition.make_leader(state)
+            log.info("leader of %s-%d at epoch %d, ISR %s", *tp, ps.leader_epoch, list(ps.isr))
+        else:
+            changed = partition.make_follower(state)
+            if changed and self.fetchers is not None:
+                self.fetchers.remove_partitions([tp])
+                leader = leaders.get(ps.leader) or self.metadata.broker(ps.leader)
+                if ps.leader >= 0 and leader is not None:
+                    self.fetchers.add_partition(partition, leader)
+
+    def stop_replicas(self, req: pb.StopReplicaRequest) -> pb.StopReplicaResponse:
+        """StopReplica: stop fetching and serving; with ``delete_partition``, delete the log."""
+        results = []
+        with self._lock:
+            try:
+                self._check_controller(req.controller_epoch, req.broker_epoch)
+            except OdradekError as e:
+                return pb.StopReplicaResponse(error_code=e.code)
+            for sp in req.partitions:
+                tp = (sp.topic, sp.partition)
+                code, message = 0, ""
+                try:
+                    if self.fetchers is not None:
+                        self.fetchers.remove_partitions([tp])
+                    partition = self._partitions.get(tp)
+                    if partition is not None:
+                        partition.make_offline()
+                    if sp.delete_partition:
+                        self._partitions.pop(tp, None)
+                        self.log_manager.delete_log(*tp)
+                except Exception as e:
+                    err = error_of(e)
+                    code, message = err.code, err.message
+                results.append(
+                    pb.PartitionResult(
+                        topic=sp.topic,
+                        partition=sp.partition,
+                        error_code=code,
+                        error_message=message,
+                    )
+                )
+        self.notify_progress()
+        return pb.StopReplicaResponse(partitions=results)
+
+    def update_metadata(self, req: pb.UpdateMetadataRequest) -> pb.UpdateMetadataResponse:
+        """Replace the metadata cache, and apply topic config changes to hosted logs."""
+        with self._lock:
+            try:
+                self._check_controller(req.controller_epoch, req.broker_epoch)
+                snapshot = self.metadata.update(req)
+            except OdradekError as e:
+                return pb.UpdateMetadataResponse(error_code=e.code)
+            for (topic, _), partition in self._partitions.items():
+                overrides = snapshot.topic_configs.get(topic)
+                if overrides is not None:
+                    wanted = self.config.topic_config(overrides)
+                    if partition.log.config != wanted:
+                        partition.log.update_config(wanted)
+        self.notify_progress()
+        return pb.UpdateMetadataResponse()
+
+    # -- produce --
+    def append_records(self, req: pb.ProduceRequest) -> pb.ProduceResponse:
+        """Produce. acks=-1 waits (this thread only) until the high watermark passes every
+        appended batch, the leadership moves, or ``timeout_ms`` passes."""
+        results: list[pb.ProducePartitionResponse] = []
+        if req.acks not in (-1, 0, 1):
+            err = InvalidRequiredAcksError(f"acks must be -1, 0 or 1, not {req.acks}")
+            results = [_produce_error(d.topic, d.partition, err) for d in req.partitions]
+            return pb.ProduceResponse(partitions=results)
+        waiting: list[tuple[int, Partition, int, int]] = []  # (result index, partition, ...)
+        for data in req.partitions:
+            try:
+                partition = self._partition_or_error(data.topic, data.partition)
+                epoch = partition.leader_epoch
+                info = partition.append_records_to_leader(
+                    data.records,
+                    required_acks=req.acks,
+                    current_leader_epoch=data.current_leader_epoch,
+                )
+            except Exception as e:
+                results.append(_produce_error(data.topic, data.partition, error_of(e)))
+                continue
+            results.append(
+                pb.ProducePartitionResponse(
+                    topic=data.topic,
+                    partition=data.partition,
+                    base_offset=info.first_offset,
+                    log_append_time_ms=info.log_append_time,
+                    log_start_offset=info.log_start_offset,
+                )
+            )
+            if req.acks == -1:
+                waiting.append((len(results) - 1, partition, info.last_offset + 1, epoch))
+        if not waiting:
+            return pb.ProduceResponse(partitions=results) if req.acks != 0 else pb.ProduceResponse()
+        outcome: dict[int, OdradekError | bool] = {}
+
+        def replicated() -> bool:
+            for index, partition, required, epoch in waiting:
+                if index not in outcome or outcome[index] is False:
+                    outcome[index] = partition.check_replicated(required, epoch)
+            return all(v is not False for v in outcome.values())
+
+        deadline = self._clock.monotonic_ms() + max(0, req.timeout_ms)
+        self._wait_until(replicated, deadline)
+        for index, _, _, _ in waiting:
+            result = outcome.get(index, False)
+            error: OdradekError | None = None
+            if result is False:
+                error = RequestTimedOutError(
+                    f"the high watermark did not pass the batch within {req.timeout_ms} ms"
+                )
+            elif isinstance(result, OdradekError):
+                error = result
+            if error is not None:
+                r = results[index]
+                r.error_code, r.error_message = error.code, error.message
+                if isinstance(error, NotLeaderOrFollowerError):
+                    r.base_offset = -1
+        return pb.ProduceResponse(partitions=results)
+
+    # -- fetch --
+    def fetch(self, req: pb.FetchRequest, *, from_follower: bool) -> pb.FetchResponse:
+        """A consumer's or follower's fetch: long-polls until ``min_bytes`` are ready, an error
+        or a divergence is found, or ``max_wait_ms`` passes."""
+        if from_follower and req.replica_id < 0:
+            return pb.FetchResponse(error_code=UnknownServerError.code)
+        deadline = self._clock.monotonic_ms() + max(0, req.max_wait_ms)
+        first = True
+        while True:
+            with self._progress:
+                before = self._version
+            response, total, stop = self._read_once(req, from_follower, update_state=first)
+            first = False
+            if stop or total >= max(1, req.min_bytes) or req.max_wait_ms <= 0:
+                return response
+            if self._clock.monotonic_ms() >= deadline or self._shutting_down:
+                return response
+            self._wait_for_progress(since=before, deadline_ms=deadline)
+
+    def _read_once(
+        self, req: pb.FetchRequest, from_follower: bool, *, update_state: bool
+    ) -> tuple[pb.FetchResponse, int, bool]:
+        out: list[pb.FetchPartitionResponse] = []
+        total = 0
+        stop = False
+        budget = req.max_bytes if req.max_bytes > 0 else 50 * 1024 * 1024
+        changes: list[IsrChange] = []
+        for fp in req.partitions:
+            r = pb.FetchPartitionResponse(topic=fp.topic, partition=fp.partition)
+            try:
+                partition = self._partition_or_error(fp.topic, fp.partition)
+                max_bytes = max(1, min(fp.partition_max_bytes or budget, budget))
+                if from_follower:
+                    result, change = partition.read_for_follower(
+                        replica_id=req.replica_id,
+                        fetch_offset=fp.fetch_offset,
+                        max_bytes=max_bytes,
+                        current_leader_epoch=fp.current_leader_epoch,
+                        last_fetched_epoch=fp.last_fetched_epoch,
+                        follower_log_start_offset=fp.log_start_offset,
+                        broker_epoch=req.broker_epoch,
+                        update_state=update_state,
+                    )
+                    if change is not None:
+                        changes.append(change)
+                else:
+                    result = partition.read_for_consumer(
+                        fetch_offset=fp.fetch_offset,
+                        max_bytes=max_bytes,
+                        current_leader_epoch=fp.current_leader_epoch,
+                    )
+                r.high_watermark = result.high_watermark
+                r.log_start_offset = result.log_start_offset
+                r.log_end_offset = result.log_end_offset
+                if result.diverging_epoch is not None:
+                    r.diverging_epoch.epoch, r.diverging_epoch.end_offset = result.diverging_epoch
+                    stop = True
+                records = bytes(result.records)
+                r.records = records
+                total += len(records)
+                budget = max(0, budget - len(records))
+            except Exception as e:
+                err = error_of(e)
+                r.error_code, r.error_message = err.code, err.message
+                state = self.metadata.snapshot.partitions.get((fp.topic, fp.partition))
+                if state is not None:
+                    r.current_leader.leader_id = state.leader
+                    r.current_leader.leader_epoch = state.leader_epoch
+                stop = True
+            out.append(r)
+        if changes and self.alter_partitions is not None:
+            for change in changes:
+                self.alter_partitions.submit(change)
+        return pb.FetchResponse(partitions=out), total, stop
+
+    # -- other client requests --
+    def list_offsets(self, req: pb.ListOffsetsRequest) -> pb.ListOffsetsResponse:
+        out = []
+        for lp in req.partitions:
+            r = pb.ListOffsetsPartitionResponse(topic=lp.topic, partition=lp.partition)
+            try:
+                partition = self._partition_or_error(lp.topic, lp.partition)
+                ts, offset, epoch = partition.fetch_offset_for_timestamp(
+                    lp.timestamp,
+                    current_leader_epoch=lp.current_leader_epoch,
+                    isolation_bounded=req.replica_id < 0,
+                )
+                r.timestamp, r.offset, r.leader_epoch = ts, offset, epoch
+            except Exception as e:
+                err = error_of(e)
+                r.error_code, r.error_message = err.code, err.message
+                r.timestamp, r.offset, r.leader_epoch = -1, -1, -1
+            out.append(r)
+        return pb.ListOffsetsResponse(partitions=out)
+
+    def offset_for_leader_epoch(
+        self, req: pb.OffsetForLeaderEpochRequest
+    ) -> pb.OffsetForLeaderEpochResponse:
+        out = []
+        for p in req.partitions:
+            r = pb.OffsetForLeaderEpochPartitionResponse(topic=p.topic, partition=p.partition)
+            try:
+                partition = self._partition_or_error(p.topic, p.partition)
+                r.leader_epoch, r.end_offset = partition.last_offset_for_leader_epoch(
+                    p.leader_epoch, current_leader_epoch=p.current_leader_epoch
+                )
+            except Exception as e:
+                r.error_code = error_of(e).code
+                r.leader_epoch, r.end_offset = -1, -1
+            out.append(r)
+        return pb.OffsetForLeaderEpochResponse(partitions=out)
+
+    def delete_records(self, req: pb.DeleteRecordsRequest) -> pb.DeleteRecordsResponse:
+        """DeleteRecords on each leader; waits (up to ``timeout_ms``) until the in-sync
+        followers have moved their log start offsets too, as Kafka's purgatory does."""
+        out: list[pb.DeleteRecordsPartitionResponse] = []
+        targets: list[tuple[int, Partition, int]] = []
+        for dp in req.partitions:
+            r = pb.DeleteRecordsPartitionResponse(topic=dp.topic, partition=dp.partition)
+            try:
+                partition = self._partition_or_error(dp.topic, dp.partition)
+                start = partition.delete_records(dp.offset)
+                r.low_watermark = start
+                targets.append((len(out), partition, start))
+            except Exception as e:
+                err = error_of(e)
+                r.error_code, r.error_message, r.low_watermark = err.code, err.message, -1
+            out.append(r)
+        deadline = self._clock.monotonic_ms() + max(0, req.timeout_ms)
+        self._wait_until(
+            lambda: all(p.low_watermark() >= start for _, p, start in targets), deadline
+        )
+        for index, partition, start in targets:
+            low = partition.low_watermark()
+            out[index].low_watermark = low
+            if low < start:
+                err = RequestTimedOutError(
+                    f"followers of {partition.topic}-{partition.partition} have not yet "
+                    f"deleted records below {start}"
+                )
+                out[index].error_code, out[index].error_message = err.code, err.message
+        return pb.DeleteRecordsResponse(partitions=out)
+
+    # -- periodic --
+    def maybe_shrink_isrs(self) -> None:
+        """Propose ISR shrinks for lagging followers (Kafka's ``isr-expiration`` task)."""
+        for partition in self.partitions().values():
+            change = partition.maybe_shrink_isr()
+            if change is not None and self.alter_partitions is not None:
+                log.info(
+                    "shrinking ISR of %s-%d from %s to %s",
+                    change.topic,
+                    change.partition,
+                    sorted(partition.isr),
+                    list(change.new_isr),
+                )
+                self.alter_partitions.submit(change)
+
+    def leader_partitions(self) -> Iterable[Partition]:
+        return [p for p in self.partitions().values() if p.is_leader]
+
+    def shutdown(self) -> None:
+        self._shutting_down = True
+        self.notify_progress()
+
+
+def _produce_error(topic: str, partition: int, err: OdradekError) -> pb.ProducePartitionResponse:
+    return pb.ProducePartitionResponse(
+        topic=topic,
+        partition=partition,
+        error_code=err.code,
+        error_message=err.message,
+        base_offset=-1,
+        log_append_time_ms=-1,
+        log_start_offset=-1,
+    )

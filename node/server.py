@@ -1,0 +1,272 @@
+"""The node process: storage, the gRPC server, ZooKeeper registration and a controller candidate.
+
+Start order: open the logs (recovering them), start the gRPC server, register in ZooKeeper
+(``/brokers/ids/<id>``, whose creation version is the broker epoch), then campaign for the
+controller. From then on the active controller tells the node what to host. A clean stop is a
+controlled shutdown: the node asks the controller to move its leaderships away (repeating
+while any remain), stops serving, flushes and checkpoints every log and writes the
+clean-shutdown marker, and only then leaves ZooKeeper.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent import futures
+
+import grpc
+from controller.admin import AdminServicer
+from controller.controller import Controller, ControllerConfig
+from controller.registration import BrokerRegistration
+from controller.service import ControllerServicer
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from kazoo.client import KazooClient
+
+from node.alter_partition import AlterPartitionManager
+from node.config import NodeConfig
+from node.fetcher import ReplicaFetcherManager
+from node.metadata_cache import MetadataCache
+from node.replica_manager import ReplicaManager
+from node.service import BrokerServicer, ReplicationServicer
+from odradek.clock import Clock, SystemClock
+from odradek.v1 import odradek_pb2 as pb
+from odradek.v1 import odradek_pb2_grpc as pb_grpc
+from storage import LogManager
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 128 * 1024 * 1024
+GRPC_OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+]
+SERVICE_NAMES = (
+    "odradek.v1.Broker",
+    "odradek.v1.Admin",
+    "odradek.v1.Replication",
+    "odradek.v1.Controller",
+)
+TICK_MS = 100
+
+
+class Channels:
+    """One gRPC channel per ``host:port``, shared by every sender in the node. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._channels: dict[str, grpc.Channel] = {}
+
+    def __call__(self, target: str) -> grpc.Channel:
+        with self._lock:
+            channel = self._channels.get(target)
+            if channel is None:
+                channel = grpc.insecure_channel(target, options=GRPC_OPTIONS)
+                self._channels[target] = channel
+            return channel
+
+    def close(self) -> None:
+        with self._lock:
+            channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            channel.close()
+
+
+def _ensure_chroot(connect: str, timeout_s: float) -> None:
+    hosts, slash, chroot = connect.partition("/")
+    if not slash or not chroot.strip("/"):
+        return
+    client = KazooClient(hosts=hosts, timeout=timeout_s)
+    client.start(timeout=timeout_s)
+    try:
+        client.ensure_path("/" + chroot.strip("/"))
+    finally:
+        client.stop()
+        client.close()
+
+
+class Node:
+    """One broker node. ``start()`` then ``stop()``; not restartable."""
+
+    def __init__(self, config: NodeConfig, clock: Clock | None = None) -> None:
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.port = config.port
+        self.broker_epoch = -1
+        self._stopped = threading.Event()
+        self._stop_lock = threading.Lock()
+        self._stopping = False
+        self.channels = Channels()
+        self.metadata = MetadataCache()
+        self.log_manager: LogManager | None = None
+        self.replicas: ReplicaManager | None = None
+        self.fetchers: ReplicaFetcherManager | None = None
+        self.alter_partitions: AlterPartitionManager | None = None
+        self.zk: KazooClient | None = None
+        self.registration: BrokerRegistration | None = None
+        self.controller: Controller | None = None
+        self._server: grpc.Server | None = None
+        self._health = health.HealthServicer()
+        self._ticker: threading.Thread | None = None
+
+    def _epoch(self) -> int:
+        return self.broker_epoch
+
+    def _on_epoch_change(self, epoch: int) -> None:
+        log.info("node %d re-registered with broker epoch %d", self.config.node_id, epoch)
+        self.broker_epoch = epoch
+
+    def start(self) -> None:
+        """Open the logs, serve, register and campaign. Raises on any failure (the caller
+        exits with the message); ``stop()`` releases what was started."""
+        c = self.config
+        self.log_manager = LogManager(list(c.log_dirs), c.log, self.clock, c.log_manager)
+        self.replicas = ReplicaManager(c, self.log_manager, self.metadata, self.clock, self._epoch)
+        self.fetchers = ReplicaFetcherManager(c, self.clock, self.channels, self._epoch)
+        self.replicas.fetchers = self.fetchers
+        self.alter_partitions = AlterPartitionManager(
+            node_id=c.node_id,
+            metadata=self.metadata,
+            partition_for=self.replicas.partition,
+            channel_for=self.channels,
+            broker_epoch=self._epoch,
+            request_timeout_ms=c.request_timeout_ms,
+        )
+        self.replicas.alter_partitions = self.alter_partitions
+
+        session_s = c.zookeeper_session_timeout_ms / 1000
+        _ensure_chroot(c.zookeeper_connect, session_s)
+        self.zk = KazooClient(hosts=c.zookeeper_connect, timeout=session_s)
+        self.zk.start(timeout=max(session_s, 10))
+        self.controller = Controller(
+            self.zk,
+            c.node_id,
+            self.clock,
+            ControllerConfig(request_timeout_ms=c.request_timeout_ms),
+            channel_factory=self.channels,
+        )
+
+        server = grpc.server(
+            futures.ThreadPoolExecutor(
+                max_workers=c.request_handler_threads, thread_name_prefix="request"
+            ),
+            options=GRPC_OPTIONS,
+        )
+        pb_grpc.add_BrokerServicer_to_server(BrokerServicer(self.replicas), server)
+        pb_grpc.add_ReplicationServicer_to_server(ReplicationServicer(self.replicas), server)
+        pb_grpc.add_ControllerServicer_to_server(ControllerServicer(self.controller), server)
+        pb_grpc.add_AdminServicer_to_server(AdminServicer(self.zk, self.clock), server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        reflection.enable_server_reflection(
+            (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+        )
+        self.port = server.add_insecure_port(f"{c.host}:{c.port}")
+        if self.port == 0:
+            raise OSError(f"cannot listen on {c.host}:{c.port}")
+        server.start()
+        self._server = server
+
+        self.registration = BrokerRegistration(
+            self.zk,
+            c.node_id,
+            c.host,
+            self.port,
+            c.rack,
+            on_epoch_change=self._on_epoch_change,
+        )
+        self.broker_epoch = self.registration.register()
+        self.controller.startup()
+        self._ticker = threading.Thread(target=self._tick_loop, name="node-ticker", daemon=True)
+        self._ticker.start()
+        for name in ("", *SERVICE_NAMES):
+            self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        log.info(
+            "node %d serving on %s:%d (broker epoch %d)",
+            c.node_id,
+            c.host,
+            self.port,
+            self.broker_epoch,
+        )
+
+    def _tick_loop(self) -> None:
+        assert self.log_manager is not None and self.replicas is not None
+        isr_interval = max(TICK_MS, self.config.replica_lag_time_max_ms // 2)
+        next_isr_check = self.clock.monotonic_ms() + isr_interval
+        while not self._stopped.wait(TICK_MS / 1000):
+            try:
+                self.log_manager.tick()
+                now = self.clock.monotonic_ms()
+                if now >= next_isr_check:
+                    next_isr_check = now + isr_interval
+                    self.replicas.maybe_shrink_isrs()
+            except Exception:
+                if self._stopping:
+                    return
+                log.exception("periodic task failed")
+
+    def controlled_shutdown(self) -> bool:
+        """Ask the controller to move this node's leaderships away; True when none remain."""
+        c = self.config
+        for attempt in range(c.controlled_shutdown_max_retries + 1):
+            controller = self.metadata.controller()
+            if controller is not None:
+                stub = pb_grpc.ControllerStub(self.channels(f"{controller.host}:{controller.port}"))
+                try:
+                    response = stub.ControlledShutdown(
+                        pb.ControlledShutdownRequest(
+                            broker_id=c.node_id, broker_epoch=self.broker_epoch
+                        ),
+                        timeout=c.request_timeout_ms / 1000,
+                    )
+                    if response.error_code == 0 and not response.remaining_partitions:
+                        log.info("controlled shutdown of node %d complete", c.node_id)
+                        return True
+                    log.info(
+                        "controlled shutdown attempt %d: error %d, %d partitions remain",
+                        attempt + 1,
+                        response.error_code,
+                        len(response.remaining_partitions),
+                    )
+                except grpc.RpcError as e:
+                    log.info("controlled shutdown attempt %d failed: %s", attempt + 1, e)
+            self._stopped.wait(c.controlled_shutdown_retry_backoff_ms / 1000)
+        return False
+
+    def stop(self, *, controlled: bool | None = None) -> None:
+        """Stop the node, by default with a controlled shutdown. Safe to call twice."""
+        with self._stop_lock:
+            if self._stopping:
+                return
+            self._stopping = True
+        if controlled is None:
+            controlled = self.config.controlled_shutdown_enable
+        for name in ("", *SERVICE_NAMES):
+            self._health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        if controlled and self._server is not None and self.registration is not None:
+            self.controlled_shutdown()
+        if self.controller is not None:
+            self.controller.shutdown()
+        if self.replicas is not None:
+            self.replicas.shutdown()
+        if self._server is not None:
+            self._server.stop(grace=1).wait()
+        self._stopped.set()
+        if self.fetchers is not None:
+            self.fetchers.shutdown()
+        if self.alter_partitions is not None:
+            self.alter_partitions.shutdown()
+        if self._ticker is not None:
+            self._ticker.join(timeout=5)
+        if self.log_manager is not None:
+            self.log_manager.shutdown()
+        if self.registration is not None:
+            self.registration.deregister()
+        if self.zk is not None:
+            self.zk.stop()
+            self.zk.close()
+        self.channels.close()
+        log.info("node %d stopped", self.config.node_id)
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Block until the node has stopped; returns whether it has."""
+        return self._stopped.wait(timeout_s)

@@ -1,0 +1,86 @@
+"""The gRPC servicers of a node: the client API (Broker) and the replication API.
+
+Thin: each handler hands the request to the replica manager, which answers with Kafka error
+codes per partition. Only what cannot be answered per partition (a request the node is not
+ready for) becomes a gRPC status. Handlers run on the server's worker threads and may block
+(long polls, acks=-1 waits) without holding any shared lock.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from node.replica_manager import ReplicaManager
+from odradek.v1 import odradek_pb2 as pb
+from odradek.v1 import odradek_pb2_grpc as pb_grpc
+
+
+class BrokerServicer(pb_grpc.BrokerServicer):
+    """Produce, Fetch, ListOffsets, Metadata and DeleteRecords for clients."""
+
+    def __init__(self, replicas: ReplicaManager) -> None:
+        self._replicas = replicas
+
+    def Produce(  # noqa: N802  (gRPC method names)
+        self, request: pb.ProduceRequest, context: grpc.ServicerContext
+    ) -> pb.ProduceResponse:
+        return self._replicas.append_records(request)
+
+    def Fetch(  # noqa: N802
+        self, request: pb.FetchRequest, context: grpc.ServicerContext
+    ) -> pb.FetchResponse:
+        if request.replica_id >= 0:
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "follower fetches go to the Replication service; consumers send replica_id -1",
+            )
+        return self._replicas.fetch(request, from_follower=False)
+
+    def ListOffsets(  # noqa: N802
+        self, request: pb.ListOffsetsRequest, context: grpc.ServicerContext
+    ) -> pb.ListOffsetsResponse:
+        return self._replicas.list_offsets(request)
+
+    def Metadata(  # noqa: N802
+        self, request: pb.MetadataRequest, context: grpc.ServicerContext
+    ) -> pb.MetadataResponse:
+        return self._replicas.metadata.metadata_response(list(request.topics), request.all_topics)
+
+    def DeleteRecords(  # noqa: N802
+        self, request: pb.DeleteRecordsRequest, context: grpc.ServicerContext
+    ) -> pb.DeleteRecordsResponse:
+        return self._replicas.delete_records(request)
+
+
+class ReplicationServicer(pb_grpc.ReplicationServicer):
+    """Follower fetches, OffsetForLeaderEpoch, and the controller's requests."""
+
+    def __init__(self, replicas: ReplicaManager) -> None:
+        self._replicas = replicas
+
+    def Fetch(  # noqa: N802
+        self, request: pb.FetchRequest, context: grpc.ServicerContext
+    ) -> pb.FetchResponse:
+        if request.replica_id < 0:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a follower fetch needs replica_id")
+        return self._replicas.fetch(request, from_follower=True)
+
+    def OffsetForLeaderEpoch(  # noqa: N802
+        self, request: pb.OffsetForLeaderEpochRequest, context: grpc.ServicerContext
+    ) -> pb.OffsetForLeaderEpochResponse:
+        return self._replicas.offset_for_leader_epoch(request)
+
+    def LeaderAndIsr(  # noqa: N802
+        self, request: pb.LeaderAndIsrRequest, context: grpc.ServicerContext
+    ) -> pb.LeaderAndIsrResponse:
+        return self._replicas.become_leader_or_follower(request)
+
+    def StopReplica(  # noqa: N802
+        self, request: pb.StopReplicaRequest, context: grpc.ServicerContext
+    ) -> pb.StopReplicaResponse:
+        return self._replicas.stop_replicas(request)
+
+    def UpdateMetadata(  # noqa: N802
+        self, request: pb.UpdateMetadataRequest, context: grpc.ServicerContext
+    ) -> pb.UpdateMetadataResponse:
+        return self._replicas.update_metadata(request)
