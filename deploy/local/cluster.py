@@ -1,0 +1,329 @@
+"""A local odradek cluster on loopback: a real ZooKeeper and node processes.
+
+``LocalCluster`` is what the integration tests, the benchmarks and the README's first command
+use. Each node is a separate ``python -m node.main start`` process with its own log directory
+and a fixed port (kept across restarts), so tests can SIGKILL, stop and restart nodes as an
+operator would.
+
+Command line (the README's first command runs ``demo``)::
+
+    python -m deploy.local.cluster demo   [--dir DIR]   start, create a topic, produce, consume,
+                                                        describe; leave it running
+    python -m deploy.local.cluster stop   [--dir DIR]   stop the cluster started in DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from deploy.local.zookeeper import ZooKeeperServer, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_DIR = ROOT / ".cluster"
+
+
+class NodeProcess:
+    """One node as a child process. Not thread-safe."""
+
+    def __init__(
+        self,
+        node_id: int,
+        directory: Path,
+        zookeeper_connect: str,
+        *,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        overrides: dict[str, str] | None = None,
+        python: str = sys.executable,
+    ) -> None:
+        self.node_id = node_id
+        self.directory = directory
+        self.zookeeper_connect = zookeeper_connect
+        self.host = host
+        self.port = port if port is not None else free_port(host)
+        self.overrides = dict(overrides or {})
+        self.python = python
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "node.log"
+
+    def command(self) -> list[str]:
+        cmd = [
+            self.python,
+            "-m",
+            "node.main",
+            "start",
+            "--node-id",
+            str(self.node_id),
+            "--listen",
+            self.address,
+            "--log-dirs",
+            str(self.directory / "data"),
+            "--zookeeper",
+            self.zookeeper_connect,
+        ]
+        for key, value in sorted(self.overrides.items()):
+            cmd += ["--override", f"{key}={value}"]
+        return cmd
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        """Starts the node and waits until it prints that it is listening."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        out = self.log_path.open("ab")
+        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+        self.process = subprocess.Popen(
+            self.command(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
+        )
+        out.close()
+        deadline = time.monotonic() + timeout_s  # noqa: TID251  (a harness, not the broker)
+        marker = f"odradek node {self.node_id} listening on".encode()
+        while time.monotonic() < deadline:  # noqa: TID251
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"node {self.node_id} exited with {self.process.returncode}:\n" + self.tail()
+                )
+            if marker in self.log_path.read_bytes()[-200_000:]:
+                return
+            time.sleep(0.05)
+        raise TimeoutError(f"node {self.node_id} did not start:\n{self.tail()}")
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, sig)
+
+    def kill(self) -> None:
+        """SIGKILL: no controlled shutdown, no flush, no checkpoint."""
+        if self.process is not None:
+            self.signal(signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self, timeout_s: float = 60.0) -> int | None:
+        """SIGTERM (a controlled shutdown) and wait; SIGKILL after ``timeout_s``."""
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.signal(signal.SIGCONT)
+            self.signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return self.process.returncode
+
+
+class LocalCluster:
+    """ZooKeeper plus ``size`` nodes under ``directory``. Not thread-safe."""
+
+    def __init__(
+        self,
+        directory: Path,
+        size: int = 3,
+        *,
+        zookeeper: ZooKeeperServer | None = None,
+        chroot: str = "/odradek",
+        overrides: dict[str, str] | None = None,
+        ports: Sequence[int] | None = None,
+        zookeeper_port: int | None = None,
+    ) -> None:
+        self.directory = Path(directory)
+        self._own_zookeeper = zookeeper is None
+        self.zookeeper = zookeeper or ZooKeeperServer(
+            self.directory / "zookeeper", port=zookeeper_port
+        )
+        self.chroot = chroot
+        defaults = {
+            "zookeeper.session.timeout.ms": "6000",
+            "replica.lag.time.max.ms": "10000",
+        }
+        defaults.update(overrides or {})
+        self.nodes = [
+            NodeProcess(
+                node_id,
+                self.directory / f"node-{node_id}",
+                self.zookeeper.connect_string + chroot,
+                port=None if ports is None else ports[node_id],
+                overrides=defaults,
+            )
+            for node_id in range(size)
+        ]
+        for node in self.nodes:
+            node.zookeeper_connect = self.zookeeper.connect_string + chroot
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.address for n in self.nodes)
+
+    def node(self, node_id: int) -> NodeProcess:
+        return self.nodes[node_id]
+
+    def start(self) -> None:
+        if self._own_zookeeper:
+            self.zookeeper.start()
+        for node in self.nodes:
+            node.zookeeper_connect = self.zookeeper.connect_string + self.chroot
+            node.start()
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+        if self._own_zookeeper:
+            self.zookeeper.stop()
+
+    def kill_all(self) -> None:
+        for node in self.nodes:
+            node.kill()
+        if self._own_zookeeper:
+            self.zookeeper.stop()
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# -- the README's demo ----------------------------------------------------------------------
+STATE_FILE = "cluster.json"
+DEMO_PORTS = (9092, 9093, 9094)
+DEMO_ZK_PORT = 2181
+
+
+def _run_cli(args: list[str], bootstrap: str, stdin: str | None = None) -> str:
+    cmd = [sys.executable, "-m", "odradek", "--bootstrap-server", bootstrap, *args]
+    print("$ odradek " + " ".join(args), flush=True)
+    result = subprocess.run(cmd, input=stdin, capture_output=True, text=True, cwd=ROOT, check=False)
+    sys.stdout.write(result.stdout)
+    if result.returncode != 0:
+        sys.stderr.write(result.stderr)
+        raise SystemExit(f"demo: `odradek {' '.join(args)}` failed ({result.returncode})")
+    return result.stdout
+
+
+def demo(directory: Path) -> int:
+    state = directory / STATE_FILE
+    if state.exists():
+        info = json.loads(state.read_text())
+        alive = [pid for pid in info["pids"] if _alive(pid)]
+        if alive:
+            print(f"a cluster is already running from {directory} (pids {alive});")
+            print(f"stop it with: python -m deploy.local.cluster stop --dir {directory}")
+            return 1
+    directory.mkdir(parents=True, exist_ok=True)
+    cluster = LocalCluster(directory, 3, ports=DEMO_PORTS, zookeeper_port=DEMO_ZK_PORT)
+    print(f"starting ZooKeeper on 127.0.0.1:{DEMO_ZK_PORT} and 3 nodes on 127.0.0.1:9092-9094")
+    cluster.start()
+    pids = [cluster.zookeeper.pid] + [n.process.pid for n in cluster.nodes if n.process]
+    state.write_text(json.dumps({"pids": pids, "bootstrap": cluster.bootstrap_servers}))
+    bootstrap = cluster.bootstrap_servers
+    topics = _run_cli(["topics", "list"], bootstrap)
+    if "demo" not in topics.split():
+        _run_cli(
+            [
+                "topics",
+                "create",
+                "demo",
+                "--partitions",
+                "3",
+                "--replication-factor",
+                "3",
+                "--config",
+                "min.insync.replicas=2",
+            ],
+            bootstrap,
+        )
+    lines = "".join(f"user{i}:hello {i}\n" for i in range(6))
+    _run_cli(["produce", "demo", "--key-separator", ":", "--acks", "-1"], bootstrap, lines)
+    _run_cli(
+        [
+            "consume",
+            "demo",
+            "--from-beginning",
+            "--print-key",
+            "--print-offset",
+            "--max-messages",
+            "6",
+        ],
+        bootstrap,
+    )
+    _run_cli(["cluster", "describe"], bootstrap)
+    print()
+    print(f"the cluster is running (data in {directory}).")
+    print(f"  use it:   .venv/bin/odradek --bootstrap-server {bootstrap} topics list")
+    print(f"  stop it:  .venv/bin/python -m deploy.local.cluster stop --dir {directory}")
+    print("  starting it again keeps the data.")
+    return 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def stop(directory: Path) -> int:
+    state = directory / STATE_FILE
+    if not state.exists():
+        print(f"no cluster state in {directory}")
+        return 1
+    pids = json.loads(state.read_text())["pids"]
+    zk_pid, node_pids = pids[0], pids[1:]
+    for pid in node_pids:  # nodes first: a controlled shutdown needs ZooKeeper
+        if _alive(pid):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60  # noqa: TID251
+    while any(_alive(p) for p in node_pids) and time.monotonic() < deadline:  # noqa: TID251
+        time.sleep(0.1)
+    for pid in pids:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL if pid != zk_pid else signal.SIGTERM)
+    state.unlink()
+    print("stopped")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m deploy.local.cluster")
+    parser.add_argument("command", choices=["demo", "stop"])
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        return demo(args.dir.resolve())
+    return stop(args.dir.resolve())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
