@@ -162,7 +162,9 @@ class Partition:
                 self.leader_epoch_start_offset = leo
                 self.log.assign_epoch_start_offset(state.leader_epoch, leo)
                 self._followers = {
-                    r: FollowerFetchState(last_caught_up_ms=now if r in self.isr else 0)
+                    r: FollowerFetchState(
+                        last_caught_up_ms=now if r in self.isr else rules.NEVER_MS
+                    )
                     for r in state.replicas
                     if r != self.node_id
                 }

@@ -15,6 +15,9 @@ from odradek.errors import FencedLeaderEpochError, OdradekError, UnknownLeaderEp
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
+NEVER_MS = -(2**62)
+"""``last_caught_up_ms`` of a follower that has never been caught up (Kafka uses 0 with wall
+time; on a monotonic clock that starts near 0, 0 would count as recent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +26,7 @@ class FollowerFetchState:
 
     log_end_offset: int = UNDEFINED_OFFSET
     log_start_offset: int = UNDEFINED_OFFSET
-    last_caught_up_ms: int = 0
+    last_caught_up_ms: int = NEVER_MS
     last_fetch_leader_leo: int = UNDEFINED_OFFSET
     last_fetch_ms: int = 0
     broker_epoch: int = -1

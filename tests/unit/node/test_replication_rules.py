@@ -19,7 +19,7 @@ def test_previous_fetch_leo_keeps_a_follower_of_a_busy_partition_in_sync():
     s = rules.update_follower_fetch_state(
         FollowerFetchState(), fetch_offset=5, log_start_offset=0, leader_leo=10, now_ms=1_000
     )
-    assert s.last_caught_up_ms == 0
+    assert s.last_caught_up_ms == rules.NEVER_MS
     s = rules.update_follower_fetch_state(
         s, fetch_offset=10, log_start_offset=0, leader_leo=15, now_ms=2_000
     )
@@ -35,16 +35,17 @@ def test_shrink_after_the_lag_limit():
     followers = {
         1: FollowerFetchState(log_end_offset=10, last_caught_up_ms=30_001),
         2: FollowerFetchState(log_end_offset=5, last_caught_up_ms=0),
+        3: FollowerFetchState(),  # never fetched
     }
     out = rules.out_of_sync_replicas(
         leader_id=0,
-        isr={0, 1, 2},
+        isr={0, 1, 2, 3},
         followers=followers,
         leader_leo=10,
         now_ms=30_001,
         replica_lag_time_max_ms=LAG,
     )
-    assert out == {2}
+    assert out == {2, 3}
     at_limit = rules.out_of_sync_replicas(
         leader_id=0,
         isr={0, 1, 2},
