@@ -7,6 +7,7 @@ are left out, and what the leader proposes is checked directly).
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
@@ -162,7 +163,7 @@ def test_acks_1_appends_and_the_hw_waits_for_the_isr(manager):
 
 def test_acks_all_waits_for_the_high_watermark_without_blocking_others(manager, clock):
     _lead(manager)
-    result: list[object] = []
+    result: list[Any] = []
     waiter = threading.Thread(
         target=lambda: result.extend(_produce(manager, -1, timeout_ms=60_000)), daemon=True
     )
@@ -284,7 +285,7 @@ def test_follower_catching_up_is_proposed_for_the_isr(manager):
 
 def test_consumer_long_poll_wakes_on_new_data(manager, clock):
     _lead(manager, isr=(0,), min_isr="1")
-    got: list[object] = []
+    got: list[Any] = []
     poller = threading.Thread(
         target=lambda: got.append(_consumer_fetch(manager, 0, max_wait_ms=60_000)), daemon=True
     )

@@ -1,5 +1,7 @@
 """The pure replication rules, with the cases of Kafka's PartitionTest and fetcher tests."""
 
+from typing import Any
+
 from node import replication as rules
 from node.replication import FollowerFetchState
 from odradek.errors import FencedLeaderEpochError, UnknownLeaderEpochError
@@ -62,7 +64,12 @@ def test_high_watermark_is_the_smallest_leo_of_the_maximal_isr():
         1: FollowerFetchState(log_end_offset=7, last_caught_up_ms=0),
         2: FollowerFetchState(log_end_offset=3, last_caught_up_ms=0),
     }
-    common = {"leader_id": 0, "leader_leo": 10, "followers": followers, "now_ms": 100_000}
+    common: dict[str, Any] = {
+        "leader_id": 0,
+        "leader_leo": 10,
+        "followers": followers,
+        "now_ms": 100_000,
+    }
     assert (
         rules.high_watermark_candidate(
             maximal_isr={0, 1, 2}, eligible={1, 2}, replica_lag_time_max_ms=LAG, **common
@@ -96,7 +103,7 @@ def test_high_watermark_never_moves_back_nor_under_min_isr():
 
 def test_isr_expansion_needs_the_hw_and_the_epoch_start():
     # Kafka's testFollowerDoesNotJoinISRUntilCaughtUpToOffsetWithinCurrentLeaderEpoch
-    args = {"replica_id": 2, "isr": {0, 1}, "eligible": {1, 2}}
+    args: dict[str, Any] = {"replica_id": 2, "isr": {0, 1}, "eligible": {1, 2}}
     assert not rules.can_join_isr(
         follower_leo=8, high_watermark=8, leader_epoch_start_offset=10, **args
     )
