@@ -14,13 +14,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from node.config import NodeConfig
 from node.metadata_cache import MetadataCache
 from node.partition import IsrChange, LeaderAndIsrState, Partition
 from odradek.clock import Clock
 from odradek.errors import (
+    InvalidRequestError,
     InvalidRequiredAcksError,
     KafkaStorageError,
     NotLeaderOrFollowerError,
@@ -41,6 +42,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+
+
+def optional_field(message: Any, name: str, default: int = -1) -> int:
+    """An ``optional`` int field of a request, or ``default`` when the client left it out."""
+    value: int = getattr(message, name) if message.HasField(name) else default
+    return value
 
 
 def error_of(exc: BaseException) -> OdradekError:
@@ -290,7 +297,7 @@ class ReplicaManager:
                 info = partition.append_records_to_leader(
                     data.records,
                     required_acks=req.acks,
-                    current_leader_epoch=data.current_leader_epoch,
+                    current_leader_epoch=optional_field(data, "current_leader_epoch"),
                 )
             except Exception as e:
                 results.append(_produce_error(data.topic, data.partition, error_of(e)))
@@ -338,8 +345,8 @@ class ReplicaManager:
     def fetch(self, req: pb.FetchRequest, *, from_follower: bool) -> pb.FetchResponse:
         """A consumer's or follower's fetch: long-polls until ``min_bytes`` are ready, an error
         or a divergence is found, or ``max_wait_ms`` passes."""
-        if from_follower and req.replica_id < 0:
-            return pb.FetchResponse(error_code=UnknownServerError.code)
+        if from_follower and optional_field(req, "replica_id") < 0:
+            return pb.FetchResponse(error_code=InvalidRequestError.code)
         deadline = self._clock.monotonic_ms() + max(0, req.max_wait_ms)
         first = True
         while True:
@@ -371,10 +378,10 @@ class ReplicaManager:
                         replica_id=req.replica_id,
                         fetch_offset=fp.fetch_offset,
                         max_bytes=max_bytes,
-                        current_leader_epoch=fp.current_leader_epoch,
-                        last_fetched_epoch=fp.last_fetched_epoch,
-                        follower_log_start_offset=fp.log_start_offset,
-                        broker_epoch=req.broker_epoch,
+                        current_leader_epoch=optional_field(fp, "current_leader_epoch"),
+                        last_fetched_epoch=optional_field(fp, "last_fetched_epoch"),
+                        follower_log_start_offset=optional_field(fp, "log_start_offset"),
+                        broker_epoch=optional_field(req, "broker_epoch"),
                         update_state=update_state,
                     )
                     if change is not None:
@@ -383,7 +390,7 @@ class ReplicaManager:
                     result = partition.read_for_consumer(
                         fetch_offset=fp.fetch_offset,
                         max_bytes=max_bytes,
-                        current_leader_epoch=fp.current_leader_epoch,
+                        current_leader_epoch=optional_field(fp, "current_leader_epoch"),
                     )
                 r.high_watermark = result.high_watermark
                 r.log_start_offset = result.log_start_offset
@@ -418,8 +425,8 @@ class ReplicaManager:
                 partition = self._partition_or_error(lp.topic, lp.partition)
                 ts, offset, epoch = partition.fetch_offset_for_timestamp(
                     lp.timestamp,
-                    current_leader_epoch=lp.current_leader_epoch,
-                    isolation_bounded=req.replica_id < 0,
+                    current_leader_epoch=optional_field(lp, "current_leader_epoch"),
+                    isolation_bounded=optional_field(req, "replica_id") < 0,
                 )
                 r.timestamp, r.offset, r.leader_epoch = ts, offset, epoch
             except Exception as e:
@@ -438,7 +445,7 @@ class ReplicaManager:
             try:
                 partition = self._partition_or_error(p.topic, p.partition)
                 r.leader_epoch, r.end_offset = partition.last_offset_for_leader_epoch(
-                    p.leader_epoch, current_leader_epoch=p.current_leader_epoch
+                    p.leader_epoch, current_leader_epoch=optional_field(p, "current_leader_epoch")
                 )
             except Exception as e:
                 r.error_code = error_of(e).code

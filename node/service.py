@@ -29,11 +29,6 @@ class BrokerServicer(pb_grpc.BrokerServicer):
     def Fetch(  # noqa: N802
         self, request: pb.FetchRequest, context: grpc.ServicerContext
     ) -> pb.FetchResponse:
-        if request.replica_id >= 0:
-            context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                "follower fetches go to the Replication service; consumers send replica_id -1",
-            )
         return self._replicas.fetch(request, from_follower=False)
 
     def ListOffsets(  # noqa: N802
@@ -61,7 +56,7 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
     def Fetch(  # noqa: N802
         self, request: pb.FetchRequest, context: grpc.ServicerContext
     ) -> pb.FetchResponse:
-        if request.replica_id < 0:
+        if not request.HasField("replica_id") or request.replica_id < 0:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a follower fetch needs replica_id")
         return self._replicas.fetch(request, from_follower=True)
 

@@ -11,7 +11,8 @@ Conventions:
   (0 = NONE; see odradek.errors) and a human `error_message`; transport problems (a node that
   is down, a malformed request) use gRPC status codes.
 - `records` fields hold Kafka record batches v2 (magic 2), opaque bytes, concatenated.
-- An epoch field set to -1 means "not given, do not check" (Kafka's NO_PARTITION_LEADER_EPOCH).
+- Epoch fields that a request may leave out are `optional`: absent or -1 means "not given,
+  do not check" (Kafka's NO_PARTITION_LEADER_EPOCH).
 - Offsets and timestamps are int64; timestamps are milliseconds since the Unix epoch.
 """
 
@@ -220,20 +221,22 @@ class ProducePartitionData(_message.Message):
     records: _builtins.bytes
     """batches with base offset 0, as Kafka's producers send"""
     current_leader_epoch: _builtins.int
-    """-1: not checked"""
+    """absent or -1: not checked"""
     def __init__(
         self,
         *,
         topic: _builtins.str = ...,
         partition: _builtins.int = ...,
         records: _builtins.bytes = ...,
-        current_leader_epoch: _builtins.int = ...,
+        current_leader_epoch: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_current_leader_epoch", b"_current_leader_epoch", "current_leader_epoch", b"current_leader_epoch"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["current_leader_epoch", b"current_leader_epoch", "partition", b"partition", "records", b"records", "topic", b"topic"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_current_leader_epoch", b"_current_leader_epoch", "current_leader_epoch", b"current_leader_epoch", "partition", b"partition", "records", b"records", "topic", b"topic"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__current_leader_epoch: _TypeAlias = _typing.Literal["current_leader_epoch"]  # noqa: Y015
+    _WhichOneofArgType__current_leader_epoch: _TypeAlias = _typing.Literal["_current_leader_epoch", b"_current_leader_epoch"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__current_leader_epoch) -> _WhichOneofReturnType__current_leader_epoch | None: ...
 
 Global___ProducePartitionData: _TypeAlias = ProducePartitionData  # noqa: Y015
 
@@ -342,11 +345,11 @@ class FetchPartition(_message.Message):
     fetch_offset: _builtins.int
     partition_max_bytes: _builtins.int
     current_leader_epoch: _builtins.int
-    """-1: not checked"""
+    """absent or -1: not checked"""
     last_fetched_epoch: _builtins.int
-    """followers: the epoch of the last batch they hold; -1 none"""
+    """followers: the newest epoch in their log; -1 none"""
     log_start_offset: _builtins.int
-    """followers: their log start offset; -1 for consumers"""
+    """followers: their log start offset"""
     def __init__(
         self,
         *,
@@ -354,15 +357,26 @@ class FetchPartition(_message.Message):
         partition: _builtins.int = ...,
         fetch_offset: _builtins.int = ...,
         partition_max_bytes: _builtins.int = ...,
-        current_leader_epoch: _builtins.int = ...,
-        last_fetched_epoch: _builtins.int = ...,
-        log_start_offset: _builtins.int = ...,
+        current_leader_epoch: _builtins.int | None = ...,
+        last_fetched_epoch: _builtins.int | None = ...,
+        log_start_offset: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_current_leader_epoch", b"_current_leader_epoch", "_last_fetched_epoch", b"_last_fetched_epoch", "_log_start_offset", b"_log_start_offset", "current_leader_epoch", b"current_leader_epoch", "last_fetched_epoch", b"last_fetched_epoch", "log_start_offset", b"log_start_offset"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["current_leader_epoch", b"current_leader_epoch", "fetch_offset", b"fetch_offset", "last_fetched_epoch", b"last_fetched_epoch", "log_start_offset", b"log_start_offset", "partition", b"partition", "partition_max_bytes", b"partition_max_bytes", "topic", b"topic"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_current_leader_epoch", b"_current_leader_epoch", "_last_fetched_epoch", b"_last_fetched_epoch", "_log_start_offset", b"_log_start_offset", "current_leader_epoch", b"current_leader_epoch", "fetch_offset", b"fetch_offset", "last_fetched_epoch", b"last_fetched_epoch", "log_start_offset", b"log_start_offset", "partition", b"partition", "partition_max_bytes", b"partition_max_bytes", "topic", b"topic"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__current_leader_epoch: _TypeAlias = _typing.Literal["current_leader_epoch"]  # noqa: Y015
+    _WhichOneofArgType__current_leader_epoch: _TypeAlias = _typing.Literal["_current_leader_epoch", b"_current_leader_epoch"]  # noqa: Y015
+    _WhichOneofReturnType__last_fetched_epoch: _TypeAlias = _typing.Literal["last_fetched_epoch"]  # noqa: Y015
+    _WhichOneofArgType__last_fetched_epoch: _TypeAlias = _typing.Literal["_last_fetched_epoch", b"_last_fetched_epoch"]  # noqa: Y015
+    _WhichOneofReturnType__log_start_offset: _TypeAlias = _typing.Literal["log_start_offset"]  # noqa: Y015
+    _WhichOneofArgType__log_start_offset: _TypeAlias = _typing.Literal["_log_start_offset", b"_log_start_offset"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__current_leader_epoch) -> _WhichOneofReturnType__current_leader_epoch | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__last_fetched_epoch) -> _WhichOneofReturnType__last_fetched_epoch | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__log_start_offset) -> _WhichOneofReturnType__log_start_offset | None: ...
 
 Global___FetchPartition: _TypeAlias = FetchPartition  # noqa: Y015
 
@@ -377,9 +391,9 @@ class FetchRequest(_message.Message):
     MAX_BYTES_FIELD_NUMBER: _builtins.int
     PARTITIONS_FIELD_NUMBER: _builtins.int
     replica_id: _builtins.int
-    """-1 for consumers; the follower's node id on the Replication service"""
+    """Replication.Fetch: the follower's node id (required); ignored by Broker.Fetch."""
     broker_epoch: _builtins.int
-    """followers: their broker epoch; -1 for consumers"""
+    """followers: their broker epoch"""
     max_wait_ms: _builtins.int
     min_bytes: _builtins.int
     max_bytes: _builtins.int
@@ -388,18 +402,25 @@ class FetchRequest(_message.Message):
     def __init__(
         self,
         *,
-        replica_id: _builtins.int = ...,
-        broker_epoch: _builtins.int = ...,
+        replica_id: _builtins.int | None = ...,
+        broker_epoch: _builtins.int | None = ...,
         max_wait_ms: _builtins.int = ...,
         min_bytes: _builtins.int = ...,
         max_bytes: _builtins.int = ...,
         partitions: _abc.Iterable[Global___FetchPartition] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_broker_epoch", b"_broker_epoch", "_replica_id", b"_replica_id", "broker_epoch", b"broker_epoch", "replica_id", b"replica_id"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["broker_epoch", b"broker_epoch", "max_bytes", b"max_bytes", "max_wait_ms", b"max_wait_ms", "min_bytes", b"min_bytes", "partitions", b"partitions", "replica_id", b"replica_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_broker_epoch", b"_broker_epoch", "_replica_id", b"_replica_id", "broker_epoch", b"broker_epoch", "max_bytes", b"max_bytes", "max_wait_ms", b"max_wait_ms", "min_bytes", b"min_bytes", "partitions", b"partitions", "replica_id", b"replica_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__broker_epoch: _TypeAlias = _typing.Literal["broker_epoch"]  # noqa: Y015
+    _WhichOneofArgType__broker_epoch: _TypeAlias = _typing.Literal["_broker_epoch", b"_broker_epoch"]  # noqa: Y015
+    _WhichOneofReturnType__replica_id: _TypeAlias = _typing.Literal["replica_id"]  # noqa: Y015
+    _WhichOneofArgType__replica_id: _TypeAlias = _typing.Literal["_replica_id", b"_replica_id"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__broker_epoch) -> _WhichOneofReturnType__broker_epoch | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__replica_id) -> _WhichOneofReturnType__replica_id | None: ...
 
 Global___FetchRequest: _TypeAlias = FetchRequest  # noqa: Y015
 
@@ -493,20 +514,22 @@ class ListOffsetsPartition(_message.Message):
     timestamp: _builtins.int
     """-1 latest, -2 earliest, -3 max timestamp, or a time in ms"""
     current_leader_epoch: _builtins.int
-    """-1: not checked"""
+    """absent or -1: not checked"""
     def __init__(
         self,
         *,
         topic: _builtins.str = ...,
         partition: _builtins.int = ...,
         timestamp: _builtins.int = ...,
-        current_leader_epoch: _builtins.int = ...,
+        current_leader_epoch: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_current_leader_epoch", b"_current_leader_epoch", "current_leader_epoch", b"current_leader_epoch"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["current_leader_epoch", b"current_leader_epoch", "partition", b"partition", "timestamp", b"timestamp", "topic", b"topic"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_current_leader_epoch", b"_current_leader_epoch", "current_leader_epoch", b"current_leader_epoch", "partition", b"partition", "timestamp", b"timestamp", "topic", b"topic"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__current_leader_epoch: _TypeAlias = _typing.Literal["current_leader_epoch"]  # noqa: Y015
+    _WhichOneofArgType__current_leader_epoch: _TypeAlias = _typing.Literal["_current_leader_epoch", b"_current_leader_epoch"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__current_leader_epoch) -> _WhichOneofReturnType__current_leader_epoch | None: ...
 
 Global___ListOffsetsPartition: _TypeAlias = ListOffsetsPartition  # noqa: Y015
 
@@ -517,20 +540,22 @@ class ListOffsetsRequest(_message.Message):
     REPLICA_ID_FIELD_NUMBER: _builtins.int
     PARTITIONS_FIELD_NUMBER: _builtins.int
     replica_id: _builtins.int
-    """-1 for consumers (bounded by the high watermark)"""
+    """absent or -1 for consumers (answers bounded by the high watermark); a node id for replicas"""
     @_builtins.property
     def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___ListOffsetsPartition]: ...
     def __init__(
         self,
         *,
-        replica_id: _builtins.int = ...,
+        replica_id: _builtins.int | None = ...,
         partitions: _abc.Iterable[Global___ListOffsetsPartition] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_replica_id", b"_replica_id", "replica_id", b"replica_id"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["partitions", b"partitions", "replica_id", b"replica_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_replica_id", b"_replica_id", "partitions", b"partitions", "replica_id", b"replica_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__replica_id: _TypeAlias = _typing.Literal["replica_id"]  # noqa: Y015
+    _WhichOneofArgType__replica_id: _TypeAlias = _typing.Literal["_replica_id", b"_replica_id"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__replica_id) -> _WhichOneofReturnType__replica_id | None: ...
 
 Global___ListOffsetsRequest: _TypeAlias = ListOffsetsRequest  # noqa: Y015
 
@@ -1407,7 +1432,7 @@ class OffsetForLeaderEpochPartition(_message.Message):
     topic: _builtins.str
     partition: _builtins.int
     current_leader_epoch: _builtins.int
-    """-1: not checked"""
+    """absent or -1: not checked"""
     leader_epoch: _builtins.int
     """the epoch whose end offset is wanted"""
     def __init__(
@@ -1415,14 +1440,16 @@ class OffsetForLeaderEpochPartition(_message.Message):
         *,
         topic: _builtins.str = ...,
         partition: _builtins.int = ...,
-        current_leader_epoch: _builtins.int = ...,
+        current_leader_epoch: _builtins.int | None = ...,
         leader_epoch: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_current_leader_epoch", b"_current_leader_epoch", "current_leader_epoch", b"current_leader_epoch"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["current_leader_epoch", b"current_leader_epoch", "leader_epoch", b"leader_epoch", "partition", b"partition", "topic", b"topic"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_current_leader_epoch", b"_current_leader_epoch", "current_leader_epoch", b"current_leader_epoch", "leader_epoch", b"leader_epoch", "partition", b"partition", "topic", b"topic"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__current_leader_epoch: _TypeAlias = _typing.Literal["current_leader_epoch"]  # noqa: Y015
+    _WhichOneofArgType__current_leader_epoch: _TypeAlias = _typing.Literal["_current_leader_epoch", b"_current_leader_epoch"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__current_leader_epoch) -> _WhichOneofReturnType__current_leader_epoch | None: ...
 
 Global___OffsetForLeaderEpochPartition: _TypeAlias = OffsetForLeaderEpochPartition  # noqa: Y015
 

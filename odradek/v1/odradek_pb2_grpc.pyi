@@ -11,7 +11,8 @@ Conventions:
   (0 = NONE; see odradek.errors) and a human `error_message`; transport problems (a node that
   is down, a malformed request) use gRPC status codes.
 - `records` fields hold Kafka record batches v2 (magic 2), opaque bytes, concatenated.
-- An epoch field set to -1 means "not given, do not check" (Kafka's NO_PARTITION_LEADER_EPOCH).
+- Epoch fields that a request may leave out are `optional`: absent or -1 means "not given,
+  do not check" (Kafka's NO_PARTITION_LEADER_EPOCH).
 - Offsets and timestamps are int64; timestamps are milliseconds since the Unix epoch.
 """
 
