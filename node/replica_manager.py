@@ -175,6 +175,7 @@ class ReplicaManager:
             try:
                 self._check_controller(req.controller_epoch, req.broker_epoch)
             except OdradekError as e:
+                log.warning("LeaderAndIsr from controller %d refused: %s", req.controller_id, e)
                 return pb.LeaderAndIsrResponse(error_code=e.code)
             for ps in req.partition_states:
                 code, message = 0, ""
@@ -223,6 +224,13 @@ class ReplicaManager:
             log.info("leader of %s-%d at epoch %d, ISR %s", *tp, ps.leader_epoch, list(ps.isr))
         else:
             changed = partition.make_follower(state)
+            log.info(
+                "follower of %s-%d, leader %d at epoch %d%s",
+                *tp,
+                ps.leader,
+                ps.leader_epoch,
+                "" if changed else " (unchanged)",
+            )
             if changed and self.fetchers is not None:
                 self.fetchers.remove_partitions([tp])
                 leader = leaders.get(ps.leader) or self.metadata.broker(ps.leader)

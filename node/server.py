@@ -41,6 +41,14 @@ GRPC_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
 ]
+CHANNEL_OPTIONS = [
+    *GRPC_OPTIONS,
+    # A restarted node must be reachable again at once: gRPC's default reconnect backoff grows
+    # to 120 s, during which every call to that address fails without trying.
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
 SERVICE_NAMES = (
     "odradek.v1.Broker",
     "odradek.v1.Admin",
@@ -61,7 +69,7 @@ class Channels:
         with self._lock:
             channel = self._channels.get(target)
             if channel is None:
-                channel = grpc.insecure_channel(target, options=GRPC_OPTIONS)
+                channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
                 self._channels[target] = channel
             return channel
 
