@@ -186,11 +186,14 @@ class ClusterMetadata:
 
     def with_leader(self, tp: TopicPartition, leader: int, leader_epoch: int) -> ClusterMetadata:
         """This snapshot with ``tp`` led by ``leader`` at ``leader_epoch``, if that epoch is newer
-        than the one known (a leader hint from a broker's error answer); else unchanged."""
+        than the one known and ``leader`` is a known broker (a leader hint from a broker's error
+        answer, taken as Kafka's clients do since KIP-951); else unchanged."""
         topic = self.topics.get(tp.topic)
         part = topic.partition(tp.partition) if topic is not None else None
         if topic is None or part is None or leader_epoch <= part.leader_epoch:
             return self
+        if leader not in self.brokers:
+            return self  # cannot reach it anyway; the metadata refresh will tell
         moved = replace(part, leader=leader, leader_epoch=leader_epoch, error_code=0)
         parts = tuple(moved if p.partition == tp.partition else p for p in topic.partitions)
         topics = dict(self.topics)
