@@ -12,12 +12,13 @@ and turns gRPC failures into the typed errors of :mod:`odradek.client.errors`.
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar, cast
 
 import grpc
 
+from odradek.client.addresses import format_address, parse_bootstrap_servers
 from odradek.client.errors import NetworkError, error_from_rpc
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
@@ -33,6 +34,10 @@ __all__ = [
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 
+log = logging.getLogger("odradek.client")
+
+_CLOSE_TIMEOUT_S = 2.0
+
 _CHANNEL_OPTIONS: list[tuple[str, int]] = [
     ("grpc.max_receive_message_length", -1),
     ("grpc.max_send_message_length", -1),
@@ -40,36 +45,6 @@ _CHANNEL_OPTIONS: list[tuple[str, int]] = [
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
 ]
-
-
-def format_address(host: str, port: int) -> str:
-    """``host:port``, with an IPv6 host in brackets."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def parse_bootstrap_servers(servers: str | Sequence[str]) -> list[str]:
-    """The ``host:port`` addresses of ``servers``: a comma-separated string or a sequence.
-
-    Raises ``ValueError`` naming the first entry that is not ``host:port`` with a port in
-    1..65535, or when no address is given.
-    """
-    items: Iterable[str] = servers.split(",") if isinstance(servers, str) else servers
-    out: list[str] = []
-    for raw in items:
-        entry = raw.strip()
-        if not entry:
-            continue
-        host, sep, port_text = entry.rpartition(":")
-        if host.startswith("[") and host.endswith("]"):
-            host = host[1:-1]
-        if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            raise ValueError(f"not a HOST:PORT address: {entry!r}")
-        address = format_address(host, int(port_text))
-        if address not in out:
-            out.append(address)
-    if not out:
-        raise ValueError("no bootstrap server given")
-    return out
 
 
 class ConnectionPool:
@@ -109,16 +84,31 @@ class ConnectionPool:
                 self._admins[address] = stub
             return stub
 
-    def close(self) -> None:
-        """Close every channel; calls in progress fail with a :class:`NetworkError`."""
+    def close(self, timeout: float = _CLOSE_TIMEOUT_S) -> None:
+        """Close every channel; calls in progress fail with a :class:`NetworkError`.
+
+        Gives up after ``timeout`` seconds: a channel whose call was interrupted half-way
+        (Ctrl-C landing inside gRPC's call set-up) can block ``close`` for ever, and a client
+        being closed must not hang its program. Idempotent.
+        """
         with self._lock:
             self._closed = True
             channels = list(self._channels.values())
             self._channels.clear()
             self._brokers.clear()
             self._admins.clear()
-        for channel in channels:
-            channel.close()
+        if not channels:
+            return
+        closed = threading.Event()
+
+        def close_all() -> None:
+            for channel in channels:
+                channel.close()
+            closed.set()
+
+        threading.Thread(target=close_all, name="odradek-close", daemon=True).start()
+        if not closed.wait(timeout):
+            log.warning("gave up closing %d gRPC channel(s) after %s s", len(channels), timeout)
 
 
 def call(

@@ -3,6 +3,8 @@ errors."""
 
 from __future__ import annotations
 
+import threading
+
 import grpc
 import pytest
 
@@ -182,3 +184,24 @@ def test_error_codes_map_to_typed_errors_with_context():
     assert isinstance(error_from_code(5), LeaderNotAvailableError)
     assert isinstance(error_from_code(12345), UnknownServerError)
     assert one_line("a\n b\r\nc") == "a b c"
+
+
+def test_closing_a_pool_gives_up_on_a_stuck_channel(caplog):
+    pool = ConnectionPool()
+    pool.broker("127.0.0.1:1")
+    release = threading.Event()
+    stuck = pool._channels["127.0.0.1:1"]
+    real_close = stuck.close
+
+    def close_after_release() -> None:
+        release.wait()
+        real_close()
+
+    stuck.close = close_after_release  # type: ignore[method-assign]
+    try:
+        pool.close(timeout=0.05)
+        assert "gave up closing 1 gRPC channel(s)" in caplog.text
+    finally:
+        release.set()
+    with pytest.raises(RuntimeError, match="closed"):
+        pool.broker("127.0.0.1:2")
