@@ -14,6 +14,7 @@ before the command or after it.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -23,6 +24,8 @@ from odradek.cli.common import InputError, add_bootstrap_option, error_line
 from odradek.errors import OdradekError
 
 __all__ = ["main"]
+
+_CLIENT_COMMANDS = frozenset({"topics", "produce", "consume", "cluster"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,6 +57,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command in _CLIENT_COMMANDS:
+        # gRPC's C core logs connection events (a node going away, …) at INFO on stderr;
+        # a command prints its errors as one line of its own. An explicit setting wins.
+        os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     try:
         code: int = args.handler(args)
     except BrokenPipeError:

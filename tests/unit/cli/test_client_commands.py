@@ -31,6 +31,8 @@ def cluster() -> Iterator[FakeCluster]:
 
 def run(capsys, monkeypatch, argv: list[str], stdin: bytes = b"") -> tuple[int, str, str]:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    # main() defaults GRPC_VERBOSITY for client commands: undo that after the test.
+    monkeypatch.setenv("GRPC_VERBOSITY", os.environ.get("GRPC_VERBOSITY", "ERROR"))
     try:
         code = main(argv)
     except SystemExit as exc:
@@ -403,6 +405,7 @@ def test_cluster_describe_marks_unhealthy_partitions(cli, cluster):
 
 def _odradek(*argv: str, **kwargs) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=str(WORKTREE))
+    env.pop("GRPC_VERBOSITY", None)
     return subprocess.Popen(
         [sys.executable, "-m", "odradek", *argv],
         env=env,
