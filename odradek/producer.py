@@ -330,7 +330,8 @@ class Producer:
     def close(self, timeout: float | None = None) -> None:
         """Send what is queued, wait up to ``timeout`` seconds (``None``: without limit) for
         every record to be delivered or fail, then stop. Records still pending after the
-        timeout fail with :class:`~odradek.client.errors.ProducerClosedError`. Idempotent."""
+        timeout fail with :class:`~odradek.client.errors.ProducerClosedError`. Idempotent;
+        thread-safe. From a delivery callback it does not wait (pending records fail)."""
         with self._lock:
             if self._closed:
                 already = True
@@ -340,6 +341,13 @@ class Producer:
         if not already:
             self._accumulator.close()
             self._sender.initiate_close()
+        if self._sender.in_sender_thread:
+            # Called from a delivery callback: the I/O thread cannot wait for itself. Pending
+            # records fail and the thread ends after this callback (as Kafka's close(0)).
+            log.warning("Producer.close() from a delivery callback: not waiting for delivery")
+            self._sender.on_exit = self._pool.close
+            self._sender.force_close()
+            return
         if not self._sender.join(timeout):
             self._sender.force_close()
             self._sender.join()

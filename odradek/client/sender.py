@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import grpc
@@ -94,6 +95,9 @@ class Sender:
         self._running = True
         self._forced = False
         self._thread = threading.Thread(target=self._run, name="odradek-producer", daemon=True)
+        # Run by the thread as it ends, when the producer could not wait for it (close() from
+        # a delivery callback): releases what the thread was still using.
+        self.on_exit: Callable[[], None] | None = None
 
     def start(self) -> None:
         self._thread.start()
@@ -114,9 +118,16 @@ class Sender:
         self._wakeup.set()
 
     def join(self, timeout: float | None = None) -> bool:
-        """Wait for the thread to end; ``True`` if it did."""
+        """Wait for the thread to end; ``True`` if it did. From the thread itself (a delivery
+        callback closing the producer) it cannot wait: ``False`` at once."""
+        if threading.current_thread() is self._thread:
+            return False
         self._thread.join(timeout)
         return not self._thread.is_alive()
+
+    @property
+    def in_sender_thread(self) -> bool:
+        return threading.current_thread() is self._thread
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -139,6 +150,8 @@ class Sender:
                     self._accumulator.done(batch)
             self._in_flight.clear()
             self._accumulator.abort_undrained(error)
+        if self.on_exit is not None:
+            self.on_exit()
 
     def _run_once(self) -> None:
         self._settle_answers()

@@ -5,6 +5,7 @@ unreachable nodes, non-retriable failures, acks, compression, ordering, flush an
 from __future__ import annotations
 
 import random
+import threading
 from concurrent.futures import wait
 from typing import Any
 
@@ -314,3 +315,19 @@ def test_close_delivers_what_is_queued(cluster):
     done, _ = wait(futures, timeout=0)
     assert len(done) == 5
     assert [f.result().offset for f in futures] == list(range(5))
+
+
+def test_close_from_a_delivery_callback_does_not_deadlock(cluster):
+    cluster.create_topic("t", 1)
+    producer = make_producer(cluster)
+    closed = threading.Event()
+
+    def close_in_callback(_future) -> None:
+        producer.close()
+        closed.set()
+
+    producer.send("t", b"x").add_done_callback(close_in_callback)
+    assert closed.wait(10)
+    with pytest.raises(ProducerClosedError):
+        producer.send("t", b"y")
+    producer.close()  # idempotent, from the user's thread too
