@@ -1,7 +1,67 @@
 """odradek: a Kafka-lineage replicated, partitioned commit log.
 
-What users import: :mod:`odradek.records` (the record batch v2 codec), :mod:`odradek.errors`
+What users import: the client SDK (:class:`Producer`, :class:`Consumer`, :class:`Admin` and
+their values), :mod:`odradek.records` (the record batch v2 codec), :mod:`odradek.errors`
 (Kafka's error codes), :mod:`odradek.clock`, and the ``odradek`` command line.
+
+The SDK names are loaded on first use (PEP 562), so ``import odradek.records`` — which the
+broker's storage does — does not load gRPC.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "Producer",
+    "Consumer",
+    "Admin",
+    "TopicPartition",
+    "RecordMetadata",
+    "ConsumerRecord",
+    "OffsetAndTimestamp",
+    "NewTopic",
+    "ConfigChange",
+    "ConfigEntry",
+    "__version__",
+]
+
+_LAZY = {
+    "Producer": "odradek.producer",
+    "Consumer": "odradek.consumer",
+    "Admin": "odradek.admin",
+    "NewTopic": "odradek.admin",
+    "ConfigChange": "odradek.admin",
+    "ConfigEntry": "odradek.admin",
+    "TopicPartition": "odradek.client.types",
+    "RecordMetadata": "odradek.client.types",
+    "ConsumerRecord": "odradek.client.types",
+    "OffsetAndTimestamp": "odradek.client.types",
+}
+
+if TYPE_CHECKING:
+    from odradek.admin import Admin, ConfigChange, ConfigEntry, NewTopic
+    from odradek.client.types import (
+        ConsumerRecord,
+        OffsetAndTimestamp,
+        RecordMetadata,
+        TopicPartition,
+    )
+    from odradek.consumer import Consumer
+    from odradek.producer import Producer
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'odradek' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -2,19 +2,30 @@
 
 Each subcommand lives in its own module with ``add_parser(subparsers)`` registering it and a
 handler returning the exit code. Errors a user can cause print one line on stderr and exit 2
-(usage) or 1 (anything else); no tracebacks.
+(usage) or 1 (anything else); no tracebacks. A handler may raise an
+:class:`~odradek.errors.OdradekError` (or ``TimeoutError``): the dispatcher prints it as
+``odradek topics create: error: TOPIC_ALREADY_EXISTS: <message>`` and exits 1.
+
+Commands: ``topics``, ``produce``, ``consume``, ``cluster`` (the client SDK; ``docs/cli.md``),
+``node`` (runs a broker), ``dump-log`` (reads segment files). ``--bootstrap-server`` may come
+before the command or after it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from odradek import __version__
+from odradek.cli.common import InputError, add_bootstrap_option, error_line
+from odradek.errors import OdradekError
 
 __all__ = ["main"]
+
+_CLIENT_COMMANDS = frozenset({"topics", "produce", "consume", "cluster"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -27,11 +38,17 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="odradek", description="odradek: a replicated, partitioned commit log")
     parser.add_argument("--version", action="version", version=f"odradek {__version__}")
+    add_bootstrap_option(parser, top_level=True)
     sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=_Parser
     )
-    from odradek.cli import dump_log
+    from odradek.cli import cluster, consume, dump_log, node, produce, topics
 
+    topics.add_parser(sub)
+    produce.add_parser(sub)
+    consume.add_parser(sub)
+    cluster.add_parser(sub)
+    node.add_parser(sub)
     dump_log.add_parser(sub)
     return parser
 
@@ -40,6 +57,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command in _CLIENT_COMMANDS:
+        # gRPC's C core logs connection events (a node going away, …) at INFO on stderr;
+        # a command prints its errors as one line of its own. An explicit setting wins.
+        os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     try:
         code: int = args.handler(args)
     except BrokenPipeError:
@@ -48,4 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except (OdradekError, InputError, TimeoutError) as exc:
+        prog: str = getattr(args, "prog", "odradek")
+        print(error_line(prog, exc), file=sys.stderr)
+        return 1
     return code

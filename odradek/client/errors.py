@@ -1,0 +1,116 @@
+"""Errors the SDK raises besides the broker's codes, and the mapping from the wire to them.
+
+Per-partition problems arrive as Kafka error codes and become the classes of
+:mod:`odradek.errors` (:func:`error_from_code`). Transport problems arrive as gRPC status codes
+(:func:`error_from_rpc`): a node that cannot be reached is a retriable :class:`NetworkError`
+(Kafka's ``NETWORK_EXCEPTION``, 13), a deadline that passes is
+:class:`~odradek.errors.RequestTimedOutError`.
+
+Pure; thread-safe.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from odradek.errors import (
+    FencedLeaderEpochError,
+    InvalidRequestError,
+    KafkaStorageError,
+    LeaderNotAvailableError,
+    MessageTooLargeError,
+    NotLeaderOrFollowerError,
+    OdradekError,
+    ReplicaNotAvailableError,
+    RequestTimedOutError,
+    UnknownLeaderEpochError,
+    UnknownServerError,
+    UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
+    error_for_code,
+)
+
+__all__ = [
+    "NetworkError",
+    "NoOffsetForPartitionError",
+    "ProducerClosedError",
+    "error_from_code",
+    "error_from_rpc",
+    "is_invalid_metadata",
+    "one_line",
+]
+
+
+class NetworkError(OdradekError):
+    """A node could not be reached, or the connection broke before an answer came (Kafka's
+    ``NETWORK_EXCEPTION``). Retriable: another node, or the same one later, may answer."""
+
+    code, name, retriable = 13, "NETWORK_EXCEPTION", True
+
+
+class NoOffsetForPartitionError(OdradekError):
+    """A consumer has no position for a partition and ``auto_offset_reset="none"`` forbids
+    choosing one (Kafka's ``NoOffsetForPartitionException``; client-side, no wire code)."""
+
+    name = "NO_OFFSET_FOR_PARTITION"
+
+
+class ProducerClosedError(OdradekError):
+    """The producer was closed: sends are refused, and records still pending when a close
+    timed out fail with this error (client-side, no wire code)."""
+
+    name = "PRODUCER_CLOSED"
+
+
+# Errors after which the client's idea of who leads a partition is probably wrong (Kafka's
+# InvalidMetadataException family): refresh the metadata before retrying.
+_INVALID_METADATA: tuple[type[OdradekError], ...] = (
+    NotLeaderOrFollowerError,
+    LeaderNotAvailableError,
+    UnknownTopicOrPartitionError,
+    FencedLeaderEpochError,
+    UnknownLeaderEpochError,
+    ReplicaNotAvailableError,
+    KafkaStorageError,
+    NetworkError,
+)
+
+
+def is_invalid_metadata(error: OdradekError) -> bool:
+    """Whether ``error`` means the client should refresh its metadata before retrying."""
+    return isinstance(error, _INVALID_METADATA)
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks folded into spaces, for one-line messages."""
+    return " ".join(text.split()) if ("\n" in text or "\r" in text) else text
+
+
+def error_from_code(code: int, message: str = "", context: str = "") -> OdradekError:
+    """The error for a non-zero wire ``code``; ``context`` (e.g. ``"topic-0"``) prefixes the
+    broker's message, which defaults to the error's name."""
+    text = message or ""
+    if context:
+        text = f"{context}: {text}" if text else context
+    return error_for_code(code, one_line(text))
+
+
+def error_from_rpc(exc: grpc.RpcError, address: str) -> OdradekError:
+    """The typed error for a failed call to the node at ``address``."""
+    # Errors raised by calls are also grpc.Call objects with a status; a bare RpcError is not.
+    code_of, details_of = getattr(exc, "code", None), getattr(exc, "details", None)
+    status: grpc.StatusCode | None = code_of() if callable(code_of) else None
+    details: str | None = details_of() if callable(details_of) else None
+    text = one_line(details or (status.name if status is not None else str(exc)))
+    if status in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+        return NetworkError(f"node {address} is not reachable: {text}")
+    if status is grpc.StatusCode.DEADLINE_EXCEEDED:
+        return RequestTimedOutError(f"node {address} did not answer in time")
+    if status is grpc.StatusCode.UNIMPLEMENTED:
+        return UnsupportedVersionError(f"node {address} does not serve this call: {text}")
+    if status is grpc.StatusCode.INVALID_ARGUMENT:
+        return InvalidRequestError(f"node {address} refused the request: {text}")
+    if status is grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return MessageTooLargeError(f"node {address}: {text}")
+    name = status.name if status is not None else "UNKNOWN"
+    return UnknownServerError(f"node {address} failed the call ({name}): {text}")

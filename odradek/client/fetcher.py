@@ -1,0 +1,81 @@
+"""Turning the ``records`` bytes of a fetch answer into consumer records.
+
+A fetch answer holds whole batches as the leader stored them, so the first batch may start
+before the offset asked for (the leader reads from the batch containing it), and the last one
+may be cut short by the byte limits (it is then ignored, as Kafka's consumer ignores a partial
+trailing batch). :func:`parse_fetched` keeps the records at or after the fetch offset, skips
+control batches, and says where the next fetch starts: after the last complete batch, which
+may be beyond the last record returned (compaction leaves gaps; control batches hold no user
+records).
+
+Pure; thread-safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from odradek.client.types import ConsumerRecord, TopicPartition
+from odradek.errors import MessageTooLargeError
+from odradek.records import NO_PARTITION_LEADER_EPOCH, read_batches
+
+__all__ = ["Fetched", "parse_fetched"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """The records of one partition's fetch answer and the offset to fetch next."""
+
+    records: list[ConsumerRecord]
+    next_offset: int
+
+
+def parse_fetched(
+    tp: TopicPartition, data: bytes, fetch_offset: int, *, check_crcs: bool = True
+) -> Fetched:
+    """The records of ``data`` at or after ``fetch_offset`` (see the module docstring).
+
+    Raises :class:`~odradek.errors.CorruptRecordError` for a batch whose CRC does not match
+    (with ``check_crcs``) or that cannot be decoded, and
+    :class:`~odradek.errors.MessageTooLargeError` when ``data`` is not empty but holds no
+    complete batch (the partition's byte limit is smaller than the batch at the fetch offset).
+    """
+    records: list[ConsumerRecord] = []
+    next_offset = fetch_offset
+    complete = 0
+    for batch in read_batches(data):
+        complete += 1
+        if batch.last_offset < fetch_offset:
+            continue
+        if check_crcs:
+            batch.validate()
+        next_offset = max(next_offset, batch.next_offset)
+        if batch.is_control:
+            continue
+        epoch = batch.partition_leader_epoch
+        leader_epoch = None if epoch == NO_PARTITION_LEADER_EPOCH else epoch
+        timestamp_type = batch.timestamp_type
+        for record in batch.records():
+            offset = record.offset
+            assert offset is not None  # decoded records carry their offsets
+            if offset < fetch_offset:
+                continue
+            records.append(
+                ConsumerRecord(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    offset=offset,
+                    timestamp=record.timestamp if record.timestamp is not None else -1,
+                    timestamp_type=timestamp_type,
+                    key=record.key,
+                    value=record.value,
+                    headers=record.headers,
+                    leader_epoch=leader_epoch,
+                )
+            )
+    if data and complete == 0:
+        raise MessageTooLargeError(
+            f"{tp}: the fetch answer at offset {fetch_offset} holds no complete batch "
+            f"({len(data)} bytes); raise max_partition_fetch_bytes"
+        )
+    return Fetched(records, next_offset)

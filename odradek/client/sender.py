@@ -1,0 +1,314 @@
+"""The producer's I/O thread: sends ready batches to partition leaders and settles the answers.
+
+Kafka's ``Sender``. One background thread loops:
+
+1. settle the answers of finished ``Produce`` calls: resolve the futures of delivered batches;
+   put back batches that failed with a retriable error (they wait out their backoff, and the
+   metadata is refreshed first when the error says the leader moved); fail the others;
+2. fail batches that waited ``delivery_timeout_ms``;
+3. refresh the metadata if due (asked for, or older than ``metadata_max_age_ms``);
+4. drain the batches of ready leaders and send one ``Produce`` request per leader,
+   asynchronously (a slow node does not hold up the others);
+5. sleep until the next batch may be ready, a call finishes, or a send wakes it.
+
+The futures of :meth:`odradek.Producer.send` are resolved on this thread, so their callbacks
+run here: they should be quick.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import grpc
+
+from odradek.client.accumulator import ProducerBatch, RecordAccumulator
+from odradek.client.connection import ConnectionPool
+from odradek.client.errors import (
+    NetworkError,
+    ProducerClosedError,
+    error_from_code,
+    error_from_rpc,
+    is_invalid_metadata,
+)
+from odradek.client.metadata import ClusterMetadata, MetadataCache
+from odradek.clock import Clock
+from odradek.errors import (
+    InvalidRecordError,
+    OdradekError,
+    RequestTimedOutError,
+    UnknownServerError,
+)
+from odradek.records import Compression
+from odradek.v1 import odradek_pb2 as pb
+
+__all__ = ["Sender"]
+
+log = logging.getLogger("odradek.producer")
+
+# The gRPC deadline exceeds the broker's own timeout (acks=-1 waits up to request_timeout_ms
+# for the high watermark) so that the broker's REQUEST_TIMED_OUT answer normally arrives first.
+_DEADLINE_MARGIN_MS = 1_000
+# The longest the thread sleeps with nothing scheduled (so expiry and metadata age are noticed).
+_MAX_IDLE_MS = 1_000
+
+
+@dataclass(eq=False)
+class _InFlight:
+    node: int
+    address: str
+    batches: list[ProducerBatch]
+    call: grpc.Future[pb.ProduceResponse] | None = field(default=None)
+
+
+class Sender:
+    """The background thread of one producer. Its methods are safe to call from any thread."""
+
+    def __init__(
+        self,
+        accumulator: RecordAccumulator,
+        metadata: MetadataCache,
+        pool: ConnectionPool,
+        clock: Clock,
+        *,
+        acks: int,
+        compression: Compression,
+        retries: int,
+        request_timeout_ms: int,
+        max_request_size: int,
+    ) -> None:
+        self._accumulator = accumulator
+        self._metadata = metadata
+        self._pool = pool
+        self._clock = clock
+        self._acks = acks
+        self._compression = compression
+        self._retries = retries
+        self._request_timeout_ms = request_timeout_ms
+        self._max_request_size = max_request_size
+        self._wakeup = threading.Event()
+        self._completions: queue.SimpleQueue[_InFlight] = queue.SimpleQueue()
+        self._in_flight: set[_InFlight] = set()  # touched by the sender thread only
+        self._running = True
+        self._forced = False
+        self._thread = threading.Thread(target=self._run, name="odradek-producer", daemon=True)
+        # Run by the thread as it ends, when the producer could not wait for it (close() from
+        # a delivery callback): releases what the thread was still using.
+        self.on_exit: Callable[[], None] | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wakeup(self) -> None:
+        """Make the thread look at the accumulator now."""
+        self._wakeup.set()
+
+    def initiate_close(self) -> None:
+        """Stop after every queued and in-flight batch is settled."""
+        self._running = False
+        self._wakeup.set()
+
+    def force_close(self) -> None:
+        """Stop now: pending records fail with :class:`ProducerClosedError`."""
+        self._forced = True
+        self._running = False
+        self._wakeup.set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread to end; ``True`` if it did. From the thread itself (a delivery
+        callback closing the producer) it cannot wait: ``False`` at once."""
+        if threading.current_thread() is self._thread:
+            return False
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def in_sender_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    # --- the loop --------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while self._running:
+                self._run_once()
+            while not self._forced and (self._accumulator.has_undrained() or self._in_flight):
+                self._run_once()
+        except Exception:  # pragma: no cover - a bug: fail the records rather than hang
+            log.exception("the producer's sender thread failed")
+            self._forced = True
+        if self._forced:
+            error = ProducerClosedError("the producer was closed before the record was delivered")
+            for inflight in list(self._in_flight):
+                if inflight.call is not None:
+                    inflight.call.cancel()
+                for batch in inflight.batches:
+                    batch.fail(error)
+                    self._accumulator.done(batch)
+            self._in_flight.clear()
+            self._accumulator.abort_undrained(error)
+        if self.on_exit is not None:
+            self.on_exit()
+
+    def _run_once(self) -> None:
+        self._settle_answers()
+        if self._forced:
+            return
+        now = self._clock.monotonic_ms()
+        for batch in self._accumulator.expired(now):
+            batch.fail(
+                RequestTimedOutError(
+                    f"{len(batch.records)} record(s) for {batch.tp} expired: "
+                    f"{now - batch.created_ms} ms passed since the batch was created "
+                    f"(delivery_timeout_ms)"
+                )
+            )
+        self._metadata.maybe_refresh()
+        cluster = self._metadata.snapshot()
+        now = self._clock.monotonic_ms()
+        check = self._accumulator.ready(cluster.leader_id, now)
+        if check.unknown_leader_topics:
+            self._metadata.add_topics(check.unknown_leader_topics)
+            self._metadata.request_update()
+        drained = self._accumulator.drain(
+            cluster.leader_id, check.nodes, self._max_request_size, now
+        )
+        for node, batches in drained.items():
+            self._send(cluster, node, batches)
+        if not self._running and not self._in_flight and not self._accumulator.has_undrained():
+            return  # closing, and nothing is left to wait for
+        waits = [_MAX_IDLE_MS]
+        if check.next_check_ms is not None:
+            waits.append(check.next_check_ms)
+        if check.unknown_leader_topics or self._metadata.time_to_update_ms(now) < _MAX_IDLE_MS:
+            waits.append(self._metadata.time_to_update_ms(now))
+        wait_ms = min(waits)
+        if not drained:
+            wait_ms = max(wait_ms, 1)
+        if wait_ms > 0 and self._completions.empty():
+            self._wakeup.wait(wait_ms / 1000)
+        self._wakeup.clear()
+
+    def _send(self, cluster: ClusterMetadata, node: int, batches: list[ProducerBatch]) -> None:
+        broker = cluster.brokers[node]
+        partitions: list[pb.ProducePartitionData] = []
+        sendable: list[ProducerBatch] = []
+        for batch in batches:
+            try:
+                payload = batch.build(self._compression)
+            except (ValueError, TypeError, OdradekError) as exc:
+                error = exc if isinstance(exc, OdradekError) else InvalidRecordError(str(exc))
+                batch.fail(error)
+                self._accumulator.done(batch)
+                continue
+            part = cluster.partition(batch.tp)
+            partitions.append(
+                pb.ProducePartitionData(
+                    topic=batch.tp.topic,
+                    partition=batch.tp.partition,
+                    records=payload,
+                    current_leader_epoch=part.leader_epoch if part is not None else -1,
+                )
+            )
+            sendable.append(batch)
+        if not sendable:
+            return
+        request = pb.ProduceRequest(
+            acks=self._acks, timeout_ms=self._request_timeout_ms, partitions=partitions
+        )
+        inflight = _InFlight(node, broker.address, sendable)
+        self._in_flight.add(inflight)
+        try:
+            call = self._pool.broker(broker.address).Produce.future(
+                request, timeout=(self._request_timeout_ms + _DEADLINE_MARGIN_MS) / 1000
+            )
+        except Exception as exc:  # the pool is closed, or the channel could not be made
+            self._in_flight.discard(inflight)
+            error = NetworkError(f"cannot call node {broker.address}: {exc}")
+            now = self._clock.monotonic_ms()
+            for batch in sendable:
+                self._retry_or_fail(batch, error, now)
+            return
+        inflight.call = call
+
+        def finished(_: object) -> None:
+            self._completions.put(inflight)
+            self._wakeup.set()
+
+        call.add_done_callback(finished)
+
+    def _settle_answers(self) -> None:
+        while True:
+            try:
+                inflight = self._completions.get_nowait()
+            except queue.Empty:
+                return
+            if inflight not in self._in_flight:
+                continue  # already failed by a forced close
+            self._in_flight.discard(inflight)
+            self._settle(inflight)
+
+    def _settle(self, inflight: _InFlight) -> None:
+        assert inflight.call is not None
+        now = self._clock.monotonic_ms()
+        try:
+            response = inflight.call.result()
+        except grpc.RpcError as exc:
+            error = error_from_rpc(exc, inflight.address)
+            log.debug("produce to node %s failed: %s", inflight.address, error)
+            self._metadata.request_update()
+            for batch in inflight.batches:
+                self._retry_or_fail(batch, error, now)
+            return
+        except grpc.FutureCancelledError:
+            closed = ProducerClosedError("the producer was closed before the record was delivered")
+            for batch in inflight.batches:
+                batch.fail(closed)
+                self._accumulator.done(batch)
+            return
+        if self._acks == 0:
+            for batch in inflight.batches:
+                batch.complete(-1, -1)
+                self._accumulator.done(batch)
+            return
+        results = {(p.topic, p.partition): p for p in response.partitions}
+        for batch in inflight.batches:
+            result = results.get((batch.tp.topic, batch.tp.partition))
+            if result is None:
+                missing = UnknownServerError(f"{batch.tp}: the produce answer has no result for it")
+                self._retry_or_fail(batch, missing, now)
+            elif result.error_code == 0:
+                batch.complete(result.base_offset, result.log_append_time_ms)
+                self._accumulator.done(batch)
+            else:
+                error = error_from_code(result.error_code, result.error_message, str(batch.tp))
+                self._retry_or_fail(batch, error, now)
+
+    def _retry_or_fail(self, batch: ProducerBatch, error: OdradekError, now_ms: int) -> None:
+        can_retry = (
+            error.retriable
+            and not self._forced
+            and batch.attempts < self._retries
+            and not self._accumulator.delivery_expired(batch, now_ms)
+        )
+        if can_retry:
+            batch.attempts += 1
+            log.debug("retrying %r after %s", batch, error)
+            if is_invalid_metadata(error):
+                self._metadata.request_update()
+            self._accumulator.reenqueue(batch, now_ms)
+            return
+        self._accumulator.done(batch)
+        if error.retriable:
+            reason = (
+                "delivery_timeout_ms passed"
+                if self._accumulator.delivery_expired(batch, now_ms)
+                else "retries exhausted"
+            )
+            error = type(error)(
+                f"{error.message} (gave up after {batch.attempts + 1} attempts: {reason})"
+            )
+        batch.fail(error)

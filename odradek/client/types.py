@@ -1,0 +1,76 @@
+"""The values the SDK hands to and gets from users: partitions, delivered and fetched records.
+
+Re-exported by :mod:`odradek` (``odradek.TopicPartition`` and so on). Immutable, hashable
+(except for the byte fields' contents, which are ``bytes`` anyway), pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from odradek.records import TimestampType
+
+__all__ = ["ConsumerRecord", "OffsetAndTimestamp", "RecordMetadata", "TopicPartition"]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TopicPartition:
+    """One partition of a topic. Orders by topic, then partition."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordMetadata:
+    """Where the broker put a record: the result of a :class:`~odradek.Producer` send future.
+
+    ``offset`` is -1 with ``acks=0`` (the broker does not say). ``timestamp`` is the broker's
+    append time for topics with ``message.timestamp.type=LogAppendTime``, else the record's
+    create time.
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecord:
+    """A record as :meth:`~odradek.Consumer.poll` returns it.
+
+    ``timestamp`` is -1 for a record stored without one. ``leader_epoch`` is the epoch of the
+    leader that appended the record's batch (``None`` if the batch carries none).
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: TimestampType
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    leader_epoch: int | None
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndTimestamp:
+    """The answer of :meth:`~odradek.Consumer.offsets_for_times` for one partition: the first
+    record whose timestamp is at or after the one asked for."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int | None

@@ -1,0 +1,626 @@
+"""``odradek.Consumer``: read records from assigned partitions, from any position.
+
+Kafka's consumer with manual assignment only (no consumer groups, no committed offsets)::
+
+    with odradek.Consumer("127.0.0.1:9092") as consumer:
+        consumer.assign([odradek.TopicPartition("events", 0)])
+        consumer.seek_to_beginning()
+        for record in consumer.poll(timeout_ms=1000):
+            print(record.offset, record.value)
+
+Semantics (``docs/sdk.md`` has the long form):
+
+* A partition's *position* is the offset of the next record :meth:`Consumer.poll` returns.
+  It starts unset and is then chosen by ``auto_offset_reset`` (``"earliest"``, ``"latest"``,
+  or ``"none"``: raise :class:`~odradek.client.errors.NoOffsetForPartitionError`), or set by
+  :meth:`Consumer.seek` and friends. Seeking to the beginning, end or a timestamp is lazy:
+  the offset is looked up (``ListOffsets`` at the leader) on the next :meth:`Consumer.poll` or
+  :meth:`Consumer.position`.
+* :meth:`Consumer.poll` fetches from each partition's leader (one ``Fetch`` per leader, all
+  at once, long-polling up to ``fetch_max_wait_ms``), sending the leader epoch it knows.
+  ``NOT_LEADER_OR_FOLLOWER``, ``FENCED_LEADER_EPOCH``, ``UNKNOWN_LEADER_EPOCH``, an unknown
+  partition or an unreachable node make it take the leader hint of the answer (if newer),
+  refresh the metadata and fetch again from the new leader: leadership changes are followed
+  without the caller noticing. ``OFFSET_OUT_OF_RANGE`` resets the position with
+  ``auto_offset_reset`` (or raises :class:`~odradek.errors.OffsetOutOfRangeError` with
+  ``"none"``). Other errors are raised from :meth:`Consumer.poll`, typed.
+* Consumers read committed records only: those below the high watermark.
+
+Not thread-safe: use a consumer from one thread at a time (as Kafka's).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Literal, Self
+
+import grpc
+
+from odradek.client.connection import ConnectionPool, cancel, parse_bootstrap_servers, wait
+from odradek.client.errors import (
+    NoOffsetForPartitionError,
+    error_from_code,
+    is_invalid_metadata,
+)
+from odradek.client.fetcher import parse_fetched
+from odradek.client.leaders import Answer, LeaderTarget, send_to_leaders
+from odradek.client.metadata import MetadataCache
+from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+from odradek.clock import Clock, SystemClock
+from odradek.errors import OdradekError, OffsetOutOfRangeError
+from odradek.v1 import odradek_pb2 as pb
+
+__all__ = ["Consumer", "ConsumerConfig"]
+
+log = logging.getLogger("odradek.consumer")
+
+# ListOffsets' special timestamps.
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+
+_OFFSET_OUT_OF_RANGE = OffsetOutOfRangeError.code
+_INT32_MAX = 2**31 - 1
+
+OffsetReset = Literal["earliest", "latest", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerConfig:
+    """A consumer's settings, with Kafka's names and defaults. Raises ``ValueError``."""
+
+    # host:port of one or more nodes to learn the cluster from.
+    bootstrap_servers: tuple[str, ...]
+    # Where a partition without a position starts: earliest, latest, or none (raise).
+    auto_offset_reset: str = "earliest"
+    # How long a leader may hold a fetch waiting for fetch_min_bytes.
+    fetch_max_wait_ms: int = 500
+    # How many bytes a leader waits for before answering a fetch.
+    fetch_min_bytes: int = 1
+    # The most bytes a fetch asks for per partition (a bigger first batch still comes whole).
+    max_partition_fetch_bytes: int = 1_048_576
+    # The most bytes a fetch asks for in all.
+    fetch_max_bytes: int = 52_428_800
+    # The most records one poll() returns.
+    max_poll_records: int = 500
+    # How long to wait for a node's answer (on top of fetch_max_wait_ms for fetches).
+    request_timeout_ms: int = 30_000
+    # How long position(), offsets_for_times() and friends keep trying by default.
+    default_api_timeout_ms: int = 60_000
+    # The pause before fetching again from a partition that failed.
+    retry_backoff_ms: int = 100
+    # Metadata older than this is refreshed even without errors.
+    metadata_max_age_ms: int = 300_000
+    # Check each fetched batch's CRC-32C.
+    check_crcs: bool = True
+
+    def __post_init__(self) -> None:
+        if self.auto_offset_reset not in ("earliest", "latest", "none"):
+            raise ValueError(
+                "auto_offset_reset must be 'earliest', 'latest' or 'none', "
+                f"not {self.auto_offset_reset!r}"
+            )
+        checks = {
+            "fetch_max_wait_ms": (self.fetch_max_wait_ms, 0),
+            "fetch_min_bytes": (self.fetch_min_bytes, 0),
+            "max_partition_fetch_bytes": (self.max_partition_fetch_bytes, 1),
+            "fetch_max_bytes": (self.fetch_max_bytes, 1),
+            "max_poll_records": (self.max_poll_records, 1),
+            "request_timeout_ms": (self.request_timeout_ms, 1),
+            "default_api_timeout_ms": (self.default_api_timeout_ms, 0),
+            "retry_backoff_ms": (self.retry_backoff_ms, 0),
+            "metadata_max_age_ms": (self.metadata_max_age_ms, 1),
+        }
+        for name, (value, low) in checks.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, not {value!r}")
+        for name in ("fetch_max_wait_ms", "max_partition_fetch_bytes", "fetch_max_bytes"):
+            if getattr(self, name) > _INT32_MAX:
+                raise ValueError(f"{name} must fit in 32 bits")
+
+
+@dataclass(eq=False)
+class _PartitionState:
+    """Where a partition's consumption stands. ``offset`` is the position (``None``: not
+    known); ``reset`` a pending lookup ("earliest"/"latest"/a timestamp); ``buffer`` fetched
+    records not yet returned and ``next_fetch_offset`` the offset after them."""
+
+    offset: int | None = None
+    reset: str | int | None = None
+    buffer: deque[ConsumerRecord] = field(default_factory=deque)
+    next_fetch_offset: int | None = None
+    backoff_until_ms: int = 0
+    high_watermark: int | None = None
+
+    def clear_buffer(self) -> None:
+        self.buffer.clear()
+        self.next_fetch_offset = None
+
+
+class Consumer:
+    """Reads records from the partitions given to :meth:`assign`.
+
+    Construct with the bootstrap servers and any :class:`ConsumerConfig` field as a keyword,
+    plus ``clock``. Does not connect until used. Raises ``ValueError`` for bad settings.
+    Not thread-safe.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str],
+        *,
+        auto_offset_reset: OffsetReset = "earliest",
+        fetch_max_wait_ms: int = 500,
+        fetch_min_bytes: int = 1,
+        max_partition_fetch_bytes: int = 1_048_576,
+        fetch_max_bytes: int = 52_428_800,
+        max_poll_records: int = 500,
+        request_timeout_ms: int = 30_000,
+        default_api_timeout_ms: int = 60_000,
+        retry_backoff_ms: int = 100,
+        metadata_max_age_ms: int = 300_000,
+        check_crcs: bool = True,
+        clock: Clock | None = None,
+    ) -> None:
+        self.config = ConsumerConfig(
+            bootstrap_servers=tuple(parse_bootstrap_servers(bootstrap_servers)),
+            auto_offset_reset=auto_offset_reset,
+            fetch_max_wait_ms=fetch_max_wait_ms,
+            fetch_min_bytes=fetch_min_bytes,
+            max_partition_fetch_bytes=max_partition_fetch_bytes,
+            fetch_max_bytes=fetch_max_bytes,
+            max_poll_records=max_poll_records,
+            request_timeout_ms=request_timeout_ms,
+            default_api_timeout_ms=default_api_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+            metadata_max_age_ms=metadata_max_age_ms,
+            check_crcs=check_crcs,
+        )
+        self._clock: Clock = clock or SystemClock()
+        self._pool = ConnectionPool()
+        self._metadata = MetadataCache(
+            self.config.bootstrap_servers,
+            self._pool,
+            self._clock,
+            request_timeout_ms=request_timeout_ms,
+            max_age_ms=metadata_max_age_ms,
+            retry_backoff_ms=retry_backoff_ms,
+        )
+        self._states: dict[TopicPartition, _PartitionState] = {}
+        self._next_drain = 0
+        self._closed = False
+
+    # --- assignment and positions -------------------------------------------------------------
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Consume exactly ``partitions`` from now on (an empty list stops consuming).
+        Positions of partitions that stay assigned are kept."""
+        self._check_open()
+        wanted = list(dict.fromkeys(partitions))
+        for tp in wanted:
+            if not isinstance(tp, TopicPartition):
+                raise TypeError(f"assign() takes TopicPartitions, not {tp!r}")
+        self._states = {tp: self._states.get(tp) or _PartitionState() for tp in wanted}
+        self._metadata.add_topics({tp.topic for tp in wanted})
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions given to :meth:`assign`."""
+        return set(self._states)
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        """Make ``offset`` the position of ``tp``: the next :meth:`poll` returns records from
+        there. Raises ``ValueError`` for a partition not assigned or a negative offset."""
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"an offset is an integer >= 0, not {offset!r}")
+        state = self._state(tp)
+        state.clear_buffer()
+        state.offset = offset
+        state.reset = None
+        state.backoff_until_ms = 0
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        """Move the positions of ``partitions`` (default: all assigned) to each log start
+        offset, looked up lazily."""
+        self._seek_lazily(partitions, "earliest")
+
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
+        """Move the positions of ``partitions`` (default: all assigned) to each high
+        watermark, looked up lazily: only records produced later are returned."""
+        self._seek_lazily(partitions, "latest")
+
+    def seek_to_timestamp(self, timestamp_ms: int, *partitions: TopicPartition) -> None:
+        """Move the positions of ``partitions`` (default: all assigned) to the first record
+        whose timestamp is ``timestamp_ms`` or later (to the end if there is none), looked up
+        lazily."""
+        if isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int) or timestamp_ms < 0:
+            raise ValueError(f"a timestamp is an integer >= 0, not {timestamp_ms!r}")
+        self._seek_lazily(partitions, timestamp_ms)
+
+    def _seek_lazily(self, partitions: Sequence[TopicPartition], reset: str | int) -> None:
+        for tp in partitions or list(self._states):
+            state = self._state(tp)
+            state.clear_buffer()
+            state.offset = None
+            state.reset = reset
+            state.backoff_until_ms = 0
+
+    def position(self, tp: TopicPartition, timeout_ms: int | None = None) -> int:
+        """The offset of the next record :meth:`poll` returns for ``tp``, looking it up first
+        if a seek or ``auto_offset_reset`` left it to be looked up.
+
+        Raises ``ValueError`` for a partition not assigned,
+        :class:`~odradek.client.errors.NoOffsetForPartitionError`, the typed error of the
+        lookup, or :class:`~odradek.errors.RequestTimedOutError` after ``timeout_ms``
+        (default ``default_api_timeout_ms``).
+        """
+        state = self._state(tp)
+        if state.offset is None:
+            timeout = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
+            self._resolve_positions([tp], timeout, raise_retriable=True)
+        assert state.offset is not None
+        return state.offset
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The high watermark of ``tp`` in the last fetch answer (``None`` before one)."""
+        return self._state(tp).high_watermark
+
+    def _state(self, tp: TopicPartition) -> _PartitionState:
+        self._check_open()
+        state = self._states.get(tp)
+        if state is None:
+            raise ValueError(f"partition {tp} is not assigned to this consumer")
+        return state
+
+    # --- offsets lookups --------------------------------------------------------------------
+
+    def beginning_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, int]:
+        """Each partition's log start offset. Raises the typed error of a partition that could
+        not be looked up (after retrying retriable ones for ``timeout_ms``)."""
+        return self._list_offsets(dict.fromkeys(partitions, EARLIEST_TIMESTAMP), timeout_ms)
+
+    def end_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, int]:
+        """Each partition's high watermark (the offset after the last committed record).
+        Raises like :meth:`beginning_offsets`."""
+        return self._list_offsets(dict.fromkeys(partitions, LATEST_TIMESTAMP), timeout_ms)
+
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """For each partition, the first record whose timestamp is at or after the one given,
+        or ``None`` if there is none. Raises ``ValueError`` for a negative timestamp, else like
+        :meth:`beginning_offsets`."""
+        for tp, ts in timestamps.items():
+            if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
+                raise ValueError(f"the timestamp for {tp} must be an integer >= 0, not {ts!r}")
+        found = self._list_offsets_full(dict(timestamps), timeout_ms)
+        return {
+            tp: (
+                OffsetAndTimestamp(a.offset, a.timestamp, _epoch(a.leader_epoch))
+                if a.offset >= 0
+                else None
+            )
+            for tp, a in found.items()
+        }
+
+    def _list_offsets(
+        self, queries: Mapping[TopicPartition, int], timeout_ms: int | None
+    ) -> dict[TopicPartition, int]:
+        return {tp: a.offset for tp, a in self._list_offsets_full(queries, timeout_ms).items()}
+
+    def _list_offsets_full(
+        self, queries: Mapping[TopicPartition, int], timeout_ms: int | None
+    ) -> dict[TopicPartition, pb.ListOffsetsPartitionResponse]:
+        self._check_open()
+        timeout = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
+        results = self._send_list_offsets(queries, timeout)
+        out: dict[TopicPartition, pb.ListOffsetsPartitionResponse] = {}
+        for tp in queries:
+            result = results[tp]
+            if isinstance(result, OdradekError):
+                raise result
+            out[tp] = result
+        return out
+
+    def _send_list_offsets(
+        self, queries: Mapping[TopicPartition, int], timeout_ms: int
+    ) -> dict[TopicPartition, pb.ListOffsetsPartitionResponse | OdradekError]:
+        timeout_s = self.config.request_timeout_ms / 1000
+
+        def start(
+            address: str, targets: list[LeaderTarget[int]]
+        ) -> grpc.Future[pb.ListOffsetsResponse]:
+            request = pb.ListOffsetsRequest(
+                replica_id=-1,
+                partitions=[
+                    pb.ListOffsetsPartition(
+                        topic=t.tp.topic,
+                        partition=t.tp.partition,
+                        timestamp=t.item,
+                        current_leader_epoch=t.leader_epoch,
+                    )
+                    for t in targets
+                ],
+            )
+            return self._pool.broker(address).ListOffsets.future(request, timeout=timeout_s)
+
+        def answers(
+            response: pb.ListOffsetsResponse,
+        ) -> Iterable[Answer[pb.ListOffsetsPartitionResponse]]:
+            for p in response.partitions:
+                yield Answer(TopicPartition(p.topic, p.partition), p.error_code, p.error_message, p)
+
+        return send_to_leaders(
+            self._metadata,
+            self._clock,
+            queries,
+            start,
+            answers,
+            timeout_ms=timeout_ms,
+            retry_backoff_ms=self.config.retry_backoff_ms,
+        )
+
+    def _resolve_positions(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int, *, raise_retriable: bool
+    ) -> None:
+        """Look up the positions of ``partitions`` that have none."""
+        queries: dict[TopicPartition, int] = {}
+        for tp in partitions:
+            state = self._states[tp]
+            if state.offset is not None:
+                continue
+            reset = state.reset
+            if reset is None:
+                if self.config.auto_offset_reset == "none":
+                    raise NoOffsetForPartitionError(
+                        f"{tp} has no position and auto_offset_reset is 'none': seek first"
+                    )
+                reset = state.reset = self.config.auto_offset_reset
+            if reset == "earliest":
+                queries[tp] = EARLIEST_TIMESTAMP
+            elif reset == "latest":
+                queries[tp] = LATEST_TIMESTAMP
+            else:
+                assert isinstance(reset, int)
+                queries[tp] = reset
+        if not queries:
+            return
+        results = self._send_list_offsets(queries, timeout_ms)
+        past_the_end: list[TopicPartition] = []
+        for tp, result in results.items():
+            current = self._states.get(tp)
+            if current is None or current.offset is not None:
+                continue
+            if isinstance(result, OdradekError):
+                if raise_retriable or not result.retriable:
+                    raise result
+                continue
+            if result.offset >= 0:
+                current.offset = result.offset
+                current.reset = None
+            elif queries[tp] >= 0:
+                # No record at or after the timestamp: start at the end.
+                current.reset = "latest"
+                past_the_end.append(tp)
+        if past_the_end:
+            self._resolve_positions(past_the_end, timeout_ms, raise_retriable=raise_retriable)
+
+    # --- polling ----------------------------------------------------------------------------
+
+    def poll(self, timeout_ms: int = 0) -> list[ConsumerRecord]:
+        """Records from the assigned partitions, waiting up to ``timeout_ms`` for some.
+
+        Returns at most ``max_poll_records`` records, in offset order within each partition;
+        an empty list if none arrived in time. Raises
+        :class:`~odradek.errors.OffsetOutOfRangeError` (with ``auto_offset_reset="none"``),
+        :class:`~odradek.client.errors.NoOffsetForPartitionError`,
+        :class:`~odradek.errors.CorruptRecordError`, or the typed error of a non-retriable
+        fetch failure. Retriable failures are retried within the timeout.
+        """
+        self._check_open()
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
+            raise ValueError(f"timeout_ms must be an integer >= 0, not {timeout_ms!r}")
+        deadline = self._clock.monotonic_ms() + timeout_ms
+        while True:
+            records = self._drain()
+            if records:
+                return records
+            if not self._states:
+                raise RuntimeError("poll() needs partitions to read: call assign() first")
+            self._metadata.maybe_refresh()
+            remaining = max(deadline - self._clock.monotonic_ms(), 0)
+            self._resolve_positions(list(self._states), remaining, raise_retriable=False)
+            remaining = max(deadline - self._clock.monotonic_ms(), 0)
+            fetched = self._fetch(min(self.config.fetch_max_wait_ms, remaining))
+            records = self._drain()
+            if records:
+                return records
+            now = self._clock.monotonic_ms()
+            if now >= deadline:
+                return []
+            if not fetched:
+                time.sleep(min(self.config.retry_backoff_ms, deadline - now) / 1000)
+
+    def _drain(self) -> list[ConsumerRecord]:
+        out: list[ConsumerRecord] = []
+        limit = self.config.max_poll_records
+        tps = list(self._states)
+        if not tps:
+            return out
+        start = self._next_drain % len(tps)
+        self._next_drain += 1
+        for tp in tps[start:] + tps[:start]:
+            state = self._states[tp]
+            while state.buffer and len(out) < limit:
+                record = state.buffer.popleft()
+                out.append(record)
+                state.offset = record.offset + 1
+            if not state.buffer and state.next_fetch_offset is not None:
+                if state.offset is None or state.next_fetch_offset > state.offset:
+                    state.offset = state.next_fetch_offset
+                state.next_fetch_offset = None
+            if len(out) >= limit:
+                break
+        return out
+
+    def _fetch(self, max_wait_ms: int) -> bool:
+        """One fetch from every leader with fetchable partitions; ``False`` if there were none."""
+        cluster = self._metadata.snapshot()
+        now = self._clock.monotonic_ms()
+        by_leader: dict[str, list[pb.FetchPartition]] = {}
+        for tp, state in self._states.items():
+            if state.offset is None or state.buffer or now < state.backoff_until_ms:
+                continue
+            address = cluster.leader_address(tp)
+            part = cluster.partition(tp)
+            if address is None or part is None:
+                self._metadata.request_update()
+                continue
+            by_leader.setdefault(address, []).append(
+                pb.FetchPartition(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    fetch_offset=state.offset,
+                    partition_max_bytes=self.config.max_partition_fetch_bytes,
+                    current_leader_epoch=part.leader_epoch,
+                    last_fetched_epoch=-1,
+                    log_start_offset=-1,
+                )
+            )
+        if not by_leader:
+            return False
+        timeout_s = (max_wait_ms + self.config.request_timeout_ms) / 1000
+        calls = []
+        for address, partitions in by_leader.items():
+            request = pb.FetchRequest(
+                replica_id=-1,
+                broker_epoch=-1,
+                max_wait_ms=max_wait_ms,
+                min_bytes=self.config.fetch_min_bytes,
+                max_bytes=self.config.fetch_max_bytes,
+                partitions=partitions,
+            )
+            future = self._pool.broker(address).Fetch.future(request, timeout=timeout_s)
+            calls.append((address, partitions, future))
+        try:
+            for address, partitions, future in calls:
+                self._settle_fetch(address, partitions, future)
+        finally:
+            for _, _, future in calls:
+                cancel(future)  # no-op for finished calls; stops the rest after an error
+        return True
+
+    def _settle_fetch(
+        self,
+        address: str,
+        partitions: list[pb.FetchPartition],
+        future: grpc.Future[pb.FetchResponse],
+    ) -> None:
+        requested = {TopicPartition(p.topic, p.partition): p.fetch_offset for p in partitions}
+        try:
+            response = wait(future, address)
+        except OdradekError as exc:
+            if not exc.retriable:
+                raise
+            log.debug("fetch from %s failed: %s", address, exc)
+            self._metadata.request_update()
+            self._back_off(requested)
+            return
+        if response.error_code:
+            error = error_from_code(response.error_code, "", f"fetch from node {address}")
+            if not error.retriable:
+                raise error
+            self._metadata.request_update()
+            self._back_off(requested)
+            return
+        for p in response.partitions:
+            tp = TopicPartition(p.topic, p.partition)
+            state = self._states.get(tp)
+            if state is None or tp not in requested or state.offset != requested[tp]:
+                continue  # unassigned or moved since the request was sent
+            if p.error_code == 0:
+                fetched = parse_fetched(
+                    tp, p.records, requested[tp], check_crcs=self.config.check_crcs
+                )
+                state.high_watermark = p.high_watermark
+                state.buffer.extend(fetched.records)
+                state.next_fetch_offset = fetched.next_offset
+            elif p.error_code == _OFFSET_OUT_OF_RANGE:
+                self._out_of_range(tp, state, p)
+            else:
+                self._partition_error(tp, state, p)
+
+    def _out_of_range(
+        self, tp: TopicPartition, state: _PartitionState, p: pb.FetchPartitionResponse
+    ) -> None:
+        strategy = self.config.auto_offset_reset
+        text = (
+            f"{tp}: fetch offset {state.offset} is out of range "
+            f"(log start offset {p.log_start_offset}, high watermark {p.high_watermark})"
+        )
+        if strategy == "none":
+            raise OffsetOutOfRangeError(text)
+        log.info("%s; resetting to %s", text, strategy)
+        state.clear_buffer()
+        state.offset = None
+        state.reset = strategy
+
+    def _partition_error(
+        self, tp: TopicPartition, state: _PartitionState, p: pb.FetchPartitionResponse
+    ) -> None:
+        error = error_from_code(p.error_code, p.error_message, str(tp))
+        if not error.retriable:
+            raise error
+        log.debug("fetch of %s failed: %s", tp, error)
+        hinted = False
+        if p.HasField("current_leader") and p.current_leader.leader_id >= 0:
+            # The broker says who leads now (KIP-951): fetch from there without waiting for
+            # a metadata refresh, if that leader is a broker we know.
+            hinted = self._metadata.update_leader(
+                tp, p.current_leader.leader_id, p.current_leader.leader_epoch
+            )
+        if is_invalid_metadata(error):
+            self._metadata.request_update()
+        if not hinted:
+            state.backoff_until_ms = self._clock.monotonic_ms() + self.config.retry_backoff_ms
+
+    def _back_off(self, partitions: Iterable[TopicPartition]) -> None:
+        until = self._clock.monotonic_ms() + self.config.retry_backoff_ms
+        for tp in partitions:
+            state = self._states.get(tp)
+            if state is not None:
+                state.backoff_until_ms = until
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the consumer is closed")
+
+    def close(self) -> None:
+        """Close the consumer's connections. Idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _epoch(epoch: int) -> int | None:
+    return None if epoch < 0 else epoch
