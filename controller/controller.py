@@ -274,6 +274,7 @@ class Controller:
         self._closed = False
         # Owned by the event thread:
         self._ctx: ControllerContext | None = None
+        self._failover_done = False
         self._channels: ControllerChannelManager | None = None
         self._batch = RequestBatch()
         self._suspended = False
@@ -292,7 +293,12 @@ class Controller:
     @property
     def is_active(self) -> bool:
         """Whether this node is the active controller and connected to ZooKeeper."""
-        return self._ctx is not None and not self._suspended and not self._closed
+        return (
+            self._ctx is not None
+            and self._failover_done
+            and not self._suspended
+            and not self._closed
+        )
 
     @property
     def epoch(self) -> int:
@@ -496,6 +502,10 @@ class Controller:
                     self._deferred.append(event)
         except Exception:
             _log.exception("controller %d: error handling %s", self._node_id, event)
+            if self._ctx is not None and not self._failover_done:
+                # A failover that cannot finish: give the election to another candidate.
+                self._resign()
+                self._retry_connection_errors(self._zkc.delete_controller_if_owned)
             if isinstance(event, _AlterPartition) and not event.future.done():
                 event.future.set_result(
                     pb.AlterPartitionResponse(error_code=UnknownServerError.code)
@@ -610,6 +620,7 @@ class Controller:
         if self._ctx is not None:
             _log.info("controller %d: resigning epoch %d", self._node_id, self._ctx.epoch)
         self._ctx = None
+        self._failover_done = False
         self._batch = RequestBatch()
         self._next_rebalance_ms = None
         if self._channels is not None:
@@ -652,6 +663,7 @@ class Controller:
             self._next_rebalance_ms = (
                 self._clock.monotonic_ms() + self._config.leader_imbalance_check_interval_ms
             )
+        self._failover_done = True
 
     def _load_topic(self, topic: str) -> bool:
         """Read a topic's assignment, config and partition states into the context."""
@@ -1183,20 +1195,29 @@ class Controller:
 
     def _complete_reassignment(self, tp: TopicPartition, also_removed: Iterable[int] = ()) -> None:
         """Phase B: leader from the targets, ISR without the removed replicas, stop and delete
-        them, RS = TRS in ZooKeeper."""
+        them, RS = TRS in ZooKeeper.
+
+        As in Kafka the reassignment completes even if no target replica can lead (possible
+        only when every target replica in the ISR is dead, or when a cancelled reassignment's
+        original replicas have all left the ISR): the partition is then left without a leader
+        (leader -1, the ISR as it was) until an ISR member returns.
+        """
         ctx = self._active()
         assignment = ctx.assignments[tp]
         target = assignment.target_replicas
         removed = [r for r in assignment.replicas if r not in target]
         removed += [r for r in also_removed if r not in removed and r not in target]
         live = ctx.live_broker_ids
-        if completed_reassignment_leader(target, ctx.states[tp], live) is None:
-            _log.info("reassignment of %s waits for a live target replica in the ISR", tp)
-            return
+
+        def decide(_tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> Election:
+            elected = completed_reassignment_leader(target, state, live)
+            if elected is not None:
+                return elected
+            _log.warning("reassignment of %s completes with no live target replica to lead", tp)
+            return Election(NO_LEADER, tuple(r for r in state.isr if r in target) or state.isr)
+
         ctx.assignments[tp] = assignment.completed()
-        self._change_states(
-            [tp], lambda _tp, st: completed_reassignment_leader(target, st, live), force=True
-        )
+        self._change_states([tp], decide, force=True)
         self._stop_removed_replicas(tp, removed)
         self._write_topic_assignment(tp.topic)
         self._batch.add_update_metadata()
