@@ -444,6 +444,7 @@ class Controller:
     def _fire_timers(self) -> None:
         if (
             self._next_rebalance_ms is not None
+            and not self._suspended
             and self._clock.monotonic_ms() >= self._next_rebalance_ms
         ):
             self._next_rebalance_ms = (
@@ -653,6 +654,11 @@ class Controller:
                 self._batch.add_leader_and_isr(ctx.live_replicas(tp), tp)
         self._batch.add_update_metadata()
         self._trigger_online_partition_state_change()
+        # Brokers that died while no controller was active leave the ISRs now (Kafka's replica
+        # state machine startup moves them to OfflineReplica).
+        self._remove_offline_replicas_from_isrs(
+            {r for a in ctx.assignments.values() for r in a.replicas} - set(ctx.live_brokers)
+        )
         for tp in ctx.partitions_being_reassigned():
             self._maybe_complete_reassignment(tp)
         self._on_reassign_partitions_znode()
@@ -858,6 +864,16 @@ class Controller:
 
         return self._change_states(partitions, decide)
 
+    def _remove_offline_replicas_from_isrs(self, brokers: Iterable[int]) -> None:
+        ctx = self._active()
+        for b in sorted(brokers):
+            partitions = [
+                tp
+                for tp in ctx.partitions_on_broker(b)
+                if not ctx.is_deleting(tp.topic) and tp in ctx.states and b in ctx.states[tp].isr
+            ]
+            self._remove_replica_from_isr(b, partitions)
+
     def _remove_replica_from_isr(
         self, broker_id: int, partitions: Iterable[TopicPartition]
     ) -> None:
@@ -907,13 +923,7 @@ class Controller:
         ctx.shutting_down -= set(dead)
         ctx.deletion_in_flight = {x for x in ctx.deletion_in_flight if x[0] not in dead}
         self._trigger_online_partition_state_change()
-        for b in sorted(dead):
-            partitions = [
-                tp
-                for tp in ctx.partitions_on_broker(b)
-                if not ctx.is_deleting(tp.topic) and tp in ctx.states and b in ctx.states[tp].isr
-            ]
-            self._remove_replica_from_isr(b, partitions)
+        self._remove_offline_replicas_from_isrs(dead)
         self._batch.add_update_metadata()
 
     def _on_broker_startup(self, new: Collection[int]) -> None:

@@ -127,3 +127,18 @@ def test_quickly_restarted_broker_loses_leadership_and_is_told_everything_again(
     )
     assert lai[-1].partition_states[-1].leader in (1, 2)
     assert state.leader_epoch >= 1
+
+
+def test_a_new_controller_cleans_up_after_brokers_that_died_without_a_controller(cluster):
+    one, two, three = (cluster.add_broker(b) for b in (1, 2, 3))
+    first = cluster.add_controller(8)
+    cluster.create_topic("t", {0: [1, 2, 3], 1: [3, 1, 2]})
+    cluster.kill_controller(first)
+    one.kill()  # the leader of t-0 and a follower of t-1 die while nobody is in charge
+    second = cluster.add_controller(9)
+    s0 = cluster.wait_state(TP, lambda s: s.leader == 2, "t-0 led by 2")
+    assert (s0.isr, s0.leader_epoch, s0.controller_epoch) == ((2, 3), 1, second.epoch)
+    s1 = cluster.wait_state(TopicPartition("t", 1), lambda s: s.isr == (3, 2), "1 out of the ISR")
+    assert (s1.leader, s1.leader_epoch) == (3, 1)
+    wait_for(lambda: [p for p in three.leader_and_isr(TP) if p.leader == 2], "LAI to 3")
+    assert two.epoch > 0
