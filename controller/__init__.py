@@ -1,1 +1,15 @@
-"""The ZooKeeper-backed controller (built by the cluster issue)."""
+"""The ZooKeeper-backed controller (Kafka's ZooKeeper-mode controller); see docs/controller.md.
+
+What a node uses:
+
+- :class:`controller.registration.BrokerRegistration`: the node's ephemeral ``/brokers/ids/<id>``
+  and its broker epoch;
+- :class:`controller.controller.Controller` (with :class:`controller.config.ControllerConfig`):
+  the node's controller candidate;
+- :class:`controller.service.ControllerServicer` and :class:`controller.admin.AdminServicer`:
+  the Controller and Admin gRPC services.
+
+The decisions are pure functions in :mod:`controller.assignment`, :mod:`controller.election`,
+:mod:`controller.isr` and :mod:`controller.reassignment`; :mod:`controller.zk_data` holds the
+znode paths and codecs.
+"""
