@@ -58,6 +58,10 @@ SERVICE_NAMES = (
 TICK_MS = 100
 
 
+def new_channel(target: str) -> grpc.Channel:
+    return grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+
+
 class Channels:
     """One gRPC channel per ``host:port``, shared by every sender in the node. Thread-safe."""
 
@@ -69,7 +73,7 @@ class Channels:
         with self._lock:
             channel = self._channels.get(target)
             if channel is None:
-                channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+                channel = new_channel(target)
                 self._channels[target] = channel
             return channel
 
@@ -151,7 +155,8 @@ class Node:
             c.node_id,
             self.clock,
             ControllerConfig(request_timeout_ms=c.request_timeout_ms),
-            channel_factory=self.channels,
+            # the controller owns (and closes) its channels: not the node's shared pool
+            channel_factory=new_channel,
         )
 
         server = grpc.server(
