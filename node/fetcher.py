@@ -101,6 +101,7 @@ class ReplicaFetcher:
 
     def _run(self) -> None:
         backoff_s = self._config.replica_fetch_backoff_ms / 1000
+        failures = 0
         while self._running:
             now = self._clock.monotonic_ms()
             with self._lock:
@@ -122,10 +123,18 @@ class ReplicaFetcher:
                 )
             except grpc.RpcError as e:
                 if self._running:
-                    log.info("fetch from node %d failed: %s", self.leader.node_id, _rpc_text(e))
+                    # the first failure of a streak at INFO, the rest (every backoff) at DEBUG
+                    log.log(
+                        logging.DEBUG if failures else logging.INFO,
+                        "fetch from node %d failed: %s",
+                        self.leader.node_id,
+                        _rpc_text(e),
+                    )
+                failures += 1
                 self._wakeup.wait(backoff_s)
                 self._wakeup.clear()
                 continue
+            failures = 0
             for r in response.partitions:
                 self._process(r, ready)
 
