@@ -99,7 +99,7 @@ class AlterPartitionManager:
         try:
             response = stub.AlterPartition(request, timeout=self._timeout_s)
         except grpc.RpcError as e:
-            code = e.code() if isinstance(e, grpc.Call) else None
+            code = e.code() if hasattr(e, "code") else None
             log.info("AlterPartition to node %d failed: %s", controller.node_id, code)
             return changes
         if response.error_code == NotControllerError.code:

@@ -15,14 +15,14 @@ import threading
 from concurrent import futures
 
 import grpc
-from controller.admin import AdminServicer
-from controller.controller import Controller, ControllerConfig
-from controller.registration import BrokerRegistration
-from controller.service import ControllerServicer
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from kazoo.client import KazooClient
 
+from controller.admin import AdminServicer
+from controller.controller import Controller, ControllerConfig
+from controller.registration import BrokerRegistration
+from controller.service import ControllerServicer
 from node.alter_partition import AlterPartitionManager
 from node.config import NodeConfig
 from node.fetcher import ReplicaFetcherManager

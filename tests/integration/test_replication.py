@@ -14,7 +14,8 @@ from concurrent.futures import Future
 import grpc
 import pytest
 
-from odradek import Admin, NewTopic, Producer
+from odradek import Admin, NewTopic, Producer, RecordMetadata
+from odradek.client.metadata import PartitionMetadata
 from odradek.errors import NotEnoughReplicasError
 from odradek.records import Record, build_batch
 from odradek.v1 import odradek_pb2 as pb
@@ -117,7 +118,7 @@ def test_not_enough_replicas_when_the_isr_is_below_the_minimum(make_cluster):
 def test_a_divergent_follower_tail_is_truncated_after_a_leader_change(make_cluster):
     cluster = make_cluster()
     admin = Admin(cluster.bootstrap_servers)
-    _create(admin, "diverge", **{"min.insync.replicas": "1"})
+    _create(admin, "diverge", 1, 3, **{"min.insync.replicas": "1"})
     old_leader = partition_state(admin, "diverge").leader
     address = cluster.node(old_leader).address
     assert _raw_produce(address, "diverge", [b"a0", b"a1"], acks=-1).error_code == 0
@@ -134,16 +135,20 @@ def test_a_divergent_follower_tail_is_truncated_after_a_leader_change(make_clust
     finally:
         for n in followers:
             cluster.node(n).signal(signal.SIGCONT)
-    state = wait_for(
-        lambda: (s := partition_state(admin, "diverge")).leader in followers and s,
-        "a new leader",
-    )
+
+    def new_leader() -> PartitionMetadata | None:
+        s = partition_state(admin, "diverge")
+        return s if s.leader in followers else None
+
+    state = wait_for(new_leader, "a new leader")
     new_address = cluster.node(state.leader).address
+
+    def write() -> pb.ProducePartitionResponse | None:
+        x = _raw_produce(new_address, "diverge", [b"b2", b"b3"], acks=-1)
+        return x if x.error_code == 0 else None
+
     r = wait_for(
-        lambda: (
-            (x := _raw_produce(new_address, "diverge", [b"b2", b"b3"], acks=-1)).error_code == 0
-            and x
-        ),
+        write,
         "a write to the new leader",
     )
     assert r.base_offset == 2  # the old leader's tail was never committed
@@ -181,7 +186,7 @@ def test_controlled_shutdown_fails_no_acks_all_produce(make_cluster):
     _create(admin, "steady")
     leader = partition_state(admin, "steady").leader
     stop = threading.Event()
-    futures: list[Future] = []
+    futures: list[Future[RecordMetadata]] = []
 
     def produce() -> None:
         # Kafka's default producer: retriable errors (NOT_LEADER_OR_FOLLOWER while leadership
@@ -228,7 +233,7 @@ def test_leader_hard_killed_and_restarted_while_producing_loses_no_ack(make_clus
             while not stop.is_set():
                 value = f"w{worker}-{i}".encode()
 
-                def done(f: Future, value: bytes = value) -> None:
+                def done(f: Future[RecordMetadata], value: bytes = value) -> None:
                     if f.exception() is None:
                         meta = f.result()
                         with lock:
@@ -247,10 +252,9 @@ def test_leader_hard_killed_and_restarted_while_producing_loses_no_ack(make_clus
             wait_for_full_isr(admin, "bounce", 2)
             leader = partition_state(admin, "bounce", 0).leader
             cluster.node(leader).kill()
+            old = leader
             wait_for(
-                lambda leader=leader: (
-                    partition_state(admin, "bounce", 0).leader not in (-1, leader)
-                ),
+                lambda: partition_state(admin, "bounce", 0).leader not in (-1, old),  # noqa: B023
                 "a new leader",
             )
             time.sleep(0.5)
