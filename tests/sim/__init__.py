@@ -1,0 +1,1 @@
+"""The replication simulation: a seeded, deterministic in-process cluster (docs/simulation.md)."""
