@@ -18,6 +18,7 @@ from node import replication as rules
 from node.replication import FollowerFetchState
 from odradek.clock import Clock
 from odradek.errors import (
+    IneligibleReplicaError,
     InvalidRequiredAcksError,
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
@@ -337,11 +338,20 @@ class Partition:
         with self._lock:
             if self.leader_epoch != change.leader_epoch or not self.is_leader:
                 return
+            if error is not None:
+                # Only a change the controller certainly did not apply is dropped. After
+                # FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION or anything else it may have been
+                # applied (an earlier answer lost): the maximal ISR stays until the next
+                # LeaderAndIsr settles it (Kafka's handleAlterPartitionError).
+                if isinstance(error, IneligibleReplicaError):
+                    self._pending_isr = None
+                return
+            if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
+                return  # an answer older than what we hold
             self._pending_isr = None
-            if error is None and leader_epoch == self.leader_epoch:
-                self.isr = frozenset(isr)
-                self.partition_epoch = partition_epoch
-                self.maybe_increment_high_watermark()
+            self.isr = frozenset(isr)
+            self.partition_epoch = partition_epoch
+            self.maybe_increment_high_watermark()
         self._on_progress()
 
     # -- leader: reads --

@@ -413,6 +413,12 @@ class ReplicaManager:
             except Exception as e:
                 err = error_of(e)
                 r.error_code, r.error_message = err.code, err.message
+                hosted = self._partitions.get((fp.topic, fp.partition))
+                if hosted is not None and hosted.is_leader:
+                    # what a follower needs to recover from OFFSET_OUT_OF_RANGE
+                    r.high_watermark = hosted.log.high_watermark
+                    r.log_start_offset = hosted.log.log_start_offset
+                    r.log_end_offset = hosted.log.log_end_offset
                 state = self.metadata.snapshot.partitions.get((fp.topic, fp.partition))
                 if state is not None:
                     r.current_leader.leader_id = state.leader

@@ -711,6 +711,10 @@ class Log:
         with self._lock:
             self._check_open()
             if target_offset >= self._next_offset:
+                # Nothing to cut, but an epoch that started at the LEO without a batch (a leader
+                # that wrote nothing, now a follower) must go, or the follower would be told it
+                # diverges on every fetch (Kafka's truncateTo does the same).
+                self._leader_epoch_cache.truncate_from_end(self._next_offset)
                 return False
             first = self._segments.first()
             assert first is not None
