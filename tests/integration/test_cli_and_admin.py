@@ -23,8 +23,18 @@ def _cli(cluster, *args: str, stdin: str | None = None) -> subprocess.CompletedP
 
 def test_topics_produce_consume_and_cluster_describe_from_the_command_line(make_cluster):
     cluster = make_cluster()
-    r = _cli(cluster, "topics", "create", "cli", "--partitions", "2", "--replication-factor", "3",
-             "--config", "min.insync.replicas=2")
+    r = _cli(
+        cluster,
+        "topics",
+        "create",
+        "cli",
+        "--partitions",
+        "2",
+        "--replication-factor",
+        "3",
+        "--config",
+        "min.insync.replicas=2",
+    )
     assert r.returncode == 0, r.stderr
     r = _cli(cluster, "topics", "create", "cli", "--partitions", "1", "--replication-factor", "3")
     assert r.returncode == 1
@@ -42,8 +52,10 @@ def test_topics_produce_consume_and_cluster_describe_from_the_command_line(make_
     r = _cli(cluster, "topics", "describe", "cli")
     assert r.returncode == 0 and "min.insync.replicas=2" in r.stdout.replace(" ", "")
     cluster.node(2).kill()
-    wait_for(lambda: all(2 not in p.isr for p in admin.describe_topics(["cli"])["cli"].partitions),
-             "node 2 out of every ISR")
+    wait_for(
+        lambda: all(2 not in p.isr for p in admin.describe_topics(["cli"])["cli"].partitions),
+        "node 2 out of every ISR",
+    )
     r = _cli(cluster, "cluster", "describe")
     assert r.returncode == 0, r.stderr
     assert "under-replicated" in r.stdout
@@ -59,10 +71,10 @@ def test_admin_configs_elections_reassignment_and_deletion(make_cluster):
     result = admin.create_topics([NewTopic("adm", 1, 3)])
     assert isinstance(result["adm"], TopicAlreadyExistsError)
     wait_for_full_isr(admin, "adm")
-    assert admin.alter_configs({"adm": [ConfigChange.set("retention.ms", "60000")]}) == {
+    assert admin.alter_configs({"adm": ConfigChange(set={"retention.ms": "60000"})}) == {
         "adm": None
     }
-    entries = {e.name: e for e in admin.describe_configs(["adm"])["adm"]}
+    entries = admin.describe_configs(["adm"])["adm"]
     assert entries["retention.ms"].value == "60000" and not entries["retention.ms"].is_default
     # move leadership away from the preferred replica, then elect it back
     cluster.node(0).stop()
