@@ -84,6 +84,7 @@ class NodeProcess:
         """Starts the node and waits until it prints that it is listening."""
         self.directory.mkdir(parents=True, exist_ok=True)
         out = self.log_path.open("ab")
+        start_at = out.tell()  # the log is appended to across restarts: look only past here
         env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
         self.process = subprocess.Popen(
             self.command(),
@@ -102,8 +103,10 @@ class NodeProcess:
                 raise RuntimeError(
                     f"node {self.node_id} exited with {self.process.returncode}:\n" + self.tail()
                 )
-            if marker in self.log_path.read_bytes()[-200_000:]:
-                return
+            with self.log_path.open("rb") as f:
+                f.seek(start_at)
+                if marker in f.read():
+                    return
             time.sleep(0.05)
         raise TimeoutError(f"node {self.node_id} did not start:\n{self.tail()}")
 
