@@ -281,6 +281,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     finally:
         echo.kill()
         echo.wait()
+        if echo.stdout is not None:
+            echo.stdout.close()
 
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         base = Path(tmp)
