@@ -21,4 +21,6 @@ def test_cluster_benchmark_prints_its_figures_as_one_json_line(tmp_path, capsys)
         "rf3_ratio",
         "consume_ratio",
     ):
-        assert isinstance(figures[key], int | float) and figures[key] > 0, key
+        value = figures[key]
+        assert isinstance(value, int | float), key
+        assert value > 0, key
