@@ -3,6 +3,7 @@ back record by record, and the oracle every compacted log must agree with."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from odradek.records import Record, build_batch, read_batches
@@ -21,7 +22,9 @@ class Stored:
 
 
 def keyed_batch(
-    pairs: list[tuple[bytes, bytes | None]], timestamp: int | None = None, compression: str = "none"
+    pairs: Sequence[tuple[bytes | None, bytes | None]],
+    timestamp: int | None = None,
+    compression: str = "none",
 ) -> bytes:
     return build_batch(
         [Record(k, v, timestamp=timestamp) for k, v in pairs], compression=compression
@@ -71,7 +74,7 @@ class Oracle:
     written: dict[int, tuple[bytes, bytes | None]] = field(default_factory=dict)
     latest: dict[bytes, int] = field(default_factory=dict)
 
-    def append(self, first_offset: int, pairs: list[tuple[bytes, bytes | None]]) -> None:
+    def append(self, first_offset: int, pairs: Sequence[tuple[bytes, bytes | None]]) -> None:
         for i, (key, value) in enumerate(pairs):
             self.written[first_offset + i] = (key, value)
             self.latest[key] = first_offset + i

@@ -222,11 +222,11 @@ def test_records_without_a_key_are_rejected_by_compacted_logs(tmp_path, clock):
             tmp_path / f"{policy.replace(',', '_')}-0", LogConfig(cleanup_policy=policy), clock
         )
         with pytest.raises(InvalidRecordError) as e:
-            log.append_as_leader(keyed_batch([(b"k", b"v"), (None, b"v")]), leader_epoch=0)  # type: ignore[list-item]
+            log.append_as_leader(keyed_batch([(b"k", b"v"), (None, b"v")]), leader_epoch=0)
         assert e.value.code == 87
         assert log.log_end_offset == 0 and log.size == 0
     plain = Log.open(tmp_path / "plain-0", LogConfig(), clock)
-    plain.append_as_leader(keyed_batch([(None, b"v")]), leader_epoch=0)  # type: ignore[list-item]
+    plain.append_as_leader(keyed_batch([(None, b"v")]), leader_epoch=0)
 
 
 def test_a_segment_with_a_corrupt_batch_makes_the_log_uncleanable(tmp_path, clock):
