@@ -44,7 +44,7 @@ CHECK_MASK = (1 << CHECK_BITS) - 1
 MAX_OFFSET_SPAN = (1 << (63 - CHECK_BITS)) - 2
 """Offsets a pass can map above its base (the packed word must stay a positive int64)."""
 
-_ZERO_CHUNK = 1 << 16  # words zeroed per slice assignment in clear()
+_ZERO_CHUNK = 1 << 12  # words zeroed per slice assignment in clear() (32 KiB)
 
 
 def _largest_prime_at_most(n: int) -> int:
@@ -168,8 +168,8 @@ class OffsetMap:
         """Empty the map in place; offsets put from now on must be in
         ``[base, base + MAX_OFFSET_SPAN]``."""
         table = memoryview(self._table)
-        zero = array("q", [0]) * _ZERO_CHUNK
         words = len(self._table)
+        zero = array("q", [0]) * min(_ZERO_CHUNK, words)
         for start in range(0, words, _ZERO_CHUNK):
             stop = min(start + _ZERO_CHUNK, words)
             table[start:stop] = zero[: stop - start]
