@@ -147,23 +147,30 @@ def put_keys(
     """
     if header[H_ATTRIBUTES] & CONTROL_FLAG_MASK:
         return False
-    data, pos, end, _ = _records_section(buf, position, header)
+    if header[H_ATTRIBUTES] & COMPRESSION_CODEC_MASK:
+        data, pos, end, _ = _records_section(buf, position, header)
+    else:
+        data, pos, end = buf, position + RECORD_BATCH_OVERHEAD, position + header[H_LENGTH] + 12
     base_offset = header[H_BASE_OFFSET]
-    count = header[H_RECORDS_COUNT]
-    # OffsetMap.put, inlined (see OffsetMap.tables).
+    # OffsetMap.put, inlined (see OffsetMap.tables); so are varints of one and two bytes,
+    # which are nearly all of them: a call per field would cost more than the rest.
     table, slots = offset_map.tables()
     steps = slots - 1
     map_base = offset_map.base
     room = offset_map.max_entries - offset_map.size
-    added = lookups = probes = 0
+    added = 0
     latest = offset_map.latest_offset
     full = False
     try:
-        for _ in range(count):
+        for _ in range(header[H_RECORDS_COUNT]):
             b = data[pos]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                u = (b & 0x7F) | data[pos + 1] << 7
+                length = (u >> 1) ^ -(u & 1)
+                pos += 2
             else:
                 length, pos = decode_varint(data, pos)
             record_end = pos + length
@@ -172,16 +179,25 @@ def put_keys(
             p = pos + 1  # attributes
             while data[p] & 0x80:  # timestamp delta: skipped
                 p += 1
-            b = data[p + 1]
+            p += 1
+            b = data[p]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
+                p += 1
+            elif data[p + 1] < 0x80:
+                u = (b & 0x7F) | data[p + 1] << 7
+                offset_delta = (u >> 1) ^ -(u & 1)
                 p += 2
             else:
-                offset_delta, p = decode_varint(data, p + 1)
+                offset_delta, p = decode_varint(data, p)
             b = data[p]
             if b < 0x80:
                 key_length = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                u = (b & 0x7F) | data[p + 1] << 7
+                key_length = (u >> 1) ^ -(u & 1)
+                p += 2
             else:
                 key_length, p = decode_varint(data, p)
             offset = base_offset + offset_delta
@@ -197,31 +213,29 @@ def put_keys(
             fingerprint = hash(key)
             check = crc32(key) & CHECK_MASK
             i = fingerprint % slots
-            step = 1 + check % steps
-            n = 1
-            while True:
-                j = i + i
-                word = table[j + 1]
-                if word == 0:
-                    table[j] = fingerprint
-                    added += 1
-                    break
-                if table[j] == fingerprint and word & CHECK_MASK == check:
-                    break
-                i += step
-                if i >= slots:
-                    i -= slots
-                n += 1
+            j = i + i
+            word = table[j + 1]
+            if word and (table[j] != fingerprint or word & CHECK_MASK != check):
+                step = 1 + check % steps
+                while True:
+                    i += step
+                    if i >= slots:
+                        i -= slots
+                    j = i + i
+                    word = table[j + 1]
+                    if not word or (table[j] == fingerprint and word & CHECK_MASK == check):
+                        break
+            if not word:
+                table[j] = fingerprint
+                added += 1
             table[j + 1] = (offset - map_base + 1) << CHECK_BITS | check
             latest = offset
-            lookups += 1
-            probes += n
     except IndexError:
         raise CorruptRecordError(
             f"batch at offset {base_offset}: truncated record section"
         ) from None
     finally:
-        offset_map.record_puts(added, latest, lookups, probes)
+        offset_map.record_puts(added, latest)
     if not full and pos != end:
         raise CorruptRecordError(f"batch at offset {base_offset}: {end - pos} bytes left over")
     return full
@@ -232,7 +246,6 @@ def filter_batch(
     view: memoryview,
     position: int,
     header: tuple[int, ...],
-    *,
     offset_map: OffsetMap,
     now_ms: int,
     delete_retention_ms: int,
@@ -247,22 +260,23 @@ def filter_batch(
     if attributes & CONTROL_FLAG_MASK:
         whole = view[position : position + size]
         return FilterOutcome(whole, header[H_MAX_TIMESTAMP], count, count, False)
-    data, pos, end, codec = _records_section(buf, position, header)
+    if attributes & COMPRESSION_CODEC_MASK:
+        data, pos, end, codec = _records_section(buf, position, header)
+    else:
+        data, pos, end, codec = buf, position + RECORD_BATCH_OVERHEAD, position + size, None
     base_offset = header[H_BASE_OFFSET]
     base_timestamp = header[H_BASE_TIMESTAMP]
     has_horizon = bool(attributes & DELETE_HORIZON_FLAG_MASK)
     horizon_passed = has_horizon and now_ms >= base_timestamp
     latest = offset_map.latest_offset
-    # OffsetMap.get, inlined (see OffsetMap.tables).
+    # OffsetMap.get, inlined (see OffsetMap.tables), and one- and two-byte varints too.
     table, slots = offset_map.tables()
     steps = slots - 1
     map_base = offset_map.base - 1  # a word holds offset - base + 1
-    lookups = probes = 0
     # Survivors' [start, end) in ``data``, flattened; a start is that of the length varint.
     kept: list[int] = []
     keep = kept.append
     tombstone_kept = False
-    superseded = False
     max_timestamp = -1
     try:
         for _ in range(count):
@@ -271,39 +285,53 @@ def filter_batch(
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                u = (b & 0x7F) | data[pos + 1] << 7
+                length = (u >> 1) ^ -(u & 1)
+                pos += 2
             else:
                 length, pos = decode_varint(data, pos)
             record_end = pos + length
             if length < 0 or record_end > end:
                 raise CorruptRecordError(f"invalid record size {length}")
-            b = data[pos + 1]
+            p = pos + 1  # attributes
+            b = data[p]
             if b < 0x80:
                 timestamp_delta = (b >> 1) ^ -(b & 1)
-                p = pos + 2
+                p += 1
+            elif data[p + 1] < 0x80:
+                u = (b & 0x7F) | data[p + 1] << 7
+                timestamp_delta = (u >> 1) ^ -(u & 1)
+                p += 2
             else:
-                timestamp_delta, p = decode_varlong(data, pos + 1)
+                timestamp_delta, p = decode_varlong(data, p)
             b = data[p]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                u = (b & 0x7F) | data[p + 1] << 7
+                offset_delta = (u >> 1) ^ -(u & 1)
+                p += 2
             else:
                 offset_delta, p = decode_varint(data, p)
             b = data[p]
             if b < 0x80:
                 key_length = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                u = (b & 0x7F) | data[p + 1] << 7
+                key_length = (u >> 1) ^ -(u & 1)
+                p += 2
             else:
                 key_length, p = decode_varint(data, p)
             pos = record_end
             key_end = p + key_length if key_length > 0 else p
             if key_end >= record_end:
                 raise CorruptRecordError("key overruns its record")
-            b = data[key_end]
-            if b < 0x80:
-                value_is_null = b & 1 == 1  # zig-zag: odd is negative, i.e. a null value
-            else:
-                value_length, _ = decode_varint(data, key_end)
-                value_is_null = value_length < 0
+            # The value length's sign is the lowest bit of its first byte (zig-zag: odd is
+            # negative), and a negative length is a null value: a tombstone.
+            value_is_null = data[key_end] & 1 == 1
             if base_offset + offset_delta <= latest:
                 if key_length < 0:
                     continue  # keyless records have no place in a compacted log
@@ -311,25 +339,21 @@ def filter_batch(
                 fingerprint = hash(key)
                 check = crc32(key) & CHECK_MASK
                 i = fingerprint % slots
-                step = 1 + check % steps
-                lookups += 1
-                probes += 1
-                while True:
-                    j = i + i
-                    word = table[j + 1]
-                    if word == 0:
-                        break  # not in the map: nothing supersedes the record
-                    if table[j] == fingerprint and word & CHECK_MASK == check:
-                        if base_offset + offset_delta < (word >> CHECK_BITS) + map_base:
-                            superseded = True
-                        break
-                    i += step
-                    if i >= slots:
-                        i -= slots
-                    probes += 1
-                if superseded:
-                    superseded = False
-                    continue
+                j = i + i
+                word = table[j + 1]
+                if word and (table[j] != fingerprint or word & CHECK_MASK != check):
+                    step = 1 + check % steps
+                    while True:
+                        i += step
+                        if i >= slots:
+                            i -= slots
+                        j = i + i
+                        word = table[j + 1]
+                        if not word or (table[j] == fingerprint and word & CHECK_MASK == check):
+                            break
+                # An empty slot: the key is not in the map, nothing supersedes the record.
+                if word and base_offset + offset_delta < (word >> CHECK_BITS) + map_base:
+                    continue  # superseded
                 if value_is_null and horizon_passed:
                     continue  # a tombstone past its delete horizon
             if value_is_null:
@@ -343,12 +367,10 @@ def filter_batch(
         raise CorruptRecordError(
             f"batch at offset {base_offset}: truncated record section"
         ) from None
-    finally:
-        offset_map.record_gets(lookups, probes)
     if pos != end:
         raise CorruptRecordError(f"batch at offset {base_offset}: {end - pos} bytes left over")
 
-    retained = len(kept) // 2
+    retained = len(kept) >> 1
     if not retained:
         if not retain_empty:
             return FilterOutcome(None, -1, count, 0, False)
@@ -360,15 +382,15 @@ def filter_batch(
         return FilterOutcome(whole, header[H_MAX_TIMESTAMP], count, count, False)
     if attributes & TIMESTAMP_TYPE_MASK:
         max_timestamp = header[H_MAX_TIMESTAMP]  # log append time: the batch's own
-    source = view if codec is Compression.NONE else data
     if set_horizon:
         new_base = now_ms + delete_retention_ms
         attributes |= DELETE_HORIZON_FLAG_MASK
         records: bytes | bytearray = _rebased(data, kept, base_timestamp, new_base)
     else:
         new_base = base_timestamp
+        source = view if codec is None else data
         records = b"".join([source[kept[j] : kept[j + 1]] for j in range(0, len(kept), 2)])
-    if codec is not Compression.NONE:
+    if codec is not None:
         records = compress(codec, bytes(records))
     rebuilt = _batch(header, attributes, new_base, max_timestamp, retained, records)
     return FilterOutcome(rebuilt, max_timestamp, count, retained, True)

@@ -126,7 +126,6 @@ class CleanerStats:
     groups: int = 0
     map_entries: int = 0
     map_utilization: float = 0.0
-    map_probes_per_lookup: float = 0.0
     start_ms: int = 0
     end_ms: int = 0
     group_bases: list[int] = field(default_factory=list)
@@ -202,7 +201,6 @@ class Cleaner:
         stats.end_offset = end_offset
         stats.map_entries = self._map.size
         stats.map_utilization = self._map.utilization
-        stats.map_probes_per_lookup = self._map.probes / max(1, self._map.lookups)
         by_base = {s.base_offset: s for s in segments}
         groups = group_segments_by_size(
             snapshot.between(0, end_offset),
@@ -213,7 +211,6 @@ class Cleaner:
         for group in groups:
             old = [by_base[s.base_offset] for s in group]
             self._clean_group(log, config, group, old, now, stats)
-        stats.map_probes_per_lookup = self._map.probes / max(1, self._map.lookups)
         stats.end_ms = self._clock.monotonic_ms()
         _log.info(
             "cleaned %s up to offset %d in %d groups: %d of %d records kept, %d bytes → %d",
@@ -366,38 +363,41 @@ class Cleaner:
         last_nonempty = max((i for i, s in enumerate(group) if s.size_in_bytes > 0), default=-1)
         out = bytearray()
         infos: list[BatchInfo] = []
+        bytes_read = records_read = records_retained = rewritten = 0
         for i, segment in enumerate(group):
             size = segment.size_in_bytes
             for buf, view, off, file_position, header in self._batches(segment.log_path, size):
                 check_crc(view, off, header)
                 batch_size = header[H_LENGTH] + LOG_OVERHEAD
-                retain_empty = i == last_nonempty and file_position + batch_size == size
-                outcome = filter_batch(
+                data, max_timestamp, read, retained, was_rewritten = filter_batch(
                     buf,
                     view,
                     off,
                     header,
-                    offset_map=offset_map,
-                    now_ms=now,
-                    delete_retention_ms=delete_retention_ms,
-                    retain_empty=retain_empty,
+                    offset_map,
+                    now,
+                    delete_retention_ms,
+                    i == last_nonempty and file_position + batch_size == size,
                 )
-                stats.bytes_read += batch_size
-                stats.records_read += outcome.records_read
-                stats.records_retained += outcome.records_retained
-                stats.batches_rewritten += outcome.rewritten
-                data = outcome.data
+                bytes_read += batch_size
+                records_read += read
+                records_retained += retained
+                rewritten += was_rewritten
                 if data is None:
                     continue
-                last_offset = header[H_BASE_OFFSET] + header[H_LAST_OFFSET_DELTA]
                 out += data
-                infos.append(BatchInfo(last_offset, outcome.max_timestamp, len(data)))
+                last_offset = header[H_BASE_OFFSET] + header[H_LAST_OFFSET_DELTA]
+                infos.append(BatchInfo(last_offset, max_timestamp, len(data)))
                 if len(out) >= flush_at:
                     self._append(cleaned, out, infos)
                     out = bytearray()
                     infos = []
         if infos:
             self._append(cleaned, out, infos)
+        stats.bytes_read += bytes_read
+        stats.records_read += records_read
+        stats.records_retained += records_retained
+        stats.batches_rewritten += rewritten
 
     @staticmethod
     def _append(cleaned: LogSegment, data: bytearray, infos: list[BatchInfo]) -> None:
@@ -462,7 +462,9 @@ class LogCleaner:
         """The map, once a pass has allocated it."""
         return self._offset_map
 
-    def _map(self) -> OffsetMap:
+    def allocate_offset_map(self) -> OffsetMap:
+        """The offset map, allocated now if no pass has yet (it takes a moment: the whole
+        ``dedupe_buffer_bytes`` is written). Thread-safe only before passes start."""
         if self._offset_map is None:
             self._offset_map = OffsetMap(
                 self._config.dedupe_buffer_bytes, self._config.dedupe_buffer_load_factor
@@ -553,7 +555,9 @@ class LogCleaner:
 
     def _clean(self, tp: TopicPartition, log: Log) -> CleanerStats | None:
         checkpointed = self._checkpoint_for(tp, log)
-        cleaner = Cleaner(self._map(), self._config, self._clock, should_stop=self._is_stopped)
+        cleaner = Cleaner(
+            self.allocate_offset_map(), self._config, self._clock, should_stop=self._is_stopped
+        )
         try:
             stats = cleaner.clean(log, checkpointed)
         except LogCleaningAbortedError as e:

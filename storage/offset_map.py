@@ -97,9 +97,9 @@ class OffsetMap:
         self._size = 0
         self._latest_offset = -1
         self.lookups = 0
-        """Puts and gets since the last clear (with ``probes``, for tuning)."""
+        """Calls to put and get since the last clear (with ``probes``, for tuning)."""
         self.probes = 0
-        """Slots examined by those puts and gets."""
+        """Slots examined by those calls."""
 
     # -- sizes --
     @property
@@ -148,20 +148,14 @@ class OffsetMap:
         """``(table, slots)`` for the cleaner's record loops (:mod:`storage.batch_filter`),
         which probe inline — a method call per record costs as much as the probe. They must
         probe exactly as :meth:`put` and :meth:`get` do, and account through
-        :meth:`record_puts` and :meth:`record_gets`."""
+        :meth:`record_puts`."""
         return self._table, self._slots
 
-    def record_puts(self, added: int, latest_offset: int, lookups: int, probes: int) -> None:
-        """Account for puts made through :meth:`tables`."""
+    def record_puts(self, added: int, latest_offset: int) -> None:
+        """Account for puts made through :meth:`tables`: ``added`` new keys, the latest
+        offset put. (The inlined loops do not count lookups and probes.)"""
         self._size += added
         self._latest_offset = latest_offset
-        self.lookups += lookups
-        self.probes += probes
-
-    def record_gets(self, lookups: int, probes: int) -> None:
-        """Account for gets made through :meth:`tables`."""
-        self.lookups += lookups
-        self.probes += probes
 
     # -- operations --
     def clear(self, base: int = 0) -> None:

@@ -105,7 +105,7 @@ def test_the_map_is_allocated_once_at_its_budget():
     try:
         before = tracemalloc.get_traced_memory()[0]
         cleaner = LogCleaner([], CleanerConfig(dedupe_buffer_bytes=1 << 20), ManualClock())
-        offset_map = cleaner._map()
+        offset_map = cleaner.allocate_offset_map()
         after = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

@@ -127,7 +127,7 @@ def test_a_log_whose_keys_do_not_fit_the_map_is_cleaned_in_several_passes(tmp_pa
     fill(log, oracle, keys=200, rounds=3, clock=clock)
     commit(log)
     lc = cleaner(tmp_path, clock, dedupe_buffer_bytes=1024)  # 61 slots, 54 keys a pass
-    assert lc._map().max_entries == 54
+    assert lc.allocate_offset_map().max_entries == 54
     ends = []
     while True:
         stats = lc.clean_log(TP, log)
