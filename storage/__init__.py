@@ -4,13 +4,15 @@ Synchronous and free of network code; time comes from an injected clock. The pub
 
 * :class:`LogConfig` — Kafka's topic configs; :class:`LogManagerConfig` — broker-wide tasks.
 * :class:`LogManager` — the log directories and every partition :class:`Log` in them.
+* :class:`LogCleaner` — compaction of logs whose policy includes ``compact`` (run by the log
+  manager); :class:`CleanerConfig` — its dedupe buffer, I/O buffer and backoff.
 * :class:`Log` — append as leader or follower, read, look up by timestamp, truncate, roll,
   flush, retention, delete-records; ``log_start_offset``, ``log_end_offset``,
   ``high_watermark``, ``recovery_point``.
 * :class:`LogSegment`, :class:`OffsetIndex`, :class:`TimeIndex` — the files underneath.
 """
 
-from storage.config import LogConfig, LogManagerConfig
+from storage.config import CleanerConfig, LogConfig, LogManagerConfig
 from storage.log import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -18,6 +20,7 @@ from storage.log import (
     Log,
     LogAppendInfo,
 )
+from storage.log_cleaner import CleanerStats, LogCleaner
 from storage.log_manager import LogManager
 from storage.log_segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimestampAndOffset
 from storage.offset_index import OffsetIndex, OffsetPosition
@@ -27,9 +30,12 @@ __all__ = [
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
     "MAX_TIMESTAMP",
+    "CleanerConfig",
+    "CleanerStats",
     "FetchDataInfo",
     "Log",
     "LogAppendInfo",
+    "LogCleaner",
     "LogConfig",
     "LogManager",
     "LogManagerConfig",

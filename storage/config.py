@@ -15,7 +15,7 @@ from typing import Any
 
 from odradek.errors import InvalidConfigError
 
-__all__ = ["LONG_MAX", "CLEANUP_POLICIES", "LogConfig", "LogManagerConfig"]
+__all__ = ["LONG_MAX", "CLEANUP_POLICIES", "CleanerConfig", "LogConfig", "LogManagerConfig"]
 
 LONG_MAX = 2**63 - 1
 """Java's ``Long.MAX_VALUE``: Kafka's "never" for flush and lag settings."""
@@ -188,6 +188,34 @@ class LogManagerConfig:
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             _at_least(f.name, getattr(self, f.name), 1 if f.name.endswith("interval_ms") else 0)
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerConfig:
+    """Broker-wide settings of the log cleaner (Kafka's ``log.cleaner.*`` configs).
+
+    ``dedupe_buffer_bytes`` is the whole memory budget of the offset map: a log whose dirty
+    section holds more distinct keys than fit is cleaned in several passes.
+    """
+
+    enable: bool = True
+    """Compact logs whose policy includes ``compact`` (``log.cleaner.enable``)."""
+    dedupe_buffer_bytes: int = 128 * 1024 * 1024
+    """Memory of the key → offset map (``log.cleaner.dedupe.buffer.size``, min 1024)."""
+    dedupe_buffer_load_factor: float = 0.9
+    """Fill the map's slots up to this share (``log.cleaner.io.buffer.load.factor``)."""
+    io_buffer_bytes: int = 512 * 1024
+    """Read and write chunk of the cleaner (``log.cleaner.io.buffer.size``, min 1024); a batch
+    larger than a chunk is read on its own."""
+    backoff_ms: int = 15_000
+    """Wait this long after a round that found nothing to clean (``log.cleaner.backoff.ms``)."""
+
+    def __post_init__(self) -> None:
+        _at_least("dedupe_buffer_bytes", self.dedupe_buffer_bytes, 1024)
+        _at_least("io_buffer_bytes", self.io_buffer_bytes, 1024)
+        _at_least("backoff_ms", self.backoff_ms, 0)
+        if not 0.0 < self.dedupe_buffer_load_factor <= 1.0:
+            raise InvalidConfigError("dedupe_buffer_load_factor must be in (0, 1]")
 
 
 def _at_least(name: str, value: int, minimum: int) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "LogSegmentOffsetOverflowError",
     "LogDirLockedError",
     "CheckpointError",
+    "LogCleaningAbortedError",
     # re-exported wire errors
     "CorruptRecordError",
     "InvalidRecordError",
@@ -90,3 +91,9 @@ class LogDirLockedError(LogError):
 
 class CheckpointError(LogError):
     """A checkpoint file is malformed (bad version, count or line)."""
+
+
+class LogCleaningAbortedError(LogError):
+    """A cleaning pass stopped because its log changed under it (truncation, a segment it
+    was rewriting removed by retention, the log closed) or the cleaner is shutting down.
+    Nothing was swapped in for the groups not yet done; the next pass starts over."""

@@ -45,17 +45,21 @@ from odradek.records import (
     validated_headers,
 )
 from storage.checkpoint_file import fsync_dir
+from storage.cleaner_manager import LogSnapshot, SegmentSnapshot
 from storage.config import LogConfig
 from storage.errors import (
+    LogCleaningAbortedError,
     OffsetsOutOfOrderError,
     UnexpectedAppendOffsetError,
 )
 from storage.leader_epoch_cache import LeaderEpochCache
 from storage.log_loader import load_segments
 from storage.log_segment import (
+    CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
+    SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
     BatchInfo,
     FetchDataInfo,
@@ -147,6 +151,12 @@ class Log:
         self._hw_position: tuple[int, int, int] | None = None  # (offset, segment base, position)
         self._closed = False
         self._leader_epoch_cache = LeaderEpochCache.in_dir(directory)
+        # Compaction (storage.log_cleaner): whether a pass is running, whether something it
+        # cannot survive happened meanwhile, and the lowest active-segment base a truncation
+        # left since the cleaner last looked (its checkpoint must not stay above it).
+        self._cleaning = False
+        self._cleaning_aborted = False
+        self._cleaner_truncation: int | None = None
         self.recovery_bytes_read = 0
         """Bytes recovery re-read when this log was opened (0 after a clean stop)."""
         self.recovery_bytes_truncated = 0
@@ -755,6 +765,12 @@ class Log:
 
     def _after_truncation(self) -> None:
         self._leader_epoch_cache.truncate_from_end(self._next_offset)
+        # Kafka aborts a cleaning pass on truncation and lowers the cleaner checkpoint to the
+        # active segment's base: what follows it is new, dirty data.
+        self._cleaning_aborted = self._cleaning_aborted or self._cleaning
+        base = self._segments.active().base_offset
+        previous = self._cleaner_truncation
+        self._cleaner_truncation = base if previous is None else min(previous, base)
         self._hw_position = None
         self._log_start_offset = min(self._log_start_offset, self._next_offset)
         self._high_watermark = min(self._high_watermark, self._next_offset)
@@ -828,11 +844,114 @@ class Log:
             if self._closed:
                 return
             self._closed = True
+            self._cleaning_aborted = self._cleaning_aborted or self._cleaning
             for segment in self._segments:
                 segment.close()
             for _, segment in self._pending_deletes:
                 segment.close_handlers()
             self._pending_deletes.clear()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- compaction (driven by storage.log_cleaner) --
+    def cleaning_snapshot(self) -> LogSnapshot:
+        """The segments and offsets the cleaner decides from, read together under the lock.
+        Raises ``ValueError`` if the log is closed. Thread-safe."""
+        with self._lock:
+            self._check_open()
+            return self._snapshot()
+
+    def _snapshot(self) -> LogSnapshot:
+        segments = tuple(
+            SegmentSnapshot(
+                base_offset=s.base_offset,
+                size_in_bytes=s.size,
+                largest_timestamp=s.largest_timestamp(),
+                first_batch_timestamp=s.first_batch_timestamp(),
+                offset_index_bytes=s.offset_index.size_in_bytes,
+                time_index_bytes=s.time_index.size_in_bytes,
+                last_modified_ms=s.log.last_modified_ms(),
+                log_path=s.log.path,
+            )
+            for s in self._segments
+        )
+        return LogSnapshot(
+            segments, self._log_start_offset, self._next_offset, self._high_watermark
+        )
+
+    def begin_cleaning(self) -> tuple[LogSnapshot, list[LogSegment]]:
+        """Start a cleaning pass: a snapshot, and the segment objects it describes (for
+        :meth:`replace_segments`). A truncation or :meth:`close` before :meth:`end_cleaning`
+        aborts the pass. Raises ``LogCleaningAbortedError`` if the log is closed or already
+        being cleaned. Thread-safe."""
+        with self._lock:
+            if self._closed:
+                raise LogCleaningAbortedError(f"the log {self._dir} is closed")
+            if self._cleaning:
+                raise LogCleaningAbortedError(f"the log {self._dir} is already being cleaned")
+            self._cleaning = True
+            self._cleaning_aborted = False
+            return self._snapshot(), self._segments.values()
+
+    def end_cleaning(self) -> None:
+        """End the pass started by :meth:`begin_cleaning`. Thread-safe."""
+        with self._lock:
+            self._cleaning = False
+            self._cleaning_aborted = False
+
+    @property
+    def cleaning_aborted(self) -> bool:
+        """Whether the running pass must stop (read without the lock: a flag)."""
+        return self._cleaning_aborted
+
+    def take_cleaner_truncation(self) -> int | None:
+        """The lowest active-segment base left by a truncation since the last call (None if
+        none), for the cleaner to lower its checkpoint. Thread-safe."""
+        with self._lock:
+            found, self._cleaner_truncation = self._cleaner_truncation, None
+            return found
+
+    def replace_segments(self, new_segment: LogSegment, old_segments: Sequence[LogSegment]) -> None:
+        """Swap a cleaned segment in for the segments it was made from (Kafka's
+        ``LocalLog.replaceSegments``).
+
+        ``new_segment`` is based at the first old segment's base, its files carry the
+        ``.cleaned`` suffix and are flushed. Under the lock, in an order that a crash at any
+        point leaves for :mod:`storage.log_loader` to abandon (before step 1 completes) or to
+        finish (after):
+
+        1. the new files are renamed ``.swap`` (``.log`` first) and the directory fsynced;
+        2. the old segments leave the segment list and are renamed ``.deleted`` (their files
+           are removed ``file_delete_delay_ms`` later);
+        3. the ``.swap`` suffix is dropped and the directory fsynced.
+
+        Readers never see a mix: they hold the lock too. Raises ``LogCleaningAbortedError``,
+        having changed nothing, if the pass was aborted, the log is closed, or an old segment
+        is no longer in the log (retention removed it). Thread-safe.
+        """
+        with self._lock:
+            if self._closed or self._cleaning_aborted:
+                raise LogCleaningAbortedError(f"cleaning of {self._dir} was aborted")
+            for old in old_segments:
+                if self._segments.get(old.base_offset) is not old:
+                    raise LogCleaningAbortedError(
+                        f"segment {old.base_offset} of {self._dir} changed during cleaning"
+                    )
+            if not old_segments or new_segment.base_offset != old_segments[0].base_offset:
+                raise ValueError("a cleaned segment takes the base offset of the first it replaces")
+            if self._segments.active() in old_segments:
+                raise ValueError("the active segment is never replaced")
+            new_segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+            fsync_dir(self._dir)
+            for old in old_segments:
+                self._segments.remove(old.base_offset)
+            self._segments.add(new_segment)
+            self._schedule_delete(list(old_segments))
+            new_segment.change_file_suffixes(SWAP_SUFFIX, "")
+            fsync_dir(self._dir)
+            self._hw_position = None
 
     def _check_open(self) -> None:
         if self._closed:

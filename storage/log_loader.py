@@ -7,6 +7,11 @@ Follows Kafka's ``LogLoader.load``:
    and ``*.swap`` files — compaction output that was complete — are swapped in: the regular
    segments they replace are deleted and the ``.swap`` suffix is dropped. ``.swap`` files based
    at or above the lowest ``.cleaned`` file belong to the unfinished operation and are removed.
+   The segments a ``.swap`` replaces are those based in ``[its base, its next offset)``: the
+   cleaner (:mod:`storage.log_cleaner`) writes one group at a time, renames ``.cleaned`` to
+   ``.swap`` before it renames anything old to ``.deleted``, and keeps each group's last batch
+   (as a bare header if nothing in it survives), so that range covers every old segment of
+   the group with data.
 2. Index files with no ``.log`` beside them are removed. Every ``.log`` is opened; a segment
    whose ``.index`` is missing, or whose indexes fail their sanity check, is rebuilt from its
    log whatever the recovery point says. A missing ``.timeindex`` is recreated and rebuilt.

@@ -9,6 +9,8 @@ Per log directory, on disk::
     log-start-offset-checkpoint         per partition whose log start is above its first
                                         segment's base (delete-records)
     replication-offset-checkpoint       per partition, the high watermark
+    cleaner-offset-checkpoint           per compacted partition, the first dirty offset
+                                        (storage.log_cleaner)
     <topic>-<partition>/                one directory per log (storage.log)
 
 Startup deletes the clean-shutdown marker *before* loading (a crash while loading then counts
@@ -17,9 +19,12 @@ back to empty checkpoints when a checkpoint is unreadable (costing only a longer
 :meth:`LogManager.shutdown` flushes every log, writes the checkpoints and only then the
 marker.
 
-Periodic work — time-based flush, retention, checkpointing, removal of ``.deleted`` files —
-runs in :meth:`LogManager.tick`, driven by the injected clock; the broker calls it from one
-thread, tests call it after advancing a ``ManualClock``.
+Periodic work — time-based flush, retention, checkpointing, removal of ``.deleted`` files,
+compaction — runs in :meth:`LogManager.tick`, driven by the injected clock; the broker calls it
+from one thread, tests call it after advancing a ``ManualClock``. As in Kafka, retention of
+logs whose policy includes ``compact`` runs after each cleaning round rather than with the
+other logs' retention (:meth:`LogManager.clean_logs`). A cleaning pass holds no manager lock,
+so a long one delays only the caller of ``tick``.
 
 Thread-safety: every public method is thread-safe.
 """
@@ -40,9 +45,10 @@ from pathlib import Path
 from odradek.clock import Clock
 from odradek.errors import InvalidTopicError
 from storage.checkpoint_file import OffsetCheckpointFile, fsync_dir, write_atomically
-from storage.config import LogConfig, LogManagerConfig
+from storage.config import CleanerConfig, LogConfig, LogManagerConfig
 from storage.errors import CheckpointError, LogDirLockedError
 from storage.log import Log, parse_topic_partition_name
+from storage.log_cleaner import CleanerStats, LogCleaner
 
 __all__ = [
     "CLEAN_SHUTDOWN_FILE",
@@ -92,8 +98,12 @@ class LogManager:
         config: LogConfig,
         clock: Clock,
         manager_config: LogManagerConfig | None = None,
+        cleaner_config: CleanerConfig | None = None,
     ) -> None:
         """Lock each directory, then load (recovering where needed) every log in them.
+
+        ``cleaner_config`` sets up compaction (enabled by default; the offset map is
+        allocated at the first pass).
 
         Raises ``LogDirLockedError`` if another process holds a directory, ``ValueError`` for
         no directories or duplicates, and ``OSError`` for I/O failures.
@@ -129,6 +139,11 @@ class LogManager:
         self._next_recovery_checkpoint_ms = now + mc.flush_offset_checkpoint_interval_ms
         self._next_start_checkpoint_ms = now + mc.flush_start_offset_checkpoint_interval_ms
         self._next_hw_checkpoint_ms = now + mc.high_watermark_checkpoint_interval_ms
+        self.cleaner_config = cleaner_config or CleanerConfig()
+        self.cleaner: LogCleaner | None = (
+            LogCleaner(dirs, self.cleaner_config, clock) if self.cleaner_config.enable else None
+        )
+        self._next_clean_ms = now
 
     # -- loading --
     @staticmethod
@@ -237,6 +252,8 @@ class LogManager:
             if log is None:
                 return False
             log.close()
+            if self.cleaner is not None:
+                self.cleaner.remove_log((topic, partition), log.dir.parent)
             doomed = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}{_DELETE_DIR_SUFFIX}")
             log.dir.rename(doomed)
             shutil.rmtree(doomed, ignore_errors=True)
@@ -244,36 +261,77 @@ class LogManager:
 
     # -- periodic work --
     def tick(self) -> None:
-        """Run whatever periodic task is due by the clock. Call it often (e.g. every 100 ms)."""
+        """Run whatever periodic task is due by the clock. Call it often (e.g. every 100 ms).
+
+        A cleaning round (:meth:`clean_logs`) runs last, outside the manager's lock, when the
+        previous one cleaned something or ``backoff_ms`` has passed since one that did not."""
         with self._lock:
             if self._shut_down:
                 return
-            now = self._clock.monotonic_ms()
-            mc = self._manager_config
-            logs = list(self._logs.values())
-            if now >= self._next_flush_check_ms:
-                self._next_flush_check_ms = now + mc.flush_scheduler_interval_ms
-                for log in logs:
-                    log.maybe_flush()
-            if now >= self._next_retention_ms:
-                self._next_retention_ms = now + mc.retention_check_interval_ms
-                self.cleanup_logs()
+            self._periodic_tasks()
+            clean = self.cleaner is not None and self._clock.monotonic_ms() >= self._next_clean_ms
+        if clean:
+            cleaned = self.clean_logs()
+            backoff = 0 if cleaned is not None else self.cleaner_config.backoff_ms
+            self._next_clean_ms = self._clock.monotonic_ms() + backoff
+
+    def _periodic_tasks(self) -> None:
+        # Called with the lock held.
+        now = self._clock.monotonic_ms()
+        mc = self._manager_config
+        logs = list(self._logs.values())
+        if now >= self._next_flush_check_ms:
+            self._next_flush_check_ms = now + mc.flush_scheduler_interval_ms
             for log in logs:
-                log.delete_pending_files()
-            if now >= self._next_recovery_checkpoint_ms:
-                self._next_recovery_checkpoint_ms = now + mc.flush_offset_checkpoint_interval_ms
-                self.checkpoint_recovery_points()
-            if now >= self._next_start_checkpoint_ms:
-                self._next_start_checkpoint_ms = now + mc.flush_start_offset_checkpoint_interval_ms
-                self.checkpoint_log_start_offsets()
-            if now >= self._next_hw_checkpoint_ms:
-                self._next_hw_checkpoint_ms = now + mc.high_watermark_checkpoint_interval_ms
-                self.checkpoint_high_watermarks()
+                log.maybe_flush()
+        if now >= self._next_retention_ms:
+            self._next_retention_ms = now + mc.retention_check_interval_ms
+            self.cleanup_logs()
+        for log in logs:
+            log.delete_pending_files()
+        if now >= self._next_recovery_checkpoint_ms:
+            self._next_recovery_checkpoint_ms = now + mc.flush_offset_checkpoint_interval_ms
+            self.checkpoint_recovery_points()
+        if now >= self._next_start_checkpoint_ms:
+            self._next_start_checkpoint_ms = now + mc.flush_start_offset_checkpoint_interval_ms
+            self.checkpoint_log_start_offsets()
+        if now >= self._next_hw_checkpoint_ms:
+            self._next_hw_checkpoint_ms = now + mc.high_watermark_checkpoint_interval_ms
+            self.checkpoint_high_watermarks()
 
     def cleanup_logs(self) -> int:
-        """Run retention on every log; returns the number of segments deleted."""
+        """Run retention on every log whose policy does not include ``compact`` (compacted
+        logs get theirs from :meth:`clean_logs`, as in Kafka); returns the number of segments
+        deleted."""
         with self._lock:
-            return sum(log.delete_old_segments() for log in self._logs.values())
+            return sum(
+                log.delete_old_segments() for log in self._logs.values() if not log.config.compact
+            )
+
+    def clean_logs(self) -> CleanerStats | None:
+        """One cleaning round (Kafka's ``cleanFilthiestLog``): clean the compacted log with the
+        highest dirty ratio among those due, then run retention on every compacted log
+        (only delete-records breaches for policy ``compact``; size and time too for
+        ``compact,delete``). Returns the pass's figures, or None if no log was cleaned.
+
+        Holds no manager lock during the pass: reads, appends and other calls proceed.
+        Does nothing if the cleaner is disabled or the manager is shut down. Thread-safe.
+        """
+        cleaner = self.cleaner
+        if cleaner is None:
+            return None
+        with self._lock:
+            if self._shut_down:
+                return None
+            logs = dict(self._logs)
+        stats = cleaner.clean_filthiest_log(logs)
+        for log in logs.values():
+            if log.config.compact and not log.closed:
+                try:
+                    log.delete_old_segments()
+                except ValueError:
+                    pass  # closed meanwhile (deleted or shut down)
+        return stats
 
     def _logs_by_dir(self) -> dict[Path, list[tuple[TopicPartition, Log]]]:
         out: dict[Path, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.log_dirs}
@@ -316,6 +374,8 @@ class LogManager:
         with self._lock:
             if self._shut_down:
                 return
+            if self.cleaner is not None:
+                self.cleaner.shutdown()  # stops a running pass and waits for it
             for log in self._logs.values():
                 log.flush(include_active_empty=True)
             self.checkpoint_recovery_points()

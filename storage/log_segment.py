@@ -351,7 +351,9 @@ class LogSegment:
         return None
 
     # -- rolling --
-    def _load_rolling_based_timestamp(self) -> int:
+    def first_batch_timestamp(self) -> int:
+        """The first batch's max timestamp (the base of time-based rolling and of
+        ``max_compaction_lag_ms``); ``NO_TIMESTAMP`` if the segment is empty. Read once."""
         if self._rolling_based_timestamp is None:
             self._rolling_based_timestamp = NO_TIMESTAMP
             for _, batch in self.log.batch_headers(0):
@@ -361,7 +363,7 @@ class LogSegment:
 
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
         """How long the segment has been filling, by record time when records carry it."""
-        first = self._load_rolling_based_timestamp()
+        first = self.first_batch_timestamp()
         if first >= 0:
             return message_timestamp - first
         return now_ms - self.created_ms

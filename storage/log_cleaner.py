@@ -1,0 +1,582 @@
+"""Log compaction: keep the latest record of every key, crash-safe, in a fixed memory budget.
+
+Kafka's ``LogCleaner`` (``core/.../log/LogCleaner.scala``): :class:`LogCleaner` picks the
+filthiest compacted log (:mod:`storage.cleaner_manager`) and keeps the per-directory
+``cleaner-offset-checkpoint``; :class:`Cleaner` runs one pass over one log:
+
+1. **Map** the dirty section ``[first dirty, first uncleanable)`` into the
+   :class:`~storage.offset_map.OffsetMap`: key → latest offset. When the map fills up, the
+   pass ends where mapping stopped; the next pass starts there. So a log with more distinct
+   keys than the map holds is cleaned in several passes, never loaded whole.
+2. **Recopy** every segment below the pass's end (the clean section too: that is how a
+   tombstone is eventually dropped) in groups of at most ``segment_bytes``
+   (:func:`~storage.cleaner_manager.group_segments_by_size`), each into one new segment,
+   filtering each batch (:mod:`storage.batch_filter`). Offsets never change: gaps appear.
+3. **Swap** each new segment in for its group (:meth:`storage.log.Log.replace_segments`), then
+   record the pass's end in the checkpoint.
+
+Never cleaned: the active segment and anything at or above the high watermark.
+
+On disk, while a group is being cleaned, in the partition directory::
+
+    <base>.log.cleaned, .index.cleaned, .timeindex.cleaned   being written (flushed when done)
+    <base>.log.swap, …                                       complete, being swapped in
+    <old base>.log.deleted, …                                replaced, removed later
+
+Crash policy: a crash while ``.cleaned`` files exist leaves the old segments in place (the
+loader deletes ``.cleaned`` files and any ``.swap`` at or above them); once the ``.swap``
+files exist the loader completes the swap, deleting the regular segments in
+``[swap base, swap next offset)``. A group's last batch is always kept — as a header with no
+records if nothing in it survives — so the new segment's next offset covers every old segment
+it replaces. Groups are swapped one at a time, oldest first, and each is the compaction of the
+same map: after a crash every key still has its latest record. The checkpoint is written only
+after the whole pass, so a pass cut short is redone.
+
+Concurrency: passes run without the log's lock — reads, appends, rolls and retention go on —
+except to take a snapshot and for each swap. The cleaner reads the old segments through its
+own file descriptors, so retention renaming or deleting them cannot pull a file from under it;
+a truncation, a closed log or a replaced segment aborts the pass
+(:class:`~storage.errors.LogCleaningAbortedError`) with nothing half-swapped. One pass at a time
+per :class:`LogCleaner`; its methods are thread-safe.
+
+Memory: the offset map's arrays (``dedupe_buffer_bytes``, allocated at the first pass), one read
+chunk of ``io_buffer_bytes`` (or one batch when a batch is larger), the output buffered up to
+``io_buffer_bytes`` plus one batch, and the batch being filtered decompressed and rebuilt.
+Nothing grows with the number of keys or the size of the log.
+
+Deviations from Kafka: no transactions or idempotent producer state in odradek, so control
+batches are kept whole and no batch is kept for a producer's sake; the cleaner is not a thread
+of its own (the owner calls :meth:`LogCleaner.clean_filthiest_log`, e.g. from
+``LogManager.tick``); no I/O throttling.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from odradek.clock import Clock
+from odradek.errors import CorruptRecordError
+from odradek.records import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
+from odradek.records.batch import HEADER_STRUCT
+from storage.batch_filter import (
+    H_BASE_OFFSET,
+    H_LAST_OFFSET_DELTA,
+    H_LENGTH,
+    H_RECORDS_COUNT,
+    check_crc,
+    filter_batch,
+    put_keys,
+)
+from storage.checkpoint_file import OffsetCheckpointFile
+from storage.cleaner_manager import (
+    LogSnapshot,
+    SegmentSnapshot,
+    filthiest,
+    group_segments_by_size,
+    log_to_clean,
+)
+from storage.config import CleanerConfig, LogConfig
+from storage.errors import CheckpointError, LogCleaningAbortedError
+from storage.log import Log
+from storage.log_segment import (
+    CLEANED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    BatchInfo,
+    LogSegment,
+    filename_prefix_from_offset,
+)
+from storage.offset_map import OffsetMap
+
+__all__ = ["CLEANER_OFFSET_CHECKPOINT", "Cleaner", "CleanerStats", "LogCleaner"]
+
+_log = logging.getLogger(__name__)
+
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+
+TopicPartition = tuple[str, int]
+
+_NO_INDEX = 2**62  # an index interval no group reaches: stop adding index entries
+
+
+@dataclass(slots=True)
+class CleanerStats:
+    """What one pass did (Kafka's ``CleanerStats``)."""
+
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    end_offset: int = -1
+    """The pass cleaned every offset below this; the new checkpoint."""
+    map_bytes_read: int = 0
+    """Dirty bytes read to build the offset map."""
+    map_records_read: int = 0
+    bytes_read: int = 0
+    """Bytes recopied (read) from the old segments."""
+    bytes_written: int = 0
+    records_read: int = 0
+    records_retained: int = 0
+    batches_rewritten: int = 0
+    segments_cleaned: int = 0
+    groups: int = 0
+    map_entries: int = 0
+    map_utilization: float = 0.0
+    start_ms: int = 0
+    end_ms: int = 0
+    group_bases: list[int] = field(default_factory=list)
+
+    @property
+    def elapsed_ms(self) -> int:
+        return self.end_ms - self.start_ms
+
+
+class Cleaner:
+    """Runs cleaning passes with one offset map. Not thread-safe: one pass at a time."""
+
+    def __init__(
+        self,
+        offset_map: OffsetMap,
+        config: CleanerConfig,
+        clock: Clock,
+        *,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self._map = offset_map
+        self._config = config
+        self._clock = clock
+        self._should_stop = should_stop
+        self._log: Log | None = None
+
+    @property
+    def offset_map(self) -> OffsetMap:
+        return self._map
+
+    def clean(self, log: Log, checkpointed: int | None) -> CleanerStats:
+        """One pass over ``log`` from the checkpointed first dirty offset (None: the log
+        start), whatever its dirty ratio. Returns the pass's figures; ``end_offset`` is the
+        new checkpoint (the first dirty offset, unchanged, when there was nothing to clean).
+
+        Raises ``LogCleaningAbortedError`` if the log changed under the pass or the cleaner
+        is stopping (groups already swapped stay: each is a valid compaction), and
+        ``CorruptRecordError`` or ``OSError`` if a segment cannot be read (nothing of the
+        group being cleaned is swapped in).
+        """
+        snapshot, segments = log.begin_cleaning()
+        self._log = log
+        try:
+            return self._clean(log, log.config, snapshot, segments, checkpointed)
+        finally:
+            self._log = None
+            log.end_cleaning()
+
+    def _check_abort(self) -> None:
+        log = self._log
+        if (log is not None and log.cleaning_aborted) or self._should_stop():
+            raise LogCleaningAbortedError("cleaning aborted")
+
+    def _clean(
+        self,
+        log: Log,
+        config: LogConfig,
+        snapshot: LogSnapshot,
+        segments: list[LogSegment],
+        checkpointed: int | None,
+    ) -> CleanerStats:
+        now = self._clock.wall_ms()
+        to_clean = log_to_clean(snapshot, checkpointed, config, now)
+        dirty = to_clean.first_dirty_offset
+        upper = to_clean.first_uncleanable_offset
+        stats = CleanerStats(dirty, upper, start_ms=self._clock.monotonic_ms())
+        if dirty >= upper:
+            stats.end_offset = dirty
+            stats.end_ms = stats.start_ms
+            return stats
+        self._build_offset_map(snapshot, dirty, upper, stats)
+        end_offset = self._map.latest_offset + 1
+        stats.end_offset = end_offset
+        stats.map_entries = self._map.size
+        stats.map_utilization = self._map.utilization
+        by_base = {s.base_offset: s for s in segments}
+        groups = group_segments_by_size(
+            snapshot.between(0, end_offset),
+            max_size=config.segment_bytes,
+            max_index_size=config.segment_index_bytes,
+            first_uncleanable_offset=upper,
+        )
+        for group in groups:
+            old = [by_base[s.base_offset] for s in group]
+            self._clean_group(log, config, group, old, now, stats)
+        stats.end_ms = self._clock.monotonic_ms()
+        _log.info(
+            "cleaned %s up to offset %d in %d groups: %d of %d records kept, %d bytes → %d",
+            log.dir.name,
+            end_offset,
+            stats.groups,
+            stats.records_retained,
+            stats.records_read,
+            stats.bytes_read,
+            stats.bytes_written,
+        )
+        return stats
+
+    # -- reading --
+    def _batches(
+        self, path: Path, size: int
+    ) -> Iterator[tuple[bytes, memoryview, int, int, tuple[int, ...]]]:
+        """``(buffer, its view, position in buffer, position in file, header)`` for each batch
+        of the first ``size`` bytes of ``path``, read in chunks through a descriptor of our
+        own. A missing file or one shorter than ``size`` aborts the pass: the log changed."""
+        chunk = self._config.io_buffer_bytes
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise LogCleaningAbortedError(f"{path} is gone") from None
+        try:
+            position = 0
+            while position < size:
+                self._check_abort()
+                want = min(chunk, size - position)
+                buf = os.pread(fd, want, position)
+                if len(buf) < want:
+                    raise LogCleaningAbortedError(f"{path} shrank during cleaning")
+                view = memoryview(buf)
+                off = 0
+                while off + RECORD_BATCH_OVERHEAD <= want:
+                    header = HEADER_STRUCT.unpack_from(buf, off)
+                    batch_size = header[H_LENGTH] + LOG_OVERHEAD
+                    if batch_size < RECORD_BATCH_OVERHEAD:
+                        raise CorruptRecordError(
+                            f"{path}: batch of {batch_size} bytes at position {position + off}"
+                        )
+                    if off + batch_size > want:
+                        break
+                    yield buf, view, off, position + off, header
+                    off += batch_size
+                if off == 0:
+                    # A batch larger than a chunk (or a header cut by the chunk's end): read
+                    # that batch alone.
+                    if want < RECORD_BATCH_OVERHEAD:
+                        raise CorruptRecordError(f"{path}: {want} stray bytes at {position}")
+                    header = HEADER_STRUCT.unpack_from(buf, 0)
+                    batch_size = header[H_LENGTH] + LOG_OVERHEAD
+                    if position + batch_size > size:
+                        raise CorruptRecordError(f"{path}: torn batch at position {position}")
+                    buf = os.pread(fd, batch_size, position)
+                    if len(buf) < batch_size:
+                        raise LogCleaningAbortedError(f"{path} shrank during cleaning")
+                    yield buf, memoryview(buf), 0, position, header
+                    off = batch_size
+                position += off
+        finally:
+            os.close(fd)
+
+    # -- step 1: the offset map --
+    def _build_offset_map(
+        self, snapshot: LogSnapshot, start: int, end: int, stats: CleanerStats
+    ) -> None:
+        offset_map = self._map
+        offset_map.clear(start)
+        dirty = snapshot.between(start, end)
+        for i, segment in enumerate(dirty):
+            next_base = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
+            if self._map_segment(segment, start, next_base, stats):
+                _log.debug(
+                    "offset map full after %d keys, in segment %d",
+                    offset_map.size,
+                    segment.base_offset,
+                )
+                return
+
+    def _map_segment(
+        self, segment: SegmentSnapshot, start: int, next_base: int, stats: CleanerStats
+    ) -> bool:
+        offset_map = self._map
+        for buf, view, off, _, header in self._batches(segment.log_path, segment.size_in_bytes):
+            last_offset = header[H_BASE_OFFSET] + header[H_LAST_OFFSET_DELTA]
+            if last_offset < start:
+                continue
+            check_crc(view, off, header)
+            stats.map_bytes_read += header[H_LENGTH] + LOG_OVERHEAD
+            if put_keys(buf, off, header, start, offset_map):
+                return True
+            stats.map_records_read += header[H_RECORDS_COUNT]
+            offset_map.update_latest_offset(last_offset)
+        # Offsets missing at the end of the segment (a gap) belong to the map's range too.
+        offset_map.update_latest_offset(next_base - 1)
+        return False
+
+    # -- steps 2 and 3: recopy and swap --
+    def _clean_group(
+        self,
+        log: Log,
+        config: LogConfig,
+        group: Sequence[SegmentSnapshot],
+        old_segments: list[LogSegment],
+        now: int,
+        stats: CleanerStats,
+    ) -> None:
+        base = group[0].base_offset
+        prefix = filename_prefix_from_offset(base)
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            # Left by a pass that failed here: reopening would take it for valid data.
+            (log.dir / f"{prefix}{suffix}{CLEANED_SUFFIX}").unlink(missing_ok=True)
+        cleaned = LogSegment.for_config(
+            log.dir, base, config, created_ms=now, file_suffix=CLEANED_SUFFIX
+        )
+        try:
+            self._recopy(config, group, cleaned, now, stats)
+            cleaned.on_become_inactive_segment()
+            cleaned.flush()
+            cleaned.log.set_last_modified_ms(group[-1].last_modified_ms)
+            self._check_abort()
+        except BaseException:
+            cleaned.delete_if_exists()
+            raise
+        try:
+            log.replace_segments(cleaned, old_segments)
+        except LogCleaningAbortedError:
+            cleaned.delete_if_exists()
+            raise
+        stats.groups += 1
+        stats.segments_cleaned += len(group)
+        stats.bytes_written += cleaned.size
+        stats.group_bases.append(base)
+
+    def _recopy(
+        self,
+        config: LogConfig,
+        group: Sequence[SegmentSnapshot],
+        cleaned: LogSegment,
+        now: int,
+        stats: CleanerStats,
+    ) -> None:
+        flush_at = self._config.io_buffer_bytes
+        offset_map = self._map
+        delete_retention_ms = config.delete_retention_ms
+        # The group's last batch is kept even when empty, so that the new segment ends where
+        # the old ones did (the loader relies on it to finish an interrupted swap).
+        last_nonempty = max((i for i, s in enumerate(group) if s.size_in_bytes > 0), default=-1)
+        out = bytearray()
+        infos: list[BatchInfo] = []
+        bytes_read = records_read = records_retained = rewritten = 0
+        for i, segment in enumerate(group):
+            size = segment.size_in_bytes
+            for buf, view, off, file_position, header in self._batches(segment.log_path, size):
+                check_crc(view, off, header)
+                batch_size = header[H_LENGTH] + LOG_OVERHEAD
+                data, max_timestamp, read, retained, was_rewritten = filter_batch(
+                    buf,
+                    view,
+                    off,
+                    header,
+                    offset_map,
+                    now,
+                    delete_retention_ms,
+                    i == last_nonempty and file_position + batch_size == size,
+                )
+                bytes_read += batch_size
+                records_read += read
+                records_retained += retained
+                rewritten += was_rewritten
+                if data is None:
+                    continue
+                out += data
+                last_offset = header[H_BASE_OFFSET] + header[H_LAST_OFFSET_DELTA]
+                infos.append(BatchInfo(last_offset, max_timestamp, len(data)))
+                if len(out) >= flush_at:
+                    self._append(cleaned, out, infos)
+                    out = bytearray()
+                    infos = []
+        if infos:
+            self._append(cleaned, out, infos)
+        stats.bytes_read += bytes_read
+        stats.records_read += records_read
+        stats.records_retained += records_retained
+        stats.batches_rewritten += rewritten
+
+    @staticmethod
+    def _append(cleaned: LogSegment, data: bytearray, infos: list[BatchInfo]) -> None:
+        # Merging segments may need a few more index entries than the sources had (Kafka's
+        # grouping bounds only their sum). Rather than fail, stop indexing the new segment
+        # when an index is full: a sparser index is still correct, lookups scan further.
+        def free() -> int:
+            return min(
+                cleaned.offset_index.max_entries - cleaned.offset_index.entries,
+                cleaned.time_index.max_entries - 1 - cleaned.time_index.entries,
+            )
+
+        interval = cleaned.index_interval_bytes
+        at_most = min(len(infos), len(data) // (interval + 1) + 1)  # entries this can add
+        if free() > at_most:
+            cleaned.append(data, infos)
+            return
+        position = 0
+        for info in infos:  # one batch, so at most one entry per index, at a time
+            if free() < 1:
+                cleaned.index_interval_bytes = _NO_INDEX
+            cleaned.append(memoryview(data)[position : position + info.size_in_bytes], [info])
+            position += info.size_in_bytes
+
+
+class LogCleaner:
+    """Cleans compacted logs and keeps ``cleaner-offset-checkpoint`` in each log directory.
+
+    Thread-safe; one pass runs at a time. :meth:`shutdown` stops a running pass at its next
+    check and waits for it.
+    """
+
+    def __init__(self, log_dirs: Sequence[Path], config: CleanerConfig, clock: Clock) -> None:
+        self._config = config
+        self._clock = clock
+        self._offset_map: OffsetMap | None = None  # allocated at the first pass
+        self._lock = threading.Lock()  # checkpoints and the uncleanable set
+        self._pass_lock = threading.Lock()  # held for a whole pass
+        self._stopped = False
+        self._checkpoints: dict[Path, dict[TopicPartition, int]] = {
+            d: self._read_checkpoint(d) for d in log_dirs
+        }
+        self._uncleanable: set[TopicPartition] = set()
+        self.last_stats: CleanerStats | None = None
+        """The figures of the last pass that completed."""
+
+    @staticmethod
+    def _read_checkpoint(d: Path) -> dict[TopicPartition, int]:
+        try:
+            return OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT).read()
+        except (CheckpointError, OSError) as e:
+            # Only costs work: every log is then cleaned from its start.
+            _log.warning("ignoring unreadable %s in %s: %s", CLEANER_OFFSET_CHECKPOINT, d, e)
+            return {}
+
+    @property
+    def config(self) -> CleanerConfig:
+        return self._config
+
+    @property
+    def offset_map(self) -> OffsetMap | None:
+        """The map, once a pass has allocated it."""
+        return self._offset_map
+
+    def allocate_offset_map(self) -> OffsetMap:
+        """The offset map, allocated now if no pass has yet (it takes a moment: the whole
+        ``dedupe_buffer_bytes`` is written). Thread-safe only before passes start."""
+        if self._offset_map is None:
+            self._offset_map = OffsetMap(
+                self._config.dedupe_buffer_bytes, self._config.dedupe_buffer_load_factor
+            )
+        return self._offset_map
+
+    # -- checkpoints --
+    def checkpoints(self) -> dict[TopicPartition, int]:
+        """Every log's first dirty offset, from all directories."""
+        with self._lock:
+            return {tp: o for entries in self._checkpoints.values() for tp, o in entries.items()}
+
+    def _set_checkpoint(
+        self, d: Path, tp: TopicPartition, offset: int | None, *, unless_closed: Log | None = None
+    ) -> None:
+        with self._lock:
+            if unless_closed is not None and unless_closed.closed:
+                return  # deleted meanwhile: LogManager.delete_log closes, then calls remove_log
+            entries = self._checkpoints.setdefault(d, {})
+            if offset is None:
+                if entries.pop(tp, None) is None:
+                    return
+            else:
+                entries[tp] = offset
+            OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT).write(entries)
+
+    def _checkpoint_for(self, tp: TopicPartition, log: Log) -> int | None:
+        d = log.dir.parent
+        with self._lock:
+            checkpointed = self._checkpoints.get(d, {}).get(tp)
+        truncated = log.take_cleaner_truncation()
+        if truncated is not None and checkpointed is not None and checkpointed > truncated:
+            checkpointed = truncated
+            self._set_checkpoint(d, tp, truncated)
+        return checkpointed
+
+    def remove_log(self, tp: TopicPartition, log_dir: Path) -> None:
+        """Forget a deleted log (its checkpoint entry and uncleanable mark)."""
+        with self._lock:
+            self._uncleanable.discard(tp)
+        self._set_checkpoint(log_dir, tp, None)
+
+    @property
+    def uncleanable_partitions(self) -> set[TopicPartition]:
+        """Logs a pass failed on with an error other than an abort; skipped from then on."""
+        with self._lock:
+            return set(self._uncleanable)
+
+    # -- passes --
+    def clean_filthiest_log(self, logs: Mapping[TopicPartition, Log]) -> CleanerStats | None:
+        """Clean the compacted log with the highest dirty ratio among those due, if any.
+        Returns the pass's figures, or None if nothing was due or the pass did not finish."""
+        with self._pass_lock:
+            if self._stopped:
+                return None
+            now = self._clock.wall_ms()
+            candidates = []
+            with self._lock:
+                skipped = set(self._uncleanable)
+            for tp, log in logs.items():
+                if not log.config.compact or tp in skipped or log.closed:
+                    continue
+                try:
+                    snapshot = log.cleaning_snapshot()
+                except ValueError:
+                    continue  # closed meanwhile
+                to_clean = log_to_clean(snapshot, self._checkpoint_for(tp, log), log.config, now)
+                if to_clean.force_update_checkpoint:
+                    _log.warning(
+                        "resetting the cleaner checkpoint of %s-%d to %d: it was out of range",
+                        *tp,
+                        to_clean.first_dirty_offset,
+                    )
+                    self._set_checkpoint(log.dir.parent, tp, to_clean.first_dirty_offset)
+                candidates.append((tp, to_clean, log.config))
+            chosen = filthiest(candidates)
+            if chosen is None:
+                return None
+            return self._clean(chosen, logs[chosen])
+
+    def clean_log(self, tp: TopicPartition, log: Log) -> CleanerStats | None:
+        """One pass over ``log`` now, whatever its dirty ratio (tests, operators). Returns
+        None if the pass was aborted or failed."""
+        with self._pass_lock:
+            if self._stopped:
+                return None
+            return self._clean(tp, log)
+
+    def _clean(self, tp: TopicPartition, log: Log) -> CleanerStats | None:
+        checkpointed = self._checkpoint_for(tp, log)
+        cleaner = Cleaner(
+            self.allocate_offset_map(), self._config, self._clock, should_stop=self._is_stopped
+        )
+        try:
+            stats = cleaner.clean(log, checkpointed)
+        except LogCleaningAbortedError as e:
+            _log.info("cleaning of %s-%d aborted: %s", *tp, e)
+            return None
+        except Exception:
+            _log.exception("cleaning of %s-%d failed: marking it uncleanable", *tp)
+            with self._lock:
+                self._uncleanable.add(tp)
+            return None
+        self._set_checkpoint(log.dir.parent, tp, stats.end_offset, unless_closed=log)
+        self.last_stats = stats
+        return stats
+
+    def _is_stopped(self) -> bool:
+        return self._stopped
+
+    def shutdown(self) -> None:
+        """Stop: a running pass aborts at its next check; wait for it. Idempotent."""
+        self._stopped = True
+        with self._pass_lock:
+            pass
