@@ -154,10 +154,12 @@ def put_keys(
     base_offset = header[H_BASE_OFFSET]
     # OffsetMap.put, inlined (see OffsetMap.tables); so are varints of one and two bytes,
     # which are nearly all of them: a call per field would cost more than the rest.
-    table, slots = offset_map.tables()
+    table, slots, touched = offset_map.tables()
     steps = slots - 1
     map_base = offset_map.base
-    room = offset_map.max_entries - offset_map.size
+    size = offset_map.size
+    room = offset_map.max_entries - size
+    tracked = len(touched) - size  # new keys whose slot is still recorded in touched
     added = 0
     latest = offset_map.latest_offset
     full = False
@@ -227,6 +229,8 @@ def put_keys(
                         break
             if not word:
                 table[j] = fingerprint
+                if added < tracked:
+                    touched[size + added] = i
                 added += 1
             table[j + 1] = (offset - map_base + 1) << CHECK_BITS | check
             latest = offset
@@ -270,7 +274,7 @@ def filter_batch(
     horizon_passed = has_horizon and now_ms >= base_timestamp
     latest = offset_map.latest_offset
     # OffsetMap.get, inlined (see OffsetMap.tables), and one- and two-byte varints too.
-    table, slots = offset_map.tables()
+    table, slots, _ = offset_map.tables()
     steps = slots - 1
     map_base = offset_map.base - 1  # a word holds offset - base + 1
     # Survivors' [start, end) in ``data``, flattened; a start is that of the length varint.
