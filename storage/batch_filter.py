@@ -26,9 +26,10 @@ without a key in the cleaned range are dropped. Control batches are kept whole. 
 Deviation from Kafka: a rebuilt batch keeps its original BaseTimestamp (or gets the horizon)
 instead of taking its first surviving record's timestamp; record timestamps decode the same.
 
-Every batch's CRC-32C is checked before it is used: a corrupt batch raises
-:class:`~odradek.errors.CorruptRecordError` rather than being rewritten with a fresh CRC.
-Thread-safe (no shared state).
+The cleaner checks every batch's CRC-32C with :func:`check_crc` before handing it to either
+function, so that a corrupt batch raises :class:`~odradek.errors.CorruptRecordError` rather
+than being rewritten with a fresh CRC. Thread-safe as far as the offset map is used by one
+thread at a time.
 """
 
 from __future__ import annotations
