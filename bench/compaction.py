@@ -45,11 +45,12 @@ MIB = 1024 * 1024
 
 
 def log_config(segment_bytes: int) -> LogConfig:
+    # file_delete_delay_ms keeps its default (60 s): replaced segments are removed later, as
+    # in Kafka, not by the pass.
     return LogConfig(
         cleanup_policy="compact",
         segment_bytes=segment_bytes,
-        file_delete_delay_ms=0,
-        max_message_bytes=4 * BATCH_BYTES,
+        max_message_bytes=min(segment_bytes, 4 * MIB),
     )
 
 

@@ -26,9 +26,10 @@ without a key in the cleaned range are dropped. Control batches are kept whole. 
 Deviation from Kafka: a rebuilt batch keeps its original BaseTimestamp (or gets the horizon)
 instead of taking its first surviving record's timestamp; record timestamps decode the same.
 
-Every batch's CRC-32C is checked before it is used: a corrupt batch raises
-:class:`~odradek.errors.CorruptRecordError` rather than being rewritten with a fresh CRC.
-Thread-safe (no shared state).
+The cleaner checks every batch's CRC-32C with :func:`check_crc` before handing it to either
+function, so that a corrupt batch raises :class:`~odradek.errors.CorruptRecordError` rather
+than being rewritten with a fresh CRC. Thread-safe as far as the offset map is used by one
+thread at a time.
 """
 
 from __future__ import annotations
@@ -154,10 +155,12 @@ def put_keys(
     base_offset = header[H_BASE_OFFSET]
     # OffsetMap.put, inlined (see OffsetMap.tables); so are varints of one and two bytes,
     # which are nearly all of them: a call per field would cost more than the rest.
-    table, slots = offset_map.tables()
+    table, slots, touched = offset_map.tables()
     steps = slots - 1
     map_base = offset_map.base
-    room = offset_map.max_entries - offset_map.size
+    size = offset_map.size
+    room = offset_map.max_entries - size
+    tracked = len(touched) - size  # new keys whose slot is still recorded in touched
     added = 0
     latest = offset_map.latest_offset
     full = False
@@ -227,6 +230,8 @@ def put_keys(
                         break
             if not word:
                 table[j] = fingerprint
+                if added < tracked:
+                    touched[size + added] = i
                 added += 1
             table[j + 1] = (offset - map_base + 1) << CHECK_BITS | check
             latest = offset
@@ -270,7 +275,7 @@ def filter_batch(
     horizon_passed = has_horizon and now_ms >= base_timestamp
     latest = offset_map.latest_offset
     # OffsetMap.get, inlined (see OffsetMap.tables), and one- and two-byte varints too.
-    table, slots = offset_map.tables()
+    table, slots, _ = offset_map.tables()
     steps = slots - 1
     map_base = offset_map.base - 1  # a word holds offset - base + 1
     # Survivors' [start, end) in ``data``, flattened; a start is that of the length varint.

@@ -16,6 +16,11 @@ lie outside the CRC — and writes the bytes as they came: records are neither d
 re-encoded, and the CRC is not recomputed (except with ``log_append_time``, which rewrites a
 covered field). Reads return whole batches as raw bytes.
 
+Compaction (:mod:`storage.log_cleaner`) works on the non-active segments without the lock and
+takes it only to snapshot them (:meth:`Log.begin_cleaning`) and to swap a cleaned segment in
+for the ones it replaces (:meth:`Log.replace_segments`); a truncation or :meth:`Log.close`
+aborts a pass in progress.
+
 Every public method is thread-safe: one lock serialises the log's state changes and reads.
 """
 

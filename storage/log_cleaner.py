@@ -39,10 +39,11 @@ a truncation, a closed log or a replaced segment aborts the pass
 (:class:`~storage.errors.LogCleaningAbortedError`) with nothing half-swapped. One pass at a time
 per :class:`LogCleaner`; its methods are thread-safe.
 
-Memory: the offset map's arrays (``dedupe_buffer_bytes``, allocated at the first pass), one read
-chunk of ``io_buffer_bytes`` (or one batch when a batch is larger), the output buffered up to
-``io_buffer_bytes`` plus one batch, and the batch being filtered decompressed and rebuilt.
-Nothing grows with the number of keys or the size of the log.
+Memory: the offset map (``dedupe_buffer_bytes``, allocated at the first pass), up to two read
+chunks of ``io_buffer_bytes`` (the one being filtered and the next; a batch larger than a chunk
+is read alone), the output buffered up to ``io_buffer_bytes`` plus one batch, and the batch
+being filtered, decompressed and rebuilt. Nothing grows with the number of keys or the size of
+the log.
 
 Deviations from Kafka: no transactions or idempotent producer state in odradek, so control
 batches are kept whole and no batch is kept for a producer's sake; the cleaner is not a thread
@@ -514,36 +515,46 @@ class LogCleaner:
             return set(self._uncleanable)
 
     # -- passes --
-    def clean_filthiest_log(self, logs: Mapping[TopicPartition, Log]) -> CleanerStats | None:
+    def clean_filthiest_log(
+        self, logs: Mapping[TopicPartition, Log], *, wait: bool = True
+    ) -> CleanerStats | None:
         """Clean the compacted log with the highest dirty ratio among those due, if any.
-        Returns the pass's figures, or None if nothing was due or the pass did not finish."""
-        with self._pass_lock:
-            if self._stopped:
-                return None
-            now = self._clock.wall_ms()
-            candidates = []
-            with self._lock:
-                skipped = set(self._uncleanable)
-            for tp, log in logs.items():
-                if not log.config.compact or tp in skipped or log.closed:
-                    continue
-                try:
-                    snapshot = log.cleaning_snapshot()
-                except ValueError:
-                    continue  # closed meanwhile
-                to_clean = log_to_clean(snapshot, self._checkpoint_for(tp, log), log.config, now)
-                if to_clean.force_update_checkpoint:
-                    _log.warning(
-                        "resetting the cleaner checkpoint of %s-%d to %d: it was out of range",
-                        *tp,
-                        to_clean.first_dirty_offset,
-                    )
-                    self._set_checkpoint(log.dir.parent, tp, to_clean.first_dirty_offset)
-                candidates.append((tp, to_clean, log.config))
-            chosen = filthiest(candidates)
-            if chosen is None:
-                return None
-            return self._clean(chosen, logs[chosen])
+        Returns the pass's figures, or None if nothing was due, the pass did not finish, or
+        — with ``wait=False`` — another thread's pass is running."""
+        if not self._pass_lock.acquire(blocking=wait):
+            return None
+        try:
+            return self._clean_filthiest_log(logs)
+        finally:
+            self._pass_lock.release()
+
+    def _clean_filthiest_log(self, logs: Mapping[TopicPartition, Log]) -> CleanerStats | None:
+        if self._stopped:
+            return None
+        now = self._clock.wall_ms()
+        candidates = []
+        with self._lock:
+            skipped = set(self._uncleanable)
+        for tp, log in logs.items():
+            if not log.config.compact or tp in skipped or log.closed:
+                continue
+            try:
+                snapshot = log.cleaning_snapshot()
+            except ValueError:
+                continue  # closed meanwhile
+            to_clean = log_to_clean(snapshot, self._checkpoint_for(tp, log), log.config, now)
+            if to_clean.force_update_checkpoint:
+                _log.warning(
+                    "resetting the cleaner checkpoint of %s-%d to %d: it was out of range",
+                    *tp,
+                    to_clean.first_dirty_offset,
+                )
+                self._set_checkpoint(log.dir.parent, tp, to_clean.first_dirty_offset)
+            candidates.append((tp, to_clean, log.config))
+        chosen = filthiest(candidates)
+        if chosen is None:
+            return None
+        return self._clean(chosen, logs[chosen])
 
     def clean_log(self, tp: TopicPartition, log: Log) -> CleanerStats | None:
         """One pass over ``log`` now, whatever its dirty ratio (tests, operators). Returns

@@ -264,14 +264,15 @@ class LogManager:
         """Run whatever periodic task is due by the clock. Call it often (e.g. every 100 ms).
 
         A cleaning round (:meth:`clean_logs`) runs last, outside the manager's lock, when the
-        previous one cleaned something or ``backoff_ms`` has passed since one that did not."""
+        previous one cleaned something or ``backoff_ms`` has passed since one that did not; it
+        is skipped, not waited for, while another thread's pass is running."""
         with self._lock:
             if self._shut_down:
                 return
             self._periodic_tasks()
             clean = self.cleaner is not None and self._clock.monotonic_ms() >= self._next_clean_ms
         if clean:
-            cleaned = self.clean_logs()
+            cleaned = self.clean_logs(wait=False)
             backoff = 0 if cleaned is not None else self.cleaner_config.backoff_ms
             self._next_clean_ms = self._clock.monotonic_ms() + backoff
 
@@ -308,13 +309,15 @@ class LogManager:
                 log.delete_old_segments() for log in self._logs.values() if not log.config.compact
             )
 
-    def clean_logs(self) -> CleanerStats | None:
+    def clean_logs(self, *, wait: bool = True) -> CleanerStats | None:
         """One cleaning round (Kafka's ``cleanFilthiestLog``): clean the compacted log with the
         highest dirty ratio among those due, then run retention on every compacted log
         (only delete-records breaches for policy ``compact``; size and time too for
         ``compact,delete``). Returns the pass's figures, or None if no log was cleaned.
 
-        Holds no manager lock during the pass: reads, appends and other calls proceed.
+        Holds no manager lock during the pass: reads, appends and other calls proceed. With
+        ``wait=False`` it returns at once, cleaning nothing, if another thread's pass is
+        running (so a broker may run rounds from a thread of its own beside ``tick``).
         Does nothing if the cleaner is disabled or the manager is shut down. Thread-safe.
         """
         cleaner = self.cleaner
@@ -324,7 +327,7 @@ class LogManager:
             if self._shut_down:
                 return None
             logs = dict(self._logs)
-        stats = cleaner.clean_filthiest_log(logs)
+        stats = cleaner.clean_filthiest_log(logs, wait=wait)
         for log in logs.values():
             if log.config.compact and not log.closed:
                 try:

@@ -15,6 +15,11 @@ superseded it. For ``n`` keys in a pass the chance is about ``n² / 2**89``: 10*
 million keys. (MD5's 128 bits are no safer in practice: MD5 collisions can be made on purpose,
 while SipHash's key is secret — unless ``PYTHONHASHSEED`` fixes it.)
 
+Clearing the map writes the whole table (128 MiB by default), which would cost a small log's
+pass more than cleaning it; so the map also keeps the slots of its first ``slots / 64`` keys
+(in ``touched``, half a byte a slot, within the budget) and clears only those when a pass put
+no more keys than that.
+
 Offsets are stored relative to the ``base`` given to :meth:`OffsetMap.clear` (the pass's first
 dirty offset) in 39 bits: a pass covers at most ``MAX_OFFSET_SPAN`` offsets (5.5 · 10**11), and
 the map counts as full past that.
@@ -39,6 +44,8 @@ from zlib import crc32
 __all__ = ["BYTES_PER_ENTRY", "CHECK_BITS", "CHECK_MASK", "MAX_OFFSET_SPAN", "OffsetMap"]
 
 BYTES_PER_ENTRY = 16
+TOUCHED_SHARE = 64
+"""One slot in this many gets a ``touched`` entry (8 bytes)."""
 CHECK_BITS = 24
 CHECK_MASK = (1 << CHECK_BITS) - 1
 MAX_OFFSET_SPAN = (1 << (63 - CHECK_BITS)) - 2
@@ -75,6 +82,7 @@ class OffsetMap:
         "_size",
         "_slots",
         "_table",
+        "_touched",
         "lookups",
         "probes",
     )
@@ -84,7 +92,8 @@ class OffsetMap:
         slots or the load factor leaves no room for one entry."""
         if memory_bytes < 3 * BYTES_PER_ENTRY:
             raise ValueError(f"an offset map needs at least {3 * BYTES_PER_ENTRY} bytes")
-        slots = _largest_prime_at_most(memory_bytes // BYTES_PER_ENTRY)
+        per_slot = BYTES_PER_ENTRY + 8 / TOUCHED_SHARE
+        slots = _largest_prime_at_most(int(memory_bytes / per_slot))
         # One slot stays empty whatever the load factor, so that every probe loop ends.
         max_entries = min(int(slots * load_factor), slots - 1)
         if not 0 < load_factor <= 1 or max_entries < 1:
@@ -93,6 +102,7 @@ class OffsetMap:
         self._max_entries = max_entries
         # array * n allocates the words once, with no temporary of the same size.
         self._table = array("q", [0]) * (2 * slots)
+        self._touched = array("q", [0]) * (slots // TOUCHED_SHARE)
         self._base = 0
         self._size = 0
         self._latest_offset = -1
@@ -126,8 +136,8 @@ class OffsetMap:
 
     @property
     def memory_bytes(self) -> int:
-        """The bytes of the table: fixed at construction."""
-        return len(self._table) * self._table.itemsize
+        """The bytes of the table and of ``touched``: fixed at construction."""
+        return (len(self._table) + len(self._touched)) * 8
 
     @property
     def base(self) -> int:
@@ -144,12 +154,13 @@ class OffsetMap:
         self._latest_offset = offset
 
     # -- the inlined probe loops --
-    def tables(self) -> tuple[array[int], int]:
-        """``(table, slots)`` for the cleaner's record loops (:mod:`storage.batch_filter`),
-        which probe inline — a method call per record costs as much as the probe. They must
-        probe exactly as :meth:`put` and :meth:`get` do, and account through
-        :meth:`record_puts`."""
-        return self._table, self._slots
+    def tables(self) -> tuple[array[int], int, array[int]]:
+        """``(table, slots, touched)`` for the cleaner's record loops
+        (:mod:`storage.batch_filter`), which probe inline — a method call per record costs as
+        much as the probe. They must probe exactly as :meth:`put` and :meth:`get` do, record the
+        slot of the n-th new key at ``touched[n]`` while ``n < len(touched)``, and account
+        through :meth:`record_puts`."""
+        return self._table, self._slots, self._touched
 
     def record_puts(self, added: int, latest_offset: int) -> None:
         """Account for puts made through :meth:`tables`: ``added`` new keys, the latest
@@ -161,13 +172,18 @@ class OffsetMap:
     def clear(self, base: int = 0) -> None:
         """Empty the map in place; offsets put from now on must be in
         ``[base, base + MAX_OFFSET_SPAN]``."""
-        table = memoryview(self._table)
-        words = len(self._table)
-        zero = array("q", [0]) * min(_ZERO_CHUNK, words)
-        for start in range(0, words, _ZERO_CHUNK):
-            stop = min(start + _ZERO_CHUNK, words)
-            table[start:stop] = zero[: stop - start]
-        table.release()
+        if self._size <= len(self._touched):
+            table = self._table
+            for slot in self._touched[: self._size]:
+                table[2 * slot] = table[2 * slot + 1] = 0
+        else:
+            view = memoryview(self._table)
+            words = len(self._table)
+            zero = array("q", [0]) * min(_ZERO_CHUNK, words)
+            for start in range(0, words, _ZERO_CHUNK):
+                stop = min(start + _ZERO_CHUNK, words)
+                view[start:stop] = zero[: stop - start]
+            view.release()
         self._base = base
         self._size = 0
         self._latest_offset = -1
@@ -194,6 +210,8 @@ class OffsetMap:
                 if self._size >= slots - 1:
                     raise OverflowError(f"the offset map is full ({slots} slots)")
                 table[2 * i] = fingerprint
+                if self._size < len(self._touched):
+                    self._touched[self._size] = i
                 self._size += 1
                 break
             if table[2 * i] == fingerprint and word & CHECK_MASK == check:

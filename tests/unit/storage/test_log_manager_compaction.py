@@ -182,3 +182,17 @@ def test_shutdown_during_a_round_stops_the_pass_cleanly(tmp_path, clock, monkeyp
     oracle.check(reopened)
     assert len(read_log(reopened)) == 40  # nothing was cleaned
     m.shutdown()
+
+
+def test_tick_does_not_wait_for_a_pass_another_thread_runs(tmp_path, clock):
+    m = manager([tmp_path], clock)
+    log = m.get_or_create_log("table", 0)
+    fill(log, Oracle(), keys=5, rounds=8, clock=clock)
+    size = log.size
+    assert m.cleaner is not None
+    with m.cleaner._pass_lock:  # what a pass in another thread holds
+        m.tick()  # returns instead of blocking
+        assert m.clean_logs(wait=False) is None
+    assert log.size == size
+    assert m.clean_logs() is not None
+    m.shutdown()

@@ -89,3 +89,24 @@ def test_probes_stay_few_at_kafkas_load_factor():
         m.get((10**9 + i).to_bytes(8, "big"))  # absent keys: the worst case
     assert puts < 4
     assert m.probes / m.lookups < 15  # double hashing: about 1 / (1 - 0.9)
+
+
+def test_clear_after_a_small_pass_clears_only_the_slots_used_and_after_a_large_one_all():
+    from odradek.records import Record, build_batch
+    from odradek.records.batch import HEADER_STRUCT
+    from storage.batch_filter import put_keys
+
+    m = OffsetMap(64 * 1024)
+    touched = m.slots // 64
+    for keys in (5, touched, touched + 1, 1000):
+        # half through put, half through the cleaner's inlined loop
+        for i in range(keys // 2):
+            m.put(f"k{i}".encode(), i)
+        b = build_batch([Record(f"k{i}".encode(), b"v") for i in range(keys // 2, keys)])
+        assert not put_keys(b, 0, HEADER_STRUCT.unpack_from(b, 0), 0, m)
+        assert m.size == keys
+        assert all(m.get(f"k{i}".encode()) >= 0 for i in range(keys))
+        m.clear()
+        assert m.size == 0
+        assert all(m.get(f"k{i}".encode()) == -1 for i in range(keys))
+        assert not any(m.tables()[0]), "a slot was left behind"
