@@ -211,9 +211,12 @@ def test_controlled_shutdown_fails_no_acks_all_produce(make_cluster):
         writer.join(timeout=120)
     failed = [f.exception() for f in futures if f.exception() is not None]
     assert failed == [], f"{len(failed)} of {len(futures)} sends failed, first: {failed[:1]}"
-    consumed = consume_all(cluster.bootstrap_servers, "steady", 1)[0]
-    offsets = sorted(f.result().offset for f in futures)
-    assert [o for o, _ in consumed] == offsets
+    consumed = dict(consume_all(cluster.bootstrap_servers, "steady", 1)[0])
+    # every acknowledged record is at its offset; a batch whose answer was lost in the move and
+    # was retried may also be there twice (the producer is not idempotent)
+    lost = [i for i, f in enumerate(futures) if consumed.get(f.result().offset) != f"v{i}".encode()]
+    assert lost == []
+    assert len(consumed) >= len(futures)
     admin.close()
 
 
