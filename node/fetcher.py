@@ -89,11 +89,6 @@ class ReplicaFetcher:
             for tp in tps:
                 self._partitions.pop(tp, None)
 
-    @property
-    def partition_count(self) -> int:
-        with self._lock:
-            return len(self._partitions)
-
     def shutdown(self) -> None:
         self._running = False
         self._wakeup.set()
@@ -291,10 +286,6 @@ class ReplicaFetcherManager:
             leader = self._owner.pop(tp, None)
             if leader is not None and leader in self._fetchers:
                 self._fetchers[leader].remove([tp])
-
-    def fetched_partitions(self) -> dict[TopicPartition, int]:
-        with self._lock:
-            return dict(self._owner)
 
     def shutdown(self) -> None:
         with self._lock:

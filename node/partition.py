@@ -102,7 +102,6 @@ class Partition:
         self._pending_isr: frozenset[int] | None = None
         self.leader_epoch_start_offset = -1
         self._followers: dict[int, FollowerFetchState] = {}
-        self.shutting_down_brokers: frozenset[int] = frozenset()
 
     # -- state --
     @property
@@ -116,21 +115,13 @@ class Partition:
             return self.isr | (self._pending_isr or frozenset())
 
     @property
-    def isr_change_pending(self) -> bool:
-        return self._pending_isr is not None
-
-    @property
     def min_isr(self) -> int:
         return rules.effective_min_isr(
             self.log.config.min_insync_replicas, max(1, len(self.replicas))
         )
 
-    def follower_states(self) -> dict[int, FollowerFetchState]:
-        with self._lock:
-            return dict(self._followers)
-
     def _eligible(self) -> set[int]:
-        return set(self._live_brokers()) - self.shutting_down_brokers
+        return set(self._live_brokers())
 
     def is_newer(self, state: LeaderAndIsrState) -> bool:
         """Whether a controller decision supersedes what this replica has (stale ones are

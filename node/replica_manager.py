@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from node.config import NodeConfig
@@ -512,9 +512,6 @@ class ReplicaManager:
                     list(change.new_isr),
                 )
                 self.alter_partitions.submit(change)
-
-    def leader_partitions(self) -> Iterable[Partition]:
-        return [p for p in self.partitions().values() if p.is_leader]
 
     def shutdown(self) -> None:
         self._shutting_down = True

@@ -45,10 +45,6 @@ class LeaderEpochCache:
         """The newest epoch, or -1 when there is none."""
         return self._entries[-1][0] if self._entries else UNDEFINED_EPOCH
 
-    @property
-    def earliest_entry(self) -> tuple[int, int] | None:
-        return self._entries[0] if self._entries else None
-
     def assign(self, epoch: int, start_offset: int) -> bool:
         """Record that ``epoch`` starts at ``start_offset``; returns whether anything changed.
 
