@@ -1,0 +1,1 @@
+"""Runnable Spark pipeline jobs built on the odradek connector (``odradek.spark``)."""
