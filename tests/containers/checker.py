@@ -23,6 +23,7 @@ idempotent, so a send retried after a lost answer may be written twice), sends t
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,7 +83,9 @@ def table(verdicts: list[Verdict]) -> str:
     """A Markdown table, one row per scenario."""
     rows = [TABLE_HEADER, *(v.row() for v in verdicts)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER))]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
+    lines = [
+        "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows
+    ]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
     return "\n".join(lines)
 
@@ -172,7 +175,7 @@ def compare_replicas(
                 )
                 problems.append(
                     f"partition {partition}: node {node} differs from node {reference_node} at "
-                    f"batch {first} ({batches[first:first + 1]} vs {reference[first:first + 1]})"
+                    f"batch {first}: {batches[first : first + 1]} vs {reference[first : first + 1]}"
                 )
     return problems
 
@@ -182,7 +185,7 @@ def longest_unavailability(history: History) -> float:
     fault window: how long the cluster accepted no acks=-1 write around a fault."""
     acks = sorted(s.acked_at for s in history.sends if s.acked_at is not None)
     longest = 0.0
-    for before, after in zip(acks, acks[1:], strict=False):
+    for before, after in itertools.pairwise(acks):
         if any(before <= healed and after >= start for start, healed in history.faults):
             longest = max(longest, after - before)
     return longest
@@ -204,7 +207,9 @@ def replica_batches(data_dir: Path, topic: str, partition: int) -> list[Batch]:
                 break
             for batch in batches:
                 batch.validate()
-                out.append((batch.base_offset, batch.last_offset, batch.partition_leader_epoch, batch.crc))
+                out.append(
+                    (batch.base_offset, batch.last_offset, batch.partition_leader_epoch, batch.crc)
+                )
                 offset = batch.last_offset + 1
         return out
     finally:

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-import docker
+import docker  # type: ignore[import-untyped]
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from kazoo.client import KazooClient
-from testcontainers.core.container import DockerContainer  # type: ignore[import-untyped]
+from testcontainers.core.container import DockerContainer
 
 from controller.zk_data import BrokerIdsZNode, ControllerZNode
 from deploy.local.zookeeper import four_letter_word
@@ -259,9 +259,7 @@ class ContainerCluster:
 
     def registered_nodes(self) -> set[int]:
         """Nodes with a live ZooKeeper session (an ephemeral ``/brokers/ids/<id>``)."""
-        return self._zk_read(
-            lambda zk: {int(c) for c in zk.get_children(BrokerIdsZNode.path)}
-        )
+        return self._zk_read(lambda zk: {int(c) for c in zk.get_children(BrokerIdsZNode.path)})
 
 
 def partition_leader(admin: Admin, topic: str, partition: int = 0) -> int:
@@ -335,6 +333,5 @@ def container_cgroup(pid: int) -> str:
                 break
             return path
     raise RuntimeError(
-        f"process {pid} has no cgroup v2 path of its own; "
-        "iptables cannot single out its traffic"
+        f"process {pid} has no cgroup v2 path of its own; iptables cannot single out its traffic"
     )

@@ -14,14 +14,14 @@ import os
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
 
-from collections.abc import Iterator  # noqa: E402
-from pathlib import Path  # noqa: E402
+from collections.abc import Iterator
+from pathlib import Path
 
-import docker  # noqa: E402
-import pytest  # noqa: E402
+import docker  # type: ignore[import-untyped]
+import pytest
 
-from tests.containers.checker import Verdict, table  # noqa: E402
-from tests.containers.cluster import (  # noqa: E402
+from tests.containers.checker import Verdict, table
+from tests.containers.cluster import (
     NODE_IMAGE,
     ZOOKEEPER_IMAGE,
     ContainerCluster,
@@ -100,9 +100,7 @@ def verdicts() -> list[Verdict]:
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     report = yield
     if report.when == "call":
         item.rep_call = report  # type: ignore[attr-defined]

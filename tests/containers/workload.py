@@ -14,6 +14,7 @@ list; the lists are read only after ``stop`` has joined the threads.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from concurrent.futures import Future
@@ -131,9 +132,7 @@ class Workload:
             while not self._stop.is_set():
                 send = Send(producer_id, f"p{producer_id}-{seq}".encode(), now_s())
                 sends.append(send)
-                producer.send(TOPIC, send.value).add_done_callback(
-                    lambda f, send=send: _record(send, f)
-                )
+                producer.send(TOPIC, send.value).add_done_callback(functools.partial(_record, send))
                 seq += 1
                 time.sleep(SEND_INTERVAL_S)
             producer.flush(120)
