@@ -259,7 +259,21 @@ class ContainerCluster:
 
     def registered_nodes(self) -> set[int]:
         """Nodes with a live ZooKeeper session (an ephemeral ``/brokers/ids/<id>``)."""
-        return self._zk_read(lambda zk: {int(c) for c in zk.get_children(BrokerIdsZNode.path)})
+        return set(self.registrations())
+
+    def registrations(self) -> dict[int, int]:
+        """Registered node -> its broker epoch (the czxid of its ``/brokers/ids/<id>``): a node
+        whose session expired registers again with a new epoch."""
+
+        def read(zk: KazooClient) -> dict[int, int]:
+            out = {}
+            for child in zk.get_children(BrokerIdsZNode.path):
+                stat = zk.exists(f"{BrokerIdsZNode.path}/{child}")
+                if stat is not None:
+                    out[int(child)] = int(stat.czxid)
+            return out
+
+        return self._zk_read(read)
 
 
 def partition_leader(admin: Admin, topic: str, partition: int = 0) -> int:

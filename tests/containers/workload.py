@@ -37,6 +37,11 @@ PRODUCER_CONFIG = {
     "delivery_timeout_ms": 120_000,
     "metadata_max_age_ms": 5_000,
 }
+CONSUMER_CONFIG = {
+    "auto_offset_reset": "earliest",
+    "request_timeout_ms": 5_000,  # as the producers: give up on a node that stopped answering
+    "metadata_max_age_ms": 5_000,
+}
 
 
 @dataclass
@@ -145,7 +150,7 @@ class Workload:
         next_offset = dict.fromkeys(range(PARTITIONS), 0)
         while not self._stop.is_set():
             try:
-                with Consumer(self.bootstrap_servers, auto_offset_reset="earliest") as consumer:
+                with Consumer(self.bootstrap_servers, **CONSUMER_CONFIG) as consumer:  # type: ignore[arg-type]
                     consumer.assign(tps)
                     for tp in tps:
                         consumer.seek(tp, next_offset[tp.partition])
