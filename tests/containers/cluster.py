@@ -25,9 +25,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from kazoo.client import KazooClient
 from testcontainers.core.container import DockerContainer
 
-from controller.zk_data import BrokerIdsZNode, ControllerZNode
+from controller.zk_data import (
+    BrokerIdsZNode,
+    ControllerZNode,
+    TopicPartition,
+    TopicPartitionStateZNode,
+)
 from deploy.local.zookeeper import four_letter_word
-from odradek import Admin
 from odradek.clock import SystemClock
 
 IMAGE_TAG = os.environ.get("ODRADEK_IMAGE_TAG", "dev")
@@ -144,10 +148,6 @@ class ContainerCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(n.address for n in self.nodes.values())
-
-    def bootstrap_without(self, *node_ids: int) -> str:
-        """Bootstrap servers leaving out nodes that cannot answer (paused, partitioned)."""
-        return ",".join(n.address for i, n in self.nodes.items() if i not in node_ids)
 
     # -- life cycle -----------------------------------------------------------------------
 
@@ -275,18 +275,32 @@ class ContainerCluster:
 
         return self._zk_read(read)
 
+    def partition_states(self, topic: str, partitions: int) -> dict[int, tuple[int, set[int]]]:
+        """Partition -> (leader, ISR) as the controller last wrote them to ZooKeeper.
 
-def partition_leader(admin: Admin, topic: str, partition: int = 0) -> int:
-    return int(admin.describe_topics([topic])[topic].partitions[partition].leader)
+        This, not a node's metadata, is the truth to wait on: a node answering a metadata
+        request may not have heard of the latest change yet (one that has just registered
+        again after its session expired still shows the ISR from before).
+        """
+
+        def read(zk: KazooClient) -> dict[int, tuple[int, set[int]]]:
+            out = {}
+            for p in range(partitions):
+                data, stat = zk.get(TopicPartitionStateZNode.path(TopicPartition(topic, p)))
+                state = TopicPartitionStateZNode.decode(data, stat.version)
+                out[p] = (state.leader, set(state.isr))
+            return out
+
+        return self._zk_read(read)
 
 
 def remove_leftover_containers() -> None:
-    """Removes containers a crashed earlier run left behind (there is no reaper here)."""
+    """Removes containers a crashed earlier run of this suite left behind (there is no reaper
+    here). Only this suite's: other testcontainers users may share the engine."""
+    labels = ["org.testcontainers=true", *(f"{k}={v}" for k, v in LABEL.items())]
     client = docker.from_env()
     try:
-        for container in client.containers.list(
-            all=True, filters={"label": "org.testcontainers=true"}
-        ):
+        for container in client.containers.list(all=True, filters={"label": labels}):
             container.remove(force=True)
     finally:
         client.close()

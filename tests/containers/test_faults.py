@@ -24,7 +24,6 @@ from tests.containers.cluster import (
     ContainerCluster,
     Partition,
     now_s,
-    partition_leader,
     wait_until,
 )
 from tests.containers.workload import PARTITIONS, TOPIC, Workload
@@ -35,43 +34,36 @@ SESSION_TIMEOUT_S = SESSION_TIMEOUT_MS / 1000
 Fault = Callable[[ContainerCluster, Workload], None]
 
 
-def _admin(bootstrap: str) -> Admin:
-    return Admin(bootstrap, request_timeout_ms=3_000)
-
-
-def _isr_full(bootstrap: str) -> bool:
-    with _admin(bootstrap) as admin:
-        described = admin.describe_topics([TOPIC])[TOPIC]
-    return len(described.partitions) == PARTITIONS and all(
-        p.leader >= 0 and len(p.isr) == 3 for p in described.partitions
-    )
-
-
 def wait_full_isr(cluster: ContainerCluster, timeout_s: float = 90.0) -> None:
-    wait_until(
-        lambda: _isr_full(cluster.bootstrap_servers),
-        "every partition to have a leader and 3 in-sync replicas",
-        timeout_s,
-    )
+    """Waits until ZooKeeper's state gives every partition a leader and all three replicas in
+    its ISR, and every node is registered and serving."""
+
+    def full() -> bool:
+        states = cluster.partition_states(TOPIC, PARTITIONS)
+        return (
+            all(leader > 0 and isr == set(cluster.nodes) for leader, isr in states.values())
+            and cluster.registered_nodes() == set(cluster.nodes)
+            and all(node.serving() for node in cluster.nodes.values())
+        )
+
+    wait_until(full, "every partition to have a leader and 3 in-sync replicas", timeout_s)
 
 
-def leader_of_partition_0(cluster: ContainerCluster, *, without: tuple[int, ...] = ()) -> int:
-    """The leader of partition 0, asked of the nodes not in ``without``."""
+def leader_of_partition_0(cluster: ContainerCluster) -> int:
+    """The leader of partition 0, as the controller last wrote it to ZooKeeper."""
 
     def leader() -> int | None:
-        with _admin(cluster.bootstrap_without(*without)) as admin:
-            found = partition_leader(admin, TOPIC, 0)
+        found, _ = cluster.partition_states(TOPIC, PARTITIONS)[0]
         return found if found > 0 else None
 
     return wait_until(leader, "partition 0 to have a leader", 60)
 
 
 def wait_leader_moves(cluster: ContainerCluster, old: int, *, timeout_s: float = 60.0) -> int:
-    """Waits for partition 0's leadership to move off ``old``, as the other nodes see it."""
+    """Waits for the controller to move partition 0's leadership off ``old``."""
 
     def moved() -> int | None:
-        with _admin(cluster.bootstrap_without(old)) as admin:
-            leader = partition_leader(admin, TOPIC, 0)
+        leader, _ = cluster.partition_states(TOPIC, PARTITIONS)[0]
         return leader if leader not in (-1, old) else None
 
     return wait_until(moved, f"partition 0's leadership to move off node {old}", timeout_s)
@@ -103,7 +95,7 @@ def run_scenario(
     name: str, cluster: ContainerCluster, fault: Fault, verdicts: list[Verdict]
 ) -> Verdict:
     """Workload, ``fault``, healing, then the checks; records and asserts the verdict."""
-    with _admin(cluster.bootstrap_servers) as admin:
+    with Admin(cluster.bootstrap_servers, request_timeout_ms=10_000) as admin:
         created = admin.create_topics(
             [NewTopic(TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": "2"})]
         )
@@ -267,10 +259,15 @@ def test_zookeeper_paused(cluster, verdicts):
             time.sleep(pause_s)  # the fault's duration, not a sync
         finally:
             cluster.unpause_zookeeper()
-        after = wait_until(
-            lambda: (now := cluster.registrations()).keys() == before.keys() and now,
-            "every node to be registered",
-        )
+        # ZooKeeper expires, as it resumes, every session it finds older than the timeout;
+        # waiting one timeout more leaves no expiry still to come when the nodes are counted
+        time.sleep(SESSION_TIMEOUT_S)
+
+        def all_registered() -> dict[int, int] | None:
+            now = cluster.registrations()
+            return now if now.keys() == before.keys() else None
+
+        after = wait_until(all_registered, "every node to be registered")
         # Whether ZooKeeper expires the sessions it froze is a race inside ZooKeeper when it
         # resumes (its session expirer against the pings queued meanwhile); a node whose
         # session expired has registered again, with a new broker epoch.
