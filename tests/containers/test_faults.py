@@ -93,7 +93,7 @@ def final_log(bootstrap: str) -> dict[int, list[tuple[int, bytes]]]:
 
 def run_scenario(
     name: str, cluster: ContainerCluster, fault: Fault, verdicts: list[Verdict]
-) -> Verdict:
+) -> None:
     """Workload, ``fault``, healing, then the checks; records and asserts the verdict."""
     with Admin(cluster.bootstrap_servers, request_timeout_ms=10_000) as admin:
         created = admin.create_topics(
@@ -128,7 +128,6 @@ def run_scenario(
         f"longest unavailability {verdict.unavailable_s:.1f} s"
     )
     assert verdict.violations == {}, verdict.violations
-    return verdict
 
 
 # -- the scenarios ----------------------------------------------------------------------------

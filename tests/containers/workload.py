@@ -2,7 +2,7 @@
 
 Several producers (each its own ``Producer``, acks=-1, retrying) send unique values
 ``p<producer>-<seq>`` to a topic with three partitions, replication factor 3 and
-min.insync.replicas 2, one send at a time per producer at a bounded rate; each send is recorded
+min.insync.replicas 2 at a bounded rate, not waiting for answers; each send is recorded
 with its send and acknowledgement times and the (partition, offset) it was acknowledged at, or
 its error. Consumers read every partition from the beginning, recording each (partition,
 offset, value) they are given. The checker (``checker.py``) judges the history against the log
@@ -28,20 +28,10 @@ PARTITIONS = 3
 PRODUCERS = 3
 CONSUMERS = 2
 SEND_INTERVAL_S = 0.01  # per producer: about 100 sends a second each, 300 in all
-PRODUCER_CONFIG = {
-    "acks": -1,
-    "linger_ms": 2,
-    # a request to a node that stopped answering (paused, partitioned) is given up after 5 s
-    # and retried elsewhere, rather than after the default 30 s
-    "request_timeout_ms": 5_000,
-    "delivery_timeout_ms": 120_000,
-    "metadata_max_age_ms": 5_000,
-}
-CONSUMER_CONFIG = {
-    "auto_offset_reset": "earliest",
-    "request_timeout_ms": 5_000,  # as the producers: give up on a node that stopped answering
-    "metadata_max_age_ms": 5_000,
-}
+REQUEST_TIMEOUT_MS = 5_000
+"""Clients give up on a request to a node that stopped answering (paused, partitioned) after
+5 s and retry elsewhere, rather than after the default 30 s."""
+METADATA_MAX_AGE_MS = 5_000
 
 
 @dataclass
@@ -132,7 +122,14 @@ class Workload:
 
     def _produce(self, producer_id: int) -> None:
         sends = self._sends[producer_id]
-        with Producer(self.bootstrap_servers, **PRODUCER_CONFIG) as producer:  # type: ignore[arg-type]
+        with Producer(
+            self.bootstrap_servers,
+            acks=-1,
+            linger_ms=2,
+            request_timeout_ms=REQUEST_TIMEOUT_MS,
+            delivery_timeout_ms=120_000,
+            metadata_max_age_ms=METADATA_MAX_AGE_MS,
+        ) as producer:
             seq = 0
             while not self._stop.is_set():
                 send = Send(producer_id, f"p{producer_id}-{seq}".encode(), now_s())
@@ -150,7 +147,12 @@ class Workload:
         next_offset = dict.fromkeys(range(PARTITIONS), 0)
         while not self._stop.is_set():
             try:
-                with Consumer(self.bootstrap_servers, **CONSUMER_CONFIG) as consumer:  # type: ignore[arg-type]
+                with Consumer(
+                    self.bootstrap_servers,
+                    auto_offset_reset="earliest",
+                    request_timeout_ms=REQUEST_TIMEOUT_MS,
+                    metadata_max_age_ms=METADATA_MAX_AGE_MS,
+                ) as consumer:
                     consumer.assign(tps)
                     for tp in tps:
                         consumer.seek(tp, next_offset[tp.partition])
