@@ -44,4 +44,9 @@ if ! "$DOCKER" info >/dev/null 2>&1; then
     fi
 fi
 
-DOCKER=$DOCKER PYTHON=${PYTHON:-.venv/bin/python} bash deploy/docker/build-images.sh
+PYTHON=${PYTHON:-.venv/bin/python}
+if [ ! -x "$PYTHON" ]; then
+    echo "docker-setup: no $PYTHON to make the wheelhouse with: run scripts/setup.sh first" >&2
+    exit 1
+fi
+DOCKER=$DOCKER PYTHON=$PYTHON bash deploy/docker/build-images.sh
