@@ -1,0 +1,50 @@
+#!/bin/sh
+# The ZooKeeper image's entrypoint: writes zoo.cfg from the environment, then runs the server
+# in the foreground (exec, so SIGTERM reaches it).
+#
+#   ZOO_CLIENT_PORT           2181
+#   ZOO_CLIENT_PORT_ADDRESS   0.0.0.0 (a loopback address such as 127.0.0.10 under host networking)
+#   ZOO_TICK_TIME             2000 ms; sessions may last 2 to 20 ticks unless the next two say
+#   ZOO_MIN_SESSION_TIMEOUT   2 ticks
+#   ZOO_MAX_SESSION_TIMEOUT   60000 ms
+#   ZOO_DATA_DIR              /var/lib/zookeeper/data
+#   JAVA_OPTS                 -Xmx256m
+#
+#   zookeeper start   run the server
+#   zookeeper ruok    exit 0 if the server answers imok (the image's health check)
+set -eu
+
+port=${ZOO_CLIENT_PORT:-2181}
+address=${ZOO_CLIENT_PORT_ADDRESS:-0.0.0.0}
+tick=${ZOO_TICK_TIME:-2000}
+data=${ZOO_DATA_DIR:-/var/lib/zookeeper/data}
+
+case ${1:-start} in
+    ruok)
+        # bash's /dev/tcp: the base image has no netcat
+        probe=$address
+        [ "$probe" = 0.0.0.0 ] && probe=127.0.0.1
+        answer=$(timeout 3 bash -c "exec 3<>/dev/tcp/$probe/$port; printf ruok >&3; cat <&3")
+        [ "$answer" = imok ]
+        ;;
+    start)
+        mkdir -p "$data"
+        config=/tmp/zoo.cfg
+        cat >"$config" <<CFG
+tickTime=$tick
+dataDir=$data
+clientPort=$port
+clientPortAddress=$address
+minSessionTimeout=${ZOO_MIN_SESSION_TIMEOUT:-$((2 * tick))}
+maxSessionTimeout=${ZOO_MAX_SESSION_TIMEOUT:-60000}
+admin.enableServer=false
+4lw.commands.whitelist=ruok,srvr,stat
+CFG
+        # shellcheck disable=SC2086  # JAVA_OPTS is a list of options
+        exec java ${JAVA_OPTS:--Xmx256m} -cp '/usr/share/java/*' \
+            org.apache.zookeeper.server.quorum.QuorumPeerMain "$config"
+        ;;
+    *)
+        exec "$@"
+        ;;
+esac

@@ -1,0 +1,216 @@
+"""Judges a workload's history against the log, in the spirit of Jepsen's Kafka checkers.
+
+Inputs: the ``History`` (every send with its acknowledgement or error, every consumer's reads,
+the fault windows), the final log (every partition read from the beginning to its high
+watermark after the fault healed and the ISR was full again), and each replica's batches read
+from its files after a controlled stop.
+
+What must hold (each a list of violations in the ``Verdict``; the scenario asserts it empty):
+
+* lost: an acknowledged value that is nowhere in the final log;
+* misplaced: an acknowledged value not at the (partition, offset) it was acknowledged at;
+* offsets: in each partition the final log's offsets are unique and increasing (contiguous:
+  odradek has no transactions or compaction in this topic);
+* consumers: each consumer's view of a partition is a prefix of the final log (the same value
+  at every offset it read, and no offset skipped);
+* replicas: every replica holds the same batches (base and last offset, leader epoch, CRC,
+  which covers every record) up to the high watermark.
+
+What is counted, not judged: duplicates (a value in the log more than once: the producer is not
+idempotent, so a send retried after a lost answer may be written twice), sends that failed
+(their values may or may not be in the log), and the longest unavailability around the faults.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from odradek.clock import ManualClock
+from odradek.records import read_batches
+from storage import Log, LogConfig
+from tests.containers.workload import History
+
+Batch = tuple[int, int, int, int]
+"""(base offset, last offset, partition leader epoch, CRC) of one record batch."""
+
+
+@dataclass
+class Verdict:
+    """The checker's findings about one scenario."""
+
+    scenario: str
+    operations: int
+    acknowledged: int
+    failed: int
+    duplicated: int
+    unavailable_s: float
+    reads: int
+    lost: list[str] = field(default_factory=list)
+    misplaced: list[str] = field(default_factory=list)
+    offsets: list[str] = field(default_factory=list)
+    consumers: list[str] = field(default_factory=list)
+    replicas: list[str] = field(default_factory=list)
+
+    @property
+    def violations(self) -> dict[str, list[str]]:
+        found = {
+            "lost": self.lost,
+            "misplaced": self.misplaced,
+            "offsets": self.offsets,
+            "consumers": self.consumers,
+            "replicas": self.replicas,
+        }
+        return {name: items for name, items in found.items() if items}
+
+    def row(self) -> tuple[str, ...]:
+        return (
+            self.scenario,
+            str(self.operations),
+            str(self.acknowledged),
+            str(len(self.lost)),
+            str(self.duplicated),
+            f"{self.unavailable_s:.1f} s",
+        )
+
+
+TABLE_HEADER = ("scenario", "operations", "acknowledged", "lost", "duplicated", "unavailable")
+
+
+def table(verdicts: list[Verdict]) -> str:
+    """A Markdown table, one row per scenario."""
+    rows = [TABLE_HEADER, *(v.row() for v in verdicts)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER))]
+    lines = [
+        "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows
+    ]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def check(
+    scenario: str,
+    history: History,
+    final: dict[int, list[tuple[int, bytes]]],
+    replicas: dict[int, dict[int, list[Batch]]],
+) -> Verdict:
+    """Checks ``history`` against the ``final`` log (partition -> [(offset, value)]) and the
+    ``replicas`` (node -> partition -> batches); never raises on a violation."""
+    acked = [s for s in history.sends if s.ok]
+    values = Counter(v for records in final.values() for _, v in records)
+    verdict = Verdict(
+        scenario=scenario,
+        operations=len(history.sends),
+        acknowledged=len(acked),
+        failed=sum(1 for s in history.sends if s.error is not None),
+        duplicated=sum(n - 1 for n in values.values() if n > 1),
+        unavailable_s=longest_unavailability(history),
+        reads=sum(len(r) for r in history.reads.values()),
+    )
+    at = {p: dict(records) for p, records in final.items()}
+    for send in acked:
+        found = at.get(send.partition, {}).get(send.offset)
+        if send.value not in values:
+            verdict.lost.append(f"{send.value!r} acked at {send.partition}/{send.offset}")
+        elif found != send.value:
+            verdict.misplaced.append(
+                f"{send.value!r} acked at {send.partition}/{send.offset}, which holds {found!r}"
+            )
+    for partition, records in sorted(final.items()):
+        offsets = [o for o, _ in records]
+        if offsets != list(range(len(offsets))):  # no retention here: every log starts at 0
+            bad = next(i for i, o in enumerate(offsets) if o != i)
+            verdict.offsets.append(f"partition {partition}: offset {offsets[bad]} at index {bad}")
+    for consumer, reads in sorted(history.reads.items()):
+        seen: dict[int, dict[int, bytes]] = {}
+        for read in reads:
+            previous = seen.setdefault(read.partition, {}).setdefault(read.offset, read.value)
+            if previous != read.value:
+                verdict.consumers.append(
+                    f"consumer {consumer} read {read.partition}/{read.offset} as "
+                    f"{previous!r} and later as {read.value!r}"
+                )
+        for partition, view in sorted(seen.items()):
+            log = at.get(partition, {})
+            differing = [o for o, v in view.items() if log.get(o) != v]
+            if differing:
+                o = differing[0]
+                verdict.consumers.append(
+                    f"consumer {consumer}, partition {partition}: {len(differing)} offsets differ "
+                    f"from the final log, first {o}: read {view[o]!r}, log {log.get(o)!r}"
+                )
+            if sorted(view) != list(range(len(view))):
+                verdict.consumers.append(
+                    f"consumer {consumer}, partition {partition}: read offsets with gaps "
+                    f"({len(view)} offsets up to {max(view)})"
+                )
+    verdict.replicas = compare_replicas(replicas, {p: len(r) for p, r in final.items()})
+    return verdict
+
+
+def compare_replicas(
+    replicas: dict[int, dict[int, list[Batch]]], high_watermarks: dict[int, int]
+) -> list[str]:
+    """Differences between replicas of each partition, up to its high watermark."""
+    problems = []
+    for partition, hw in sorted(high_watermarks.items()):
+        committed = {
+            node: [b for b in batches.get(partition, []) if b[0] < hw]
+            for node, batches in sorted(replicas.items())
+        }
+        reference_node, reference = next(iter(committed.items()))
+        count = sum(last - base + 1 for base, last, _, _ in reference)
+        if count < hw:
+            problems.append(
+                f"partition {partition}: node {reference_node} has {count} records below the "
+                f"high watermark {hw}"
+            )
+        for node, batches in committed.items():
+            if batches != reference:
+                first = next(
+                    (i for i, (a, b) in enumerate(zip(batches, reference, strict=False)) if a != b),
+                    min(len(batches), len(reference)),
+                )
+                problems.append(
+                    f"partition {partition}: node {node} differs from node {reference_node} at "
+                    f"batch {first}: {batches[first : first + 1]} vs {reference[first : first + 1]}"
+                )
+    return problems
+
+
+def longest_unavailability(history: History) -> float:
+    """The longest gap between consecutive acknowledgements (of any producer) that overlaps a
+    fault window: how long the cluster accepted no acks=-1 write around a fault."""
+    acks = sorted(s.acked_at for s in history.sends if s.acked_at is not None)
+    longest = 0.0
+    for before, after in itertools.pairwise(acks):
+        if any(before <= healed and after >= start for start, healed in history.faults):
+            longest = max(longest, after - before)
+    return longest
+
+
+def replica_batches(data_dir: Path, topic: str, partition: int) -> list[Batch]:
+    """A stopped node's replica of ``topic``-``partition``, read from its files (a replica
+    that does not exist is empty)."""
+    directory = data_dir / f"{topic}-{partition}"
+    if not directory.exists():
+        return []
+    log = Log.open(directory, LogConfig(), ManualClock(), had_clean_shutdown=False)
+    try:
+        out: list[Batch] = []
+        offset = log.log_start_offset
+        while offset < log.log_end_offset:
+            batches = list(read_batches(log.read(offset, 1 << 20).records))
+            if not batches:
+                break
+            for batch in batches:
+                batch.validate()
+                out.append(
+                    (batch.base_offset, batch.last_offset, batch.partition_leader_epoch, batch.crc)
+                )
+                offset = batch.last_offset + 1
+        return out
+    finally:
+        log.close()

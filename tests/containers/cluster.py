@@ -1,0 +1,365 @@
+"""ZooKeeper and three odradek nodes as containers (testcontainers), and the faults done to them.
+
+Every container uses host networking: ZooKeeper listens on 127.0.0.10:2181 and node N on
+127.0.0.1N:9092, so the tests reach them on loopback and iptables can single one out by
+address. Each node's data directory is bind-mounted from the test's temporary directory, so the
+checker can read every replica's files with ``storage`` once the node is stopped.
+
+The module must be imported after ``conftest`` has set ``TESTCONTAINERS_*`` (testcontainers
+reads its configuration on import).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+import docker  # type: ignore[import-untyped]
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from kazoo.client import KazooClient
+from testcontainers.core.container import DockerContainer
+
+from controller.zk_data import (
+    BrokerIdsZNode,
+    ControllerZNode,
+    TopicPartition,
+    TopicPartitionStateZNode,
+)
+from deploy.local.zookeeper import four_letter_word
+from odradek.clock import SystemClock
+
+IMAGE_TAG = os.environ.get("ODRADEK_IMAGE_TAG", "dev")
+NODE_IMAGE = f"odradek-node:{IMAGE_TAG}"
+ZOOKEEPER_IMAGE = f"odradek-zookeeper:{IMAGE_TAG}"
+ZOOKEEPER_HOST = "127.0.0.10"
+ZOOKEEPER_PORT = 2181
+CHROOT = "/odradek"
+NODE_PORT = 9092
+NODE_UID = 1000  # the node image's user: it must own the bind-mounted data directory
+SESSION_TIMEOUT_MS = 6_000
+REPLICA_LAG_TIME_MAX_MS = 5_000
+FAULT_CHAIN = "ODRADEK-FAULTS"
+LABEL = {"org.odradek.suite": "containers"}
+
+_clock = SystemClock()
+T = TypeVar("T")
+
+
+def now_s() -> float:
+    """Monotonic seconds: the suite's one clock for deadlines and the history's timestamps."""
+    return _clock.monotonic_ms() / 1000
+
+
+def wait_until(condition: Callable[[], T | None], what: str, timeout_s: float = 60.0) -> T:
+    """Polls ``condition`` (exceptions count as not yet) until it is truthy; fails naming
+    ``what`` and the last exception."""
+    deadline = now_s() + timeout_s
+    last: Exception | None = None
+    while now_s() < deadline:
+        try:
+            value = condition()
+        except Exception as exc:  # a node may be down while we poll
+            last, value = exc, None
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what} (last: {last!r})")
+
+
+@dataclass
+class NodeContainer:
+    """Node ``node_id`` on 127.0.0.1<id>:9092 with its data under ``directory``."""
+
+    node_id: int
+    directory: Path
+    container: DockerContainer = field(repr=False)
+
+    @property
+    def host(self) -> str:
+        return f"127.0.0.{10 + self.node_id}"
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{NODE_PORT}"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.directory / "data"
+
+    def serving(self) -> bool:
+        """Whether the node's gRPC health service answers SERVING (within 1 s)."""
+        with grpc.insecure_channel(self.address) as channel:
+            try:
+                response = health_pb2_grpc.HealthStub(channel).Check(
+                    health_pb2.HealthCheckRequest(service=""), timeout=1.0
+                )
+            except grpc.RpcError:
+                return False
+        return bool(response.status == health_pb2.HealthCheckResponse.SERVING)
+
+    def logs(self, lines: int = 60) -> str:
+        out, err = self.container.get_logs()
+        text = (out + err).decode(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+
+class ContainerCluster:
+    """ZooKeeper plus three nodes, each a container. Not thread-safe: the test thread owns it.
+
+    ``start`` creates the containers; ``remove`` removes them whatever state they are in.
+    """
+
+    def __init__(self, directory: Path, size: int = 3) -> None:
+        self.directory = directory
+        self.zookeeper = (
+            DockerContainer(ZOOKEEPER_IMAGE, network_mode="host", init=True, labels=LABEL)
+            .with_env("ZOO_CLIENT_PORT", str(ZOOKEEPER_PORT))
+            .with_env("ZOO_CLIENT_PORT_ADDRESS", ZOOKEEPER_HOST)
+            .with_env("ZOO_TICK_TIME", "500")
+        )
+        self.nodes: dict[int, NodeContainer] = {}
+        for node_id in range(1, size + 1):
+            node_dir = directory / f"node-{node_id}"
+            node_dir.mkdir(parents=True)
+            os.chown(node_dir, NODE_UID, NODE_UID)
+            container = (
+                DockerContainer(NODE_IMAGE, network_mode="host", init=True, labels=LABEL)
+                .with_env("ODRADEK_NODE_ID", str(node_id))
+                .with_env("ODRADEK_LISTEN_ADDRESS", f"127.0.0.{10 + node_id}:{NODE_PORT}")
+                .with_env("ODRADEK_ZOOKEEPER_CONNECT", self.zookeeper_connect + CHROOT)
+                .with_env("ODRADEK_LOG_DIRS", "/var/lib/odradek/data")
+                .with_env("ODRADEK_ZOOKEEPER_SESSION_TIMEOUT_MS", str(SESSION_TIMEOUT_MS))
+                .with_env("ODRADEK_REPLICA_LAG_TIME_MAX_MS", str(REPLICA_LAG_TIME_MAX_MS))
+                .with_env("PYTHONUNBUFFERED", "1")
+                .with_volume_mapping(str(node_dir), "/var/lib/odradek", "rw")
+            )
+            self.nodes[node_id] = NodeContainer(node_id, node_dir, container)
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return f"{ZOOKEEPER_HOST}:{ZOOKEEPER_PORT}"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.address for n in self.nodes.values())
+
+    # -- life cycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Starts ZooKeeper, then every node; returns once all of them serve."""
+        self.zookeeper.start()
+        self.wait_zookeeper()
+        for node in self.nodes.values():
+            node.container.start()
+        for node in self.nodes.values():
+            self.wait_serving(node.node_id)
+
+    def wait_zookeeper(self, timeout_s: float = 30.0) -> None:
+        wait_until(
+            lambda: four_letter_word(ZOOKEEPER_HOST, ZOOKEEPER_PORT, "ruok") == "imok",
+            "ZooKeeper to answer ruok",
+            timeout_s,
+        )
+
+    def wait_serving(self, node_id: int, timeout_s: float = 60.0) -> None:
+        node = self.nodes[node_id]
+
+        def serving() -> bool:
+            wrapped = node.container.get_wrapped_container()
+            wrapped.reload()
+            if wrapped.status == "exited":
+                raise AssertionError(f"node {node_id} exited:\n{node.logs()}")
+            return node.serving()
+
+        wait_until(serving, f"node {node_id} to serve", timeout_s)
+
+    def remove(self) -> None:
+        """Removes every container (force: running, paused or stopped). Safe to call twice."""
+        for container in [*(n.container for n in self.nodes.values()), self.zookeeper]:
+            if container._container is not None:
+                try:
+                    container.stop()
+                except Exception as exc:  # already gone: nothing to remove
+                    print(f"removing a container: {exc!r}")
+
+    def stop_nodes(self) -> None:
+        """A controlled shutdown of every node, one at a time (as an operator stops them)."""
+        for node in self.nodes.values():
+            wrapped = node.container.get_wrapped_container()
+            wrapped.reload()
+            if wrapped.status == "paused":
+                wrapped.unpause()
+            if wrapped.status in ("running", "paused"):
+                wrapped.stop(timeout=60)
+
+    # -- faults on nodes ------------------------------------------------------------------
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL: no controlled shutdown, no flush."""
+        self.nodes[node_id].container.get_wrapped_container().kill()
+
+    def stop(self, node_id: int) -> None:
+        """SIGTERM (a controlled shutdown), SIGKILL after 60 s."""
+        self.nodes[node_id].container.get_wrapped_container().stop(timeout=60)
+
+    def start_node(self, node_id: int) -> None:
+        self.nodes[node_id].container.get_wrapped_container().start()
+        self.wait_serving(node_id)
+
+    def pause(self, node_id: int) -> None:
+        """Freezes every process of the node: it keeps its sockets but never answers."""
+        self.nodes[node_id].container.get_wrapped_container().pause()
+
+    def unpause(self, node_id: int) -> None:
+        self.nodes[node_id].container.get_wrapped_container().unpause()
+
+    # -- faults on ZooKeeper --------------------------------------------------------------
+
+    def pause_zookeeper(self) -> None:
+        self.zookeeper.get_wrapped_container().pause()
+
+    def unpause_zookeeper(self) -> None:
+        self.zookeeper.get_wrapped_container().unpause()
+
+    def stop_zookeeper(self) -> None:
+        self.zookeeper.get_wrapped_container().stop(timeout=10)
+
+    def start_zookeeper(self) -> None:
+        """Starts the stopped container again: its data directory (the same layer) is kept."""
+        self.zookeeper.get_wrapped_container().start()
+        self.wait_zookeeper()
+
+    # -- what ZooKeeper says --------------------------------------------------------------
+
+    def _zk_read(self, read: Callable[[KazooClient], T]) -> T:
+        client = KazooClient(hosts=self.zookeeper_connect + CHROOT, timeout=5)
+        client.start(timeout=10)
+        try:
+            return read(client)
+        finally:
+            client.stop()
+            client.close()
+
+    def controller_id(self) -> int:
+        """The active controller's node id, from ``/controller`` (-1 if there is none)."""
+
+        def read(zk: KazooClient) -> int:
+            if not zk.exists(ControllerZNode.path):
+                return -1
+            data, _ = zk.get(ControllerZNode.path)
+            return ControllerZNode.decode(data)
+
+        return self._zk_read(read)
+
+    def registered_nodes(self) -> set[int]:
+        """Nodes with a live ZooKeeper session (an ephemeral ``/brokers/ids/<id>``)."""
+        return set(self.registrations())
+
+    def registrations(self) -> dict[int, int]:
+        """Registered node -> its broker epoch (the czxid of its ``/brokers/ids/<id>``): a node
+        whose session expired registers again with a new epoch."""
+
+        def read(zk: KazooClient) -> dict[int, int]:
+            out = {}
+            for child in zk.get_children(BrokerIdsZNode.path):
+                stat = zk.exists(f"{BrokerIdsZNode.path}/{child}")
+                if stat is not None:
+                    out[int(child)] = int(stat.czxid)
+            return out
+
+        return self._zk_read(read)
+
+    def partition_states(self, topic: str, partitions: int) -> dict[int, tuple[int, set[int]]]:
+        """Partition -> (leader, ISR) as the controller last wrote them to ZooKeeper.
+
+        This, not a node's metadata, is the truth to wait on: a node answering a metadata
+        request may not have heard of the latest change yet (one that has just registered
+        again after its session expired still shows the ISR from before).
+        """
+
+        def read(zk: KazooClient) -> dict[int, tuple[int, set[int]]]:
+            out = {}
+            for p in range(partitions):
+                data, stat = zk.get(TopicPartitionStateZNode.path(TopicPartition(topic, p)))
+                state = TopicPartitionStateZNode.decode(data, stat.version)
+                out[p] = (state.leader, set(state.isr))
+            return out
+
+        return self._zk_read(read)
+
+
+def remove_leftover_containers() -> None:
+    """Removes containers a crashed earlier run of this suite left behind (there is no reaper
+    here). Only this suite's: other testcontainers users may share the engine."""
+    labels = ["org.testcontainers=true", *(f"{k}={v}" for k, v in LABEL.items())]
+    client = docker.from_env()
+    try:
+        for container in client.containers.list(all=True, filters={"label": labels}):
+            container.remove(force=True)
+    finally:
+        client.close()
+
+
+class Partition:
+    """Network partitions on loopback with iptables, in a chain of their own (``FAULT_CHAIN``)
+    jumped to from OUTPUT; healing flushes the chain.
+
+    A host-networked container's loopback traffic leaves from 127.0.0.1, not from its own
+    address, so what a node sends is matched by its cgroup (``-m cgroup --path``) and what is
+    sent to it by its address.
+    """
+
+    def __init__(self) -> None:
+        self._iptables("-N", FAULT_CHAIN, check=False)
+        self._iptables("-F", FAULT_CHAIN)
+        if self._iptables("-C", "OUTPUT", "-j", FAULT_CHAIN, check=False) != 0:
+            self._iptables("-I", "OUTPUT", "1", "-j", FAULT_CHAIN)
+
+    @staticmethod
+    def _iptables(*args: str, check: bool = True) -> int:
+        result = subprocess.run(["iptables", "-w", *args], capture_output=True, text=True)
+        if check and result.returncode != 0:
+            raise RuntimeError(f"iptables {' '.join(args)}: {result.stderr.strip()}")
+        return result.returncode
+
+    def isolate(self, node: NodeContainer) -> None:
+        """Drops everything the node sends and everything sent to it."""
+        wrapped = node.container.get_wrapped_container()
+        wrapped.reload()
+        cgroup = container_cgroup(int(wrapped.attrs["State"]["Pid"]))
+        self._iptables("-A", FAULT_CHAIN, "-m", "cgroup", "--path", cgroup, "-j", "DROP")
+        self._iptables("-A", FAULT_CHAIN, "-d", f"{node.host}/32", "-j", "DROP")
+
+    def heal(self) -> None:
+        self._iptables("-F", FAULT_CHAIN)
+
+    def remove(self) -> None:
+        """Unhooks and deletes the chain (a flush first, so nothing stays dropped)."""
+        self._iptables("-F", FAULT_CHAIN, check=False)
+        while self._iptables("-D", "OUTPUT", "-j", FAULT_CHAIN, check=False) == 0:
+            pass
+        self._iptables("-X", FAULT_CHAIN, check=False)
+
+
+def container_cgroup(pid: int) -> str:
+    """The container's path in the cgroup v2 hierarchy, which ``-m cgroup --path`` matches.
+
+    Read from ``/proc/<pid>/cgroup`` of its main process (the ``0::`` line), since where the
+    runtime puts containers depends on the machine (``/docker/<id>`` with the cgroupfs driver,
+    ``/system.slice/docker-<id>.scope`` with systemd's).
+    """
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        if line.startswith("0::"):
+            path = line[3:]
+            if path in ("", "/"):
+                break
+            return path
+    raise RuntimeError(
+        f"process {pid} has no cgroup v2 path of its own; iptables cannot single out its traffic"
+    )

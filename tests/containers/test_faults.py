@@ -1,0 +1,309 @@
+"""Faults against a containerised cluster under a producing and consuming workload.
+
+Each scenario starts a fresh cluster (ZooKeeper and three nodes), creates the workload's topic
+(3 partitions, replication factor 3, min.insync.replicas 2), runs the workload, injects its
+fault and heals it, waits for every partition to have its full ISR again, then stops the
+workload, reads the final log, stops the nodes (controlled) and checks the history, the log
+and every replica's files (``checker.py``). Every scenario is bounded: a fixed number of fault
+rounds, each waiting on conditions with deadlines.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+
+import pytest
+
+from odradek import Admin, Consumer, NewTopic, TopicPartition
+from tests.containers.checker import Verdict, check, replica_batches
+from tests.containers.cluster import (
+    REPLICA_LAG_TIME_MAX_MS,
+    SESSION_TIMEOUT_MS,
+    ContainerCluster,
+    Partition,
+    now_s,
+    wait_until,
+)
+from tests.containers.workload import PARTITIONS, TOPIC, Workload
+
+pytestmark = pytest.mark.containers
+
+SESSION_TIMEOUT_S = SESSION_TIMEOUT_MS / 1000
+Fault = Callable[[ContainerCluster, Workload], None]
+
+
+def wait_full_isr(cluster: ContainerCluster, timeout_s: float = 90.0) -> None:
+    """Waits until ZooKeeper's state gives every partition a leader and all three replicas in
+    its ISR, and every node is registered and serving."""
+
+    def full() -> bool:
+        states = cluster.partition_states(TOPIC, PARTITIONS)
+        return (
+            all(leader > 0 and isr == set(cluster.nodes) for leader, isr in states.values())
+            and cluster.registered_nodes() == set(cluster.nodes)
+            and all(node.serving() for node in cluster.nodes.values())
+        )
+
+    wait_until(full, "every partition to have a leader and 3 in-sync replicas", timeout_s)
+
+
+def leader_of_partition_0(cluster: ContainerCluster) -> int:
+    """The leader of partition 0, as the controller last wrote it to ZooKeeper."""
+
+    def leader() -> int | None:
+        found, _ = cluster.partition_states(TOPIC, PARTITIONS)[0]
+        return found if found > 0 else None
+
+    return wait_until(leader, "partition 0 to have a leader", 60)
+
+
+def wait_leader_moves(cluster: ContainerCluster, old: int, *, timeout_s: float = 60.0) -> int:
+    """Waits for the controller to move partition 0's leadership off ``old``."""
+
+    def moved() -> int | None:
+        leader, _ = cluster.partition_states(TOPIC, PARTITIONS)[0]
+        return leader if leader not in (-1, old) else None
+
+    return wait_until(moved, f"partition 0's leadership to move off node {old}", timeout_s)
+
+
+def wait_progress(workload: Workload, count: int = 50, timeout_s: float = 60.0) -> None:
+    """Waits until ``count`` more sends are acknowledged: the cluster accepts writes."""
+    target = workload.acked() + count
+    wait_until(lambda: workload.acked() >= target, f"{count} more acknowledged sends", timeout_s)
+
+
+def final_log(bootstrap: str) -> dict[int, list[tuple[int, bytes]]]:
+    """Every partition from the beginning up to its high watermark, read by a fresh consumer."""
+    out: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(PARTITIONS)}
+    tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+    with Consumer(bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        ends = consumer.end_offsets(tps)
+        deadline = now_s() + 60
+        while any(consumer.position(tp) < ends[tp] for tp in tps):
+            assert now_s() < deadline, "reading the final log took more than 60 s"
+            for record in consumer.poll(timeout_ms=500):
+                out[record.partition].append((record.offset, record.value or b""))
+    return out
+
+
+def run_scenario(
+    name: str, cluster: ContainerCluster, fault: Fault, verdicts: list[Verdict]
+) -> None:
+    """Workload, ``fault``, healing, then the checks; records and asserts the verdict."""
+    with Admin(cluster.bootstrap_servers, request_timeout_ms=10_000) as admin:
+        created = admin.create_topics(
+            [NewTopic(TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": "2"})]
+        )
+    assert created == {TOPIC: None}
+    wait_full_isr(cluster)
+    workload = Workload(cluster.bootstrap_servers)
+    workload.start()
+    try:
+        wait_progress(workload, 100)
+        fault(cluster, workload)
+        wait_full_isr(cluster)
+        wait_progress(workload, 100)
+    finally:
+        history = workload.stop()
+    final = final_log(cluster.bootstrap_servers)
+    cluster.stop_nodes()
+    replicas = {}
+    for node_id, node in cluster.nodes.items():
+        # read a copy: opening a log may rewrite its indexes, and the node's own files are the
+        # evidence if the replicas differ
+        copy = cluster.directory / "read" / f"node-{node_id}"
+        shutil.copytree(node.data_dir, copy)
+        replicas[node_id] = {p: replica_batches(copy, TOPIC, p) for p in range(PARTITIONS)}
+    verdict = check(name, history, final, replicas)
+    verdicts.append(verdict)
+    print(
+        f"\n{name}: {verdict.operations} operations, {verdict.acknowledged} acknowledged, "
+        f"{verdict.failed} failed, {len(verdict.lost)} lost, {verdict.duplicated} duplicated, "
+        f"{verdict.reads} reads ({history.consumer_errors} consumer restarts), "
+        f"longest unavailability {verdict.unavailable_s:.1f} s"
+    )
+    assert verdict.violations == {}, verdict.violations
+
+
+# -- the scenarios ----------------------------------------------------------------------------
+
+
+def test_leader_killed_repeatedly(cluster, verdicts):
+    """SIGKILL of partition 0's leader, three times, each time restarted once another node
+    has taken over (Kafka's hard bounce of the leader)."""
+
+    def fault(cluster: ContainerCluster, workload: Workload) -> None:
+        for _ in range(3):
+            wait_full_isr(cluster)
+            leader = leader_of_partition_0(cluster)
+            workload.fault()
+            cluster.kill(leader)
+            wait_leader_moves(cluster, leader)
+            wait_progress(workload, 20)
+            workload.healed()
+            cluster.start_node(leader)
+
+    run_scenario("kill leader (3x)", cluster, fault, verdicts)
+
+
+def test_controller_killed(cluster, verdicts):
+    """SIGKILL of the active controller; another node must take over the role."""
+
+    def fault(cluster: ContainerCluster, workload: Workload) -> None:
+        controller = wait_until(
+            lambda: (c := cluster.controller_id()) > 0 and c, "an active controller"
+        )
+        workload.fault()
+        cluster.kill(controller)
+        wait_until(
+            lambda: cluster.controller_id() not in (-1, controller),
+            "another node to become the controller",
+        )
+        wait_progress(workload, 20)
+        workload.healed()
+        cluster.start_node(controller)
+
+    run_scenario("kill controller", cluster, fault, verdicts)
+
+
+def test_follower_killed(cluster, verdicts):
+    """SIGKILL of a follower of partition 0, restarted after it has left the ISR."""
+
+    def fault(cluster: ContainerCluster, workload: Workload) -> None:
+        leader = leader_of_partition_0(cluster)
+        follower = next(n for n in cluster.nodes if n != leader)
+        workload.fault()
+        cluster.kill(follower)
+        time.sleep(REPLICA_LAG_TIME_MAX_MS / 1000 + 1)  # the fault's duration, not a sync
+        workload.healed()
+        cluster.start_node(follower)
+
+    run_scenario("kill follower", cluster, fault, verdicts)
+
+
+def test_leader_stopped_and_restarted(cluster, verdicts):
+    """A graceful stop (SIGTERM: a controlled shutdown) of partition 0's leader, then a start."""
+
+    def fault(cluster: ContainerCluster, workload: Workload) -> None:
+        leader = leader_of_partition_0(cluster)
+        workload.fault()
+        cluster.stop(leader)
+        wait_leader_moves(cluster, leader)
+        wait_progress(workload, 20)
+        workload.healed()
+        cluster.start_node(leader)
+
+    run_scenario("stop and restart leader", cluster, fault, verdicts)
+
+
+def test_leader_paused(cluster, verdicts):
+    """Partition 0's leader hung (every process frozen) for longer than the ZooKeeper session
+    and the replica lag limit, then resumed: it must not acknowledge anything it cannot keep."""
+
+    def fault(cluster: ContainerCluster, workload: Workload) -> None:
+        leader = leader_of_partition_0(cluster)
+        workload.fault()
+        cluster.pause(leader)
+        try:
+            wait_leader_moves(cluster, leader)
+            wait_progress(workload, 20)
+        finally:
+            cluster.unpause(leader)
+        workload.healed()
+
+    run_scenario("pause leader", cluster, fault, verdicts)
+
+
+def test_leader_partitioned(cluster, verdicts, partition: Partition):
+    """Partition 0's leader cut off from everyone (ZooKeeper, the other nodes, the clients) in
+    both directions with iptables, until its session expires and leadership moves; then healed.
+    """
+
+    def fault(cluster: ContainerCluster, workload: Workload) -> None:
+        leader = leader_of_partition_0(cluster)
+        workload.fault()
+        partition.isolate(cluster.nodes[leader])
+        try:
+            # the partition is real: ZooKeeper expires the node's session, leadership moves
+            wait_until(
+                lambda: leader not in cluster.registered_nodes(),
+                f"node {leader}'s ZooKeeper session to expire",
+                SESSION_TIMEOUT_S + 30,
+            )
+            wait_leader_moves(cluster, leader)
+            assert not cluster.nodes[leader].serving(), "the isolated node still answers"
+            wait_progress(workload, 20)
+        finally:
+            partition.heal()
+        workload.healed()
+
+    run_scenario("partition leader", cluster, fault, verdicts)
+
+
+def test_zookeeper_paused(cluster, verdicts):
+    """ZooKeeper frozen for twice the nodes' session timeout, then resumed: the nodes keep or
+    renew their sessions and registrations, and the cluster carries on."""
+
+    def fault(cluster: ContainerCluster, workload: Workload) -> None:
+        before = cluster.registrations()
+        pause_s = SESSION_TIMEOUT_S * 2
+        workload.fault()
+        cluster.pause_zookeeper()
+        try:
+            time.sleep(pause_s)  # the fault's duration, not a sync
+        finally:
+            cluster.unpause_zookeeper()
+        # ZooKeeper expires, as it resumes, every session it finds older than the timeout;
+        # waiting one timeout more leaves no expiry still to come when the nodes are counted
+        time.sleep(SESSION_TIMEOUT_S)
+
+        def all_registered() -> dict[int, int] | None:
+            now = cluster.registrations()
+            return now if now.keys() == before.keys() else None
+
+        after = wait_until(all_registered, "every node to be registered")
+        # Whether ZooKeeper expires the sessions it froze is a race inside ZooKeeper when it
+        # resumes (its session expirer against the pings queued meanwhile); a node whose
+        # session expired has registered again, with a new broker epoch.
+        expired = sum(1 for n in before if after[n] != before[n])
+        print(f"\nZooKeeper paused {pause_s:.0f} s: {expired} of 3 sessions expired")
+        workload.healed()
+
+    run_scenario("pause zookeeper", cluster, fault, verdicts)
+
+
+def test_zookeeper_restarted(cluster, verdicts):
+    """ZooKeeper stopped and started again (its data kept): the nodes reconnect."""
+
+    def fault(cluster: ContainerCluster, workload: Workload) -> None:
+        workload.fault()
+        cluster.stop_zookeeper()
+        time.sleep(3)  # the fault's duration, not a sync
+        cluster.start_zookeeper()
+        wait_until(
+            lambda: cluster.registered_nodes() == set(cluster.nodes),
+            "every node to be registered",
+        )
+        workload.healed()
+
+    run_scenario("restart zookeeper", cluster, fault, verdicts)
+
+
+def test_rolling_restart(cluster, verdicts):
+    """Every node stopped (controlled) and started in turn, waiting for the full ISR between."""
+
+    def fault(cluster: ContainerCluster, workload: Workload) -> None:
+        for node_id in cluster.nodes:
+            wait_full_isr(cluster)
+            workload.fault()
+            cluster.stop(node_id)
+            cluster.start_node(node_id)
+            workload.healed()
+        wait_full_isr(cluster)
+
+    run_scenario("rolling restart", cluster, fault, verdicts)

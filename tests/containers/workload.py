@@ -1,0 +1,175 @@
+"""The workload run through every fault: producers and consumers recording a history.
+
+Several producers (each its own ``Producer``, acks=-1, retrying) send unique values
+``p<producer>-<seq>`` to a topic with three partitions, replication factor 3 and
+min.insync.replicas 2 at a bounded rate, not waiting for answers; each send is recorded
+with its send and acknowledgement times and the (partition, offset) it was acknowledged at, or
+its error. Consumers read every partition from the beginning, recording each (partition,
+offset, value) they are given. The checker (``checker.py``) judges the history against the log
+read after the fault has healed.
+
+Thread-safety: each producer and consumer runs in a thread of its own and appends to its own
+list; the lists are read only after ``stop`` has joined the threads.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from odradek import Consumer, Producer, RecordMetadata, TopicPartition
+from tests.containers.cluster import now_s
+
+TOPIC = "workload"
+PARTITIONS = 3
+PRODUCERS = 3
+CONSUMERS = 2
+SEND_INTERVAL_S = 0.01  # per producer: about 100 sends a second each, 300 in all
+REQUEST_TIMEOUT_MS = 5_000
+"""Clients give up on a request to a node that stopped answering (paused, partitioned) after
+5 s and retry elsewhere, rather than after the default 30 s."""
+METADATA_MAX_AGE_MS = 5_000
+
+
+@dataclass
+class Send:
+    """One send: ``ok`` once acknowledged at (``partition``, ``offset``), else ``error``."""
+
+    producer: int
+    value: bytes
+    sent_at: float
+    acked_at: float | None = None
+    partition: int = -1
+    offset: int = -1
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.acked_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    partition: int
+    offset: int
+    value: bytes
+
+
+@dataclass
+class History:
+    """Everything the clients did and saw, and when the faults were."""
+
+    sends: list[Send] = field(default_factory=list)
+    reads: dict[int, list[Read]] = field(default_factory=dict)
+    """Per consumer, the records it was given, in order."""
+    consumer_errors: int = 0
+    faults: list[tuple[float, float]] = field(default_factory=list)
+    """(start, healed) of each fault, in ``now_s()`` seconds."""
+
+
+class Workload:
+    """Producers and consumers against ``bootstrap_servers`` until ``stop``. Not thread-safe:
+    one test thread calls ``start``, ``fault``/``healed`` and ``stop``."""
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.history = History()
+        self._stop = threading.Event()
+        self._sends: list[list[Send]] = [[] for _ in range(PRODUCERS)]
+        self._reads: list[list[Read]] = [[] for _ in range(CONSUMERS)]
+        self._consumer_errors = [0] * CONSUMERS
+        self._threads = [
+            threading.Thread(target=self._produce, args=(p,), name=f"producer-{p}")
+            for p in range(PRODUCERS)
+        ] + [
+            threading.Thread(target=self._consume, args=(c,), name=f"consumer-{c}")
+            for c in range(CONSUMERS)
+        ]
+        self._fault_started: float | None = None
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def fault(self) -> None:
+        """Marks the start of a fault (the unavailability window is measured around it)."""
+        self._fault_started = now_s()
+
+    def healed(self) -> None:
+        """Marks the end of the fault begun by the last ``fault``."""
+        assert self._fault_started is not None
+        self.history.faults.append((self._fault_started, now_s()))
+        self._fault_started = None
+
+    def acked(self) -> int:
+        """Acknowledged sends so far (a racy count, for progress checks)."""
+        return sum(1 for sends in self._sends for s in list(sends) if s.ok)
+
+    def stop(self, timeout_s: float = 150.0) -> History:
+        """Stops sending, waits for every outstanding send to be answered, stops reading."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout_s)
+            assert not thread.is_alive(), f"{thread.name} did not stop"
+        for sends in self._sends:
+            self.history.sends.extend(sends)
+        self.history.reads = dict(enumerate(self._reads))
+        self.history.consumer_errors = sum(self._consumer_errors)
+        return self.history
+
+    def _produce(self, producer_id: int) -> None:
+        sends = self._sends[producer_id]
+        with Producer(
+            self.bootstrap_servers,
+            acks=-1,
+            linger_ms=2,
+            request_timeout_ms=REQUEST_TIMEOUT_MS,
+            delivery_timeout_ms=120_000,
+            metadata_max_age_ms=METADATA_MAX_AGE_MS,
+        ) as producer:
+            seq = 0
+            while not self._stop.is_set():
+                send = Send(producer_id, f"p{producer_id}-{seq}".encode(), now_s())
+                sends.append(send)
+                producer.send(TOPIC, send.value).add_done_callback(functools.partial(_record, send))
+                seq += 1
+                time.sleep(SEND_INTERVAL_S)
+            producer.flush(120)
+
+    def _consume(self, consumer_id: int) -> None:
+        """Reads from the beginning; after an error, a fresh consumer resumes after the last
+        record read (what a consumer that commits offsets would do)."""
+        reads = self._reads[consumer_id]
+        tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+        next_offset = dict.fromkeys(range(PARTITIONS), 0)
+        while not self._stop.is_set():
+            try:
+                with Consumer(
+                    self.bootstrap_servers,
+                    auto_offset_reset="earliest",
+                    request_timeout_ms=REQUEST_TIMEOUT_MS,
+                    metadata_max_age_ms=METADATA_MAX_AGE_MS,
+                ) as consumer:
+                    consumer.assign(tps)
+                    for tp in tps:
+                        consumer.seek(tp, next_offset[tp.partition])
+                    while not self._stop.is_set():
+                        for record in consumer.poll(timeout_ms=500):
+                            reads.append(Read(record.partition, record.offset, record.value or b""))
+                            next_offset[record.partition] = record.offset + 1
+            except Exception:  # a node down or unreachable: start again where we were
+                self._consumer_errors[consumer_id] += 1
+                time.sleep(0.5)
+
+
+def _record(send: Send, future: Future[RecordMetadata]) -> None:
+    error = future.exception()
+    if error is not None:
+        send.error = repr(error)
+        return
+    meta = future.result()
+    send.partition, send.offset = meta.partition, meta.offset
+    send.acked_at = now_s()
