@@ -139,7 +139,7 @@ def test_write_options():
     )
     assert (opts.topic, opts.acks) == ("out", -1)
     assert parse_write_options({"odradek.bootstrap.servers": "h:1", "kafka.acks": "1"}).acks == 1
-    with pytest.raises(OdradekSparkOptionError, match="'kafka.acks'"):
+    with pytest.raises(OdradekSparkOptionError, match=r"'kafka\.acks'"):
         parse_write_options({"kafka.bootstrap.servers": "h:1", "kafka.acks": "2"})
-    with pytest.raises(OdradekSparkOptionError, match="'kafka.compression.type'"):
+    with pytest.raises(OdradekSparkOptionError, match=r"'kafka\.compression\.type'"):
         parse_write_options({"kafka.bootstrap.servers": "h:1", "kafka.compression.type": "x"})
