@@ -211,6 +211,14 @@ def _range_read(opts: ReadOptions, r: OffsetRange) -> RangePartition:
     )
 
 
+def _read(partition: InputPartition) -> Iterator[Any]:
+    # With nothing to read, partitions() returns no partition and Spark still runs one task
+    # with a placeholder partition of its own.
+    if not isinstance(partition, RangePartition):
+        return iter(())
+    return read_range(partition.spec)
+
+
 def _option_error(exc: OdradekError, opts: ReadOptions) -> OdradekSparkOptionError:
     return OdradekSparkOptionError(
         "odradek.bootstrap.servers",
@@ -247,8 +255,7 @@ class OdradekBatchReader(DataSourceReader):
         return [_range_read(opts, r) for r in pieces]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, RangePartition)
-        return read_range(partition.spec)
+        return _read(partition)
 
 
 class OdradekStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -315,8 +322,7 @@ class OdradekStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [_range_read(self.opts, r) for r in pieces]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, RangePartition)
-        return read_range(partition.spec)
+        return _read(partition)
 
     def commit(self, end: dict[str, dict[str, int]]) -> None:
         """Nothing to do: the offsets live in Spark's checkpoint, not in the cluster."""
