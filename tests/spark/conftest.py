@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -97,10 +97,10 @@ Produced = list[tuple[int, int, bytes | None, bytes | None]]
 def produce(
     servers: str,
     topic: str,
-    values: list[tuple[int, bytes | None, bytes | None]],
+    values: Sequence[tuple[int, bytes | None, bytes | None]],
     *,
-    timestamps: list[int] | None = None,
-    headers: list[list[tuple[str, bytes | None]]] | None = None,
+    timestamps: Sequence[int] | None = None,
+    headers: Sequence[Sequence[tuple[str, bytes | None]]] | None = None,
 ) -> Produced:
     """Send ``(partition, key, value)`` records and wait for every acknowledgement."""
     with Producer(servers, linger_ms=1) as producer:

@@ -10,9 +10,9 @@ from pyspark.sql.types import (
     ArrayType,
     BinaryType,
     IntegerType,
+    StringType,
     StructField,
     StructType,
-    StringType,
 )
 
 from tests.spark.conftest import produce
