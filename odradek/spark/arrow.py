@@ -122,8 +122,9 @@ class ArrowBatchBuilder:
     def _decode(
         self, data: bytes, count: int, base_offset: int, base_ts: int, start: int, end: int
     ) -> None:
-        # The hot loop: locals for every attribute, and each varint's one-byte case inline
-        # (lengths under 64 and small deltas are one byte; 100-byte values take two).
+        # The hot loop: locals for every attribute, and each varint's one- and two-byte cases
+        # inline (zig-zag values below 64 take one byte, below 8192 two: record lengths,
+        # key/value sizes and deltas of ordinary batches), a call only for longer ones.
         keys = self.keys
         values = self.values
         offsets = self.offsets
@@ -136,6 +137,10 @@ class ArrowBatchBuilder:
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                u = (b & 0x7F) | (data[pos + 1] << 7)
+                length = (u >> 1) ^ -(u & 1)
+                pos += 2
             else:
                 length, pos = dv(data, pos)
             stop = pos + length
@@ -144,12 +149,20 @@ class ArrowBatchBuilder:
             if b < 0x80:
                 ts_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                u = (b & 0x7F) | (data[pos + 1] << 7)
+                ts_delta = (u >> 1) ^ -(u & 1)
+                pos += 2
             else:
                 ts_delta, pos = decode_varlong(data, pos)
             b = data[pos]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                u = (b & 0x7F) | (data[pos + 1] << 7)
+                offset_delta = (u >> 1) ^ -(u & 1)
+                pos += 2
             else:
                 offset_delta, pos = dv(data, pos)
             offset = base_offset + offset_delta
@@ -160,6 +173,10 @@ class ArrowBatchBuilder:
             if b < 0x80:
                 size = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                u = (b & 0x7F) | (data[pos + 1] << 7)
+                size = (u >> 1) ^ -(u & 1)
+                pos += 2
             else:
                 size, pos = dv(data, pos)
             if size >= 0:
@@ -171,6 +188,10 @@ class ArrowBatchBuilder:
             if b < 0x80:
                 size = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                u = (b & 0x7F) | (data[pos + 1] << 7)
+                size = (u >> 1) ^ -(u & 1)
+                pos += 2
             else:
                 size, pos = dv(data, pos)
             if size >= 0:

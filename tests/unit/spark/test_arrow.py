@@ -14,6 +14,8 @@ def records(n: int) -> list[Record]:
     for i in range(n):
         key = None if i % 3 == 0 else f"k{i}".encode()
         value = None if i % 7 == 6 else bytes([i % 256]) * (i * 13 % 300)
+        if i % 50 == 5:
+            value = b"x" * 20_000  # three-byte varints: the decoder's slow path
         headers = [] if i % 2 else [("h", f"v{i}".encode()), ("empty", None)]
         out.append(Record(key, value, headers, timestamp=1_700_000_000_000 + i * 999))
     return out
