@@ -40,6 +40,7 @@ from odradek.v1 import odradek_pb2_grpc as pb_grpc
 RECORD_BYTES = 100
 BATCH_BYTES = 64 * 1024
 TOPIC = "spark-bench"
+_NOT_READY_YET = (3, 5, 6)  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER
 
 
 def make_batch(records: int) -> bytes:
@@ -56,6 +57,7 @@ def produce(address: str, total: int, partitions: int) -> float:
         grpc.insecure_channel(address, options=[("grpc.max_send_message_length", -1)])
     )
     errors: list[str] = []
+    deadline = time.perf_counter() + 60
 
     def worker(partition: int) -> None:
         left = total // partitions + (1 if partition < total % partitions else 0)
@@ -73,6 +75,9 @@ def produce(address: str, total: int, partitions: int) -> float:
                 timeout=60,
             )
             code = response.partitions[0].error_code
+            if code in _NOT_READY_YET and time.perf_counter() < deadline:
+                time.sleep(0.1)  # the new topic's leader is not serving yet
+                continue
             if code:
                 errors.append(f"partition {partition}: error {code}")
             left -= n
