@@ -145,13 +145,15 @@ def read_range(spec: RangeRead) -> Iterator[Any]:
     max_bytes = spec.fetch_max_bytes
     progress_deadline = clock.monotonic_ms() + spec.poll_timeout_ms
     last_problem = "no answer yet"
+    # True while the leader answers but holds nothing at ``offset`` (its log ends before it).
+    missing = False
     while offset < end:
         if clock.monotonic_ms() > progress_deadline:
             text = (
                 f"could not read {tp} at offset {offset} for {spec.poll_timeout_ms} ms "
                 f"(kafkaConsumer.pollTimeoutMs): {last_problem}"
             )
-            if last_problem.startswith("no records"):
+            if missing:
                 # The leader's log ends before the range does: the records were lost with
                 # a replica (an unclean election) or the topic was recreated.
                 _data_loss(spec, tp, f"{text}; records [{offset}, {end}) are missing")
@@ -160,6 +162,7 @@ def read_range(spec: RangeRead) -> Iterator[Any]:
         leader = client.leader(tp)
         if leader is None:
             last_problem = "no leader known"
+            missing = False
             client.metadata.request_update()
             time.sleep(_RETRY_BACKOFF_MS / 1000)
             continue
@@ -195,6 +198,7 @@ def read_range(spec: RangeRead) -> Iterator[Any]:
             if not exc.retriable:
                 raise
             last_problem = f"fetch from {address} failed: {exc}"
+            missing = False
             _refresh(client, tp)
             time.sleep(_RETRY_BACKOFF_MS / 1000)
             continue
@@ -211,9 +215,9 @@ def read_range(spec: RangeRead) -> Iterator[Any]:
                 offset = p.log_start_offset
                 progress_deadline = clock.monotonic_ms() + spec.poll_timeout_ms
                 continue
+            missing = True
             last_problem = (
-                f"no records: offset {offset} is beyond the log end "
-                f"{p.log_end_offset} of the leader {address}"
+                f"offset {offset} is beyond the log end {p.log_end_offset} of the leader {address}"
             )
             _refresh(client, tp)
             time.sleep(_RETRY_BACKOFF_MS / 1000)
@@ -223,6 +227,7 @@ def read_range(spec: RangeRead) -> Iterator[Any]:
             if not error.retriable:
                 raise error
             last_problem = f"{address} answered {error.name}"
+            missing = False
             hinted = p.HasField("current_leader") and client.metadata.update_leader(
                 tp, p.current_leader.leader_id, p.current_leader.leader_epoch
             )
@@ -250,12 +255,12 @@ def read_range(spec: RangeRead) -> Iterator[Any]:
                 raise MessageTooLargeError(f"{tp}: the batch at offset {offset} is over 1 GiB")
             max_bytes *= 2  # a batch bigger than the fetch size: ask for more
             continue
+        missing = False
         if moved:
             progress_deadline = clock.monotonic_ms() + spec.poll_timeout_ms
         elif p.high_watermark <= offset:
-            last_problem = (
-                f"no records: the high watermark of {tp} at {address} is {p.high_watermark}"
-            )
+            missing = True
+            last_problem = f"the high watermark of {tp} at {address} is {p.high_watermark}"
             time.sleep(_RETRY_BACKOFF_MS / 1000)
             _refresh(client, tp)
     if len(builder):
