@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from pyspark.errors import PySparkException
@@ -15,6 +16,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from tests.integration.helpers import consume_all, wait_for
 from tests.spark.conftest import produce
 
 pytestmark = pytest.mark.spark
@@ -221,3 +223,33 @@ def test_invalid_options_fail_at_load(spark, spark_cluster, new_topic):
         spark.createDataFrame([(b"v",)], "value binary").write.format("odradek").option(
             "kafka.bootstrap.servers", servers
         ).mode("append").save()
+
+
+def test_reads_cross_compaction_gaps(spark, spark_cluster, new_topic):
+    servers = spark_cluster.bootstrap_servers
+    topic = new_topic(
+        1, cleanup_policy="compact", segment_ms="100", min_cleanable_dirty_ratio="0.01"
+    )
+    for round_ in range(3):  # each round lands in a new segment (segment.ms rolls them)
+        produce(
+            servers,
+            topic,
+            [(0, f"k{i % 5}".encode(), f"r{round_}-{i}".encode()) for i in range(20)],
+        )
+        time.sleep(0.2)  # let segment.ms pass so that the next append rolls the segment
+    produce(servers, topic, [(0, b"last", b"roll")])
+
+    def compacted() -> list[tuple[int, bytes]] | None:
+        records = consume_all(servers, topic, 1)[0]
+        return records if len(records) < 61 else None
+
+    remaining = wait_for(compacted, "the cleaner to compact the topic", 60)
+    got = reader(spark, servers, subscribe=topic).select("offset", "value").collect()
+    assert [(r.offset, r.value) for r in got] == remaining
+    gap = next(o for o in range(61) if o not in dict(remaining))  # a compacted-away offset
+    from_gap = reader(
+        spark, servers, subscribe=topic, startingOffsets=f'{{"{topic}": {{"0": {gap}}}}}'
+    )
+    assert [(r.offset, r.value) for r in from_gap.select("offset", "value").collect()] == [
+        (o, v) for o, v in remaining if o >= gap
+    ]
