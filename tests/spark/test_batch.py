@@ -174,8 +174,8 @@ def test_write_then_read_back_byte_for_byte(spark, spark_cluster, new_topic):
 def test_a_failed_write_fails_the_task(spark, spark_cluster, new_topic):
     servers = spark_cluster.bootstrap_servers
     topic = new_topic(1)
-    df = spark.createDataFrame([(b"v", 5)], "value binary, partition int")
-    with pytest.raises(PySparkException, match="partition 5"):
+
+    def write(df):
         (
             df.write.format("odradek")
             .option("kafka.bootstrap.servers", servers)
@@ -183,6 +183,13 @@ def test_a_failed_write_fails_the_task(spark, spark_cluster, new_topic):
             .mode("append")
             .save()
         )
+
+    # A record the producer cannot deliver: its future fails, and so does the task.
+    too_big = spark.createDataFrame([(b"small",), (b"x" * (2 << 20),)], "value binary")
+    with pytest.raises(PySparkException, match="not acknowledged"):
+        write(too_big)
+    with pytest.raises(PySparkException, match="partition 5"):
+        write(spark.createDataFrame([(b"v", 5)], "value binary, partition int"))
 
 
 def load_error(spark, **options):
