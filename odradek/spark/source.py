@@ -64,6 +64,7 @@ from odradek.spark.planning import (
     split_ranges,
 )
 from odradek.spark.reader import RangeRead, read_range
+from odradek.spark.writer import OdradekBatchWriter, OdradekStreamWriter
 
 __all__ = ["OdradekDataSource", "Planner", "RangePartition"]
 
@@ -353,13 +354,9 @@ class OdradekDataSource(DataSource):
         return OdradekStreamReader(self.options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from odradek.spark.writer import OdradekBatchWriter
-
         return OdradekBatchWriter(self.options, schema)
 
     def streamWriter(  # noqa: N802
         self, schema: StructType, overwrite: bool
     ) -> DataSourceStreamWriter:
-        from odradek.spark.writer import OdradekStreamWriter
-
         return OdradekStreamWriter(self.options, schema)
