@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
-from pipeline.session import job_session
+from pipeline.session import configure_logging, job_session
 
 __all__ = ["archive", "main", "parser"]
 
@@ -99,5 +99,5 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO)
+    configure_logging()
     main()

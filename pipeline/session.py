@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -9,7 +10,7 @@ from pyspark.sql import SparkSession
 
 import odradek.spark
 
-__all__ = ["job_session"]
+__all__ = ["configure_logging", "job_session"]
 
 
 def job_session(app_name: str, master: str | None) -> SparkSession:
@@ -29,3 +30,12 @@ def job_session(app_name: str, master: str | None) -> SparkSession:
     spark = builder.getOrCreate()
     odradek.spark.register(spark)
     return spark
+
+
+def configure_logging() -> None:
+    """INFO for the job's and the connector's loggers; py4j's chatter about its gateway
+    connections stays at WARNING."""
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("py4j").setLevel(logging.WARNING)

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
-from pipeline.session import job_session
+from pipeline.session import configure_logging, job_session
 
 __all__ = ["counts", "main", "parser", "windowed_counts"]
 
@@ -141,5 +141,5 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO)
+    configure_logging()
     main()
