@@ -44,6 +44,11 @@ LATEST = -1
 """In offsets JSON: the partition's high watermark (Spark's ``-1``)."""
 
 
+_UNSUPPORTED = ("minOffsetsPerTrigger", "maxTriggerDelay")
+"""Options of Spark's Kafka source this source refuses rather than ignores: a job relying on
+them would silently behave differently."""
+
+
 class OdradekSparkOptionError(ValueError):
     """An option of the ``odradek`` data source is missing, malformed or contradicts another.
 
@@ -338,6 +343,13 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
     Raises :class:`OdradekSparkOptionError`.
     """
     servers = parse_servers(options)
+    for name in _UNSUPPORTED:
+        if name.lower() in options:
+            raise OdradekSparkOptionError(
+                name,
+                f"option '{name}' of Spark's Kafka source is not supported by the odradek "
+                "source (use maxOffsetsPerTrigger to bound micro-batches)",
+            )
     subscription = _subscription(options)
     starting = _offset_spec(options, "starting")
     starting_given = any(

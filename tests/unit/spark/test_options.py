@@ -143,3 +143,9 @@ def test_write_options():
         parse_write_options({"kafka.bootstrap.servers": "h:1", "kafka.acks": "2"})
     with pytest.raises(OdradekSparkOptionError, match=r"'kafka\.compression\.type'"):
         parse_write_options({"kafka.bootstrap.servers": "h:1", "kafka.compression.type": "x"})
+
+
+def test_unsupported_spark_options_are_refused_not_ignored():
+    e = error(streaming=True, minOffsetsPerTrigger="100")
+    assert e.option == "minOffsetsPerTrigger" and "not supported" in str(e)
+    assert error(streaming=True, maxTriggerDelay="5 minutes").option == "maxTriggerDelay"
