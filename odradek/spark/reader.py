@@ -78,6 +78,9 @@ class RangeRead:
     partition: int
     start: int
     end: int
+    # The leader's address when the read was planned: the first fetch goes there without
+    # asking for metadata first (a stale hint costs one NOT_LEADER answer and a refresh).
+    leader: str | None = None
     include_headers: bool = False
     fail_on_data_loss: bool = True
     poll_timeout_ms: int = 120_000
@@ -93,12 +96,15 @@ class FetchClient:
         self.pool = ConnectionPool()
         self.metadata = MetadataCache(parse_bootstrap_servers(servers), self.pool, clock)
 
-    def leader(self, tp: TopicPartition) -> tuple[str, int] | None:
-        """The address and epoch of ``tp``'s leader, refreshing the metadata when it is not
-        known; ``None`` if no leader is known yet."""
+    def leader(self, tp: TopicPartition, hint: str | None = None) -> tuple[str, int] | None:
+        """The address and epoch of ``tp``'s leader; when the metadata does not know it,
+        ``hint`` (with epoch -1: not checked) if given, else after a metadata refresh;
+        ``None`` if no leader is known yet."""
         snapshot = self.metadata.snapshot()
         address = snapshot.leader_address(tp)
         part = snapshot.partition(tp)
+        if (address is None or part is None) and hint is not None:
+            return hint, -1
         if address is None or part is None:
             try:
                 snapshot = self.metadata.refresh([tp.topic])
@@ -147,6 +153,7 @@ def read_range(spec: RangeRead) -> Iterator[Any]:
     last_problem = "no answer yet"
     # True while the leader answers but holds nothing at ``offset`` (its log ends before it).
     missing = False
+    hint = spec.leader
     while offset < end:
         if clock.monotonic_ms() > progress_deadline:
             text = (
@@ -159,7 +166,8 @@ def read_range(spec: RangeRead) -> Iterator[Any]:
                 _data_loss(spec, tp, f"{text}; records [{offset}, {end}) are missing")
                 break
             raise RequestTimedOutError(text)
-        leader = client.leader(tp)
+        leader = client.leader(tp, hint)
+        hint = None  # good for the first fetch only: after a failure, ask the metadata
         if leader is None:
             last_problem = "no leader known"
             missing = False

@@ -43,6 +43,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from odradek.admin import Admin
+from odradek.client.metadata import ClusterMetadata
 from odradek.client.types import TopicPartition
 from odradek.consumer import Consumer
 from odradek.errors import OdradekError, UnknownTopicOrPartitionError
@@ -87,33 +88,31 @@ class Planner:
         self.servers = servers
         self.admin = Admin(servers)
         self.consumer = Consumer(servers)
+        self.cluster = ClusterMetadata()
 
     def topic_partitions(self, subscription: Subscription) -> list[TopicPartition]:
-        """The partitions ``subscription`` reads now, sorted. Raises
-        :class:`OdradekSparkOptionError` naming the option for a topic (or, with ``assign``,
-        a partition) that does not exist."""
+        """The partitions ``subscription`` reads now, sorted, from one metadata request
+        (kept for :meth:`leader_hint`). Raises :class:`OdradekSparkOptionError` naming the
+        option for a topic (or, with ``assign``, a partition) that does not exist."""
+        cluster = self.admin.cluster_metadata()
+        self.cluster = cluster
         if subscription.kind == "subscribePattern":
-            topics = [t for t in self.admin.list_topics() if subscription.matches(t)]
+            topics = sorted(t for t in cluster.topics if subscription.matches(t))
         elif subscription.kind == "subscribe":
             topics = list(subscription.topics)
         else:
             topics = sorted({tp.topic for tp in subscription.partitions})
-        if not topics:
-            return []
-        described = {}
+        existing: list[TopicPartition] = []
         for topic in topics:
-            try:
-                described.update(self.admin.describe_topics([topic]))
-            except UnknownTopicOrPartitionError:
+            meta = cluster.topics.get(topic)
+            if meta is None or meta.error_code == UnknownTopicOrPartitionError.code:
                 raise OdradekSparkOptionError(
                     subscription.kind,
                     f"topic {topic!r} named by option '{subscription.kind}' does not exist",
-                ) from None
-        existing = sorted(
-            TopicPartition(t.name, p.partition) for t in described.values() for p in t.partitions
-        )
+                )
+            existing.extend(TopicPartition(topic, p.partition) for p in meta.partitions)
         if subscription.kind != "assign":
-            return existing
+            return sorted(existing)
         known = set(existing)
         for tp in subscription.partitions:
             if tp not in known:
@@ -121,6 +120,10 @@ class Planner:
                     "assign", f"partition {tp} named by option 'assign' does not exist"
                 )
         return sorted(subscription.partitions)
+
+    def leader_hint(self, tp: TopicPartition) -> str | None:
+        """The address of ``tp``'s leader at the last :meth:`topic_partitions`, if known."""
+        return self.cluster.leader_address(tp)
 
     def earliest(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         return self.consumer.beginning_offsets(tps) if tps else {}
@@ -196,7 +199,7 @@ def planner(servers: str) -> Planner:
         return found
 
 
-def _range_read(opts: ReadOptions, r: OffsetRange) -> RangePartition:
+def _range_read(opts: ReadOptions, r: OffsetRange, leader: str | None) -> RangePartition:
     return RangePartition(
         RangeRead(
             servers=opts.bootstrap_servers,
@@ -204,6 +207,7 @@ def _range_read(opts: ReadOptions, r: OffsetRange) -> RangePartition:
             partition=r.tp.partition,
             start=r.start,
             end=r.end,
+            leader=leader,
             include_headers=opts.include_headers,
             fail_on_data_loss=opts.fail_on_data_loss,
             poll_timeout_ms=opts.poll_timeout_ms,
@@ -253,7 +257,7 @@ class OdradekBatchReader(DataSourceReader):
             ranges.append(OffsetRange(tp, start, end))
         pieces = split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
         log.info("batch read of %d partition(s) in %d Spark partition(s)", len(tps), len(pieces))
-        return [_range_read(opts, r) for r in pieces]
+        return [_range_read(opts, r, plan.leader_hint(r.tp)) for r in pieces]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return _read(partition)
@@ -320,7 +324,8 @@ class OdradekStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             begin.update(self._plan().earliest(new))
         ranges = [OffsetRange(tp, begin[tp], stop) for tp, stop in until.items()]
         pieces = split_ranges(ranges, self.opts.min_partitions, self.opts.max_records_per_partition)
-        return [_range_read(self.opts, r) for r in pieces]
+        plan = self._plan()
+        return [_range_read(self.opts, r, plan.leader_hint(r.tp)) for r in pieces]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return _read(partition)
