@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from odradek import Admin, TopicPartition
+from odradek import Admin, NewTopic, TopicPartition
 from tests.integration.helpers import partition_state, wait_for, wait_for_full_isr
 from tests.spark.conftest import produce
 
@@ -155,3 +155,30 @@ def test_a_streaming_write_copies_every_record_once(spark, spark_cluster, new_to
         .collect()
     )
     assert sorted(tuple(r) for r in back) == sorted((k, v) for _, _, k, v in sent)
+
+
+def test_new_topics_of_a_pattern_are_read_from_earliest(spark, spark_cluster, new_topic, tmp_path):
+    servers = spark_cluster.bootstrap_servers
+    first = new_topic(1, prefix="grow")
+    produce(servers, first, [(0, None, f"a{i}".encode()) for i in range(5)])
+    later = f"{first}-new"
+
+    def run() -> None:
+        df = (
+            spark.readStream.format("odradek")
+            .option("kafka.bootstrap.servers", servers)
+            .option("subscribePattern", f"{first}(-new)?")
+            .option("startingOffsets", "latest")  # the first run only; then the checkpoint
+            .load()
+        )
+        to_parquet(df, tmp_path, "q").trigger(availableNow=True).start().awaitTermination()
+
+    run()  # starts at the end: reads nothing, checkpoints the offsets
+    assert output(spark, tmp_path, "q") == []
+    more = produce(servers, first, [(0, None, f"b{i}".encode()) for i in range(3)])
+    with Admin(servers) as admin:
+        assert admin.create_topics([NewTopic(later, 2, 3)])[later] is None
+        wait_for_full_isr(admin, later, 2)
+    added = produce(servers, later, [(i % 2, None, f"c{i}".encode()) for i in range(6)])
+    run()
+    assert output(spark, tmp_path, "q") == expected(more + added)
