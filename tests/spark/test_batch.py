@@ -246,14 +246,18 @@ def test_reads_cross_compaction_gaps(spark, spark_cluster, new_topic):
         time.sleep(0.2)  # let segment.ms pass so that the next append rolls the segment
     produce(servers, topic, [(0, b"last", b"roll")])
 
-    def compacted() -> list[tuple[int, bytes]] | None:
-        records = consume_all(servers, topic, 1)[0]
-        return records if len(records) < 61 else None
-
-    remaining = wait_for(compacted, "the cleaner to compact the topic", 60)
+    # Fully compacted, the three rolled segments keep the last record of each key (round 2's
+    # i = 15..19 at offsets 55..59); the active segment keeps the roll record. Waiting for
+    # exactly that (not for any gap) keeps a later cleaner pass from racing the reads.
+    remaining = [(40 + i, f"r2-{i}".encode()) for i in range(15, 20)] + [(60, b"roll")]
+    wait_for(
+        lambda: consume_all(servers, topic, 1)[0] == remaining,
+        "the cleaner to compact the topic",
+        60,
+    )
     got = reader(spark, servers, subscribe=topic).select("offset", "value").collect()
     assert [(r.offset, r.value) for r in got] == remaining
-    gap = next(o for o in range(61) if o not in dict(remaining))  # a compacted-away offset
+    gap = 30  # compacted away, between the log start (0) and the first record left (55)
     from_gap = reader(
         spark, servers, subscribe=topic, startingOffsets=f'{{"{topic}": {{"0": {gap}}}}}'
     )
