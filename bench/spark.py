@@ -1,0 +1,226 @@
+"""Spark connector benchmark: batch and streaming read rates beside one SDK consumer.
+
+It starts a one-node local cluster (its own ZooKeeper), writes ``--records`` records of 100
+bytes over ``--partitions`` partitions (produce requests of ~64 KiB batches, straight to the
+leader), then reads them all three ways in the same run:
+
+* one :class:`odradek.Consumer` polling every partition (the baseline);
+* the connector's batch read in ``local[2]``: ``spark.read.format("odradek")`` into Spark's
+  ``noop`` sink, so every row crosses from the Python reader into the JVM and nothing else is
+  measured (a warm-up read of a few records first: the JVM and Python workers start once);
+* a streaming read with ``trigger(availableNow=True)`` and ``maxOffsetsPerTrigger`` of a
+  quarter of the records, into the ``noop`` sink.
+
+It prints one line per figure and ends with one JSON line; ``connector_ratio`` is the batch
+read rate over the consumer's (target: at least 1.0 on two cores).
+
+    python -m bench.spark [--records 2000000] [--partitions 4] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from deploy.local.cluster import ROOT, LocalCluster
+from odradek import Admin, Consumer, NewTopic, TopicPartition
+from odradek.records import Record, build_batch
+from odradek.v1 import odradek_pb2 as pb
+from odradek.v1 import odradek_pb2_grpc as pb_grpc
+
+RECORD_BYTES = 100
+BATCH_BYTES = 64 * 1024
+TOPIC = "spark-bench"
+_NOT_READY_YET = (3, 5, 6)  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER
+
+
+def make_batch(records: int) -> bytes:
+    value = os.urandom(RECORD_BYTES)
+    stamp = 1_800_000_000_000
+    return build_batch([Record(None, value, timestamp=stamp + i) for i in range(records)])
+
+
+def produce(address: str, total: int, partitions: int) -> float:
+    """Write ``total`` records spread evenly over the partitions; the seconds taken."""
+    per_batch = max(1, BATCH_BYTES // (RECORD_BYTES + 10))
+    full = make_batch(per_batch)
+    stub = pb_grpc.BrokerStub(
+        grpc.insecure_channel(address, options=[("grpc.max_send_message_length", -1)])
+    )
+    errors: list[str] = []
+    deadline = time.perf_counter() + 60
+
+    def worker(partition: int) -> None:
+        left = total // partitions + (1 if partition < total % partitions else 0)
+        while left > 0 and not errors:
+            n = min(per_batch, left)
+            batch = full if n == per_batch else make_batch(n)
+            response = stub.Produce(
+                pb.ProduceRequest(
+                    acks=1,
+                    timeout_ms=30_000,
+                    partitions=[
+                        pb.ProducePartitionData(topic=TOPIC, partition=partition, records=batch)
+                    ],
+                ),
+                timeout=60,
+            )
+            code = response.partitions[0].error_code
+            if code in _NOT_READY_YET and time.perf_counter() < deadline:
+                time.sleep(0.1)  # the new topic's leader is not serving yet
+                continue
+            if code:
+                errors.append(f"partition {partition}: error {code}")
+            left -= n
+
+    threads = [threading.Thread(target=worker, args=(p,)) for p in range(partitions)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError(f"produce failed: {errors[0]}")
+    return time.perf_counter() - start
+
+
+def consume(servers: str, total: int, partitions: int) -> float:
+    """One SDK consumer reading every record from the beginning; the seconds taken."""
+    tps = [TopicPartition(TOPIC, p) for p in range(partitions)]
+    with Consumer(servers) as consumer:
+        consumer.assign(tps)
+        consumer.seek_to_beginning()
+        seen = 0
+        start = time.perf_counter()
+        while seen < total:
+            seen += len(consumer.poll(timeout_ms=1000))
+        return time.perf_counter() - start
+
+
+def spark_session() -> Any:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    path = os.environ.get("PYTHONPATH", "")
+    if str(ROOT) not in path.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), path) if p)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("odradek-spark-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def batch_read(spark: Any, servers: str, ending: str | None = None) -> float:
+    reader = (
+        spark.read.format("odradek")
+        .option("odradek.bootstrap.servers", servers)
+        .option("subscribe", TOPIC)
+    )
+    if ending is not None:
+        reader = reader.option("endingOffsets", ending)
+    start = time.perf_counter()
+    reader.load().write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - start
+
+
+def stream_read(spark: Any, servers: str, per_trigger: int, checkpoint: Path) -> float:
+    start = time.perf_counter()
+    query = (
+        spark.readStream.format("odradek")
+        .option("odradek.bootstrap.servers", servers)
+        .option("subscribe", TOPIC)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", str(per_trigger))
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    seconds = time.perf_counter() - start
+    read = sum(int(p["numInputRows"]) for p in query.recentProgress)
+    if read == 0:
+        raise RuntimeError("the streaming read read nothing")
+    return seconds
+
+
+def main(argv: list[str] | None = None, spark: Any = None) -> dict[str, object]:
+    parser = argparse.ArgumentParser(prog="python -m bench.spark")
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--dir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    total, partitions = args.records, args.partitions
+    out: dict[str, object] = {
+        "records": total,
+        "record_bytes": RECORD_BYTES,
+        "partitions": partitions,
+        "spark_master": "local[2]",
+    }
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        cluster = LocalCluster(Path(tmp) / "cluster", 1)
+        cluster.start()
+        own_session = spark is None
+        try:
+            servers = cluster.bootstrap_servers
+            with Admin(servers) as admin:
+                error = admin.create_topics([NewTopic(TOPIC, partitions, 1)])[TOPIC]
+                if error is not None:
+                    raise error
+            produce_s = produce(cluster.nodes[0].address, total, partitions)
+            out["produce_records_per_s"] = round(total / produce_s)
+            consume_s = consume(servers, total, partitions)
+            out["consumer_records_per_s"] = round(total / consume_s)
+            if spark is None:
+                spark = spark_session()
+            import odradek.spark
+
+            odradek.spark.register(spark)
+            warm = json.dumps({TOPIC: {str(p): 1 for p in range(partitions)}})
+            batch_read(spark, servers, warm)  # start the JVM's and the workers' code paths
+            batch_s = batch_read(spark, servers)
+            out["connector_batch_records_per_s"] = round(total / batch_s)
+            stream_s = stream_read(spark, servers, max(1, total // 4), Path(tmp) / "checkpoint")
+            out["connector_stream_records_per_s"] = round(total / stream_s)
+        finally:
+            if own_session and spark is not None:
+                spark.stop()
+            cluster.kill_all()
+    consumer_rate = float(out["consumer_records_per_s"])  # type: ignore[arg-type]
+    batch_rate = float(out["connector_batch_records_per_s"])  # type: ignore[arg-type]
+    stream_rate = float(out["connector_stream_records_per_s"])  # type: ignore[arg-type]
+    out["connector_ratio"] = round(batch_rate / consumer_rate, 3)
+    out["stream_ratio"] = round(stream_rate / consumer_rate, 3)
+    print(f"{total} records of {RECORD_BYTES} bytes over {partitions} partitions, one node")
+    print(f"          produce: {out['produce_records_per_s']:>10} records/s")
+    print(f"     SDK consumer: {out['consumer_records_per_s']:>10} records/s (baseline)")
+    print(
+        f"  connector batch: {out['connector_batch_records_per_s']:>10} records/s "
+        f"(ratio {out['connector_ratio']}, target >= 1.0)"
+    )
+    print(
+        f"connector stream: {out['connector_stream_records_per_s']:>10} records/s "
+        f"(ratio {out['stream_ratio']}, availableNow, 4 triggers)"
+    )
+    print(json.dumps(out))
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,293 @@
+"""Reading one offset range of one topic-partition from its leader, as Arrow batches.
+
+This is what a Spark task runs (:func:`read_range`). It fetches raw record batches with
+``Broker.Fetch`` from the partition's leader and decodes them with
+:class:`~odradek.spark.arrow.ArrowBatchBuilder`, so no per-record Python object is made. The
+rules follow Spark's ``KafkaDataConsumer``:
+
+* the first batch may start below the range (the leader reads from the batch holding the
+  offset): records below it are skipped; records at or past the end are dropped;
+* offsets may be missing inside the range (compaction, control batches): the next fetch starts
+  after the last complete batch, so gaps are crossed, never waited on;
+* ``NOT_LEADER_OR_FOLLOWER``, fenced or unknown epochs and unreachable nodes take the answer's
+  leader hint or refresh the metadata and fetch again, until ``poll_timeout_ms`` passes
+  without progress;
+* offsets below the log start offset (deleted by retention or ``DeleteRecords``) are data
+  loss: :class:`OdradekDataLossError` names the topic-partition, the offsets, the earliest
+  available and ``failOnDataLoss``; with ``failOnDataLoss=false`` a warning is logged and the
+  read goes on from the earliest available offset.
+
+Clients are made inside the task and kept per process (keyed by pid and servers) because
+Spark pickles readers and reuses worker processes. Thread-safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from odradek.client.connection import ConnectionPool, call, parse_bootstrap_servers
+from odradek.client.errors import error_from_code, is_invalid_metadata
+from odradek.client.metadata import MetadataCache
+from odradek.client.types import TopicPartition
+from odradek.clock import Clock, SystemClock
+from odradek.errors import (
+    MessageTooLargeError,
+    OdradekError,
+    OffsetOutOfRangeError,
+    RequestTimedOutError,
+)
+from odradek.records import read_batches
+from odradek.spark.arrow import ArrowBatchBuilder
+from odradek.v1 import odradek_pb2 as pb
+
+__all__ = [
+    "OdradekDataLossError",
+    "RangeRead",
+    "fetch_client",
+    "read_range",
+]
+
+log = logging.getLogger("odradek.spark")
+
+ARROW_BATCH_ROWS = 65_536
+"""Records per Arrow batch handed to Spark: big enough to amortise the hand-over, small enough
+to keep a task's memory flat."""
+_FETCH_MAX_WAIT_MS = 200
+_RETRY_BACKOFF_MS = 100
+_REQUEST_TIMEOUT_MS = 30_000
+
+
+class OdradekDataLossError(RuntimeError):
+    """Offsets a read needed are gone (deleted by retention or ``DeleteRecords``, or lost with
+    a replica), and ``failOnDataLoss`` is true."""
+
+
+@dataclass(frozen=True, slots=True)
+class RangeRead:
+    """Everything a task needs to read records ``[start, end)`` of ``topic``-``partition``:
+    it is pickled into the Spark partition, so it holds values only."""
+
+    servers: str
+    topic: str
+    partition: int
+    start: int
+    end: int
+    # The leader's address when the read was planned: the first fetch goes there without
+    # asking for metadata first (a stale hint costs one NOT_LEADER answer and a refresh).
+    leader: str | None = None
+    include_headers: bool = False
+    fail_on_data_loss: bool = True
+    poll_timeout_ms: int = 120_000
+    fetch_max_bytes: int = 8 * 1024 * 1024
+
+
+class FetchClient:
+    """A connection pool and the metadata of one cluster, for the reads of one process.
+    Thread-safe."""
+
+    def __init__(self, servers: str, clock: Clock) -> None:
+        self.clock = clock
+        self.pool = ConnectionPool()
+        self.metadata = MetadataCache(parse_bootstrap_servers(servers), self.pool, clock)
+
+    def leader(self, tp: TopicPartition, hint: str | None = None) -> tuple[str, int] | None:
+        """The address and epoch of ``tp``'s leader; when the metadata does not know it,
+        ``hint`` (with epoch -1: not checked) if given, else after a metadata refresh;
+        ``None`` if no leader is known yet."""
+        snapshot = self.metadata.snapshot()
+        address = snapshot.leader_address(tp)
+        part = snapshot.partition(tp)
+        if (address is None or part is None) and hint is not None:
+            return hint, -1
+        if address is None or part is None:
+            try:
+                snapshot = self.metadata.refresh([tp.topic])
+            except OdradekError as exc:
+                log.debug("metadata refresh for %s failed: %s", tp, exc)
+                return None
+            address = snapshot.leader_address(tp)
+            part = snapshot.partition(tp)
+            if address is None or part is None:
+                return None
+        return address, part.leader_epoch
+
+
+_clients: dict[tuple[int, str], FetchClient] = {}
+_clients_lock = threading.Lock()
+
+
+def fetch_client(servers: str) -> FetchClient:
+    """This process's :class:`FetchClient` for ``servers`` (made on first use)."""
+    key = (os.getpid(), servers)
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = FetchClient(servers, SystemClock())
+            _clients[key] = client
+        return client
+
+
+def read_range(spec: RangeRead) -> Iterator[Any]:
+    """The records ``[spec.start, spec.end)`` as ``pyarrow.RecordBatch``es of at most
+    :data:`ARROW_BATCH_ROWS` rows (see the module docstring).
+
+    Raises :class:`OdradekDataLossError` (see ``failOnDataLoss``), the typed
+    :class:`~odradek.errors.OdradekError` of a non-retriable fetch failure, or
+    :class:`~odradek.errors.RequestTimedOutError` when the partition could not be read for
+    ``poll_timeout_ms``.
+    """
+    tp = TopicPartition(spec.topic, spec.partition)
+    client = fetch_client(spec.servers)
+    clock = client.clock
+    builder = ArrowBatchBuilder(spec.topic, spec.partition, spec.include_headers)
+    offset = spec.start
+    end = spec.end
+    max_bytes = spec.fetch_max_bytes
+    progress_deadline = clock.monotonic_ms() + spec.poll_timeout_ms
+    last_problem = "no answer yet"
+    # True while the leader answers but holds nothing at ``offset`` (its log ends before it).
+    missing = False
+    hint = spec.leader
+    while offset < end:
+        if clock.monotonic_ms() > progress_deadline:
+            text = (
+                f"could not read {tp} at offset {offset} for {spec.poll_timeout_ms} ms "
+                f"(kafkaConsumer.pollTimeoutMs): {last_problem}"
+            )
+            if missing:
+                # The leader's log ends before the range does: the records were lost with
+                # a replica (an unclean election) or the topic was recreated.
+                _data_loss(spec, tp, f"{text}; records [{offset}, {end}) are missing")
+                break
+            raise RequestTimedOutError(text)
+        leader = client.leader(tp, hint)
+        hint = None  # good for the first fetch only: after a failure, ask the metadata
+        if leader is None:
+            last_problem = "no leader known"
+            missing = False
+            client.metadata.request_update()
+            time.sleep(_RETRY_BACKOFF_MS / 1000)
+            continue
+        address, epoch = leader
+        request = pb.FetchRequest(
+            replica_id=-1,
+            broker_epoch=-1,
+            max_wait_ms=_FETCH_MAX_WAIT_MS,
+            min_bytes=1,
+            max_bytes=max_bytes,
+            partitions=[
+                pb.FetchPartition(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    fetch_offset=offset,
+                    partition_max_bytes=max_bytes,
+                    current_leader_epoch=epoch,
+                    last_fetched_epoch=-1,
+                    log_start_offset=-1,
+                )
+            ],
+        )
+        try:
+            response = call(
+                client.pool.broker(address).Fetch,
+                request,
+                address=address,
+                timeout_ms=_REQUEST_TIMEOUT_MS + _FETCH_MAX_WAIT_MS,
+            )
+            if response.error_code:
+                raise error_from_code(response.error_code, "", f"fetch from node {address}")
+        except OdradekError as exc:
+            if not exc.retriable:
+                raise
+            last_problem = f"fetch from {address} failed: {exc}"
+            missing = False
+            _refresh(client, tp)
+            time.sleep(_RETRY_BACKOFF_MS / 1000)
+            continue
+        p = response.partitions[0]
+        if p.error_code == OffsetOutOfRangeError.code:
+            if offset < p.log_start_offset:
+                lost_end = min(p.log_start_offset, end)
+                _data_loss(
+                    spec,
+                    tp,
+                    f"{tp}: offsets [{offset}, {lost_end}) were deleted (the earliest "
+                    f"available offset is {p.log_start_offset}); requested offset {offset}",
+                )
+                offset = p.log_start_offset
+                progress_deadline = clock.monotonic_ms() + spec.poll_timeout_ms
+                continue
+            missing = True
+            last_problem = (
+                f"offset {offset} is beyond the log end {p.log_end_offset} of the leader {address}"
+            )
+            _refresh(client, tp)
+            time.sleep(_RETRY_BACKOFF_MS / 1000)
+            continue
+        if p.error_code:
+            error = error_from_code(p.error_code, p.error_message, str(tp))
+            if not error.retriable:
+                raise error
+            last_problem = f"{address} answered {error.name}"
+            missing = False
+            hinted = p.HasField("current_leader") and client.metadata.update_leader(
+                tp, p.current_leader.leader_id, p.current_leader.leader_epoch
+            )
+            if is_invalid_metadata(error) or not hinted:
+                _refresh(client, tp)
+            if not hinted:
+                time.sleep(_RETRY_BACKOFF_MS / 1000)
+            continue
+        complete = 0
+        moved = False
+        for batch in read_batches(p.records):
+            complete += 1
+            if batch.last_offset < offset:
+                continue
+            batch.validate()
+            builder.add(batch, offset, end)
+            offset = batch.next_offset
+            moved = True
+            if len(builder) >= ARROW_BATCH_ROWS:
+                yield builder.build()
+            if offset >= end:
+                break
+        if p.records and complete == 0:
+            if max_bytes >= 1 << 30:
+                raise MessageTooLargeError(f"{tp}: the batch at offset {offset} is over 1 GiB")
+            max_bytes *= 2  # a batch bigger than the fetch size: ask for more
+            continue
+        missing = False
+        if moved:
+            progress_deadline = clock.monotonic_ms() + spec.poll_timeout_ms
+        elif p.high_watermark <= offset:
+            missing = True
+            last_problem = f"the high watermark of {tp} at {address} is {p.high_watermark}"
+            time.sleep(_RETRY_BACKOFF_MS / 1000)
+            _refresh(client, tp)
+    if len(builder):
+        yield builder.build()
+
+
+def _refresh(client: FetchClient, tp: TopicPartition) -> None:
+    try:
+        client.metadata.refresh([tp.topic])
+    except OdradekError as exc:
+        log.debug("metadata refresh for %s failed: %s", tp, exc)
+
+
+def _data_loss(spec: RangeRead, tp: TopicPartition, text: str) -> None:
+    if spec.fail_on_data_loss:
+        raise OdradekDataLossError(
+            f"{text}. Some data may have been lost because it is no longer available in "
+            "odradek (deleted by retention or DeleteRecords, or lost with a replica). If you "
+            "want your query to go on with the data that remains, set the option "
+            "'failOnDataLoss' to 'false'."
+        )
+    log.warning("%s; skipping the missing records because failOnDataLoss is false", text)
