@@ -108,6 +108,7 @@ def consume(servers: str, total: int, partitions: int) -> float:
 
 def spark_session() -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # the driver on loopback, not the first interface
     path = os.environ.get("PYTHONPATH", "")
     if str(ROOT) not in path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), path) if p)

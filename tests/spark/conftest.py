@@ -46,6 +46,10 @@ def spark() -> Iterator[object]:
     """A local[2] SparkSession with the ``odradek`` source registered."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    # Spark binds its driver to the host name's address, or to the first non-loopback
+    # interface when that resolves to loopback: tests stay on loopback (job subprocesses
+    # inherit this too).
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     path = os.environ.get("PYTHONPATH", "")
     if str(ROOT) not in path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), path) if p)
@@ -57,6 +61,8 @@ def spark() -> Iterator[object]:
         SparkSession.builder.master("local[2]")
         .appName("odradek-tests")
         .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "1g")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -11,6 +13,7 @@ import pytest
 
 from deploy.local.cluster import ROOT
 from pipeline import archive, windowed_counts
+from tests.integration.helpers import wait_for
 from tests.spark.conftest import produce
 
 pytestmark = pytest.mark.spark
@@ -52,6 +55,60 @@ def test_archive_is_incremental_and_exact(spark, spark_cluster, new_topic, tmp_p
     assert got == want
     assert {str(r.date) for r in rows} == {r.timestamp.strftime("%Y-%m-%d") for r in rows}
     assert {r.partition: len(r.headers or []) for r in rows if r.key} == {0: 1, 1: 1}
+
+
+def test_archive_resumes_exactly_after_its_driver_is_killed(
+    spark, spark_cluster, new_topic, tmp_path
+):
+    """A real job process (driver and its JVM) SIGKILLed mid-run, as a crashed machine would
+    leave it; the next run resumes from the checkpoint: every record archived exactly once."""
+    servers = spark_cluster.bootstrap_servers
+    topic = new_topic(2)
+    argv = [
+        "--bootstrap-servers",
+        servers,
+        "--topic",
+        topic,
+        "--output",
+        str(tmp_path / "archive"),
+        "--checkpoint",
+        str(tmp_path / "checkpoint"),
+        "--max-records-per-trigger",
+        "20",
+    ]
+    sent = produce(servers, topic, [(i % 2, None, f"v{i}".encode()) for i in range(400)])
+    commits = tmp_path / "checkpoint" / "commits"
+    job = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.archive", *argv, "--master", "local[1]"],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # the driver and its JVM: one process group to kill
+    )
+    try:
+
+        def three_commits_or_ended() -> bool:
+            # commits/<batch id> per committed micro-batch (beside hidden .crc files)
+            done = commits.is_dir() and len(list(commits.glob("[0-9]*"))) >= 3
+            return done or job.poll() is not None
+
+        wait_for(three_commits_or_ended, "the job to commit 3 micro-batches", 120)
+        assert job.poll() is None, f"the job ended early: {job.stderr.read()!r}"  # type: ignore[union-attr]
+        os.killpg(job.pid, signal.SIGKILL)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+        job.stderr.close()  # type: ignore[union-attr]
+    assert job.returncode == -signal.SIGKILL  # killed mid-run, not finished
+    before = spark.read.parquet(str(tmp_path / "archive")).count()
+    assert 60 <= before < 400
+    resumed = archive.main(argv, spark=spark)
+    assert 0 < resumed["records"] <= 400 - 60
+    rows = spark.read.parquet(str(tmp_path / "archive")).collect()
+    got = sorted((r.partition, r.offset, r.value) for r in rows)
+    assert got == sorted((p, o, v) for p, o, _, v in sent)  # no duplicate, no gap
 
 
 def latest_per_key(spark, servers, topic) -> dict[str, dict[str, object]]:
