@@ -8,7 +8,7 @@ from bench.cluster import main
 
 
 def test_cluster_benchmark_prints_its_figures_as_one_json_line(tmp_path, capsys):
-    figures = main(["--batches", "12", "--inflight", "2", "--dir", str(tmp_path)])
+    figures = main(["--batches", "12", "--inflight", "2", "--repeat", "2", "--dir", str(tmp_path)])
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert json.loads(last) == figures
     for key in (
