@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from controller.zk_data import (
 )
 from deploy.local.zookeeper import four_letter_word
 from odradek.clock import SystemClock
+from tests.integration.helpers import wait_for
 
 IMAGE_TAG = os.environ.get("ODRADEK_IMAGE_TAG", "dev")
 NODE_IMAGE = f"odradek-node:{IMAGE_TAG}"
@@ -54,22 +54,6 @@ T = TypeVar("T")
 def now_s() -> float:
     """Monotonic seconds: the suite's one clock for deadlines and the history's timestamps."""
     return _clock.monotonic_ms() / 1000
-
-
-def wait_until(condition: Callable[[], T | None], what: str, timeout_s: float = 60.0) -> T:
-    """Polls ``condition`` (exceptions count as not yet) until it is truthy; fails naming
-    ``what`` and the last exception."""
-    deadline = now_s() + timeout_s
-    last: Exception | None = None
-    while now_s() < deadline:
-        try:
-            value = condition()
-        except Exception as exc:  # a node may be down while we poll
-            last, value = exc, None
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what} (last: {last!r})")
 
 
 @dataclass
@@ -161,7 +145,7 @@ class ContainerCluster:
             self.wait_serving(node.node_id)
 
     def wait_zookeeper(self, timeout_s: float = 30.0) -> None:
-        wait_until(
+        wait_for(
             lambda: four_letter_word(ZOOKEEPER_HOST, ZOOKEEPER_PORT, "ruok") == "imok",
             "ZooKeeper to answer ruok",
             timeout_s,
@@ -177,7 +161,7 @@ class ContainerCluster:
                 raise AssertionError(f"node {node_id} exited:\n{node.logs()}")
             return node.serving()
 
-        wait_until(serving, f"node {node_id} to serve", timeout_s)
+        wait_for(serving, f"node {node_id} to serve", timeout_s)
 
     def remove(self) -> None:
         """Removes every container (force: running, paused or stopped). Safe to call twice."""

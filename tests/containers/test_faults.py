@@ -24,9 +24,9 @@ from tests.containers.cluster import (
     ContainerCluster,
     Partition,
     now_s,
-    wait_until,
 )
 from tests.containers.workload import PARTITIONS, TOPIC, Workload
+from tests.integration.helpers import wait_for
 
 pytestmark = pytest.mark.containers
 
@@ -46,7 +46,7 @@ def wait_full_isr(cluster: ContainerCluster, timeout_s: float = 90.0) -> None:
             and all(node.serving() for node in cluster.nodes.values())
         )
 
-    wait_until(full, "every partition to have a leader and 3 in-sync replicas", timeout_s)
+    wait_for(full, "every partition to have a leader and 3 in-sync replicas", timeout_s)
 
 
 def leader_of_partition_0(cluster: ContainerCluster) -> int:
@@ -56,7 +56,7 @@ def leader_of_partition_0(cluster: ContainerCluster) -> int:
         found, _ = cluster.partition_states(TOPIC, PARTITIONS)[0]
         return found if found > 0 else None
 
-    return wait_until(leader, "partition 0 to have a leader", 60)
+    return wait_for(leader, "partition 0 to have a leader", 60)
 
 
 def wait_leader_moves(cluster: ContainerCluster, old: int, *, timeout_s: float = 60.0) -> int:
@@ -66,13 +66,13 @@ def wait_leader_moves(cluster: ContainerCluster, old: int, *, timeout_s: float =
         leader, _ = cluster.partition_states(TOPIC, PARTITIONS)[0]
         return leader if leader not in (-1, old) else None
 
-    return wait_until(moved, f"partition 0's leadership to move off node {old}", timeout_s)
+    return wait_for(moved, f"partition 0's leadership to move off node {old}", timeout_s)
 
 
 def wait_progress(workload: Workload, count: int = 50, timeout_s: float = 60.0) -> None:
     """Waits until ``count`` more sends are acknowledged: the cluster accepts writes."""
     target = workload.acked() + count
-    wait_until(lambda: workload.acked() >= target, f"{count} more acknowledged sends", timeout_s)
+    wait_for(lambda: workload.acked() >= target, f"{count} more acknowledged sends", timeout_s)
 
 
 def final_log(bootstrap: str) -> dict[int, list[tuple[int, bytes]]]:
@@ -155,12 +155,12 @@ def test_controller_killed(cluster, verdicts):
     """SIGKILL of the active controller; another node must take over the role."""
 
     def fault(cluster: ContainerCluster, workload: Workload) -> None:
-        controller = wait_until(
+        controller = wait_for(
             lambda: (c := cluster.controller_id()) > 0 and c, "an active controller"
         )
         workload.fault()
         cluster.kill(controller)
-        wait_until(
+        wait_for(
             lambda: cluster.controller_id() not in (-1, controller),
             "another node to become the controller",
         )
@@ -230,7 +230,7 @@ def test_leader_partitioned(cluster, verdicts, partition: Partition):
         partition.isolate(cluster.nodes[leader])
         try:
             # the partition is real: ZooKeeper expires the node's session, leadership moves
-            wait_until(
+            wait_for(
                 lambda: leader not in cluster.registered_nodes(),
                 f"node {leader}'s ZooKeeper session to expire",
                 SESSION_TIMEOUT_S + 30,
@@ -266,7 +266,7 @@ def test_zookeeper_paused(cluster, verdicts):
             now = cluster.registrations()
             return now if now.keys() == before.keys() else None
 
-        after = wait_until(all_registered, "every node to be registered")
+        after = wait_for(all_registered, "every node to be registered")
         # Whether ZooKeeper expires the sessions it froze is a race inside ZooKeeper when it
         # resumes (its session expirer against the pings queued meanwhile); a node whose
         # session expired has registered again, with a new broker epoch.
@@ -285,7 +285,7 @@ def test_zookeeper_restarted(cluster, verdicts):
         cluster.stop_zookeeper()
         time.sleep(3)  # the fault's duration, not a sync
         cluster.start_zookeeper()
-        wait_until(
+        wait_for(
             lambda: cluster.registered_nodes() == set(cluster.nodes),
             "every node to be registered",
         )

@@ -13,9 +13,7 @@ import pytest
 
 from node.config import config_from_properties, properties_from_env
 
-pytestmark = pytest.mark.containers
-
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 FILES = [
     DEPLOY / "compose" / "compose.yaml",
     DEPLOY / "k8s" / "odradek.yaml",
