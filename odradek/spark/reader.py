@@ -24,8 +24,6 @@ Spark pickles readers and reuses worker processes. Thread-safe.
 from __future__ import annotations
 
 import logging
-import os
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -44,6 +42,7 @@ from odradek.errors import (
 )
 from odradek.records import read_batches
 from odradek.spark.arrow import ArrowBatchBuilder
+from odradek.spark.per_process import PerProcess
 from odradek.v1 import odradek_pb2 as pb
 
 __all__ = [
@@ -118,19 +117,12 @@ class FetchClient:
         return address, part.leader_epoch
 
 
-_clients: dict[tuple[int, str], FetchClient] = {}
-_clients_lock = threading.Lock()
+_clients = PerProcess(lambda servers: FetchClient(servers, SystemClock()))
 
 
 def fetch_client(servers: str) -> FetchClient:
     """This process's :class:`FetchClient` for ``servers`` (made on first use)."""
-    key = (os.getpid(), servers)
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None:
-            client = FetchClient(servers, SystemClock())
-            _clients[key] = client
-        return client
+    return _clients.get(servers)
 
 
 def read_range(spec: RangeRead) -> Iterator[Any]:

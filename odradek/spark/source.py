@@ -21,8 +21,6 @@ Option errors (:class:`~odradek.spark.options.OdradekSparkOptionError`) are rais
 from __future__ import annotations
 
 import logging
-import os
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -57,6 +55,7 @@ from odradek.spark.options import (
     Subscription,
     parse_read_options,
 )
+from odradek.spark.per_process import PerProcess
 from odradek.spark.planning import (
     OffsetRange,
     offsets_from_json,
@@ -184,19 +183,12 @@ class Planner:
         return out
 
 
-_planners: dict[tuple[int, str], Planner] = {}
-_planners_lock = threading.Lock()
+_planners = PerProcess(Planner)
 
 
 def planner(servers: str) -> Planner:
     """This process's :class:`Planner` for ``servers`` (made on first use)."""
-    key = (os.getpid(), servers)
-    with _planners_lock:
-        found = _planners.get(key)
-        if found is None:
-            found = Planner(servers)
-            _planners[key] = found
-        return found
+    return _planners.get(servers)
 
 
 def _range_read(opts: ReadOptions, r: OffsetRange, leader: str | None) -> RangePartition:
