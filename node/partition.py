@@ -4,8 +4,9 @@ Kafka's ``Partition``. The rules (high watermark, catching up, ISR changes, fenc
 are the pure functions of ``node.replication``; this class keeps the state they read and
 applies what they decide to the log. All methods are thread-safe: one lock guards the state,
 the log has its own. Nothing here blocks on the network; waiting (acks=-1, long polls) is the
-replica manager's, woken by the ``on_progress`` callback whenever the log end offset, the high
-watermark or the leadership moves.
+replica manager's, woken by the ``on_progress`` callback, which is told what moved: the log end
+offset (``DATA``), the high watermark, a replica's log start offset, or the state (leadership,
+ISR, truncation; see :mod:`node.wakeups`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from node import replication as rules
 from node.replication import FollowerFetchState
+from node.wakeups import DATA, HIGH_WATERMARK, LOG_START, STATE
 from odradek.clock import Clock
 from odradek.errors import (
     IneligibleReplicaError,
@@ -82,7 +84,7 @@ class Partition:
         clock: Clock,
         replica_lag_time_max_ms: int,
         live_brokers: Callable[[], Collection[int]],
-        on_progress: Callable[[], None],
+        on_progress: Callable[[int], None],
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -168,7 +170,7 @@ class Partition:
                     if r not in state.replicas:
                         del self._followers[r]
             self.maybe_increment_high_watermark()
-        self._on_progress()
+        self._on_progress(STATE)
         return new_epoch
 
     def make_follower(self, state: LeaderAndIsrState) -> bool:
@@ -185,7 +187,7 @@ class Partition:
             self.partition_epoch = state.partition_epoch
             self._followers = {}
             self.leader_epoch_start_offset = -1
-        self._on_progress()  # waiting produce requests learn they lost the leadership
+        self._on_progress(STATE)  # waiting produce requests learn they lost the leadership
         return changed
 
     def make_offline(self) -> None:
@@ -195,7 +197,7 @@ class Partition:
             self.isr = frozenset()
             self._pending_isr = None
             self._followers = {}
-        self._on_progress()
+        self._on_progress(STATE)
 
     def _check_leader(self, current_leader_epoch: int) -> None:
         error = rules.check_leader_epoch(current_leader_epoch, self.leader_epoch)
@@ -225,8 +227,8 @@ class Partition:
                     f"{sorted(self.isr)}, fewer than min.insync.replicas {self.min_isr}"
                 )
             info = self.log.append_as_leader(records, self.leader_epoch)
-            self.maybe_increment_high_watermark()
-        self._on_progress()
+            moved = self.maybe_increment_high_watermark()
+        self._on_progress(DATA | (HIGH_WATERMARK if moved else 0))
         return info
 
     def check_replicated(self, required_offset: int, leader_epoch: int) -> OdradekError | bool:
@@ -343,7 +345,7 @@ class Partition:
             self.isr = frozenset(isr)
             self.partition_epoch = partition_epoch
             self.maybe_increment_high_watermark()
-        self._on_progress()
+        self._on_progress(STATE)
 
     # -- leader: reads --
     def read_for_follower(
@@ -383,8 +385,9 @@ class Partition:
                 )
             change = None
             if update_state and replica_id in self._followers:
+                before = self._followers[replica_id]
                 self._followers[replica_id] = rules.update_follower_fetch_state(
-                    self._followers[replica_id],
+                    before,
                     fetch_offset=fetch_offset,
                     log_start_offset=follower_log_start_offset,
                     leader_leo=leo,
@@ -393,8 +396,11 @@ class Partition:
                 )
                 moved = self.maybe_increment_high_watermark()
                 change = self._maybe_expand_isr(replica_id)
-                if moved:
-                    self._on_progress()
+                started = self._followers[replica_id].log_start_offset != before.log_start_offset
+                if moved or started:
+                    self._on_progress(
+                        (HIGH_WATERMARK if moved else 0) | (LOG_START if started else 0)
+                    )
         info = log.read(fetch_offset, max_bytes)
         return ReadResult(info.records, hw, log_start, leo), change
 
@@ -476,7 +482,7 @@ class Partition:
                 f"follower fetched {fetch_offset} but its log ends at {log.log_end_offset}"
             )
         info = log.append_as_follower(records)
-        self._on_progress()
+        self._on_progress(DATA)
         return info
 
     def update_follower_high_watermark(self, leader_hw: int, leader_log_start: int) -> None:
@@ -487,12 +493,12 @@ class Partition:
         target = min(leader_log_start, log.high_watermark)
         if target > log.log_start_offset:
             log.delete_records(target)
-        self._on_progress()
+        self._on_progress(HIGH_WATERMARK | LOG_START)
 
     def truncate_to(self, offset: int) -> None:
         self.log.truncate_to(offset)
-        self._on_progress()
+        self._on_progress(STATE)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.log.truncate_fully_and_start_at(offset)
-        self._on_progress()
+        self._on_progress(STATE)

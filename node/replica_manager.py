@@ -4,8 +4,9 @@ Kafka's ``ReplicaManager`` with its purgatories. It applies the controller's Lea
 StopReplica and UpdateMetadata requests, serves produce (acks 0 / 1 / -1), consumer and
 follower fetches (long polls), ListOffsets, OffsetForLeaderEpoch and DeleteRecords, and runs the
 ISR-shrink check. Requests that wait (acks=-1 until the high watermark passes their batch, a
-fetch until min_bytes arrive) wait on one condition that every partition pokes when its log end
-offset, high watermark or leadership moves; each request thread waits on its own, so a waiting
+fetch until min_bytes arrive, DeleteRecords until the followers follow) register with
+:mod:`node.wakeups` for their partitions and the kinds of change that can complete them, and
+the partitions report each change there; each request thread waits on its own, so a waiting
 request never blocks another. Thread-safe.
 """
 
@@ -13,12 +14,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from node.config import NodeConfig
 from node.metadata_cache import MetadataCache
 from node.partition import IsrChange, LeaderAndIsrState, Partition
+from node.wakeups import DATA, HIGH_WATERMARK, LOG_START, Wakeups
 from odradek.clock import Clock
 from odradek.errors import (
     InvalidRequestError,
@@ -79,41 +81,35 @@ class ReplicaManager:
         self._lock = threading.RLock()  # the partition map and the controller epoch
         self._partitions: dict[TopicPartition, Partition] = {}
         self._controller_epoch = -1
-        self._progress = threading.Condition(threading.Lock())
-        self._version = 0
+        self._wakeups = Wakeups()
         self.fetchers: ReplicaFetcherManager | None = None
         self.alter_partitions: AlterPartitionManager | None = None
         self._shutting_down = False
 
     # -- waiting --
     def notify_progress(self) -> None:
-        """Wake every waiting request to re-check its condition. Never blocks for long."""
-        with self._progress:
-            self._version += 1
-            self._progress.notify_all()
+        """Wake every waiting request to re-check its condition (metadata, leadership or
+        replica changes that may touch any partition). Never blocks for long."""
+        self._wakeups.notify_all()
 
-    def _wait_until(self, done: Callable[[], bool], deadline_ms: int) -> bool:
-        """Wait until ``done()`` (evaluated without any lock of ours held) or the deadline."""
-        while True:
-            with self._progress:
-                seen = self._version
-            if done():
-                return True
-            remaining = deadline_ms - self._clock.monotonic_ms()
-            if remaining <= 0 or self._shutting_down:
-                return False
-            with self._progress:
-                if self._version == seen:
-                    self._progress.wait(min(remaining, 1000) / 1000)
-
-    def _wait_for_progress(self, *, since: int, deadline_ms: int) -> None:
-        """Wait until anything moved after version ``since``, or the deadline."""
-        with self._progress:
-            while self._version == since and not self._shutting_down:
+    def _wait_until(
+        self,
+        done: Callable[[], bool],
+        deadline_ms: int,
+        partitions: Iterable[TopicPartition],
+        kinds: int,
+    ) -> bool:
+        """Wait until ``done()`` (evaluated without any lock of ours held) or the deadline,
+        re-checking when ``partitions`` report one of ``kinds`` (see :mod:`node.wakeups`)."""
+        with self._wakeups.waiting(partitions, kinds) as waiter:
+            while True:
+                waiter.clear()
+                if done():
+                    return True
                 remaining = deadline_ms - self._clock.monotonic_ms()
-                if remaining <= 0:
-                    return
-                self._progress.wait(min(remaining, 1000) / 1000)
+                if remaining <= 0 or self._shutting_down:
+                    return False
+                waiter.wait(min(remaining, 1000) / 1000)
 
     # -- partitions --
     def partition(self, topic: str, partition: int) -> Partition | None:
@@ -148,7 +144,7 @@ class ReplicaManager:
             clock=self._clock,
             replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
             live_brokers=self.metadata.live_broker_ids,
-            on_progress=self.notify_progress,
+            on_progress=lambda kinds: self._wakeups.notify(key, kinds),
         )
         self._partitions[key] = created
         return created
@@ -332,7 +328,12 @@ class ReplicaManager:
             return all(v is not False for v in outcome.values())
 
         deadline = self._clock.monotonic_ms() + max(0, req.timeout_ms)
-        self._wait_until(replicated, deadline)
+        self._wait_until(
+            replicated,
+            deadline,
+            [(p.topic, p.partition) for _, p, _, _ in waiting],
+            HIGH_WATERMARK,
+        )
         for index, _, _, _ in waiting:
             result = outcome.get(index, False)
             error: OdradekError | None = None
@@ -355,18 +356,25 @@ class ReplicaManager:
         or a divergence is found, or ``max_wait_ms`` passes."""
         if from_follower and optional_field(req, "replica_id") < 0:
             return pb.FetchResponse(error_code=InvalidRequestError.code)
-        deadline = self._clock.monotonic_ms() + max(0, req.max_wait_ms)
+        if req.max_wait_ms <= 0:
+            return self._read_once(req, from_follower, update_state=True)[0]
+        deadline = self._clock.monotonic_ms() + req.max_wait_ms
+        # followers wait for new data; consumers read below the high watermark, so they wait
+        # for it to move
+        kinds = DATA if from_follower else HIGH_WATERMARK
+        keys = [(fp.topic, fp.partition) for fp in req.partitions]
         first = True
-        while True:
-            with self._progress:
-                before = self._version
-            response, total, stop = self._read_once(req, from_follower, update_state=first)
-            first = False
-            if stop or total >= max(1, req.min_bytes) or req.max_wait_ms <= 0:
-                return response
-            if self._clock.monotonic_ms() >= deadline or self._shutting_down:
-                return response
-            self._wait_for_progress(since=before, deadline_ms=deadline)
+        with self._wakeups.waiting(keys, kinds) as waiter:
+            while True:
+                waiter.clear()
+                response, total, stop = self._read_once(req, from_follower, update_state=first)
+                first = False
+                if stop or total >= max(1, req.min_bytes):
+                    return response
+                remaining = deadline - self._clock.monotonic_ms()
+                if remaining <= 0 or self._shutting_down:
+                    return response
+                waiter.wait(min(remaining, 1000) / 1000)
 
     def _read_once(
         self, req: pb.FetchRequest, from_follower: bool, *, update_state: bool
@@ -485,7 +493,10 @@ class ReplicaManager:
             out.append(r)
         deadline = self._clock.monotonic_ms() + max(0, req.timeout_ms)
         self._wait_until(
-            lambda: all(p.low_watermark() >= start for _, p, start in targets), deadline
+            lambda: all(p.low_watermark() >= start for _, p, start in targets),
+            deadline,
+            [(p.topic, p.partition) for _, p, _ in targets],
+            LOG_START,
         )
         for index, partition, start in targets:
             low = partition.low_watermark()
@@ -515,7 +526,7 @@ class ReplicaManager:
 
     def shutdown(self) -> None:
         self._shutting_down = True
-        self.notify_progress()
+        self._wakeups.close()
 
 
 def _produce_error(topic: str, partition: int, err: OdradekError) -> pb.ProducePartitionResponse:

@@ -192,7 +192,7 @@ class SimNode:
             clock=self._clock,
             replica_lag_time_max_ms=self.timings.replica_lag_time_max_ms,
             live_brokers=lambda: self._live,
-            on_progress=lambda: None,
+            on_progress=lambda kinds: None,
         )
         self.running = True
         self._has_state = False

@@ -1,0 +1,121 @@
+"""Wake-ups for requests that wait on partitions (Kafka's purgatories, keyed the same way).
+
+A request that waits (an acks=-1 produce until the high watermark passes its batches, a long
+poll until data arrives, a DeleteRecords until the followers' log starts move) registers a
+:class:`Waiter` for the partitions it waits on and the kinds of change that can complete it.
+A partition reports each change with :meth:`Wakeups.notify`, which wakes only the waiters of
+that partition that asked for that kind. Waking every waiting thread on every change (one
+global condition) made a replicated produce cost dozens of futile thread wake-ups — each a
+GIL hand-off — on the leader; this keeps it to the ones that can make progress.
+
+Thread-safe: notifications come from request threads, the fetcher threads and the controller's
+requests; waiting is per request thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+__all__ = ["DATA", "HIGH_WATERMARK", "LOG_START", "STATE", "Waiter", "Wakeups"]
+
+TopicPartition = tuple[str, int]
+
+DATA = 1
+"""The log end offset moved: new records for follower fetches."""
+HIGH_WATERMARK = 2
+"""The high watermark moved: acks=-1 produce requests and consumer fetches."""
+LOG_START = 4
+"""A replica's log start offset moved: DeleteRecords waiting on its followers."""
+STATE = 8
+"""Leadership, ISR, truncation or the replica went offline: wakes every waiter of the
+partition, whatever it asked for, so that it can answer with the new state or an error."""
+
+
+class Waiter:
+    """One waiting request. Use through :meth:`Wakeups.waiting`.
+
+    The loop is: :meth:`clear`, check the condition, :meth:`wait`. A change notified after
+    :meth:`clear` makes the next :meth:`wait` return at once, so none is lost between the
+    check and the wait.
+    """
+
+    __slots__ = ("_event", "kinds")
+
+    def __init__(self, kinds: int) -> None:
+        self.kinds = kinds
+        self._event = threading.Event()
+
+    def clear(self) -> None:
+        self._event.clear()
+
+    def wake(self) -> None:
+        self._event.set()
+
+    def wait(self, timeout_s: float) -> bool:
+        """Block until woken or ``timeout_s`` passes; whether it was woken."""
+        return self._event.wait(timeout_s)
+
+
+class Wakeups:
+    """The registry of waiting requests, by partition."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiters: dict[TopicPartition, set[Waiter]] = {}
+        self._closed = False
+
+    @contextmanager
+    def waiting(self, partitions: Iterable[TopicPartition], kinds: int) -> Iterator[Waiter]:
+        """Register a waiter for ``kinds`` of change on ``partitions`` for the block's length.
+
+        After :meth:`close` the waiter starts woken, so a request arriving during shutdown
+        does not block.
+        """
+        waiter = Waiter(kinds)
+        keys = set(partitions)
+        with self._lock:
+            for tp in keys:
+                self._waiters.setdefault(tp, set()).add(waiter)
+            if self._closed:
+                waiter.wake()
+        try:
+            yield waiter
+        finally:
+            with self._lock:
+                for tp in keys:
+                    waiters = self._waiters.get(tp)
+                    if waiters is not None:
+                        waiters.discard(waiter)
+                        if not waiters:
+                            del self._waiters[tp]
+
+    def notify(self, tp: TopicPartition, kinds: int) -> None:
+        """Wake the waiters of ``tp`` that asked for any of ``kinds`` (all of them for
+        ``STATE``). Never blocks for long."""
+        with self._lock:
+            waiters = self._waiters.get(tp)
+            if not waiters:
+                return
+            for waiter in waiters:
+                if kinds & STATE or waiter.kinds & kinds:
+                    waiter.wake()
+
+    def notify_all(self) -> None:
+        """Wake every waiter (metadata, leadership and shutdown changes across partitions)."""
+        with self._lock:
+            for waiters in self._waiters.values():
+                for waiter in waiters:
+                    waiter.wake()
+
+    def close(self) -> None:
+        """Wake every waiter now and every later one at once: the node is shutting down."""
+        with self._lock:
+            self._closed = True
+        self.notify_all()
+
+    def waiter_count(self) -> int:
+        """How many requests are waiting (for tests and diagnostics)."""
+        with self._lock:
+            return len({w for waiters in self._waiters.values() for w in waiters})

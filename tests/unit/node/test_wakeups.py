@@ -1,0 +1,88 @@
+"""node.wakeups: a change wakes exactly the waiters that asked for it, and none is lost."""
+
+from __future__ import annotations
+
+import threading
+
+from node.wakeups import DATA, HIGH_WATERMARK, LOG_START, STATE, Wakeups
+
+A = ("t", 0)
+B = ("t", 1)
+
+
+def test_a_change_wakes_only_the_waiters_of_its_partition_that_asked_for_its_kind():
+    wakeups = Wakeups()
+    with (
+        wakeups.waiting([A], DATA) as data_a,
+        wakeups.waiting([A], HIGH_WATERMARK) as hw_a,
+        wakeups.waiting([B], DATA) as data_b,
+    ):
+        wakeups.notify(A, DATA)
+        assert data_a.wait(0)
+        assert not hw_a.wait(0)
+        assert not data_b.wait(0)
+
+
+def test_a_state_change_wakes_every_waiter_of_the_partition():
+    wakeups = Wakeups()
+    with (
+        wakeups.waiting([A], DATA) as data_a,
+        wakeups.waiting([A, B], LOG_START) as start_ab,
+        wakeups.waiting([B], HIGH_WATERMARK) as hw_b,
+    ):
+        wakeups.notify(A, STATE)
+        assert data_a.wait(0)
+        assert start_ab.wait(0)
+        assert not hw_b.wait(0)
+
+
+def test_a_change_between_the_check_and_the_wait_is_not_lost():
+    wakeups = Wakeups()
+    with wakeups.waiting([A], HIGH_WATERMARK) as waiter:
+        waiter.clear()
+        wakeups.notify(A, HIGH_WATERMARK | DATA)  # after the check, before the wait
+        assert waiter.wait(5)
+        waiter.clear()
+        assert not waiter.wait(0)
+
+
+def test_a_waiting_thread_is_woken_from_another_thread():
+    wakeups = Wakeups()
+    woken = threading.Event()
+
+    def wait() -> None:
+        with wakeups.waiting([A], HIGH_WATERMARK) as waiter:
+            ready.set()
+            if waiter.wait(10):
+                woken.set()
+
+    ready = threading.Event()
+    thread = threading.Thread(target=wait)
+    thread.start()
+    assert ready.wait(5)
+    wakeups.notify(A, DATA)  # not what it waits for
+    assert not woken.wait(0.05)
+    wakeups.notify(A, HIGH_WATERMARK)
+    thread.join(5)
+    assert woken.is_set()
+
+
+def test_waiters_are_removed_when_they_stop_waiting():
+    wakeups = Wakeups()
+    with wakeups.waiting([A, B], DATA), wakeups.waiting([A], DATA):
+        assert wakeups.waiter_count() == 2
+    assert wakeups.waiter_count() == 0
+    wakeups.notify(A, STATE)  # nobody left: nothing to do
+
+
+def test_notify_all_and_close_wake_everyone_and_close_wakes_later_waiters_at_once():
+    wakeups = Wakeups()
+    with wakeups.waiting([A], DATA) as a, wakeups.waiting([B], LOG_START) as b:
+        wakeups.notify_all()
+        assert a.wait(0) and b.wait(0)
+        a.clear()
+        b.clear()
+        wakeups.close()
+        assert a.wait(0) and b.wait(0)
+    with wakeups.waiting([A], DATA) as late:
+        assert late.wait(0)
