@@ -9,11 +9,16 @@ For 100-byte records in 64 KiB batches it measures, with ``--inflight`` concurre
 each as records/s, MB/s and p50 / p99 request latency, and as a ratio to a bare gRPC echo
 server (a separate process, like a node, whose Produce handler returns at once; consumer reads
 against an echo Fetch handler returning a prepared payload of the same size). Nodes and echo
-run on loopback. The machine is shared and noisy, so each produce figure is the fastest of
-``--repeat`` timed runs, and the echo's the fastest of its runs before, between and after the
-clusters. It ends with one JSON line holding every figure.
+run on loopback.
 
-    python -m bench.cluster [--batches 400] [--inflight 4] [--repeat 3]
+The machine is shared and its speed drifts by a factor of two or more within a minute, so a
+baseline measured at another moment than its figure says little. Every figure is therefore
+measured in ``--repeat`` rounds, each bracketed by an echo run just before and just after it;
+a round's ratio is its figure over the mean of those two echo runs, and the ratio reported is
+the median round's (every round's ratio is printed too). It ends with one JSON line holding
+every figure.
+
+    python -m bench.cluster [--batches 400] [--inflight 4] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -244,8 +249,8 @@ def _leader_stub(cluster: LocalCluster) -> pb_grpc.BrokerStub:
 
 
 def _with_cluster(
-    base: Path, size: int, fn: Callable[[LocalCluster], dict[str, float]]
-) -> dict[str, float]:
+    base: Path, size: int, fn: Callable[[LocalCluster], dict[str, object]]
+) -> dict[str, object]:
     cluster = LocalCluster(base / f"cluster-{size}", size)
     cluster.start()
     try:
@@ -254,30 +259,53 @@ def _with_cluster(
         cluster.stop()
 
 
+def _ratio_rounds(
+    ratio_key: str,
+    measure: Callable[[], dict[str, float]],
+    echo: Callable[[], dict[str, float]],
+    key: str,
+    echo_key: str,
+    rounds: int,
+) -> tuple[dict[str, float], list[float], list[dict[str, float]]]:
+    """``rounds`` runs of ``measure``, each bracketed by echo runs just before and after it.
+
+    Each round's ratio is its figure over the mean of the two echo runs around it, so a
+    baseline and its run see the same load from the rest of the (shared, noisy) machine.
+    Returns the round with the median ratio, every round's ratio, and the echo runs."""
+    echo_runs = [echo()]
+    results: list[tuple[float, dict[str, float]]] = []
+    for _ in range(max(1, rounds)):
+        figures = measure()
+        echo_runs.append(echo())
+        baseline = (echo_runs[-2][echo_key] + echo_runs[-1][echo_key]) / 2
+        results.append((figures[key] / baseline, figures))
+    ratios = [round(ratio, 3) for ratio, _ in results]
+    median_round = sorted(results, key=lambda r: r[0])[(len(results) - 1) // 2]
+    figures = dict(median_round[1])
+    figures[ratio_key] = round(median_round[0], 3)
+    return figures, ratios, echo_runs
+
+
 def main(argv: list[str] | None = None) -> dict[str, object]:
     parser = argparse.ArgumentParser(prog="python -m bench.cluster")
     parser.add_argument("--batches", type=int, default=400)
     parser.add_argument("--inflight", type=int, default=4)
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs per cluster")
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="timed rounds per figure, each between echo runs"
+    )
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args(argv)
     batch, records = make_batch()
     size = len(batch)
+    rounds = max(1, args.repeat)
     out: dict[str, object] = {
         "record_bytes": RECORD_BYTES,
         "batch_bytes": size,
         "records_per_batch": records,
         "batches": args.batches,
         "inflight": args.inflight,
-        "repeat": args.repeat,
+        "repeat": rounds,
     }
-
-    def fastest_run(name: str, stub: pb_grpc.BrokerStub, acks: int) -> dict[str, float]:
-        runs = []
-        for _ in range(max(1, args.repeat)):
-            seconds, lat = run_producers(stub, batch, args.batches, args.inflight, acks=acks)
-            runs.append(figures_for(name, seconds, lat, args.batches, records, size))
-        return max(runs, key=lambda run: run[f"{name}_records_per_s"])
 
     port = free_port()
     echo = subprocess.Popen(
@@ -290,75 +318,98 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         stdout=subprocess.PIPE,
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
     )
-    # The echo runs before, between and after the clusters, and every ratio is taken against
-    # its fastest run: load from other processes on a shared machine comes and goes, and a
-    # baseline measured only while the machine was busy would flatter the nodes.
-    echo_runs: list[dict[str, float]] = []
-    echo_consume: list[float] = []
+    echo_produce_runs: list[dict[str, float]] = []
+    echo_consume_runs: list[dict[str, float]] = []
     try:
         assert echo.stdout is not None
         echo.stdout.readline()
         echo_stub = pb_grpc.BrokerStub(grpc.insecure_channel(f"127.0.0.1:{port}", options=OPTIONS))
         consumer_requests = max(1, args.batches * size // FETCH_BYTES)
 
-        def measure_echo() -> None:
+        def echo_produce() -> dict[str, float]:
             seconds, lat = run_producers(echo_stub, batch, args.batches, args.inflight, acks=1)
-            echo_runs.append(figures_for("echo_produce", seconds, lat, args.batches, records, size))
-            echo_s = run_consumer(echo_stub, None, consumer_requests)
-            echo_consume.append(round(consumer_requests * FETCH_BYTES / echo_s / 1e6, 2))
+            return figures_for("echo_produce", seconds, lat, args.batches, records, size)
+
+        def echo_consume() -> dict[str, float]:
+            seconds = run_consumer(echo_stub, None, consumer_requests)
+            return {
+                "echo_consume_mb_per_s": round(consumer_requests * FETCH_BYTES / seconds / 1e6, 2)
+            }
+
+        def produce_rounds(
+            name: str, ratio: str, stub: pb_grpc.BrokerStub, acks: int
+        ) -> dict[str, object]:
+            def measure() -> dict[str, float]:
+                seconds, lat = run_producers(stub, batch, args.batches, args.inflight, acks=acks)
+                return figures_for(name, seconds, lat, args.batches, records, size)
+
+            figures, ratios, echoes = _ratio_rounds(
+                ratio,
+                measure,
+                echo_produce,
+                f"{name}_records_per_s",
+                "echo_produce_records_per_s",
+                rounds,
+            )
+            echo_produce_runs.extend(echoes)
+            return {**figures, f"{ratio}_rounds": ratios}
 
         with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
             base = Path(tmp)
 
-            def rf1(cluster: LocalCluster) -> dict[str, float]:
+            def rf1(cluster: LocalCluster) -> dict[str, object]:
                 _create_topic(cluster.nodes[0].address, 1)
-                return fastest_run("rf1_acks1", _leader_stub(cluster), acks=1)
+                return produce_rounds("rf1_acks1", "rf1_ratio", _leader_stub(cluster), acks=1)
 
-            def rf3(cluster: LocalCluster) -> dict[str, float]:
+            def rf3(cluster: LocalCluster) -> dict[str, object]:
                 _create_topic(cluster.nodes[0].address, 3)
                 stub = _leader_stub(cluster)
-                figures = fastest_run("rf3_acksall", stub, acks=-1)
-                # everything produced, warm-ups included, read back once
-                produced = max(1, args.repeat) * (args.batches + 4 * args.inflight)
+                figures = produce_rounds("rf3_acksall", "rf3_ratio", stub, acks=-1)
+                # everything produced, warm-ups included, read back from the leader each round
+                produced = rounds * (args.batches + 4 * args.inflight)
                 end = produced * records
-                consume_s = run_consumer(stub, end, 0)
-                figures["consume_records_per_s"] = round(end / consume_s)
-                figures["consume_mb_per_s"] = round(produced * size / consume_s / 1e6, 2)
-                return figures
 
-            measure_echo()
+                def consume() -> dict[str, float]:
+                    seconds = run_consumer(stub, end, 0)
+                    return {
+                        "consume_records_per_s": round(end / seconds),
+                        "consume_mb_per_s": round(produced * size / seconds / 1e6, 2),
+                    }
+
+                consumed, ratios, echoes = _ratio_rounds(
+                    "consume_ratio",
+                    consume,
+                    echo_consume,
+                    "consume_mb_per_s",
+                    "echo_consume_mb_per_s",
+                    rounds,
+                )
+                echo_consume_runs.extend(echoes)
+                return {**figures, **consumed, "consume_ratio_rounds": ratios}
+
             out.update(_with_cluster(base, 1, rf1))
-            measure_echo()
             out.update(_with_cluster(base, 3, rf3))
-            measure_echo()
     finally:
         echo.kill()
         echo.wait()
         if echo.stdout is not None:
             echo.stdout.close()
 
-    fastest_echo: dict[str, float] = max(
-        echo_runs, key=lambda run: run["echo_produce_records_per_s"]
-    )
-    out.update(fastest_echo)
-    out["echo_produce_runs_records_per_s"] = [
-        run["echo_produce_records_per_s"] for run in echo_runs
+    median_echo = sorted(echo_produce_runs, key=lambda r: r["echo_produce_records_per_s"])[
+        (len(echo_produce_runs) - 1) // 2
     ]
-    out["echo_consume_mb_per_s"] = max(echo_consume)
-    out["echo_consume_runs_mb_per_s"] = echo_consume
+    out.update(median_echo)
+    out["echo_produce_runs_records_per_s"] = [
+        run["echo_produce_records_per_s"] for run in echo_produce_runs
+    ]
+    consume_echoes = [run["echo_consume_mb_per_s"] for run in echo_consume_runs]
+    out["echo_consume_mb_per_s"] = sorted(consume_echoes)[(len(consume_echoes) - 1) // 2]
+    out["echo_consume_runs_mb_per_s"] = consume_echoes
 
-    echo_rps = float(out["echo_produce_records_per_s"])  # type: ignore[arg-type]
-    out["rf1_ratio"] = round(float(out["rf1_acks1_records_per_s"]) / echo_rps, 3)  # type: ignore[arg-type]
-    out["rf3_ratio"] = round(float(out["rf3_acksall_records_per_s"]) / echo_rps, 3)  # type: ignore[arg-type]
-    out["consume_ratio"] = round(
-        float(out["consume_mb_per_s"]) / float(out["echo_consume_mb_per_s"]),  # type: ignore[arg-type]
-        3,
-    )
     print(f"batch: {records} records of {RECORD_BYTES} bytes, {size} bytes; {args.batches} batches")
     print(
-        f"echo runs (before, between, after the clusters): "
-        f"{out['echo_produce_runs_records_per_s']} records/s, "
-        f"{out['echo_consume_runs_mb_per_s']} MB/s fetched; ratios use the fastest"
+        f"echo produce runs (around every round): {out['echo_produce_runs_records_per_s']} "
+        f"records/s; echo fetch runs {out['echo_consume_runs_mb_per_s']} MB/s"
     )
     for name in ("echo_produce", "rf1_acks1", "rf3_acksall"):
         print(
@@ -368,10 +419,14 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         )
     print(
         f"      consume: {out['consume_records_per_s']:>10} records/s {out['consume_mb_per_s']:>8} "
-        f"MB/s (echo {out['echo_consume_mb_per_s']} MB/s)"
+        f"MB/s (echo median {out['echo_consume_mb_per_s']} MB/s)"
     )
     print(
-        f"ratios to the echo: rf1 acks=1 {out['rf1_ratio']} (target >= 0.5), "
+        f"round ratios to the echo runs around them: rf1 acks=1 {out['rf1_ratio_rounds']}, "
+        f"rf3 acks=-1 {out['rf3_ratio_rounds']}, consume {out['consume_ratio_rounds']}"
+    )
+    print(
+        f"median ratios: rf1 acks=1 {out['rf1_ratio']} (target >= 0.5), "
         f"rf3 acks=-1 {out['rf3_ratio']} (target >= 0.25), consume {out['consume_ratio']}"
     )
     print(json.dumps(out, sort_keys=True))
