@@ -384,6 +384,7 @@ class Partition:
                     f"{self.topic}-{self.partition}"
                 )
             change = None
+            kinds = 0
             if update_state and replica_id in self._followers:
                 before = self._followers[replica_id]
                 self._followers[replica_id] = rules.update_follower_fetch_state(
@@ -397,10 +398,10 @@ class Partition:
                 moved = self.maybe_increment_high_watermark()
                 change = self._maybe_expand_isr(replica_id)
                 started = self._followers[replica_id].log_start_offset != before.log_start_offset
-                if moved or started:
-                    self._on_progress(
-                        (HIGH_WATERMARK if moved else 0) | (LOG_START if started else 0)
-                    )
+                kinds = (HIGH_WATERMARK if moved else 0) | (LOG_START if started else 0)
+        if kinds:
+            # outside the lock: the woken produce requests take it to check their offsets
+            self._on_progress(kinds)
         info = log.read(fetch_offset, max_bytes)
         return ReadResult(info.records, hw, log_start, leo), change
 
