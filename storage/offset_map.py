@@ -197,36 +197,26 @@ class OffsetMap:
         relative = offset - self._base
         if not 0 <= relative <= MAX_OFFSET_SPAN:
             raise ValueError(f"offset {offset} is outside the map's span from {self._base}")
-        fingerprint = hash(key)
-        check = crc32(key) & CHECK_MASK
-        slots = self._slots
+        i, word, fingerprint, check = self._probe(key)
         table = self._table
-        i = fingerprint % slots
-        step = 1 + check % (slots - 1)
-        probes = 1
-        while True:
-            word = table[2 * i + 1]
-            if word == 0:
-                if self._size >= slots - 1:
-                    raise OverflowError(f"the offset map is full ({slots} slots)")
-                table[2 * i] = fingerprint
-                if self._size < len(self._touched):
-                    self._touched[self._size] = i
-                self._size += 1
-                break
-            if table[2 * i] == fingerprint and word & CHECK_MASK == check:
-                break
-            i += step
-            if i >= slots:
-                i -= slots
-            probes += 1
+        if word == 0:
+            if self._size >= self._slots - 1:
+                raise OverflowError(f"the offset map is full ({self._slots} slots)")
+            table[2 * i] = fingerprint
+            if self._size < len(self._touched):
+                self._touched[self._size] = i
+            self._size += 1
         table[2 * i + 1] = (relative + 1) << CHECK_BITS | check
         self._latest_offset = offset
-        self.lookups += 1
-        self.probes += probes
 
     def get(self, key: bytes) -> int:
         """The offset mapped to ``key``, or -1 if it is not in the map."""
+        _, word, _, _ = self._probe(key)
+        return -1 if word == 0 else (word >> CHECK_BITS) - 1 + self._base
+
+    def _probe(self, key: bytes) -> tuple[int, int, int, int]:
+        """``(slot, its word, fingerprint, check)``: the slot holding ``key``, or the empty
+        one where it would go (word 0). Counts the lookup and its probes."""
         fingerprint = hash(key)
         check = crc32(key) & CHECK_MASK
         slots = self._slots
@@ -236,11 +226,7 @@ class OffsetMap:
         probes = 1
         while True:
             word = table[2 * i + 1]
-            if word == 0:
-                found = -1
-                break
-            if table[2 * i] == fingerprint and word & CHECK_MASK == check:
-                found = (word >> CHECK_BITS) - 1 + self._base
+            if word == 0 or (table[2 * i] == fingerprint and word & CHECK_MASK == check):
                 break
             i += step
             if i >= slots:
@@ -248,4 +234,4 @@ class OffsetMap:
             probes += 1
         self.lookups += 1
         self.probes += probes
-        return found
+        return i, word, fingerprint, check
