@@ -98,10 +98,12 @@ class ReplicaManager:
         deadline_ms: int,
         partitions: Iterable[TopicPartition],
         kinds: int,
+        required: dict[TopicPartition, int] | None = None,
     ) -> bool:
         """Wait until ``done()`` (evaluated without any lock of ours held) or the deadline,
-        re-checking when ``partitions`` report one of ``kinds`` (see :mod:`node.wakeups`)."""
-        with self._wakeups.waiting(partitions, kinds) as waiter:
+        re-checking when ``partitions`` report one of ``kinds`` (see :mod:`node.wakeups`;
+        ``required`` holds back high watermark wake-ups below those offsets)."""
+        with self._wakeups.waiting(partitions, kinds, required) as waiter:
             while True:
                 waiter.clear()
                 if done():
@@ -144,7 +146,9 @@ class ReplicaManager:
             clock=self._clock,
             replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
             live_brokers=self.metadata.live_broker_ids,
-            on_progress=lambda kinds: self._wakeups.notify(key, kinds),
+            on_progress=lambda kinds: self._wakeups.notify(
+                key, kinds, log_.high_watermark if kinds & HIGH_WATERMARK else None
+            ),
         )
         self._partitions[key] = created
         return created
@@ -328,12 +332,11 @@ class ReplicaManager:
             return all(v is not False for v in outcome.values())
 
         deadline = self._clock.monotonic_ms() + max(0, req.timeout_ms)
-        self._wait_until(
-            replicated,
-            deadline,
-            [(p.topic, p.partition) for _, p, _, _ in waiting],
-            HIGH_WATERMARK,
-        )
+        required: dict[TopicPartition, int] = {}
+        for _, p, offset, _ in waiting:
+            tp = (p.topic, p.partition)
+            required[tp] = max(offset, required.get(tp, offset))
+        self._wait_until(replicated, deadline, list(required), HIGH_WATERMARK, required)
         for index, _, _, _ in waiting:
             result = outcome.get(index, False)
             error: OdradekError | None = None

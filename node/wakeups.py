@@ -8,6 +8,12 @@ that partition that asked for that kind. Waking every waiting thread on every ch
 global condition) made a replicated produce cost dozens of futile thread wake-ups — each a
 GIL hand-off — on the leader; this keeps it to the ones that can make progress.
 
+An acks=-1 produce also says which high watermark it needs per partition (``required``), as
+Kafka's ``DelayedProduce`` completes only once the high watermark passes its batch: a
+notification of a high watermark still below it does not wake it. With several produce
+requests in flight, each move of the high watermark completes about one of them; waking all
+of them cost the leader a thread switch per request per move.
+
 Thread-safe: notifications come from request threads, the fetcher threads and the controller's
 requests; waiting is per request thread.
 """
@@ -41,11 +47,24 @@ class Waiter:
     check and the wait.
     """
 
-    __slots__ = ("_event", "kinds")
+    __slots__ = ("_event", "kinds", "required")
 
-    def __init__(self, kinds: int) -> None:
+    def __init__(self, kinds: int, required: dict[TopicPartition, int] | None = None) -> None:
         self.kinds = kinds
+        self.required = required
         self._event = threading.Event()
+
+    def wanted(self, tp: TopicPartition, kinds: int, high_watermark: int | None) -> bool:
+        """Whether a change of ``kinds`` on ``tp`` concerns this waiter."""
+        if kinds & STATE:
+            return True
+        mine = self.kinds & kinds
+        if not mine:
+            return False
+        if mine != HIGH_WATERMARK or self.required is None or high_watermark is None:
+            return True
+        needed = self.required.get(tp)
+        return needed is None or high_watermark >= needed
 
     def clear(self) -> None:
         self._event.clear()
@@ -67,13 +86,20 @@ class Wakeups:
         self._closed = False
 
     @contextmanager
-    def waiting(self, partitions: Iterable[TopicPartition], kinds: int) -> Iterator[Waiter]:
+    def waiting(
+        self,
+        partitions: Iterable[TopicPartition],
+        kinds: int,
+        required: dict[TopicPartition, int] | None = None,
+    ) -> Iterator[Waiter]:
         """Register a waiter for ``kinds`` of change on ``partitions`` for the block's length.
+        ``required`` (partition to offset) holds back ``HIGH_WATERMARK`` wake-ups of a
+        partition until its high watermark reaches that offset; ``STATE`` always wakes.
 
         After :meth:`close` the waiter starts woken, so a request arriving during shutdown
         does not block.
         """
-        waiter = Waiter(kinds)
+        waiter = Waiter(kinds, required)
         keys = set(partitions)
         with self._lock:
             for tp in keys:
@@ -91,15 +117,16 @@ class Wakeups:
                         if not waiters:
                             del self._waiters[tp]
 
-    def notify(self, tp: TopicPartition, kinds: int) -> None:
+    def notify(self, tp: TopicPartition, kinds: int, high_watermark: int | None = None) -> None:
         """Wake the waiters of ``tp`` that asked for any of ``kinds`` (all of them for
-        ``STATE``). Never blocks for long."""
+        ``STATE``), except those that need a higher ``high_watermark`` than the partition's
+        (when given). Never blocks for long."""
         with self._lock:
             waiters = self._waiters.get(tp)
             if not waiters:
                 return
             for waiter in waiters:
-                if kinds & STATE or waiter.kinds & kinds:
+                if waiter.wanted(tp, kinds, high_watermark):
                     waiter.wake()
 
     def notify_all(self) -> None:

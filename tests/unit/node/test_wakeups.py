@@ -36,6 +36,36 @@ def test_a_state_change_wakes_every_waiter_of_the_partition():
         assert not hw_b.wait(0)
 
 
+def test_a_produce_waiter_is_woken_only_once_the_high_watermark_reaches_what_it_needs():
+    wakeups = Wakeups()
+    with (
+        wakeups.waiting([A, B], HIGH_WATERMARK, {A: 10, B: 20}) as produce,
+        wakeups.waiting([A], HIGH_WATERMARK) as consumer,
+    ):
+        wakeups.notify(A, HIGH_WATERMARK, high_watermark=9)
+        assert consumer.wait(0)  # a consumer needs no particular offset
+        assert not produce.wait(0)
+        wakeups.notify(B, HIGH_WATERMARK, high_watermark=19)
+        assert not produce.wait(0)
+        wakeups.notify(A, HIGH_WATERMARK, high_watermark=10)
+        assert produce.wait(0)
+        produce.clear()
+        wakeups.notify(B, HIGH_WATERMARK | DATA, high_watermark=15)  # DATA is not asked for
+        assert not produce.wait(0)
+        wakeups.notify(B, HIGH_WATERMARK)  # the high watermark not given: wake to re-check
+        assert produce.wait(0)
+        produce.clear()
+        wakeups.notify(B, STATE, high_watermark=0)  # leadership or ISR changes always wake
+        assert produce.wait(0)
+
+
+def test_a_waiter_without_a_required_offset_for_the_partition_is_always_woken():
+    wakeups = Wakeups()
+    with wakeups.waiting([A, B], HIGH_WATERMARK, {A: 10}) as waiter:
+        wakeups.notify(B, HIGH_WATERMARK, high_watermark=0)
+        assert waiter.wait(0)
+
+
 def test_a_change_between_the_check_and_the_wait_is_not_lost():
     wakeups = Wakeups()
     with wakeups.waiting([A], HIGH_WATERMARK) as waiter:
