@@ -15,8 +15,9 @@ its partition map (guarded by a lock, as partitions come and go with LeaderAndIs
 from __future__ import annotations
 
 import logging
+import queue
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import grpc
@@ -37,6 +38,49 @@ from odradek.v1 import odradek_pb2_grpc as pb_grpc
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+
+
+class SessionEndedError(Exception):
+    """The leader ended a fetch session without answering the request sent on it."""
+
+
+class FetchSession:
+    """One open ``Replication.FetchSession`` stream to a leader: a request goes in, its answer
+    comes out, one at a time. Followers fetch through it because a message on an open stream
+    costs the leader about half the CPU of a new call (``bench/cluster.py`` measures the
+    result).
+
+    The stream has a gRPC deadline of ``timeout_s``; its owner stops sending on it at
+    ``used_until_ms`` and opens a new one, so a leader that stops answering is noticed within
+    the deadline, as with one call per fetch. Not thread-safe: one thread sends and reads.
+    """
+
+    def __init__(
+        self, stub: pb_grpc.ReplicationStub, *, used_until_ms: int, timeout_s: float
+    ) -> None:
+        self.used_until_ms = used_until_ms
+        self._requests: queue.SimpleQueue[pb.FetchRequest | None] = queue.SimpleQueue()
+        self._responses: Iterator[pb.FetchResponse] = iter(
+            stub.FetchSession(self._request_stream(), timeout=timeout_s)
+        )
+
+    def _request_stream(self) -> Iterator[pb.FetchRequest]:
+        while (request := self._requests.get()) is not None:
+            yield request
+
+    def fetch(self, request: pb.FetchRequest) -> pb.FetchResponse:
+        """Send ``request`` and wait for its answer. Raises ``grpc.RpcError`` when the stream
+        fails (deadline, leader gone, aborted) and ``SessionEndedError`` when the leader ended
+        it without answering."""
+        self._requests.put(request)
+        response = next(self._responses, None)
+        if response is None:
+            raise SessionEndedError("the leader ended the fetch session")
+        return response
+
+    def close(self) -> None:
+        """End the stream: the leader sees the end of the requests; nothing is waited for."""
+        self._requests.put(None)
 
 
 @dataclass(slots=True)
@@ -67,6 +111,7 @@ class ReplicaFetcher:
         self._lock = threading.Lock()
         self._partitions: dict[TopicPartition, _FetchState] = {}
         self._wakeup = threading.Event()
+        self._session: FetchSession | None = None  # only the fetcher thread touches it
         self._running = True
         self._thread = threading.Thread(
             target=self._run, name=f"replica-fetcher-{leader.node_id}", daemon=True
@@ -109,14 +154,8 @@ class ReplicaFetcher:
                 continue
             request = self._build_request(ready)
             try:
-                response = self._stub.Fetch(
-                    request,
-                    timeout=(
-                        self._config.replica_fetch_wait_max_ms + self._config.request_timeout_ms
-                    )
-                    / 1000,
-                )
-            except grpc.RpcError as e:
+                response = self._fetch(request)
+            except (grpc.RpcError, SessionEndedError) as e:
                 if self._running:
                     # the first failure of a streak at INFO, the rest (every backoff) at DEBUG
                     log.log(
@@ -132,6 +171,35 @@ class ReplicaFetcher:
             failures = 0
             for r in response.partitions:
                 self._process(r, ready)
+        self._close_session()
+
+    def _fetch(self, request: pb.FetchRequest) -> pb.FetchResponse:
+        """One fetch on the open session, opening a new one first when there is none or the
+        current one is past its use window. A failed session is closed; the next fetch opens
+        another."""
+        now = self._clock.monotonic_ms()
+        session = self._session
+        if session is not None and session.used_until_ms <= now:
+            self._close_session()
+            session = None
+        if session is None:
+            c = self._config
+            session = self._session = FetchSession(
+                self._stub,
+                used_until_ms=now + c.request_timeout_ms,
+                # every request sent within the use window has wait_max + request_timeout left
+                timeout_s=(2 * c.request_timeout_ms + c.replica_fetch_wait_max_ms) / 1000,
+            )
+        try:
+            return session.fetch(request)
+        except BaseException:
+            self._close_session()
+            raise
+
+    def _close_session(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
 
     def _build_request(self, ready: dict[TopicPartition, _FetchState]) -> pb.FetchRequest:
         partitions = []
@@ -231,7 +299,7 @@ class ReplicaFetcher:
             partition.truncate_fully_and_start_at(r.log_start_offset)
 
 
-def _rpc_text(e: grpc.RpcError) -> str:
+def _rpc_text(e: grpc.RpcError | SessionEndedError) -> str:
     code = e.code() if hasattr(e, "code") else None
     details = e.details() if hasattr(e, "details") else str(e)
     return f"{code.name if code else 'ERROR'}: {details}"

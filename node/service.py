@@ -8,6 +8,8 @@ ready for) becomes a gRPC status. Handlers run on the server's worker threads an
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import grpc
 
 from node.replica_manager import ReplicaManager
@@ -59,6 +61,16 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
         if not request.HasField("replica_id") or request.replica_id < 0:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a follower fetch needs replica_id")
         return self._replicas.fetch(request, from_follower=True)
+
+    def FetchSession(  # noqa: N802
+        self, request_iterator: Iterator[pb.FetchRequest], context: grpc.ServicerContext
+    ) -> Iterator[pb.FetchResponse]:
+        """Answers each request of the stream as ``Fetch`` would, in order. The stream ends
+        when the follower closes its side; a request without ``replica_id`` aborts it."""
+        for request in request_iterator:
+            if not request.HasField("replica_id") or request.replica_id < 0:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a follower fetch needs replica_id")
+            yield self._replicas.fetch(request, from_follower=True)
 
     def OffsetForLeaderEpoch(  # noqa: N802
         self, request: pb.OffsetForLeaderEpochRequest, context: grpc.ServicerContext

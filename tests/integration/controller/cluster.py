@@ -103,6 +103,9 @@ class RecordingReplication(pb_grpc.ReplicationServicer):
     def Fetch(self, request, context):  # noqa: N802
         context.abort(grpc.StatusCode.UNIMPLEMENTED, "not a real broker")
 
+    def FetchSession(self, request_iterator, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "not a real broker")
+
     def OffsetForLeaderEpoch(self, request, context):  # noqa: N802
         context.abort(grpc.StatusCode.UNIMPLEMENTED, "not a real broker")
 

@@ -1,0 +1,171 @@
+"""Fetch sessions over real gRPC on loopback, with in-process servers standing in for a leader.
+
+One stream carries many fetches, answered in order; node.fetcher replaces a stream after its
+use window and after a failure; the node's servicer answers a stream as it answers single
+fetches."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+import pytest
+
+from node.config import NodeConfig
+from node.fetcher import ReplicaFetcher, SessionEndedError
+from node.service import ReplicationServicer
+from odradek.clock import ManualClock
+from odradek.v1 import odradek_pb2 as pb
+from odradek.v1 import odradek_pb2_grpc as pb_grpc
+
+
+def _serve_sessions(
+    handler: Callable[
+        [Iterator[pb.FetchRequest], grpc.ServicerContext], Iterator[pb.FetchResponse]
+    ],
+) -> tuple[grpc.Server, int]:
+    """A server with only Replication.FetchSession, answered by ``handler``."""
+    method = grpc.stream_stream_rpc_method_handler(
+        handler,
+        request_deserializer=pb.FetchRequest.FromString,
+        response_serializer=pb.FetchResponse.SerializeToString,
+    )
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("odradek.v1.Replication", {"FetchSession": method}),)
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    return server, port
+
+
+class CountingLeader:
+    """Answers each fetch with its fetch offset as the high watermark; counts the streams."""
+
+    def __init__(self) -> None:
+        self.streams = 0
+        self.fail_next_stream = False
+        self._lock = threading.Lock()
+
+    def session(
+        self, request_iterator: Iterator[pb.FetchRequest], context: grpc.ServicerContext
+    ) -> Iterator[pb.FetchResponse]:
+        with self._lock:
+            self.streams += 1
+            fail, self.fail_next_stream = self.fail_next_stream, False
+        for request in request_iterator:
+            if fail:
+                context.abort(grpc.StatusCode.UNAVAILABLE, "leader going away")
+            fp = request.partitions[0]
+            yield pb.FetchResponse(
+                partitions=[
+                    pb.FetchPartitionResponse(
+                        topic=fp.topic, partition=fp.partition, high_watermark=fp.fetch_offset
+                    )
+                ]
+            )
+
+
+@pytest.fixture
+def leader() -> Iterator[tuple[CountingLeader, int]]:
+    servicer = CountingLeader()
+    server, port = _serve_sessions(servicer.session)
+    yield servicer, port
+    server.stop(None)
+
+
+def _request(offset: int) -> pb.FetchRequest:
+    return pb.FetchRequest(
+        replica_id=1,
+        partitions=[pb.FetchPartition(topic="t", partition=0, fetch_offset=offset)],
+    )
+
+
+def _fetcher(port: int, clock: ManualClock, tmp_path: Path) -> ReplicaFetcher:
+    config = NodeConfig(
+        node_id=1, log_dirs=(tmp_path,), zookeeper_connect="unused:1", request_timeout_ms=5000
+    )
+    return ReplicaFetcher(
+        pb.BrokerInfo(node_id=0, host="127.0.0.1", port=port),
+        config=config,
+        clock=clock,
+        channel=grpc.insecure_channel(f"127.0.0.1:{port}"),
+        broker_epoch=lambda: 1,
+    )
+
+
+def test_fetches_share_one_stream_until_its_use_window_ends(leader, tmp_path):
+    servicer, port = leader
+    clock = ManualClock()
+    fetcher = _fetcher(port, clock, tmp_path)  # no partitions: its own thread never fetches
+    try:
+        for offset in range(5):
+            assert fetcher._fetch(_request(offset)).partitions[0].high_watermark == offset
+        assert servicer.streams == 1
+        clock.advance(4999)
+        fetcher._fetch(_request(5))
+        assert servicer.streams == 1
+        clock.advance(1)  # request_timeout_ms after the stream opened
+        assert fetcher._fetch(_request(6)).partitions[0].high_watermark == 6
+        assert servicer.streams == 2
+    finally:
+        fetcher.shutdown()
+
+
+def test_a_failed_stream_is_replaced_by_the_next_fetch(leader, tmp_path):
+    servicer, port = leader
+    fetcher = _fetcher(port, ManualClock(), tmp_path)
+    try:
+        servicer.fail_next_stream = True
+        with pytest.raises(grpc.RpcError) as failure:
+            fetcher._fetch(_request(0))
+        assert failure.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert fetcher._fetch(_request(1)).partitions[0].high_watermark == 1
+        assert servicer.streams == 2
+    finally:
+        fetcher.shutdown()
+
+
+class _NoReplicas:
+    """The one ReplicaManager method the servicer calls, answering from the request."""
+
+    def fetch(self, request: pb.FetchRequest, *, from_follower: bool) -> pb.FetchResponse:
+        assert from_follower
+        fp = request.partitions[0]
+        return pb.FetchResponse(
+            partitions=[pb.FetchPartitionResponse(topic="t", log_end_offset=fp.fetch_offset)]
+        )
+
+
+def test_the_servicer_answers_each_request_of_a_session_in_order_and_refuses_anonymous_ones():
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    pb_grpc.add_ReplicationServicer_to_server(ReplicationServicer(_NoReplicas()), server)  # type: ignore[arg-type]
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        stub = pb_grpc.ReplicationStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+        answers = list(stub.FetchSession(iter([_request(3), _request(7), _request(9)]), timeout=10))
+        assert [a.partitions[0].log_end_offset for a in answers] == [3, 7, 9]
+        anonymous = pb.FetchRequest(partitions=[pb.FetchPartition(topic="t", partition=0)])
+        with pytest.raises(grpc.RpcError) as refused:
+            list(stub.FetchSession(iter([_request(1), anonymous]), timeout=10))
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    finally:
+        server.stop(None)
+
+
+def test_a_session_the_leader_ends_without_answering_raises_session_ended(tmp_path):
+    def silent(request_iterator, context):
+        return iter(())
+
+    server, port = _serve_sessions(silent)
+    fetcher = _fetcher(port, ManualClock(), tmp_path)
+    try:
+        with pytest.raises(SessionEndedError):
+            fetcher._fetch(_request(0))
+    finally:
+        fetcher.shutdown()
+        server.stop(None)
