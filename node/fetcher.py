@@ -60,9 +60,8 @@ class FetchSession:
     ) -> None:
         self.used_until_ms = used_until_ms
         self._requests: queue.SimpleQueue[pb.FetchRequest | None] = queue.SimpleQueue()
-        self._responses: Iterator[pb.FetchResponse] = iter(
-            stub.FetchSession(self._request_stream(), timeout=timeout_s)
-        )
+        self._call = stub.FetchSession(self._request_stream(), timeout=timeout_s)
+        self._responses: Iterator[pb.FetchResponse] = iter(self._call)
 
     def _request_stream(self) -> Iterator[pb.FetchRequest]:
         while (request := self._requests.get()) is not None:
@@ -79,8 +78,51 @@ class FetchSession:
         return response
 
     def close(self) -> None:
-        """End the stream: the leader sees the end of the requests; nothing is waited for."""
+        """End the stream: its requests end and the call is cancelled, which frees the
+        leader's thread serving it at once (gRPC would cancel it anyway once dropped). Nothing
+        is waited for."""
         self._requests.put(None)
+        self._call.cancel()  # type: ignore[no-untyped-call]  # grpc-stubs leave it unannotated
+
+
+class FetchSessions:
+    """A fetcher's sessions to its leader: at most one open, opened by the first fetch that
+    needs one, replaced once past its use window (``request_timeout_ms``) or after a failure.
+    Not thread-safe: the fetcher's thread alone uses it."""
+
+    def __init__(self, stub: pb_grpc.ReplicationStub, config: NodeConfig, clock: Clock) -> None:
+        self._stub = stub
+        self._config = config
+        self._clock = clock
+        self._session: FetchSession | None = None
+
+    def fetch(self, request: pb.FetchRequest) -> pb.FetchResponse:
+        """One fetch on the open session (see :meth:`FetchSession.fetch` for what it raises).
+        A failed session is closed; the next fetch opens another."""
+        now = self._clock.monotonic_ms()
+        session = self._session
+        if session is not None and session.used_until_ms <= now:
+            self.close()
+            session = None
+        if session is None:
+            c = self._config
+            session = self._session = FetchSession(
+                self._stub,
+                used_until_ms=now + c.request_timeout_ms,
+                # every request sent within the use window has wait_max + request_timeout left
+                timeout_s=(2 * c.request_timeout_ms + c.replica_fetch_wait_max_ms) / 1000,
+            )
+        try:
+            return session.fetch(request)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """End the open session, if any (it frees the leader's thread serving it)."""
+        if self._session is not None:
+            self._session.close()
+            self._session = None
 
 
 @dataclass(slots=True)
@@ -106,12 +148,11 @@ class ReplicaFetcher:
         self.leader = leader
         self._config = config
         self._clock = clock
-        self._stub = pb_grpc.ReplicationStub(channel)
+        self._sessions = FetchSessions(pb_grpc.ReplicationStub(channel), config, clock)
         self._broker_epoch = broker_epoch
         self._lock = threading.Lock()
         self._partitions: dict[TopicPartition, _FetchState] = {}
         self._wakeup = threading.Event()
-        self._session: FetchSession | None = None  # only the fetcher thread touches it
         self._running = True
         self._thread = threading.Thread(
             target=self._run, name=f"replica-fetcher-{leader.node_id}", daemon=True
@@ -145,16 +186,20 @@ class ReplicaFetcher:
         while self._running:
             now = self._clock.monotonic_ms()
             with self._lock:
+                idle = not self._partitions
                 ready = {
                     tp: st for tp, st in self._partitions.items() if st.delayed_until_ms <= now
                 }
             if not ready:
+                if idle:
+                    # nothing to follow from this leader: free the thread it serves us with
+                    self._sessions.close()
                 self._wakeup.wait(backoff_s)
                 self._wakeup.clear()
                 continue
             request = self._build_request(ready)
             try:
-                response = self._fetch(request)
+                response = self._sessions.fetch(request)
             except (grpc.RpcError, SessionEndedError) as e:
                 if self._running:
                     # the first failure of a streak at INFO, the rest (every backoff) at DEBUG
@@ -171,35 +216,7 @@ class ReplicaFetcher:
             failures = 0
             for r in response.partitions:
                 self._process(r, ready)
-        self._close_session()
-
-    def _fetch(self, request: pb.FetchRequest) -> pb.FetchResponse:
-        """One fetch on the open session, opening a new one first when there is none or the
-        current one is past its use window. A failed session is closed; the next fetch opens
-        another."""
-        now = self._clock.monotonic_ms()
-        session = self._session
-        if session is not None and session.used_until_ms <= now:
-            self._close_session()
-            session = None
-        if session is None:
-            c = self._config
-            session = self._session = FetchSession(
-                self._stub,
-                used_until_ms=now + c.request_timeout_ms,
-                # every request sent within the use window has wait_max + request_timeout left
-                timeout_s=(2 * c.request_timeout_ms + c.replica_fetch_wait_max_ms) / 1000,
-            )
-        try:
-            return session.fetch(request)
-        except BaseException:
-            self._close_session()
-            raise
-
-    def _close_session(self) -> None:
-        if self._session is not None:
-            self._session.close()
-            self._session = None
+        self._sessions.close()
 
     def _build_request(self, ready: dict[TopicPartition, _FetchState]) -> pb.FetchRequest:
         partitions = []

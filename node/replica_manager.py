@@ -527,7 +527,12 @@ class ReplicaManager:
                 )
                 self.alter_partitions.submit(change)
 
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutting_down
+
     def shutdown(self) -> None:
+        """Stop waiting: every waiting request is answered now, later ones at once."""
         self._shutting_down = True
         self._wakeups.close()
 

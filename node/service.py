@@ -66,11 +66,15 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
         self, request_iterator: Iterator[pb.FetchRequest], context: grpc.ServicerContext
     ) -> Iterator[pb.FetchResponse]:
         """Answers each request of the stream as ``Fetch`` would, in order. The stream ends
-        when the follower closes its side; a request without ``replica_id`` aborts it."""
+        when the follower closes its side, or after an answer once the node is shutting down
+        (so that it does not hold the server's stop); a request without ``replica_id`` aborts
+        it."""
         for request in request_iterator:
             if not request.HasField("replica_id") or request.replica_id < 0:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a follower fetch needs replica_id")
             yield self._replicas.fetch(request, from_follower=True)
+            if self._replicas.shutting_down:
+                return
 
     def OffsetForLeaderEpoch(  # noqa: N802
         self, request: pb.OffsetForLeaderEpochRequest, context: grpc.ServicerContext

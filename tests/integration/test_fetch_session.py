@@ -15,11 +15,12 @@ import grpc
 import pytest
 
 from node.config import NodeConfig
-from node.fetcher import ReplicaFetcher, SessionEndedError
+from node.fetcher import FetchSessions, SessionEndedError
 from node.service import ReplicationServicer
 from odradek.clock import ManualClock
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
+from tests.integration.helpers import wait_for
 
 
 def _serve_sessions(
@@ -47,6 +48,7 @@ class CountingLeader:
 
     def __init__(self) -> None:
         self.streams = 0
+        self.finished = 0  # streams whose handler returned (the follower closed or dropped it)
         self.fail_next_stream = False
         self._lock = threading.Lock()
 
@@ -56,17 +58,21 @@ class CountingLeader:
         with self._lock:
             self.streams += 1
             fail, self.fail_next_stream = self.fail_next_stream, False
-        for request in request_iterator:
-            if fail:
-                context.abort(grpc.StatusCode.UNAVAILABLE, "leader going away")
-            fp = request.partitions[0]
-            yield pb.FetchResponse(
-                partitions=[
-                    pb.FetchPartitionResponse(
-                        topic=fp.topic, partition=fp.partition, high_watermark=fp.fetch_offset
-                    )
-                ]
-            )
+        try:
+            for request in request_iterator:
+                if fail:
+                    context.abort(grpc.StatusCode.UNAVAILABLE, "leader going away")
+                fp = request.partitions[0]
+                yield pb.FetchResponse(
+                    partitions=[
+                        pb.FetchPartitionResponse(
+                            topic=fp.topic, partition=fp.partition, high_watermark=fp.fetch_offset
+                        )
+                    ]
+                )
+        finally:
+            with self._lock:
+                self.finished += 1
 
 
 @pytest.fixture
@@ -84,53 +90,54 @@ def _request(offset: int) -> pb.FetchRequest:
     )
 
 
-def _fetcher(port: int, clock: ManualClock, tmp_path: Path) -> ReplicaFetcher:
+def _sessions(port: int, clock: ManualClock, tmp_path: Path) -> FetchSessions:
     config = NodeConfig(
         node_id=1, log_dirs=(tmp_path,), zookeeper_connect="unused:1", request_timeout_ms=5000
     )
-    return ReplicaFetcher(
-        pb.BrokerInfo(node_id=0, host="127.0.0.1", port=port),
-        config=config,
-        clock=clock,
-        channel=grpc.insecure_channel(f"127.0.0.1:{port}"),
-        broker_epoch=lambda: 1,
-    )
+    stub = pb_grpc.ReplicationStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+    return FetchSessions(stub, config, clock)
 
 
 def test_fetches_share_one_stream_until_its_use_window_ends(leader, tmp_path):
     servicer, port = leader
     clock = ManualClock()
-    fetcher = _fetcher(port, clock, tmp_path)  # no partitions: its own thread never fetches
+    sessions = _sessions(port, clock, tmp_path)
     try:
         for offset in range(5):
-            assert fetcher._fetch(_request(offset)).partitions[0].high_watermark == offset
+            assert sessions.fetch(_request(offset)).partitions[0].high_watermark == offset
         assert servicer.streams == 1
         clock.advance(4999)
-        fetcher._fetch(_request(5))
+        sessions.fetch(_request(5))
         assert servicer.streams == 1
         clock.advance(1)  # request_timeout_ms after the stream opened
-        assert fetcher._fetch(_request(6)).partitions[0].high_watermark == 6
+        assert sessions.fetch(_request(6)).partitions[0].high_watermark == 6
         assert servicer.streams == 2
+        sessions.close()
+        wait_for(lambda: servicer.finished == 2, "the leader's handlers of both streams to end")
+        sessions.fetch(_request(7))
+        assert servicer.streams == 3
     finally:
-        fetcher.shutdown()
+        sessions.close()
 
 
 def test_a_failed_stream_is_replaced_by_the_next_fetch(leader, tmp_path):
     servicer, port = leader
-    fetcher = _fetcher(port, ManualClock(), tmp_path)
+    sessions = _sessions(port, ManualClock(), tmp_path)
     try:
         servicer.fail_next_stream = True
         with pytest.raises(grpc.RpcError) as failure:
-            fetcher._fetch(_request(0))
+            sessions.fetch(_request(0))
         assert failure.value.code() == grpc.StatusCode.UNAVAILABLE
-        assert fetcher._fetch(_request(1)).partitions[0].high_watermark == 1
+        assert sessions.fetch(_request(1)).partitions[0].high_watermark == 1
         assert servicer.streams == 2
     finally:
-        fetcher.shutdown()
+        sessions.close()
 
 
 class _NoReplicas:
-    """The one ReplicaManager method the servicer calls, answering from the request."""
+    """The ReplicaManager surface the servicer uses, answering from the request."""
+
+    shutting_down = False
 
     def fetch(self, request: pb.FetchRequest, *, from_follower: bool) -> pb.FetchResponse:
         assert from_follower
@@ -157,15 +164,30 @@ def test_the_servicer_answers_each_request_of_a_session_in_order_and_refuses_ano
         server.stop(None)
 
 
+def test_the_servicer_ends_a_session_after_an_answer_once_the_node_is_shutting_down():
+    replicas = _NoReplicas()
+    replicas.shutting_down = True
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    pb_grpc.add_ReplicationServicer_to_server(ReplicationServicer(replicas), server)  # type: ignore[arg-type]
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        stub = pb_grpc.ReplicationStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+        answers = list(stub.FetchSession(iter([_request(3), _request(7)]), timeout=10))
+        assert [a.partitions[0].log_end_offset for a in answers] == [3]
+    finally:
+        server.stop(None)
+
+
 def test_a_session_the_leader_ends_without_answering_raises_session_ended(tmp_path):
     def silent(request_iterator, context):
         return iter(())
 
     server, port = _serve_sessions(silent)
-    fetcher = _fetcher(port, ManualClock(), tmp_path)
+    sessions = _sessions(port, ManualClock(), tmp_path)
     try:
         with pytest.raises(SessionEndedError):
-            fetcher._fetch(_request(0))
+            sessions.fetch(_request(0))
     finally:
-        fetcher.shutdown()
+        sessions.close()
         server.stop(None)
