@@ -382,13 +382,15 @@ class ReplicaManager:
     def _read_once(
         self, req: pb.FetchRequest, from_follower: bool, *, update_state: bool
     ) -> tuple[pb.FetchResponse, int, bool]:
-        out: list[pb.FetchPartitionResponse] = []
+        # partitions are added in place: building the list first and passing it to
+        # FetchResponse(partitions=...) copied every answer, records included, once more
+        response = pb.FetchResponse()
         total = 0
         stop = False
         budget = req.max_bytes if req.max_bytes > 0 else 50 * 1024 * 1024
         changes: list[IsrChange] = []
         for fp in req.partitions:
-            r = pb.FetchPartitionResponse(topic=fp.topic, partition=fp.partition)
+            r = response.partitions.add(topic=fp.topic, partition=fp.partition)
             try:
                 partition = self._partition_or_error(fp.topic, fp.partition)
                 max_bytes = max(1, min(fp.partition_max_bytes or budget, budget))
@@ -435,11 +437,10 @@ class ReplicaManager:
                     r.current_leader.leader_id = state.leader
                     r.current_leader.leader_epoch = state.leader_epoch
                 stop = True
-            out.append(r)
         if changes and self.alter_partitions is not None:
             for change in changes:
                 self.alter_partitions.submit(change)
-        return pb.FetchResponse(partitions=out), total, stop
+        return response, total, stop
 
     # -- other client requests --
     def list_offsets(self, req: pb.ListOffsetsRequest) -> pb.ListOffsetsResponse:
