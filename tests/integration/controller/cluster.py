@@ -17,6 +17,7 @@ from typing import Any, TypeVar, cast
 
 import grpc
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 from controller.admin import AdminServicer
 from controller.controller import Controller, ControllerConfig
@@ -229,9 +230,10 @@ class Cluster:
         return TopicPartitionStateZNode.decode(data, stat.version)
 
     def assignment(self, topic: str) -> TopicAssignment | None:
-        if self.observer.exists(TopicZNode.path(topic)) is None:
+        try:
+            data, _ = self.observer.get(TopicZNode.path(topic))
+        except NoNodeError:  # never created, or deleted (a deletion may finish at any moment)
             return None
-        data, _ = self.observer.get(TopicZNode.path(topic))
         return TopicZNode.decode(topic, data)
 
     def wait_state(

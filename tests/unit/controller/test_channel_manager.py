@@ -49,6 +49,12 @@ class FakeChannel:
 
         return call
 
+    def stream_stream(self, method, request_serializer=None, response_deserializer=None, **_):
+        def call(request_iterator, timeout=None):
+            raise AssertionError(f"the controller opened a stream: {method}")
+
+        return call
+
     def close(self) -> None:
         self.closed = True
 
