@@ -58,8 +58,7 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
     def Fetch(  # noqa: N802
         self, request: pb.FetchRequest, context: grpc.ServicerContext
     ) -> pb.FetchResponse:
-        if not request.HasField("replica_id") or request.replica_id < 0:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a follower fetch needs replica_id")
+        _check_follower(request, context)
         return self._replicas.fetch(request, from_follower=True)
 
     def FetchSession(  # noqa: N802
@@ -70,8 +69,7 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
         (so that it does not hold the server's stop); a request without ``replica_id`` aborts
         it."""
         for request in request_iterator:
-            if not request.HasField("replica_id") or request.replica_id < 0:
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a follower fetch needs replica_id")
+            _check_follower(request, context)
             yield self._replicas.fetch(request, from_follower=True)
             if self._replicas.shutting_down:
                 return
@@ -95,3 +93,9 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
         self, request: pb.UpdateMetadataRequest, context: grpc.ServicerContext
     ) -> pb.UpdateMetadataResponse:
         return self._replicas.update_metadata(request)
+
+
+def _check_follower(request: pb.FetchRequest, context: grpc.ServicerContext) -> None:
+    """Aborts the call with INVALID_ARGUMENT unless the fetch names its follower."""
+    if not request.HasField("replica_id") or request.replica_id < 0:
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a follower fetch needs replica_id")

@@ -147,11 +147,17 @@ class _NoReplicas:
         )
 
 
-def test_the_servicer_answers_each_request_of_a_session_in_order_and_refuses_anonymous_ones():
+def _serve_servicer(replicas: _NoReplicas) -> tuple[grpc.Server, int]:
+    """The node's ReplicationServicer over ``replicas``, served on loopback."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    pb_grpc.add_ReplicationServicer_to_server(ReplicationServicer(_NoReplicas()), server)  # type: ignore[arg-type]
+    pb_grpc.add_ReplicationServicer_to_server(ReplicationServicer(replicas), server)  # type: ignore[arg-type]
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
+    return server, port
+
+
+def test_the_servicer_answers_each_request_of_a_session_in_order_and_refuses_anonymous_ones():
+    server, port = _serve_servicer(_NoReplicas())
     try:
         stub = pb_grpc.ReplicationStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
         answers = list(stub.FetchSession(iter([_request(3), _request(7), _request(9)]), timeout=10))
@@ -167,10 +173,7 @@ def test_the_servicer_answers_each_request_of_a_session_in_order_and_refuses_ano
 def test_the_servicer_ends_a_session_after_an_answer_once_the_node_is_shutting_down():
     replicas = _NoReplicas()
     replicas.shutting_down = True
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    pb_grpc.add_ReplicationServicer_to_server(ReplicationServicer(replicas), server)  # type: ignore[arg-type]
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
+    server, port = _serve_servicer(replicas)
     try:
         stub = pb_grpc.ReplicationStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
         answers = list(stub.FetchSession(iter([_request(3), _request(7)]), timeout=10))
