@@ -17,7 +17,8 @@ from typing import Any, TypeVar, cast
 
 import grpc
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import ConnectionLoss, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
 
 from controller.admin import AdminServicer
 from controller.controller import Controller, ControllerConfig
@@ -54,6 +55,27 @@ def close_client(client: KazooClient | None) -> None:
     if client is not None:
         client.stop()
         client.close()
+
+
+def expire_session(zk_connect: str, client: KazooClient, attempts: int = 5) -> None:
+    """Expire ``client``'s session for real: a twin client joins the session and closes it.
+
+    While the twin connects, ZooKeeper drops the session's older connection, and ``client``
+    may reconnect and take the session back, dropping the twin's (``ConnectionLoss``); the
+    twin then tries again. The twin is always stopped: one left reconnecting in the background
+    would outlive the test (and its retry jitter draws on the global ``random`` module, which
+    Hypothesis reports as a strategy using ``random`` in a later property test)."""
+    for attempt in range(attempts):
+        twin = KazooClient(hosts=zk_connect, client_id=client.client_id, timeout=4.0)
+        try:
+            twin.start(timeout=15)
+        except (ConnectionLoss, KazooTimeoutError):
+            close_client(twin)
+            if attempt == attempts - 1:
+                raise
+            continue
+        close_client(twin)  # closeSession: the server expires the session now
+        return
 
 
 def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 15.0) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from controller.zk_data import ControllerEpochZNode, ControllerZNode
-from tests.integration.controller.cluster import Cluster, wait_for
+from tests.integration.controller.cluster import Cluster, expire_session, wait_for
 
 
 def epoch_in_zk(cluster: Cluster) -> int:
@@ -54,16 +54,10 @@ def test_shutdown_hands_over_without_waiting_for_a_session_timeout(cluster):
 
 
 def test_an_expired_session_resigns_and_the_node_campaigns_again(cluster):
-    from kazoo.client import KazooClient
-
     a = cluster.add_controller(1)
     assert cluster.active() is a
-    client = cluster.client_of(a)
     # Expire a's session for real: a second client on the same session closes it.
-    twin = KazooClient(hosts=cluster.zk_connect, client_id=client.client_id, timeout=4.0)
-    twin.start(timeout=15)
-    twin.stop()
-    twin.close()
+    expire_session(cluster.zk_connect, cluster.client_of(a))
     # a notices (LOST), resigns, gets a new session and wins the election again.
     wait_for(lambda: a.is_active and a.epoch == 2, "a to be re-elected with epoch 2")
     assert epoch_in_zk(cluster) == 2

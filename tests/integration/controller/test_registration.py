@@ -5,11 +5,15 @@ from __future__ import annotations
 import threading
 
 import pytest
-from kazoo.client import KazooClient
 
 from controller.registration import BrokerRegistration, NodeIdInUseError
 from controller.zk_data import BrokerIdZNode, BrokerRegistrationInfo
-from tests.integration.controller.cluster import close_client, new_client, wait_for
+from tests.integration.controller.cluster import (
+    close_client,
+    expire_session,
+    new_client,
+    wait_for,
+)
 
 
 def test_register_writes_kafkas_znode_and_returns_its_czxid(zk_connect):
@@ -58,10 +62,7 @@ def test_session_expiry_re_registers_with_a_new_epoch(zk_connect):
     try:
         reg = BrokerRegistration(zk, 3, "127.0.0.1", 9093, None, on_epoch_change)
         old = reg.register()
-        twin = KazooClient(hosts=zk_connect, client_id=zk.client_id, timeout=4.0)
-        twin.start(timeout=15)
-        twin.stop()  # closes the session zk was using: the server expires it
-        twin.close()
+        expire_session(zk_connect, zk)  # the server expires the session zk was using
         wait_for(changed.is_set, "the re-registration")
         assert changes == [reg.broker_epoch]
         assert reg.broker_epoch > old
