@@ -72,6 +72,15 @@ class Record:
         object.__setattr__(self, "offset", offset)
 
 
+# Decoded records skip ``Record.__init__`` (its header normalisation and five
+# ``object.__setattr__`` calls cost more than the rest of decoding a small record): the decoder
+# builds headers as a tuple of tuples itself and sets the slots directly.
+_new_record = object.__new__
+_set_key, _set_value, _set_headers, _set_timestamp, _set_offset = (
+    Record.__dict__[name].__set__ for name in ("key", "value", "headers", "timestamp", "offset")
+)
+
+
 def decode_records(
     data: bytes,
     count: int,
@@ -95,13 +104,21 @@ def decode_records(
     append = records.append
     end = len(data)
     pos = 0
+    # Every varint below is read inline when it takes one byte (zig-zag values -64..63: a
+    # record's length under 64 bytes, timestamp deltas, null keys, header counts) or two
+    # (-8192..8191: offset deltas and value lengths of ordinary records), and by
+    # decode_varint / decode_varlong otherwise. A read past the end of ``data`` is an
+    # IndexError, reported below as a truncated record.
     try:
         for index in range(count):
-            # Length, with the one-byte case (records under 64 bytes) inlined.
             b = data[pos]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif (c := data[pos + 1]) < 0x80:
+                u = (b & 0x7F) | (c << 7)
+                length = (u >> 1) ^ -(u & 1)
+                pos += 2
             else:
                 length, pos = decode_varint(data, pos)
             start = pos
@@ -112,10 +129,39 @@ def decode_records(
                     f"({end - start} bytes remain in the batch)"
                 )
             pos += 1  # attributes: unused
-            ts_delta, pos = decode_varlong(data, pos)
-            offset_delta, pos = decode_varint(data, pos)
 
-            size, pos = decode_varint(data, pos)
+            b = data[pos]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            elif (c := data[pos + 1]) < 0x80:
+                u = (b & 0x7F) | (c << 7)
+                ts_delta = (u >> 1) ^ -(u & 1)
+                pos += 2
+            else:
+                ts_delta, pos = decode_varlong(data, pos)
+
+            b = data[pos]
+            if b < 0x80:
+                offset_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            elif (c := data[pos + 1]) < 0x80:
+                u = (b & 0x7F) | (c << 7)
+                offset_delta = (u >> 1) ^ -(u & 1)
+                pos += 2
+            else:
+                offset_delta, pos = decode_varint(data, pos)
+
+            b = data[pos]
+            if b < 0x80:
+                size = (b >> 1) ^ -(b & 1)
+                pos += 1
+            elif (c := data[pos + 1]) < 0x80:
+                u = (b & 0x7F) | (c << 7)
+                size = (u >> 1) ^ -(u & 1)
+                pos += 2
+            else:
+                size, pos = decode_varint(data, pos)
             if size >= 0:
                 if pos + size > stop:
                     raise CorruptRecordError(f"record {index}: key overruns the record")
@@ -124,7 +170,16 @@ def decode_records(
             else:
                 key = None
 
-            size, pos = decode_varint(data, pos)
+            b = data[pos]
+            if b < 0x80:
+                size = (b >> 1) ^ -(b & 1)
+                pos += 1
+            elif (c := data[pos + 1]) < 0x80:
+                u = (b & 0x7F) | (c << 7)
+                size = (u >> 1) ^ -(u & 1)
+                pos += 2
+            else:
+                size, pos = decode_varint(data, pos)
             if size >= 0:
                 if pos + size > stop:
                     raise CorruptRecordError(f"record {index}: value overruns the record")
@@ -133,33 +188,19 @@ def decode_records(
             else:
                 value = None
 
-            num_headers, pos = decode_varint(data, pos)
-            if num_headers < 0:
-                raise CorruptRecordError(
-                    f"record {index}: found invalid number of record headers {num_headers}"
-                )
-            headers: list[Header] = []
-            for _ in range(num_headers):
-                size, pos = decode_varint(data, pos)
-                if size < 0:
+            b = data[pos]
+            if b < 0x80:
+                num_headers = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                num_headers, pos = decode_varint(data, pos)
+            headers: tuple[Header, ...] = ()
+            if num_headers:
+                if num_headers < 0:
                     raise CorruptRecordError(
-                        f"record {index}: invalid negative header key size {size}"
+                        f"record {index}: found invalid number of record headers {num_headers}"
                     )
-                if pos + size > stop:
-                    raise CorruptRecordError(f"record {index}: header key overruns the record")
-                header_key = data[pos : pos + size].decode("utf-8")
-                pos += size
-                size, pos = decode_varint(data, pos)
-                if size >= 0:
-                    if pos + size > stop:
-                        raise CorruptRecordError(
-                            f"record {index}: header value overruns the record"
-                        )
-                    header_value: bytes | None = data[pos : pos + size]
-                    pos += size
-                else:
-                    header_value = None
-                headers.append((header_key, header_value))
+                headers, pos = _decode_headers(data, pos, stop, num_headers, index)
 
             if pos != stop:
                 raise CorruptRecordError(
@@ -170,15 +211,13 @@ def decode_records(
                 timestamp = log_append_time
             else:
                 timestamp = base_timestamp + ts_delta
-            append(
-                Record(
-                    key,
-                    value,
-                    tuple(headers),
-                    None if timestamp == NO_TIMESTAMP else timestamp,
-                    base_offset + offset_delta,
-                )
-            )
+            record = _new_record(Record)
+            _set_key(record, key)
+            _set_value(record, value)
+            _set_headers(record, headers)
+            _set_timestamp(record, None if timestamp == NO_TIMESTAMP else timestamp)
+            _set_offset(record, base_offset + offset_delta)
+            append(record)
     except IndexError:
         raise CorruptRecordError(
             f"premature end of records: {count} declared, record {len(records)} is truncated"
@@ -190,3 +229,28 @@ def decode_records(
             f"incorrect declared batch size: {end - pos} bytes remain after {count} records"
         )
     return records
+
+
+def _decode_headers(
+    data: bytes, pos: int, stop: int, count: int, index: int
+) -> tuple[tuple[Header, ...], int]:
+    """``count`` headers of record ``index`` from ``data[pos:stop]``; (headers, position after)."""
+    headers: list[Header] = []
+    for _ in range(count):
+        size, pos = decode_varint(data, pos)
+        if size < 0:
+            raise CorruptRecordError(f"record {index}: invalid negative header key size {size}")
+        if pos + size > stop:
+            raise CorruptRecordError(f"record {index}: header key overruns the record")
+        header_key = data[pos : pos + size].decode("utf-8")
+        pos += size
+        size, pos = decode_varint(data, pos)
+        if size >= 0:
+            if pos + size > stop:
+                raise CorruptRecordError(f"record {index}: header value overruns the record")
+            header_value: bytes | None = data[pos : pos + size]
+            pos += size
+        else:
+            header_value = None
+        headers.append((header_key, header_value))
+    return tuple(headers), pos
