@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from odradek.client.types import ConsumerRecord, TopicPartition
+from odradek.client.types import ConsumerRecord, TopicPartition, fetched_record
 from odradek.errors import MessageTooLargeError
 from odradek.records import NO_PARTITION_LEADER_EPOCH, read_batches
 
@@ -41,6 +41,8 @@ def parse_fetched(
     complete batch (the partition's byte limit is smaller than the batch at the fetch offset).
     """
     records: list[ConsumerRecord] = []
+    append = records.append
+    topic, partition = tp.topic, tp.partition
     next_offset = fetch_offset
     complete = 0
     for batch in read_batches(data):
@@ -60,17 +62,18 @@ def parse_fetched(
             assert offset is not None  # decoded records carry their offsets
             if offset < fetch_offset:
                 continue
-            records.append(
-                ConsumerRecord(
-                    topic=tp.topic,
-                    partition=tp.partition,
-                    offset=offset,
-                    timestamp=record.timestamp if record.timestamp is not None else -1,
-                    timestamp_type=timestamp_type,
-                    key=record.key,
-                    value=record.value,
-                    headers=record.headers,
-                    leader_epoch=leader_epoch,
+            timestamp = record.timestamp
+            append(
+                fetched_record(
+                    topic,
+                    partition,
+                    offset,
+                    timestamp if timestamp is not None else -1,
+                    timestamp_type,
+                    record.key,
+                    record.value,
+                    record.headers,
+                    leader_epoch,
                 )
             )
     if data and complete == 0:

@@ -66,6 +66,51 @@ class ConsumerRecord:
         return TopicPartition(self.topic, self.partition)
 
 
+_new = object.__new__
+_RECORD_SLOTS = tuple(
+    ConsumerRecord.__dict__[name].__set__
+    for name in (
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "timestamp_type",
+        "key",
+        "value",
+        "headers",
+        "leader_epoch",
+    )
+)
+
+
+def fetched_record(
+    topic: str,
+    partition: int,
+    offset: int,
+    timestamp: int,
+    timestamp_type: TimestampType,
+    key: bytes | None,
+    value: bytes | None,
+    headers: tuple[tuple[str, bytes | None], ...],
+    leader_epoch: int | None,
+) -> ConsumerRecord:
+    """``ConsumerRecord(...)`` with the same fields, for the consumer's decoding loop: a frozen
+    dataclass's ``__init__`` sets each field through ``object.__setattr__``, which costs more
+    than decoding the record; this sets the slots directly (a third of the time)."""
+    r = _new(ConsumerRecord)
+    s_topic, s_partition, s_offset, s_ts, s_type, s_key, s_value, s_headers, s_epoch = _RECORD_SLOTS
+    s_topic(r, topic)
+    s_partition(r, partition)
+    s_offset(r, offset)
+    s_ts(r, timestamp)
+    s_type(r, timestamp_type)
+    s_key(r, key)
+    s_value(r, value)
+    s_headers(r, headers)
+    s_epoch(r, leader_epoch)
+    return r
+
+
 @dataclass(frozen=True, slots=True)
 class OffsetAndTimestamp:
     """The answer of :meth:`~odradek.Consumer.offsets_for_times` for one partition: the first

@@ -4,6 +4,7 @@ parsing of fetch answers (batches starting before the position, partial and cont
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import grpc
@@ -321,6 +322,37 @@ def test_parse_skips_records_before_the_fetch_offset():
         (13, b"d", 4),
     ]
     assert fetched.next_offset == 14
+
+
+def test_parsed_records_are_whole_consumer_records():
+    data = bytearray(
+        build_batch(
+            [
+                Record(b"k", b"v", headers=[("h", b"1"), ("n", None)], timestamp=7),
+                Record(None, None),
+            ],
+            base_offset=3,
+        )
+    )
+    set_partition_leader_epoch(data, 0, 9)
+    first, second = parse_fetched(T0, bytes(data), 3).records
+    want = ConsumerRecord(
+        topic=T0.topic,
+        partition=T0.partition,
+        offset=3,
+        timestamp=7,
+        timestamp_type=TimestampType.CREATE_TIME,
+        key=b"k",
+        value=b"v",
+        headers=(("h", b"1"), ("n", None)),
+        leader_epoch=9,
+    )
+    assert first == want
+    assert hash(first) == hash(want)
+    assert repr(first) == repr(want)
+    assert (second.offset, second.timestamp, second.key, second.value) == (4, -1, None, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.value = b"x"  # type: ignore[misc]
 
 
 def test_parse_ignores_a_partial_trailing_batch():
