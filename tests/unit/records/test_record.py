@@ -74,7 +74,7 @@ def test_decoded_offset_and_timestamp_deltas_of_every_width():
 @pytest.mark.parametrize("cut", [1, 2, 3, 60, 100])
 def test_a_record_section_cut_short_is_corrupt(cut):
     records = [Record(b"k" * 70, b"v" * 9000, headers=[("h", b"x" * 70)]) for _ in range(3)]
-    (batch,) = read_batches(build_batch(records))
-    section = bytes(build_batch(records))[RECORD_BATCH_OVERHEAD:]
+    section = build_batch(records)[RECORD_BATCH_OVERHEAD:]
+    assert len(decode_records(section, 3, 0, 0, None)) == 3  # whole, it decodes
     with pytest.raises(CorruptRecordError):
-        decode_records(section[:-cut], 3, 0, batch.max_timestamp, None)
+        decode_records(section[:-cut], 3, 0, 0, None)
