@@ -7,9 +7,12 @@ operator would.
 
 Command line (the README's first command runs ``demo``)::
 
-    python -m deploy.local.cluster demo   [--dir DIR]   start, create a topic, produce, consume,
-                                                        describe; leave it running
-    python -m deploy.local.cluster stop   [--dir DIR]   stop the cluster started in DIR
+    python -m deploy.local.cluster demo [--dir DIR] [--ports P,P,P] [--zookeeper-port P]
+        start ZooKeeper and three nodes (ports 2181 and 9092-9094 unless given), create a
+        topic, produce, consume, describe; leave it running. A failed start leaves nothing
+        running.
+    python -m deploy.local.cluster stop [--dir DIR]
+        stop the cluster started in DIR
 """
 
 from __future__ import annotations
@@ -191,11 +194,18 @@ class LocalCluster:
         return self.nodes[node_id]
 
     def start(self) -> None:
-        if self._own_zookeeper:
-            self.zookeeper.start()
-        for node in self.nodes:
-            node.zookeeper_connect = self.zookeeper.connect_string + self.chroot
-            node.start()
+        """Starts ZooKeeper (if the cluster owns it) and every node. If any of them fails to
+        start, what did start is stopped again before the error propagates: a failed start
+        leaves no process behind."""
+        try:
+            if self._own_zookeeper:
+                self.zookeeper.start()
+            for node in self.nodes:
+                node.zookeeper_connect = self.zookeeper.connect_string + self.chroot
+                node.start()
+        except BaseException:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         for node in self.nodes:
@@ -234,7 +244,9 @@ def _run_cli(args: list[str], bootstrap: str, stdin: str | None = None) -> str:
     return result.stdout
 
 
-def demo(directory: Path) -> int:
+def demo(
+    directory: Path, ports: Sequence[int] = DEMO_PORTS, zookeeper_port: int = DEMO_ZK_PORT
+) -> int:
     state = directory / STATE_FILE
     if state.exists():
         info = json.loads(state.read_text())
@@ -244,9 +256,22 @@ def demo(directory: Path) -> int:
             print(f"stop it with: python -m deploy.local.cluster stop --dir {directory}")
             return 1
     directory.mkdir(parents=True, exist_ok=True)
-    cluster = LocalCluster(directory, 3, ports=DEMO_PORTS, zookeeper_port=DEMO_ZK_PORT)
-    print(f"starting ZooKeeper on 127.0.0.1:{DEMO_ZK_PORT} and 3 nodes on 127.0.0.1:9092-9094")
-    cluster.start()
+    cluster = LocalCluster(directory, 3, ports=ports, zookeeper_port=zookeeper_port)
+    print(
+        f"starting ZooKeeper on 127.0.0.1:{zookeeper_port} and 3 nodes on "
+        f"{cluster.bootstrap_servers}"
+    )
+    try:
+        cluster.start()
+    except (OSError, RuntimeError, TimeoutError) as e:
+        # LocalCluster.start has already stopped whatever did start
+        message = str(e).splitlines() or [type(e).__name__]
+        # a node's own one-line error, if its log has one, says why better than its exit code
+        reason = next((line for line in reversed(message) if ": error: " in line), None)
+        summary = message[0].rstrip(":") + (f" ({reason})" if reason else "")
+        print(f"demo: the cluster did not start: {summary}", file=sys.stderr)
+        print(f"demo: logs are under {directory}", file=sys.stderr)
+        return 1
     pids = [cluster.zookeeper.pid] + [n.process.pid for n in cluster.nodes if n.process]
     state.write_text(json.dumps({"pids": pids, "bootstrap": cluster.bootstrap_servers}))
     bootstrap = cluster.bootstrap_servers
@@ -318,13 +343,32 @@ def stop(directory: Path) -> int:
     return 0
 
 
+def _three_ports(text: str) -> tuple[int, ...]:
+    try:
+        ports = tuple(int(p) for p in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of port numbers: {text!r}") from None
+    if len(ports) != 3 or not all(0 < p < 65536 for p in ports):
+        raise argparse.ArgumentTypeError(f"need three ports between 1 and 65535, got {text!r}")
+    return ports
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deploy.local.cluster")
     parser.add_argument("command", choices=["demo", "stop"])
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    parser.add_argument(
+        "--ports",
+        type=_three_ports,
+        default=DEMO_PORTS,
+        help="demo: the nodes' ports, three comma-separated (default 9092,9093,9094)",
+    )
+    parser.add_argument(
+        "--zookeeper-port", type=int, default=DEMO_ZK_PORT, help="demo: ZooKeeper's port"
+    )
     args = parser.parse_args(argv)
     if args.command == "demo":
-        return demo(args.dir.resolve())
+        return demo(args.dir.resolve(), args.ports, args.zookeeper_port)
     return stop(args.dir.resolve())
 
 

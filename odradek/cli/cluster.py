@@ -73,10 +73,14 @@ def describe(cluster: ClusterMetadata, out: TextIO) -> None:
     for line in table(header, rows, indent="  "):
         print(line, file=out)
     print(
-        f"{len(cluster.brokers)} brokers, {len(cluster.topics)} topics, {len(rows)} partitions: "
-        f"{under} under-replicated, {offline} offline",
+        f"{_count(len(cluster.brokers), 'broker')}, {_count(len(cluster.topics), 'topic')}, "
+        f"{_count(len(rows), 'partition')}: {under} under-replicated, {offline} offline",
         file=out,
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def run_describe(args: argparse.Namespace) -> int:

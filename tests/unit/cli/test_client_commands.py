@@ -400,7 +400,7 @@ def test_cluster_describe_marks_unhealthy_partitions(cli, cluster):
         ["t", "1", "2", "0", "2,3", "2", "under-replicated"],
         ["t", "2", "none", "0", "3,1", "3,1", "offline"],
     ]
-    assert lines[12] == "3 brokers, 1 topics, 3 partitions: 1 under-replicated, 1 offline"
+    assert lines[12] == "3 brokers, 1 topic, 3 partitions: 1 under-replicated, 1 offline"
 
 
 # --- real processes -----------------------------------------------------------------------------

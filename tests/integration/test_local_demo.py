@@ -1,0 +1,157 @@
+"""The README's first command: ``python -m deploy.local.cluster demo`` and ``stop``.
+
+Run as a user runs them (``scripts/cluster.sh`` adds only the installation), on free ports so
+that a cluster a developer has running on the default ports does not interfere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from deploy.local.cluster import ROOT
+from deploy.local.zookeeper import free_port
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "deploy.local.cluster", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=240,
+        check=False,
+    )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a child that has exited but was not reaped still answers kill(0): look at its state
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def _wait_dead(pids: list[int], timeout_s: float = 30.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s  # noqa: TID251  (a harness, not the broker)
+    while time.monotonic() < deadline:  # noqa: TID251
+        alive = [p for p in pids if _alive(p)]
+        if not alive:
+            return []
+        time.sleep(0.1)
+    return [p for p in pids if _alive(p)]
+
+
+def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_data(tmp_path):
+    directory = tmp_path / "cluster"
+    ports = ",".join(str(free_port()) for _ in range(3))
+    zk_port = str(free_port())
+    demo = ("demo", "--dir", str(directory), "--ports", ports, "--zookeeper-port", zk_port)
+    pids: list[int] = []
+    try:
+        first = _run(*demo)
+        assert first.returncode == 0, first.stdout + first.stderr
+        state = json.loads((directory / "cluster.json").read_text())
+        pids = state["pids"]
+        assert len(pids) == 4  # ZooKeeper and three nodes
+        assert state["bootstrap"] == ",".join(f"127.0.0.1:{p}" for p in ports.split(","))
+        # the six keyed records came back, and every partition of the topic is in sync
+        out = first.stdout.splitlines()
+        consumed = sorted(line.split("\t", 1)[1] for line in out if line.startswith("Offset:"))
+        assert consumed == [f"user{i}\thello {i}" for i in range(6)]
+        assert "3 brokers, 1 topic, 3 partitions: 0 under-replicated, 0 offline" in first.stdout
+
+        # a second demo while the first runs refuses, and leaves it running
+        again = _run(*demo)
+        assert again.returncode == 1
+        assert "already running" in again.stdout
+        assert all(_alive(p) for p in pids)
+
+        stopped = _run("stop", "--dir", str(directory))
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        assert _wait_dead(pids) == []
+        assert not (directory / "cluster.json").exists()
+
+        # started again on the same directory, the first run's records are still there
+        second = _run(*demo)
+        assert second.returncode == 0, second.stdout + second.stderr
+        pids = json.loads((directory / "cluster.json").read_text())["pids"]
+        assert "Created topic" not in second.stdout  # the topic survived the restart
+        consume = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "odradek",
+                "--bootstrap-server",
+                ",".join(f"127.0.0.1:{p}" for p in ports.split(",")),
+                "consume",
+                "demo",
+                "--from-beginning",
+                "--print-offset",
+                "--max-messages",
+                "12",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+            check=False,
+        )
+        assert consume.returncode == 0, consume.stderr
+        values = sorted(line.split("\t")[-1] for line in consume.stdout.splitlines())
+        assert values == sorted([f"hello {i}" for i in range(6)] * 2)
+    finally:
+        if (directory / "cluster.json").exists():
+            _run("stop", "--dir", str(directory))
+    assert _wait_dead(pids) == []
+
+
+def test_a_demo_that_cannot_start_says_why_in_one_line_and_leaves_nothing_running(tmp_path):
+    ports = [free_port() for _ in range(3)]
+    zk_port = free_port()
+    with socket.socket() as busy:  # node 1's port is taken
+        busy.bind(("127.0.0.1", ports[1]))
+        busy.listen()
+        before = _cluster_processes()
+        r = _run(
+            "demo",
+            "--dir",
+            str(tmp_path / "cluster"),
+            "--ports",
+            ",".join(map(str, ports)),
+            "--zookeeper-port",
+            str(zk_port),
+        )
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr
+    first, second = r.stderr.splitlines()
+    assert first.startswith("demo: the cluster did not start: node 1 exited with 1")
+    assert f"127.0.0.1:{ports[1]}" in first  # the node's own reason: the address it could not bind
+    assert second == f"demo: logs are under {tmp_path / 'cluster'}"
+    assert not (tmp_path / "cluster" / "cluster.json").exists()
+    # ZooKeeper and node 0 had started; they were stopped again
+    assert _cluster_processes() - before == set()
+    for port in (ports[0], zk_port):
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", port)) != 0, f"port {port} still answers"
+
+
+def _cluster_processes() -> set[int]:
+    """Pids of running ZooKeeper and node processes started from this checkout."""
+    out = subprocess.run(
+        ["pgrep", "-f", "node.main start|org.apache.zookeeper"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    return {int(p) for p in out.split()}
