@@ -34,6 +34,18 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
+def _listening(host: str, port: int) -> bool:
+    """Whether something listens on ``host:port`` (a bind with SO_REUSEADDR fails only then,
+    not for the TIME_WAIT connections a server stopped on that port leaves)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+        return False
+
+
 def four_letter_word(host: str, port: int, word: str, timeout_s: float = 1.0) -> str:
     """Sends one of ZooKeeper's four-letter commands; returns the answer ('' on failure)."""
     try:
@@ -93,8 +105,10 @@ class ZooKeeperServer:
     def start(self, timeout_s: float = 30.0) -> None:
         """Starts the server and waits until it answers ``ruok``.
 
-        Raises ``ZooKeeperNotInstalledError`` when the package or Java is missing, and
-        ``TimeoutError`` (with the server's output) when it does not come up in time.
+        Raises ``ZooKeeperNotInstalledError`` when the package or Java is missing,
+        ``OSError`` when something already listens on the port (another ZooKeeper there would
+        answer ``ruok`` for this one, which could not bind), and ``TimeoutError`` (with the
+        server's output) when it does not come up in time.
         """
         java = shutil.which("java")
         if java is None or not ZOOKEEPER_JAR.exists():
@@ -102,6 +116,8 @@ class ZooKeeperServer:
                 f"ZooKeeper needs java and {ZOOKEEPER_JAR} (Debian's zookeeper package); "
                 "run `bash scripts/setup.sh`"
             )
+        if _listening(self.host, self.port):
+            raise OSError(f"cannot start ZooKeeper on {self.connect_string}: the port is in use")
         config = self._write_config()
         log = (self.directory / "zookeeper.out").open("ab")
         self._process = subprocess.Popen(

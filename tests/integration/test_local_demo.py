@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -64,6 +65,7 @@ def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_d
         state = json.loads((directory / "cluster.json").read_text())
         pids = state["pids"]
         assert len(pids) == 4  # ZooKeeper and three nodes
+        assert _cluster_processes(directory) == set(pids)
         assert state["bootstrap"] == ",".join(f"127.0.0.1:{p}" for p in ports.split(","))
         # the six keyed records came back, and every partition of the topic is in sync
         out = first.stdout.splitlines()
@@ -122,7 +124,6 @@ def test_a_demo_that_cannot_start_says_why_in_one_line_and_leaves_nothing_runnin
     with socket.socket() as busy:  # node 1's port is taken
         busy.bind(("127.0.0.1", ports[1]))
         busy.listen()
-        before = _cluster_processes()
         r = _run(
             "demo",
             "--dir",
@@ -140,18 +141,66 @@ def test_a_demo_that_cannot_start_says_why_in_one_line_and_leaves_nothing_runnin
     assert second == f"demo: logs are under {tmp_path / 'cluster'}"
     assert not (tmp_path / "cluster" / "cluster.json").exists()
     # ZooKeeper and node 0 had started; they were stopped again
-    assert _cluster_processes() - before == set()
+    assert _cluster_processes(tmp_path) == set()
     for port in (ports[0], zk_port):
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", port)) != 0, f"port {port} still answers"
 
 
-def _cluster_processes() -> set[int]:
-    """Pids of running ZooKeeper and node processes started from this checkout."""
+def _cluster_processes(directory: Path) -> set[int]:
+    """Pids of the running processes whose command line names ``directory`` (ZooKeeper's and
+    the nodes' name their directories under it)."""
     out = subprocess.run(
-        ["pgrep", "-f", "node.main start|org.apache.zookeeper"],
+        ["pgrep", "-f", str(directory)],
         capture_output=True,
         text=True,
         check=False,
     ).stdout
     return {int(p) for p in out.split()}
+
+
+def test_a_demo_whose_zookeeper_port_is_taken_does_not_use_what_listens_there(tmp_path):
+    # something that answers ZooKeeper's `ruok` on the port (as a ZooKeeper already running
+    # there would): the demo must not take it for the one it was starting
+    ports = [free_port() for _ in range(3)]
+    with socket.socket() as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        zk_port = other.getsockname()[1]
+        stop = threading.Event()
+
+        def answer() -> None:
+            other.settimeout(0.1)
+            while not stop.is_set():
+                try:
+                    conn, _ = other.accept()
+                except TimeoutError:
+                    continue
+                with conn:
+                    conn.recv(16)
+                    conn.sendall(b"imok")
+
+        responder = threading.Thread(target=answer, daemon=True)
+        responder.start()
+        try:
+            r = _run(
+                "demo",
+                "--dir",
+                str(tmp_path / "cluster"),
+                "--ports",
+                ",".join(map(str, ports)),
+                "--zookeeper-port",
+                str(zk_port),
+            )
+        finally:
+            stop.set()
+            responder.join()
+    assert r.returncode == 1, r.stdout
+    assert r.stderr.splitlines()[0] == (
+        f"demo: the cluster did not start: cannot start ZooKeeper on 127.0.0.1:{zk_port}: "
+        "the port is in use"
+    )
+    assert "Traceback" not in r.stderr
+    assert _cluster_processes(tmp_path) == set()
+    assert not (tmp_path / "cluster" / "cluster.json").exists()
