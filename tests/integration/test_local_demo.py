@@ -30,6 +30,19 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _demo(directory: Path, ports: list[int], zookeeper_port: int) -> tuple[str, ...]:
+    """The arguments of a demo in ``directory`` on the given ports."""
+    return (
+        "demo",
+        "--dir",
+        str(directory),
+        "--ports",
+        ",".join(map(str, ports)),
+        "--zookeeper-port",
+        str(zookeeper_port),
+    )
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -55,9 +68,9 @@ def _wait_dead(pids: list[int], timeout_s: float = 30.0) -> list[int]:
 
 def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_data(tmp_path):
     directory = tmp_path / "cluster"
-    ports = ",".join(str(free_port()) for _ in range(3))
-    zk_port = str(free_port())
-    demo = ("demo", "--dir", str(directory), "--ports", ports, "--zookeeper-port", zk_port)
+    ports = [free_port() for _ in range(3)]
+    demo = _demo(directory, ports, free_port())
+    bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
     pids: list[int] = []
     try:
         first = _run(*demo)
@@ -66,7 +79,7 @@ def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_d
         pids = state["pids"]
         assert len(pids) == 4  # ZooKeeper and three nodes
         assert _cluster_processes(directory) == set(pids)
-        assert state["bootstrap"] == ",".join(f"127.0.0.1:{p}" for p in ports.split(","))
+        assert state["bootstrap"] == bootstrap
         # the six keyed records came back, and every partition of the topic is in sync
         out = first.stdout.splitlines()
         consumed = sorted(line.split("\t", 1)[1] for line in out if line.startswith("Offset:"))
@@ -95,7 +108,7 @@ def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_d
                 "-m",
                 "odradek",
                 "--bootstrap-server",
-                ",".join(f"127.0.0.1:{p}" for p in ports.split(",")),
+                bootstrap,
                 "consume",
                 "demo",
                 "--from-beginning",
@@ -124,15 +137,7 @@ def test_a_demo_that_cannot_start_says_why_in_one_line_and_leaves_nothing_runnin
     with socket.socket() as busy:  # node 1's port is taken
         busy.bind(("127.0.0.1", ports[1]))
         busy.listen()
-        r = _run(
-            "demo",
-            "--dir",
-            str(tmp_path / "cluster"),
-            "--ports",
-            ",".join(map(str, ports)),
-            "--zookeeper-port",
-            str(zk_port),
-        )
+        r = _run(*_demo(tmp_path / "cluster", ports, zk_port))
     assert r.returncode == 1
     assert "Traceback" not in r.stderr
     first, second = r.stderr.splitlines()
@@ -184,15 +189,7 @@ def test_a_demo_whose_zookeeper_port_is_taken_does_not_use_what_listens_there(tm
         responder = threading.Thread(target=answer, daemon=True)
         responder.start()
         try:
-            r = _run(
-                "demo",
-                "--dir",
-                str(tmp_path / "cluster"),
-                "--ports",
-                ",".join(map(str, ports)),
-                "--zookeeper-port",
-                str(zk_port),
-            )
+            r = _run(*_demo(tmp_path / "cluster", ports, zk_port))
         finally:
             stop.set()
             responder.join()
