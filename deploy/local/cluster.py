@@ -18,6 +18,7 @@ Command line (the README's first command runs ``demo``)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -26,6 +27,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from deploy.local.zookeeper import ZooKeeperServer, free_port
 
@@ -249,8 +251,7 @@ def demo(
 ) -> int:
     state = directory / STATE_FILE
     if state.exists():
-        info = json.loads(state.read_text())
-        alive = [pid for pid in info["pids"] if _alive(pid)]
+        alive = _running(json.loads(state.read_text()))
         if alive:
             print(f"a cluster is already running from {directory} (pids {alive});")
             print(f"stop it with: python -m deploy.local.cluster stop --dir {directory}")
@@ -272,8 +273,13 @@ def demo(
         print(f"demo: the cluster did not start: {summary}", file=sys.stderr)
         print(f"demo: logs are under {directory}", file=sys.stderr)
         return 1
-    pids = [cluster.zookeeper.pid] + [n.process.pid for n in cluster.nodes if n.process]
-    state.write_text(json.dumps({"pids": pids, "bootstrap": cluster.bootstrap_servers}))
+    started = [cluster.zookeeper.pid] + [n.process.pid for n in cluster.nodes if n.process]
+    pids = [pid for pid in started if pid is not None]  # all of them, once start returned
+    # each pid with its command line: after a reboot the pid may belong to another process
+    cmdlines = [_cmdline(pid) for pid in pids]
+    state.write_text(
+        json.dumps({"pids": pids, "cmdlines": cmdlines, "bootstrap": cluster.bootstrap_servers})
+    )
     bootstrap = cluster.bootstrap_servers
     topics = _run_cli(["topics", "list"], bootstrap)
     if "demo" not in topics.split():
@@ -314,12 +320,25 @@ def demo(
     return 0
 
 
-def _alive(pid: int) -> bool:
+def _cmdline(pid: int) -> str | None:
+    """The command line of process ``pid`` as /proc has it (arguments NUL-separated), or None
+    when no process has that pid (or it has exited and has no command line left)."""
     try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return raw.decode(errors="replace") or None
+
+
+def _running(info: dict[str, Any]) -> list[int]:
+    """The pids of a state file that still run the process the demo started: the same pid
+    with the same command line. A pid reused by another process (the machine rebooted, the
+    cluster died long ago) is not ours, and is neither reported as running nor signalled."""
+    pids: list[int] = info["pids"]
+    cmdlines: list[str | None] = info.get("cmdlines", [])
+    if len(cmdlines) != len(pids):  # a state file written before the command lines were kept
+        return [pid for pid in pids if _cmdline(pid) is not None]
+    return [pid for pid, cmd in zip(pids, cmdlines, strict=True) if cmd and _cmdline(pid) == cmd]
 
 
 def stop(directory: Path) -> int:
@@ -327,20 +346,29 @@ def stop(directory: Path) -> int:
     if not state.exists():
         print(f"no cluster state in {directory}")
         return 1
-    pids = json.loads(state.read_text())["pids"]
-    zk_pid, node_pids = pids[0], pids[1:]
+    info = json.loads(state.read_text())
+    zk_pid = info["pids"][0]
+    ours = _running(info)
+    if not ours:
+        state.unlink()
+        print(f"the cluster in {directory} was not running (its state file is removed)")
+        return 0
+    node_pids = [pid for pid in ours if pid != zk_pid]
     for pid in node_pids:  # nodes first: a controlled shutdown needs ZooKeeper
-        if _alive(pid):
-            os.kill(pid, signal.SIGTERM)
+        _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + 60  # noqa: TID251
-    while any(_alive(p) for p in node_pids) and time.monotonic() < deadline:  # noqa: TID251
+    while time.monotonic() < deadline and any(p in _running(info) for p in node_pids):  # noqa: TID251
         time.sleep(0.1)
-    for pid in pids:
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL if pid != zk_pid else signal.SIGTERM)
+    for pid in _running(info):
+        _signal(pid, signal.SIGKILL if pid != zk_pid else signal.SIGTERM)
     state.unlink()
     print("stopped")
     return 0
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):  # it exited meanwhile
+        os.kill(pid, sig)
 
 
 def _three_ports(text: str) -> tuple[int, ...]:

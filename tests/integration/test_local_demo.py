@@ -72,9 +72,15 @@ def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_d
     demo = _demo(directory, ports, free_port())
     bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
     pids: list[int] = []
+    # a state file left by a cluster that died long ago, whose pid another process now has
+    # (as after a reboot): the demo must neither refuse to start nor touch that process
+    stranger = subprocess.Popen(["sleep", "300"])
+    directory.mkdir()
+    _write_stale_state(directory, stranger.pid)
     try:
         first = _run(*demo)
         assert first.returncode == 0, first.stdout + first.stderr
+        assert "already running" not in first.stdout
         state = json.loads((directory / "cluster.json").read_text())
         pids = state["pids"]
         assert len(pids) == 4  # ZooKeeper and three nodes
@@ -128,7 +134,37 @@ def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_d
     finally:
         if (directory / "cluster.json").exists():
             _run("stop", "--dir", str(directory))
+        stranger_survived = stranger.poll() is None
+        stranger.kill()
+        stranger.wait()
     assert _wait_dead(pids) == []
+    assert stranger_survived
+
+
+def _write_stale_state(directory: Path, pid: int) -> None:
+    """A demo's state file naming ``pid`` for all four processes, with the command lines the
+    demo's own processes had."""
+    java = "java\0-Xmx256m\0org.apache.zookeeper.server.quorum.QuorumPeerMain\0"
+    node = f"python\0-m\0node.main\0start\0--log-dirs\0{directory}/node-0/data\0"
+    (directory / "cluster.json").write_text(
+        json.dumps({"pids": [pid] * 4, "cmdlines": [java] + [node] * 3, "bootstrap": "x:1"})
+    )
+
+
+def test_stop_leaves_alone_a_process_that_reuses_a_recorded_pid(tmp_path):
+    stranger = subprocess.Popen(["sleep", "300"])
+    try:
+        _write_stale_state(tmp_path, stranger.pid)
+        r = _run("stop", "--dir", str(tmp_path))
+        assert r.returncode == 0, r.stderr
+        assert (
+            r.stdout == f"the cluster in {tmp_path} was not running (its state file is removed)\n"
+        )
+        assert not (tmp_path / "cluster.json").exists()
+        assert stranger.poll() is None  # not signalled
+    finally:
+        stranger.kill()
+        stranger.wait()
 
 
 def test_a_demo_that_cannot_start_says_why_in_one_line_and_leaves_nothing_running(tmp_path):
