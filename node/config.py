@@ -56,7 +56,9 @@ class NodeConfig:
     controlled_shutdown_max_retries: int = 3
     controlled_shutdown_retry_backoff_ms: int = 1_000
     default_replication_factor: int = 1
+    """Replicas of a topic created without a replication factor (its request gives -1)."""
     num_partitions: int = 1
+    """Partitions of a topic created without a partition count."""
     request_handler_threads: int = 64
     """gRPC worker threads: long polls and acks=-1 waits each hold one."""
     log: LogConfig = field(default_factory=LogConfig)

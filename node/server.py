@@ -168,7 +168,13 @@ class Node:
         pb_grpc.add_BrokerServicer_to_server(BrokerServicer(self.replicas), server)
         pb_grpc.add_ReplicationServicer_to_server(ReplicationServicer(self.replicas), server)
         pb_grpc.add_ControllerServicer_to_server(ControllerServicer(self.controller), server)
-        pb_grpc.add_AdminServicer_to_server(AdminServicer(self.zk, self.clock), server)
+        admin = AdminServicer(
+            self.zk,
+            self.clock,
+            default_num_partitions=c.num_partitions,
+            default_replication_factor=c.default_replication_factor,
+        )
+        pb_grpc.add_AdminServicer_to_server(admin, server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         reflection.enable_server_reflection(
             (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
