@@ -142,15 +142,20 @@ class AdminServicer(pb_grpc.AdminServicer):
         *,
         default_num_partitions: int = 1,
         default_replication_factor: int = 1,
+        log_defaults: LogConfig | None = None,
         poll_interval_ms: int = 20,
     ) -> None:
         """``default_*`` apply when a CreateTopics request gives -1 (Kafka's
-        ``num.partitions`` and ``default.replication.factor``); ``poll_interval_ms`` is how
-        often waits re-read ZooKeeper (the deadlines are measured with ``clock``)."""
+        ``num.partitions`` and ``default.replication.factor``); ``log_defaults`` are the
+        broker's topic config defaults (Kafka's ``log.*`` and ``min.insync.replicas``
+        properties; ``LogConfig()`` when not given), which DescribeConfigs reports for every
+        config a topic does not override; ``poll_interval_ms`` is how often waits re-read
+        ZooKeeper (the deadlines are measured with ``clock``)."""
         self._zk = zk
         self._clock = clock
         self._default_num_partitions = default_num_partitions
         self._default_replication_factor = default_replication_factor
+        self._log_defaults = log_defaults if log_defaults is not None else LogConfig()
         self._poll_s = poll_interval_ms / 1000
         self._pause = threading.Event()
 
@@ -385,8 +390,9 @@ class AdminServicer(pb_grpc.AdminServicer):
     def DescribeConfigs(  # noqa: N802 - gRPC method name
         self, request: pb.DescribeConfigsRequest, context: grpc.ServicerContext
     ) -> pb.DescribeConfigsResponse:
-        """Every topic config with its value; ``is_default`` unless the topic overrides it."""
-        defaults = LogConfig().to_kafka()
+        """Every topic config with its value: the topic's override, or else the broker's
+        default (``is_default``), as in effect on the brokers."""
+        defaults = self._log_defaults.to_kafka()
         out = []
         for name in request.topics:
             item = pb.TopicConfigs(name=name)

@@ -173,6 +173,7 @@ class Node:
             self.clock,
             default_num_partitions=c.num_partitions,
             default_replication_factor=c.default_replication_factor,
+            log_defaults=c.log,
         )
         pb_grpc.add_AdminServicer_to_server(admin, server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)

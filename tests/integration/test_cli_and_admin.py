@@ -24,11 +24,17 @@ def _cli(cluster, *args: str, stdin: str | None = None) -> subprocess.CompletedP
 def test_topics_produce_consume_and_cluster_describe_from_the_command_line(make_cluster):
     # the broker's topic defaults (Kafka's num.partitions, default.replication.factor) apply
     # to a topic created without a count, whichever node serves the request
-    cluster = make_cluster(num_partitions="2", default_replication_factor="3")
+    # (and DescribeConfigs reports the broker's defaults, such as its min.insync.replicas)
+    cluster = make_cluster(
+        num_partitions="2", default_replication_factor="3", min_insync_replicas="2"
+    )
     r = _cli(cluster, "topics", "create", "defaults")
     assert r.returncode == 0, r.stderr
     r = _cli(cluster, "topics", "describe", "defaults")
     assert "PartitionCount: 2\tReplicationFactor: 3" in r.stdout, r.stdout
+    with Admin(cluster.bootstrap_servers) as admin:
+        entry = admin.describe_configs(["defaults"])["defaults"]["min.insync.replicas"]
+    assert (entry.value, entry.is_default) == ("2", True)
     r = _cli(
         cluster,
         "topics",
