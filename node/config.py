@@ -139,12 +139,22 @@ def parse_properties(text: str) -> dict[str, str]:
     return out
 
 
+OTHER_TOOLS_VARIABLES = frozenset(
+    {"ODRADEK_BOOTSTRAP_SERVERS", "ODRADEK_IMAGE_TAG", "ODRADEK_COMPOSE_HOST"}
+)
+"""Variables with the node's prefix that other tools read (the command line's bootstrap
+servers; the image tag and the compose file's address in deploy/): a node ignores them, so a
+shell that exported one for its tool still starts nodes. Any other ``ODRADEK_*`` name must be a
+node setting, so that a misspelt one fails instead of being ignored."""
+
+
 def properties_from_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """``ODRADEK_NODE_ID=1`` → ``{"node.id": "1"}``: the environment's share of the config."""
+    """``ODRADEK_NODE_ID=1`` → ``{"node.id": "1"}``: the environment's share of the config
+    (without :data:`OTHER_TOOLS_VARIABLES`)."""
     return {
         key[len(ENV_PREFIX) :].lower().replace("_", "."): value
         for key, value in environ.items()
-        if key.startswith(ENV_PREFIX) and key != "ODRADEK_BOOTSTRAP_SERVERS"
+        if key.startswith(ENV_PREFIX) and key not in OTHER_TOOLS_VARIABLES
     }
 
 

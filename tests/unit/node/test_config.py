@@ -35,6 +35,22 @@ def test_environment_names():
     assert properties_from_env(env) == {"node.id": "1", "log.dirs": "/d"}
 
 
+def test_variables_of_other_tools_are_not_node_settings_but_misspelt_ones_fail():
+    # a shell that exported the image tag for build-images.sh, the compose file's address or
+    # the command line's bootstrap servers still starts a node
+    env = {
+        "ODRADEK_NODE_ID": "1",
+        "ODRADEK_LOG_DIRS": "/d",
+        "ODRADEK_ZOOKEEPER_CONNECT": "127.0.0.1:2181",
+        "ODRADEK_IMAGE_TAG": "dev",
+        "ODRADEK_COMPOSE_HOST": "127.0.0.20",
+        "ODRADEK_BOOTSTRAP_SERVERS": "127.0.0.1:9092",
+    }
+    assert config_from_properties(properties_from_env(env)).node_id == 1
+    with pytest.raises(InvalidConfigError, match=r"unknown node config 'nod\.id'"):
+        config_from_properties(properties_from_env({**env, "ODRADEK_NOD_ID": "2"}))
+
+
 @pytest.mark.parametrize(
     ("props", "message"),
     [
