@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares a machine for the container fault suite (tests/containers), and only what is
 # missing, so it is safe to run again (as root; run scripts/setup.sh first for .venv):
-#   - Debian's docker.io, iptables and debootstrap;
+#   - Debian's docker.io, iptables, debootstrap and docker-compose;
 #   - a Docker daemon (overlay2, logging to $DOCKERD_LOG) if none answers;
 #   - the images: odradek-base:bookworm, odradek-node:dev, odradek-zookeeper:dev
 #     (deploy/docker/build-images.sh; the base is rebuilt only when its inputs change).
@@ -25,6 +25,7 @@ missing=()
 [ -x "$DOCKER" ] && [ -x /usr/sbin/dockerd ] || missing+=(docker.io)
 command -v iptables >/dev/null 2>&1 || missing+=(iptables)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)  # deploy/compose's test
 if [ ${#missing[@]} -gt 0 ]; then
     echo "docker-setup: installing ${missing[*]}"
     apt_install "${missing[@]}"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from node.config import config_from_properties, properties_from_env
+from node.config import OTHER_TOOLS_VARIABLES, config_from_properties, properties_from_env
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 FILES = [
@@ -30,7 +30,7 @@ SAMPLE_VALUES = {
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(DEPLOY)))
 def test_every_node_variable_is_a_node_setting(path):
-    names = set(re.findall(r"\bODRADEK_[A-Z_]+\b", path.read_text())) - {"ODRADEK_IMAGE_TAG"}
+    names = set(re.findall(r"\bODRADEK_[A-Z_]+\b", path.read_text())) - OTHER_TOOLS_VARIABLES
     assert names, f"{path} sets no node variables"
     env = {
         "ODRADEK_NODE_ID": "1",
