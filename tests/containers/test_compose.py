@@ -76,7 +76,7 @@ def test_the_compose_file_runs_a_replicated_cluster_that_keeps_its_data_across_d
             f"order {i}".encode() for i in range(60)
         )
 
-        # `down` removes the containers (each node stopping with a controlled shutdown) but
+        # `down` stops the containers (SIGTERM, as `docker stop` sends) and removes them but
         # keeps the named volumes: the next `up` finds the topic and its records
         down = _compose("down")
         assert down.returncode == 0, down.stdout + down.stderr
