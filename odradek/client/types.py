@@ -6,7 +6,7 @@ Re-exported by :mod:`odradek` (``odradek.TopicPartition`` and so on). Immutable,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from odradek.records import TimestampType
 
@@ -67,20 +67,8 @@ class ConsumerRecord:
 
 
 _new = object.__new__
-_RECORD_SLOTS = tuple(
-    ConsumerRecord.__dict__[name].__set__
-    for name in (
-        "topic",
-        "partition",
-        "offset",
-        "timestamp",
-        "timestamp_type",
-        "key",
-        "value",
-        "headers",
-        "leader_epoch",
-    )
-)
+# the slot setters in field order (the order of fetched_record's parameters)
+_RECORD_SLOTS = tuple(ConsumerRecord.__dict__[f.name].__set__ for f in fields(ConsumerRecord))
 
 
 def fetched_record(
