@@ -158,9 +158,13 @@ class ReplicaManager:
             raise StaleControllerEpochError(
                 f"controller epoch {controller_epoch} is older than {self._controller_epoch}"
             )
-        if broker_epoch not in (-1, self._broker_epoch()):
+        # Only an older epoch is stale (Kafka's KafkaApis.isBrokerEpochStale): the controller
+        # can learn a new registration's epoch from ZooKeeper and send with it before this node
+        # has stored it, and refusing that request would leave the node with no partitions.
+        ours = self._broker_epoch()
+        if broker_epoch != -1 and broker_epoch < ours:
             raise StaleBrokerEpochError(
-                f"broker epoch {broker_epoch} is not this node's ({self._broker_epoch()})"
+                f"broker epoch {broker_epoch} is older than this node's ({ours})"
             )
         self._controller_epoch = controller_epoch
 

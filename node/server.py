@@ -183,9 +183,13 @@ class Node:
         self.port = server.add_insecure_port(f"{c.host}:{c.port}")
         if self.port == 0:
             raise OSError(f"cannot listen on {c.host}:{c.port}")
-        server.start()
         self._server = server
 
+        # Register before serving, as Kafka enables request processing only after
+        # registerBroker: the controller sees the znode and sends LeaderAndIsr at once, and a
+        # request handled before this node knows its epoch would be checked against none. Until
+        # start() the port is bound but answers nothing; the controller retries (its channel
+        # retries UNAVAILABLE), and so do clients.
         self.registration = BrokerRegistration(
             self.zk,
             c.node_id,
@@ -195,6 +199,7 @@ class Node:
             on_epoch_change=self._on_epoch_change,
         )
         self.broker_epoch = self.registration.register()
+        server.start()
         self.controller.startup()
         self._ticker = threading.Thread(target=self._tick_loop, name="node-ticker", daemon=True)
         self._ticker.start()

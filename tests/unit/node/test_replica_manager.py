@@ -256,6 +256,33 @@ def test_stale_controller_epoch_is_refused(manager):
     assert response.error_code == 77  # STALE_BROKER_EPOCH
 
 
+def test_a_newer_broker_epoch_is_accepted(manager):
+    """The controller may send with a registration's epoch before the node has stored it
+    (the znode is visible to the controller first); that request must be applied."""
+    partition = _lead(manager)
+    response = manager.become_leader_or_follower(
+        pb.LeaderAndIsrRequest(
+            controller_id=1,
+            controller_epoch=1,
+            broker_epoch=8,
+            partition_states=[
+                pb.PartitionState(
+                    topic="t",
+                    partition=0,
+                    controller_epoch=1,
+                    leader=1,
+                    leader_epoch=1,
+                    isr=[1, 2],
+                    partition_epoch=1,
+                    replicas=[0, 1, 2],
+                )
+            ],
+        )
+    )
+    assert response.error_code == 0 and response.partitions[0].error_code == 0
+    assert not partition.is_leader
+
+
 def test_follower_fetch_answers_a_diverging_epoch(manager):
     _lead(manager, epoch=0)
     _produce(manager, 1, count=5)
