@@ -2,8 +2,9 @@
 
 Partitions propose changes (one in flight per partition, enforced by ``Partition``); this
 manager batches whatever is queued into one AlterPartition request to the controller that the
-metadata cache names, retries on transport errors and NOT_CONTROLLER, and hands each answer
-back to its partition. One thread; ``submit`` is thread-safe and never blocks.
+metadata cache names, retries on transport errors, NOT_CONTROLLER and STALE_BROKER_EPOCH, and
+hands each answer back to its partition. One thread; ``submit`` is thread-safe and never
+blocks.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ import grpc
 
 from node.metadata_cache import MetadataCache
 from node.partition import IsrChange, Partition
-from odradek.errors import NotControllerError, OdradekError, error_for_code
+from odradek.errors import NotControllerError, OdradekError, StaleBrokerEpochError, error_for_code
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
+
+_RETRIED = frozenset({NotControllerError.code, StaleBrokerEpochError.code})
+"""Request-level answers after which every change is sent again (after the backoff)."""
 
 
 class AlterPartitionManager:
@@ -102,7 +106,14 @@ class AlterPartitionManager:
             code = e.code() if hasattr(e, "code") else None
             log.info("AlterPartition to node %d failed: %s", controller.node_id, code)
             return changes
-        if response.error_code == NotControllerError.code:
+        if response.error_code in _RETRIED:
+            # STALE_BROKER_EPOCH: the controller has not yet seen this node's new registration
+            # (Kafka retries it too); the next send carries the epoch current then
+            log.info(
+                "AlterPartition to node %d: %s; retrying",
+                controller.node_id,
+                error_for_code(response.error_code).name,
+            )
             return changes
         if response.error_code != 0:
             err = error_for_code(response.error_code)
