@@ -58,18 +58,21 @@ def manager(tmp_path, clock: ManualClock):
     logs.shutdown()
 
 
-def _lead(rm, *, isr=(0, 1, 2), epoch=0, min_isr="2", partition_epoch=0):
-    response = rm.become_leader_or_follower(
+def _leader_and_isr(
+    rm, *, leader=0, isr=(0, 1, 2), epoch=0, partition_epoch=0, broker_epoch=7, min_isr="2"
+):
+    """One LeaderAndIsr for t-0 (replicas 0, 1, 2) from controller epoch 1; its response."""
+    return rm.become_leader_or_follower(
         pb.LeaderAndIsrRequest(
             controller_id=0,
             controller_epoch=1,
-            broker_epoch=7,
+            broker_epoch=broker_epoch,
             partition_states=[
                 pb.PartitionState(
                     topic="t",
                     partition=0,
                     controller_epoch=1,
-                    leader=0,
+                    leader=leader,
                     leader_epoch=epoch,
                     isr=list(isr),
                     partition_epoch=partition_epoch,
@@ -78,6 +81,12 @@ def _lead(rm, *, isr=(0, 1, 2), epoch=0, min_isr="2", partition_epoch=0):
             ],
             topic_configs=[pb.TopicConfig(name="t", configs={"min.insync.replicas": min_isr})],
         )
+    )
+
+
+def _lead(rm, *, isr=(0, 1, 2), epoch=0, min_isr="2", partition_epoch=0):
+    response = _leader_and_isr(
+        rm, isr=isr, epoch=epoch, min_isr=min_isr, partition_epoch=partition_epoch
     )
     assert response.error_code == 0 and response.partitions[0].error_code == 0
     return rm.partition("t", 0)
@@ -222,24 +231,7 @@ def test_stale_leader_and_isr_is_ignored_and_a_new_leader_elsewhere_demotes(mana
     partition = _lead(manager, epoch=2)
     _lead(manager, epoch=1)  # stale: ignored
     assert partition.is_leader and partition.leader_epoch == 2
-    manager.become_leader_or_follower(
-        pb.LeaderAndIsrRequest(
-            controller_id=0,
-            controller_epoch=1,
-            broker_epoch=7,
-            partition_states=[
-                pb.PartitionState(
-                    topic="t",
-                    partition=0,
-                    leader=1,
-                    leader_epoch=3,
-                    isr=[1, 2],
-                    partition_epoch=1,
-                    replicas=[0, 1, 2],
-                )
-            ],
-        )
-    )
+    _leader_and_isr(manager, leader=1, epoch=3, isr=(1, 2), partition_epoch=1)
     assert not partition.is_leader
     assert _produce(manager, 1)[0].error_code == NotLeaderOrFollowerError.code
 
@@ -260,24 +252,8 @@ def test_a_newer_broker_epoch_is_accepted(manager):
     """The controller may send with a registration's epoch before the node has stored it
     (the znode is visible to the controller first); that request must be applied."""
     partition = _lead(manager)
-    response = manager.become_leader_or_follower(
-        pb.LeaderAndIsrRequest(
-            controller_id=1,
-            controller_epoch=1,
-            broker_epoch=8,
-            partition_states=[
-                pb.PartitionState(
-                    topic="t",
-                    partition=0,
-                    controller_epoch=1,
-                    leader=1,
-                    leader_epoch=1,
-                    isr=[1, 2],
-                    partition_epoch=1,
-                    replicas=[0, 1, 2],
-                )
-            ],
-        )
+    response = _leader_and_isr(
+        manager, leader=1, epoch=1, isr=(1, 2), partition_epoch=1, broker_epoch=8
     )
     assert response.error_code == 0 and response.partitions[0].error_code == 0
     assert not partition.is_leader
