@@ -29,6 +29,7 @@ from node.fetcher import ReplicaFetcherManager
 from node.metadata_cache import MetadataCache
 from node.replica_manager import ReplicaManager
 from node.service import BrokerServicer, ReplicationServicer
+from odradek.client.connection import RECONNECT_OPTIONS
 from odradek.clock import Clock, SystemClock
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
@@ -41,14 +42,8 @@ GRPC_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
 ]
-CHANNEL_OPTIONS = [
-    *GRPC_OPTIONS,
-    # A restarted node must be reachable again at once: gRPC's default reconnect backoff grows
-    # to 120 s, during which every call to that address fails without trying.
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 1000),
-]
+# A restarted node must be reachable again at once (see RECONNECT_OPTIONS).
+CHANNEL_OPTIONS = [*GRPC_OPTIONS, *RECONNECT_OPTIONS]
 SERVICE_NAMES = (
     "odradek.v1.Broker",
     "odradek.v1.Admin",

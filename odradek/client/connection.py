@@ -3,7 +3,8 @@
 gRPC multiplexes calls over a channel, so one channel per node is enough (as Kafka's
 ``NetworkClient`` keeps one connection per node). Channels reconnect by themselves; the
 reconnect backoff is capped at one second (Kafka's ``reconnect.backoff.max.ms``) so a node that
-comes back is used again soon. Message size limits are lifted: a fetch answer may carry
+comes back is used again soon, and a connection may take 10 s to set up (Kafka's
+``socket.connection.setup.timeout.ms``). Message size limits are lifted: a fetch answer may carry
 ``fetch_max_bytes`` (50 MiB by default), above gRPC's default of 4 MiB.
 
 :func:`call` waits for an answer in short steps, so Ctrl-C interrupts a waiting command line,
@@ -23,6 +24,7 @@ from odradek.client.errors import NetworkError, error_from_rpc
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
 __all__ = [
+    "RECONNECT_OPTIONS",
     "ConnectionPool",
     "call",
     "cancel",
@@ -38,12 +40,25 @@ log = logging.getLogger("odradek.client")
 
 _CLOSE_TIMEOUT_S = 2.0
 
+#: Kafka's ``socket.connection.setup.timeout.ms``.
+CONNECTION_SETUP_TIMEOUT_MS = 10_000
+
+#: How every channel of odradek (clients' and nodes') reconnects. gRPC's default backoff grows to
+#: 120 s, during which each call to a restarted node fails without trying; this one starts at
+#: 100 ms and stays under 1 s (Kafka's ``reconnect.backoff.ms`` and ``reconnect.backoff.max.ms``).
+#: Despite its name, ``grpc.min_reconnect_backoff_ms`` is gRPC's *connect timeout* (the least time
+#: a connection attempt gets, handshake included), not a backoff: at 100 ms a loaded machine's
+#: loopback handshake timed out and calls failed UNAVAILABLE, so it is the setup timeout.
+RECONNECT_OPTIONS: list[tuple[str, int]] = [
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.min_reconnect_backoff_ms", CONNECTION_SETUP_TIMEOUT_MS),
+]
+
 _CHANNEL_OPTIONS: list[tuple[str, int]] = [
     ("grpc.max_receive_message_length", -1),
     ("grpc.max_send_message_length", -1),
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 1000),
+    *RECONNECT_OPTIONS,
 ]
 
 
