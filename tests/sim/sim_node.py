@@ -252,10 +252,11 @@ class SimNode:
             self._live = live
 
     def _on_leader_and_isr(self, request: LeaderAndIsrRequest) -> None:
-        if request.broker_epoch != self.broker_epoch:
+        # as node/replica_manager.py: only an older broker epoch is stale
+        if request.broker_epoch != -1 and request.broker_epoch < self.broker_epoch:
             self._trace(
                 f"n{self.node_id}: LeaderAndIsr#{request.request_id} refused: broker epoch "
-                f"{request.broker_epoch} is not ours ({self.broker_epoch})"
+                f"{request.broker_epoch} is older than ours ({self.broker_epoch})"
             )
             self._send(
                 CONTROLLER, LeaderAndIsrResponse(request.request_id, StaleBrokerEpochError.code)
