@@ -357,7 +357,7 @@ def stop(directory: Path) -> int:
     for pid in node_pids:  # nodes first: a controlled shutdown needs ZooKeeper
         _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + 60  # noqa: TID251
-    while time.monotonic() < deadline and any(p in _running(info) for p in node_pids):  # noqa: TID251
+    while time.monotonic() < deadline and set(node_pids) & set(_running(info)):  # noqa: TID251
         time.sleep(0.1)
     for pid in _running(info):
         _signal(pid, signal.SIGKILL if pid != zk_pid else signal.SIGTERM)
