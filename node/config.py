@@ -19,6 +19,7 @@ from typing import Any
 
 from odradek.errors import InvalidConfigError
 from storage import LogConfig, LogManagerConfig
+from storage.config import InvalidConfigValueError
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +163,7 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
     """Builds a ``NodeConfig``; unknown names and bad values raise ``InvalidConfigError``."""
     values: dict[str, Any] = {}
     topic_defaults: dict[str, str] = {}
+    spelled: dict[str, str] = {}  # a topic config's name -> the node config it came from
     manager: dict[str, int] = {}
     types = {f.name: f.type for f in dataclasses.fields(NodeConfig)}
     for key, raw in props.items():
@@ -189,6 +191,7 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
                 topic_defaults[key] = raw
             elif key.startswith("log."):
                 topic_defaults[key[len("log.") :]] = raw
+                spelled[key[len("log.") :]] = key
             else:
                 raise InvalidConfigError(f"unknown node config {key!r}")
         except ValueError:
@@ -198,7 +201,13 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
             name = {"node_id": "node.id", "log_dirs": "log.dirs"}.get(required, "zookeeper.connect")
             raise InvalidConfigError(f"{name} is required")
     if topic_defaults:
-        values["log"] = LogConfig.from_kafka(topic_defaults)
+        values["log"] = LogConfig.from_kafka(topic_defaults, spelled=spelled, kind="node config")
     if manager:
-        values["log_manager"] = LogManagerConfig(**manager)
+        try:
+            values["log_manager"] = LogManagerConfig(**manager)
+        except InvalidConfigValueError as e:
+            key = next(k for k, name in _LOG_MANAGER.items() if name == e.config and k in props)
+            raise InvalidConfigError(
+                f"invalid value {props[key]!r} for node config {key!r}: {e.requirement}"
+            ) from None
     return NodeConfig(**values)

@@ -3,7 +3,9 @@
 ``LogConfig`` mirrors Kafka's ``LogConfig`` (``storage/.../log/LogConfig.java``): each field is
 the topic config of the same name (``segment.bytes`` → ``segment_bytes``) with Kafka's default
 and lower bound. Values are validated in ``__post_init__``; an invalid value raises
-:class:`odradek.errors.InvalidConfigError` naming the config.
+:class:`InvalidConfigValueError` (an :class:`odradek.errors.InvalidConfigError`) naming the
+config: by its field name when built from Python, by the Kafka name the user wrote when built
+with :meth:`LogConfig.from_kafka`.
 """
 
 from __future__ import annotations
@@ -15,12 +17,35 @@ from typing import Any
 
 from odradek.errors import InvalidConfigError
 
-__all__ = ["LONG_MAX", "CLEANUP_POLICIES", "CleanerConfig", "LogConfig", "LogManagerConfig"]
+__all__ = [
+    "LONG_MAX",
+    "CLEANUP_POLICIES",
+    "CleanerConfig",
+    "InvalidConfigValueError",
+    "LogConfig",
+    "LogManagerConfig",
+]
 
 LONG_MAX = 2**63 - 1
 """Java's ``Long.MAX_VALUE``: Kafka's "never" for flush and lag settings."""
 
 CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
+_KAFKA_VALUES = {
+    "message_timestamp_type": {"create_time": "CreateTime", "log_append_time": "LogAppendTime"}
+}
+"""Values Kafka spells differently from the fields: ``to_kafka`` writes Kafka's spelling,
+``from_kafka`` reads either (case-insensitively)."""
+
+
+class InvalidConfigValueError(InvalidConfigError):
+    """A setting's value is out of its range. ``config`` is the field's name and
+    ``requirement`` what it must be, so a caller that read the value under another name (a
+    Kafka config, a node property) can say it in that name."""
+
+    def __init__(self, config: str, value: object, requirement: str) -> None:
+        super().__init__(f"{config} {requirement}, not {value!r}")
+        self.config = config
+        self.requirement = requirement
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,17 +110,21 @@ class LogConfig:
         _at_least("delete_retention_ms", self.delete_retention_ms, 0)
         _at_least("min_insync_replicas", self.min_insync_replicas, 1)
         if self.cleanup_policy not in CLEANUP_POLICIES:
-            raise InvalidConfigError(
-                f"cleanup_policy must be one of {', '.join(CLEANUP_POLICIES)}, "
-                f"not {self.cleanup_policy!r}"
+            raise InvalidConfigValueError(
+                "cleanup_policy",
+                self.cleanup_policy,
+                f"must be one of {', '.join(CLEANUP_POLICIES)}",
             )
-        if self.message_timestamp_type not in ("create_time", "log_append_time"):
-            raise InvalidConfigError(
-                "message_timestamp_type must be create_time or log_append_time, "
-                f"not {self.message_timestamp_type!r}"
+        if self.message_timestamp_type not in _KAFKA_VALUES["message_timestamp_type"]:
+            raise InvalidConfigValueError(
+                "message_timestamp_type",
+                self.message_timestamp_type,
+                "must be create_time or log_append_time",
             )
         if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
-            raise InvalidConfigError("min_cleanable_dirty_ratio must be between 0 and 1")
+            raise InvalidConfigValueError(
+                "min_cleanable_dirty_ratio", self.min_cleanable_dirty_ratio, "must be 0 to 1"
+            )
 
     @property
     def compact(self) -> bool:
@@ -119,19 +148,31 @@ class LogConfig:
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def from_kafka(cls, props: Mapping[str, str], base: LogConfig | None = None) -> LogConfig:
+    def from_kafka(
+        cls,
+        props: Mapping[str, str],
+        base: LogConfig | None = None,
+        *,
+        spelled: Mapping[str, str] | None = None,
+        kind: str = "topic config",
+    ) -> LogConfig:
         """Build from Kafka-style topic configs (``{"segment.bytes": "1048576"}``).
 
-        Unknown names and unparsable values raise ``InvalidConfigError`` naming the config.
-        ``cleanup.policy`` accepts ``delete,compact`` in either order.
+        Unknown names, unparsable values and values out of range raise
+        ``InvalidConfigError`` naming the config as the user wrote it: its key, or
+        ``spelled[key]`` where the caller read it under another name (a node's
+        ``log.segment.bytes``), and calling it a ``kind``. ``cleanup.policy`` accepts
+        ``delete,compact`` in either order; ``message.timestamp.type`` Kafka's ``CreateTime``
+        and ``LogAppendTime``.
         """
         base = base or cls()
         fields = {f.name: f for f in dataclasses.fields(cls)}
+        written = {key: (spelled or {}).get(key, key) for key in props}
         changes: dict[str, Any] = {}
         for key, raw in props.items():
             name = key.replace(".", "_")
             if name not in fields:
-                raise InvalidConfigError(f"unknown topic config {key!r}")
+                raise InvalidConfigError(f"unknown {kind} {written[key]!r}")
             current = getattr(base, name)
             value: Any
             try:
@@ -147,16 +188,25 @@ class LogConfig:
                     value = raw.strip().lower()
             except ValueError:
                 raise InvalidConfigError(
-                    f"invalid value {raw!r} for topic config {key!r}"
+                    f"invalid value {raw!r} for {kind} {written[key]!r}"
                 ) from None
             if name == "cleanup_policy":
                 value = ",".join(sorted(p.strip() for p in value.split(",")))
-            if name == "message_timestamp_type":
-                value = {"createtime": "create_time", "logappendtime": "log_append_time"}.get(
-                    value, value
-                )
+            if name in _KAFKA_VALUES:
+                value = {k.lower(): v for v, k in _KAFKA_VALUES[name].items()}.get(value, value)
             changes[name] = value
-        return base.replace(**changes)
+        try:
+            return base.replace(**changes)
+        except InvalidConfigValueError as e:
+            key = e.config.replace("_", ".")
+            if key not in props:
+                raise
+            requirement = e.requirement
+            if e.config in _KAFKA_VALUES:
+                requirement = "must be " + " or ".join(_KAFKA_VALUES[e.config].values())
+            raise InvalidConfigError(
+                f"invalid value {props[key]!r} for {kind} {written[key]!r}: {requirement}"
+            ) from None
 
     def to_kafka(self) -> dict[str, str]:
         """The Kafka-style names and values of every setting (inverse of ``from_kafka``)."""
@@ -164,7 +214,7 @@ class LogConfig:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             text = str(value).lower() if isinstance(value, bool) else str(value)
-            out[f.name.replace("_", ".")] = text
+            out[f.name.replace("_", ".")] = _KAFKA_VALUES.get(f.name, {}).get(text, text)
         return out
 
 
@@ -215,11 +265,13 @@ class CleanerConfig:
         _at_least("io_buffer_bytes", self.io_buffer_bytes, 1024)
         _at_least("backoff_ms", self.backoff_ms, 0)
         if not 0.0 < self.dedupe_buffer_load_factor <= 1.0:
-            raise InvalidConfigError("dedupe_buffer_load_factor must be in (0, 1]")
+            raise InvalidConfigValueError(
+                "dedupe_buffer_load_factor", self.dedupe_buffer_load_factor, "must be in (0, 1]"
+            )
 
 
 def _at_least(name: str, value: int, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidConfigError(f"{name} must be an integer, not {value!r}")
+        raise InvalidConfigValueError(name, value, "must be an integer")
     if value < minimum:
-        raise InvalidConfigError(f"{name} must be at least {minimum}, not {value}")
+        raise InvalidConfigValueError(name, value, f"must be at least {minimum}")

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from odradek import Admin, ConfigChange, NewTopic, TopicPartition
-from odradek.errors import TopicAlreadyExistsError
+from odradek.errors import InvalidConfigError, TopicAlreadyExistsError
 from tests.integration.helpers import partition_state, wait_for, wait_for_full_isr
 
 
@@ -88,6 +88,13 @@ def test_admin_configs_elections_reassignment_and_deletion(make_cluster):
     }
     entries = admin.describe_configs(["adm"])["adm"]
     assert entries["retention.ms"].value == "60000" and not entries["retention.ms"].is_default
+    # Kafka's spelling of values and names, in answers and in errors
+    assert entries["message.timestamp.type"].value == "CreateTime"
+    bad = admin.alter_configs({"adm": ConfigChange(set={"min.insync.replicas": "0"})})["adm"]
+    assert isinstance(bad, InvalidConfigError)
+    assert bad.message.endswith(
+        "invalid value '0' for topic config 'min.insync.replicas': must be at least 1"
+    )
     # move leadership away from the preferred replica, then elect it back
     cluster.node(0).stop()
     wait_for(lambda: partition_state(admin, "adm").leader not in (-1, 0), "a new leader")

@@ -58,6 +58,38 @@ def test_variables_of_other_tools_are_not_node_settings_but_misspelt_ones_fail()
         ({"node.id": "x", "log.dirs": "/d", "zookeeper.connect": "z:1"}, "invalid value"),
         ({"node.id": "1", "log.dirs": "/d", "zookeeper.connect": "z:1", "bogus": "1"}, "bogus"),
         ({"node.id": "1", "log.dirs": "/d", "zookeeper.connect": "z:1", "log.nope": "1"}, "nope"),
+        # values out of range are named as the node config the user wrote
+        (
+            {"node.id": "1", "log.dirs": "/d", "zookeeper.connect": "z:1", "log.nope": "1"},
+            r"unknown node config 'log\.nope'$",
+        ),
+        (
+            {
+                "node.id": "1",
+                "log.dirs": "/d",
+                "zookeeper.connect": "z:1",
+                "log.segment.bytes": "5",
+            },
+            r"invalid value '5' for node config 'log\.segment\.bytes': must be at least 14$",
+        ),
+        (
+            {
+                "node.id": "1",
+                "log.dirs": "/d",
+                "zookeeper.connect": "z:1",
+                "min.insync.replicas": "0",
+            },
+            r"invalid value '0' for node config 'min\.insync\.replicas': must be at least 1$",
+        ),
+        (
+            {
+                "node.id": "1",
+                "log.dirs": "/d",
+                "zookeeper.connect": "z:1",
+                "log.retention.check.interval.ms": "0",
+            },
+            r"'log\.retention\.check\.interval\.ms': must be at least 1$",
+        ),
     ],
 )
 def test_bad_configs_are_typed_errors(props, message):

@@ -170,3 +170,35 @@ def test_config_validation_and_kafka_names():
         LogConfig.from_kafka({"segment.size": "1"})
     with pytest.raises(InvalidConfigError, match=r"retention\.ms"):
         LogConfig.from_kafka({"retention.ms": "soon"})
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        (
+            {"segment.bytes": "13"},
+            "invalid value '13' for topic config 'segment.bytes': must be at least 14",
+        ),
+        ({"min.insync.replicas": "0"}, "'min.insync.replicas': must be at least 1"),
+        ({"cleanup.policy": "shred"}, "'cleanup.policy': must be one of delete, compact"),
+        ({"message.timestamp.type": "Now"}, "must be CreateTime or LogAppendTime"),
+        ({"min.cleanable.dirty.ratio": "2"}, "'min.cleanable.dirty.ratio': must be 0 to 1"),
+    ],
+)
+def test_kafka_configs_out_of_range_are_named_as_written(props, message):
+    """A value out of range names the config as the user wrote it, not the field."""
+    with pytest.raises(InvalidConfigError) as raised:
+        LogConfig.from_kafka(props)
+    assert message in raised.value.message
+    assert "_" not in raised.value.message.split(":")[0]
+
+
+def test_message_timestamp_type_takes_kafkas_spelling():
+    config = LogConfig.from_kafka({"message.timestamp.type": "LogAppendTime"})
+    assert config.message_timestamp_type == "log_append_time"
+    assert config.to_kafka()["message.timestamp.type"] == "LogAppendTime"
+    assert LogConfig().to_kafka()["message.timestamp.type"] == "CreateTime"
+    assert LogConfig.from_kafka({"message.timestamp.type": "log_append_time"}) == config
+    # built from Python, the error names the field
+    with pytest.raises(InvalidConfigError, match="message_timestamp_type must be create_time"):
+        LogConfig(message_timestamp_type="LogAppendTime")
