@@ -361,6 +361,13 @@ def stop(directory: Path) -> int:
         time.sleep(0.1)
     for pid in _running(info):
         _signal(pid, signal.SIGKILL if pid != zk_pid else signal.SIGTERM)
+    # ZooKeeper takes a moment to exit: wait for it, so that a start right after this returns
+    # finds its port free
+    deadline = time.monotonic() + 10  # noqa: TID251
+    while time.monotonic() < deadline and _running(info):  # noqa: TID251
+        time.sleep(0.1)
+    for pid in _running(info):
+        _signal(pid, signal.SIGKILL)
     state.unlink()
     print("stopped")
     return 0
