@@ -80,21 +80,39 @@ class BrokerRegistration:
         with self._lock:
             return self._epoch
 
-    def register(self) -> int:
+    def register(self, wait_ms: int = 0) -> int:
         """Create the ephemeral registration and return the broker epoch.
 
-        Raises :class:`NodeIdInUseError` if another ZooKeeper session holds this id (another
-        live process, or a crashed one whose session has not timed out yet), and kazoo's
-        errors if ZooKeeper is unreachable. Calling it again while registered returns the
+        If another ZooKeeper session holds this id, waits up to ``wait_ms`` for its znode to
+        go: a previous process of this node that crashed (or was killed) leaves its session,
+        and so its registration, until the session times out — also across a restart of
+        ZooKeeper, which restores its sessions. Then raises :class:`NodeIdInUseError`: another
+        live process has this id. Kafka fails at once; waiting out the old session lets a
+        node restarted right after a crash come up without an operator waiting for it.
+        :meth:`deregister` during the wait ends it with the same error. Kazoo's errors are
+        raised if ZooKeeper is unreachable. Calling it again while registered returns the
         current epoch.
         """
-        with self._lock:
-            if self._registered:
-                return self._epoch
-            epoch = self._create()
-            self._epoch = epoch
-            self._registered = True
-            self._stop.clear()
+        deadline = self._clock.monotonic_ms() + wait_ms
+        self._stop.clear()
+        waiting_logged = False
+        while True:
+            with self._lock:
+                if self._registered:
+                    return self._epoch
+                try:
+                    epoch = self._create()
+                except NodeIdInUseError as e:
+                    if self._stop.is_set() or self._clock.monotonic_ms() >= deadline:
+                        raise
+                    if not waiting_logged:
+                        _log.info("%s; waiting up to %d ms for it to go", e, wait_ms)
+                        waiting_logged = True
+                else:
+                    self._epoch = epoch
+                    self._registered = True
+                    break
+            self._stop.wait(0.2)
         self._zk.add_listener(self._on_state)
         _log.info("broker %d registered with epoch %d", self.node_id, epoch)
         return epoch

@@ -193,7 +193,10 @@ class Node:
             c.rack,
             on_epoch_change=self._on_epoch_change,
         )
-        self.broker_epoch = self.registration.register()
+        # a previous process of this node that did not stop cleanly holds the id until its
+        # session times out: wait that out (twice the timeout: ZooKeeper expires sessions on
+        # its ticks), and fail only if the id is still taken, by another live node
+        self.broker_epoch = self.registration.register(wait_ms=2 * c.zookeeper_session_timeout_ms)
         server.start()
         self.controller.startup()
         self._ticker = threading.Thread(target=self._tick_loop, name="node-ticker", daemon=True)

@@ -251,9 +251,17 @@ def demo(
 ) -> int:
     state = directory / STATE_FILE
     if state.exists():
-        alive = _running(json.loads(state.read_text()))
+        info = json.loads(state.read_text())
+        alive = _running(info)
         if alive:
             print(f"a cluster is already running from {directory} (pids {alive});")
+            names = ["ZooKeeper", *(f"node {i}" for i in range(len(info["pids"]) - 1))]
+            down = [name for pid, name in zip(info["pids"], names, strict=True) if pid not in alive]
+            if down:
+                print(
+                    f"{' and '.join(down)} {'is' if len(down) == 1 else 'are'} not running: "
+                    "stop the cluster and start it again to bring back every process"
+                )
             print(f"stop it with: python -m deploy.local.cluster stop --dir {directory}")
             return 1
     directory.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -97,6 +98,13 @@ def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_d
         assert again.returncode == 1
         assert "already running" in again.stdout
         assert all(_alive(p) for p in pids)
+        # with a node gone, it says which, and how to bring it back
+        os.kill(pids[3], signal.SIGKILL)
+        assert _wait_dead([pids[3]]) == []
+        again = _run(*demo)
+        assert again.returncode == 1
+        assert "node 2 is not running: stop the cluster and start it again" in again.stdout
+        assert all(_alive(p) for p in pids[:3])
 
         stopped = _run("stop", "--dir", str(directory))
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr

@@ -8,12 +8,15 @@ import pytest
 
 from controller.registration import BrokerRegistration, NodeIdInUseError
 from controller.zk_data import BrokerIdZNode, BrokerRegistrationInfo
+from odradek.clock import SystemClock
 from tests.integration.controller.cluster import (
     close_client,
     expire_session,
     new_client,
     wait_for,
 )
+
+CLOCK = SystemClock()
 
 
 def test_register_writes_kafkas_znode_and_returns_its_czxid(zk_connect):
@@ -45,6 +48,45 @@ def test_a_second_live_process_cannot_take_the_same_id(zk_connect):
         close_client(first)  # the holder goes away: the id is free
         first = None
         assert BrokerRegistration(second, 1, "127.0.0.1", 2, None).register() > 0
+    finally:
+        close_client(first)
+        close_client(second)
+
+
+def test_register_waits_for_a_lingering_registration_to_go(zk_connect):
+    """A node restarted right after a crash finds its old session's znode: it waits for it,
+    up to ``wait_ms``, instead of failing at once; a live holder still makes it fail."""
+    first, second = new_client(zk_connect), new_client(zk_connect)
+    try:
+        BrokerRegistration(first, 4, "127.0.0.1", 1, None).register()
+        started = CLOCK.monotonic_ms()
+        with pytest.raises(NodeIdInUseError, match="node id 4"):
+            BrokerRegistration(second, 4, "127.0.0.1", 2, None).register(wait_ms=600)
+        assert CLOCK.monotonic_ms() - started >= 600
+        # the holder's session ends while the second waits: the second registers
+        threading.Timer(0.5, close_client, [first]).start()
+        started = CLOCK.monotonic_ms()
+        reg = BrokerRegistration(second, 4, "127.0.0.1", 2, None)
+        epoch = reg.register(wait_ms=30_000)
+        assert 500 <= CLOCK.monotonic_ms() - started < 30_000
+        _, stat = second.get("/brokers/ids/4")
+        assert epoch == stat.czxid and stat.ephemeralOwner == second.client_id[0]
+        first = None
+    finally:
+        close_client(first)
+        close_client(second)
+
+
+def test_deregister_ends_a_waiting_register(zk_connect):
+    first, second = new_client(zk_connect), new_client(zk_connect)
+    try:
+        BrokerRegistration(first, 5, "127.0.0.1", 1, None).register()
+        reg = BrokerRegistration(second, 5, "127.0.0.1", 2, None)
+        threading.Timer(0.5, reg.deregister).start()
+        started = CLOCK.monotonic_ms()
+        with pytest.raises(NodeIdInUseError):
+            reg.register(wait_ms=30_000)
+        assert CLOCK.monotonic_ms() - started < 10_000
     finally:
         close_client(first)
         close_client(second)
