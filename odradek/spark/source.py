@@ -351,6 +351,14 @@ class OdradekDataSource(DataSource):
         return OdradekStreamReader(self.options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        if overwrite:
+            # Spark's Kafka sink refuses it too: records can only be added to a topic, and
+            # appending under the name "overwrite" would leave the old records in place
+            raise OdradekSparkOptionError(
+                "mode",
+                "save mode 'overwrite' is not supported: a topic cannot be overwritten, only "
+                "appended to; use mode('append')"
+            )
         return OdradekBatchWriter(self.options, schema)
 
     def streamWriter(  # noqa: N802

@@ -230,6 +230,13 @@ def test_invalid_options_fail_at_load(spark, spark_cluster, new_topic):
         spark.createDataFrame([(b"v",)], "value binary").write.format("odradek").option(
             "kafka.bootstrap.servers", servers
         ).mode("append").save()
+    # overwrite is refused, as by Spark's Kafka sink, and writes nothing
+    with pytest.raises(PySparkException, match="save mode 'overwrite' is not supported"):
+        spark.createDataFrame([(b"v",)], "value binary").write.format("odradek").option(
+            "kafka.bootstrap.servers", servers
+        ).option("topic", topic).mode("overwrite").save()
+    read = spark.read.format("odradek").option("kafka.bootstrap.servers", servers)
+    assert read.option("subscribe", topic).load().count() == 0
 
 
 def test_reads_cross_compaction_gaps(spark, spark_cluster, new_topic):
