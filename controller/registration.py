@@ -103,8 +103,9 @@ class BrokerRegistration:
                 try:
                     epoch = self._create()
                 except NodeIdInUseError as e:
-                    if self._stop.is_set() or self._clock.monotonic_ms() >= deadline:
+                    if self._clock.monotonic_ms() >= deadline:
                         raise
+                    error = e
                     if not waiting_logged:
                         _log.info("%s; waiting up to %d ms for it to go", e, wait_ms)
                         waiting_logged = True
@@ -112,7 +113,8 @@ class BrokerRegistration:
                     self._epoch = epoch
                     self._registered = True
                     break
-            self._stop.wait(0.2)
+            if self._stop.wait(0.2):
+                raise error  # deregister() ended the wait
         self._zk.add_listener(self._on_state)
         _log.info("broker %d registered with epoch %d", self.node_id, epoch)
         return epoch

@@ -357,7 +357,7 @@ class OdradekDataSource(DataSource):
             raise OdradekSparkOptionError(
                 "mode",
                 "save mode 'overwrite' is not supported: a topic cannot be overwritten, only "
-                "appended to; use mode('append')"
+                "appended to; use mode('append')",
             )
         return OdradekBatchWriter(self.options, schema)
 
