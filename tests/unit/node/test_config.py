@@ -58,7 +58,7 @@ def test_variables_of_other_tools_are_not_node_settings_but_misspelt_ones_fail()
         ({"node.id": "x", "log.dirs": "/d", "zookeeper.connect": "z:1"}, "invalid value"),
         ({"node.id": "1", "log.dirs": "/d", "zookeeper.connect": "z:1", "bogus": "1"}, "bogus"),
         ({"node.id": "1", "log.dirs": "/d", "zookeeper.connect": "z:1", "log.nope": "1"}, "nope"),
-        # values out of range are named as the node config the user wrote
+        # unknown configs and values out of range are named as the user wrote them
         (
             {"node.id": "1", "log.dirs": "/d", "zookeeper.connect": "z:1", "log.nope": "1"},
             r"unknown node config 'log\.nope'$",
