@@ -51,6 +51,7 @@ class AlterPartitionManager:
         self._cond = threading.Condition()
         self._queue: dict[tuple[str, int], IsrChange] = {}
         self._running = True
+        self._failures = 0  # sends retried in a row: only the first of a streak logs at INFO
         self._thread = threading.Thread(target=self._run, name="alter-partition", daemon=True)
         self._thread.start()
 
@@ -74,6 +75,7 @@ class AlterPartitionManager:
                     return
                 batch, self._queue = self._queue, {}
             unsent = self._send(list(batch.values()))
+            self._failures = self._failures + 1 if unsent else 0
             if unsent:
                 with self._cond:
                     for change in unsent:
@@ -104,12 +106,18 @@ class AlterPartitionManager:
             response = stub.AlterPartition(request, timeout=self._timeout_s)
         except grpc.RpcError as e:
             code = e.code() if hasattr(e, "code") else None
-            log.info("AlterPartition to node %d failed: %s", controller.node_id, code)
+            log.log(
+                self._retry_level(),
+                "AlterPartition to node %d failed: %s",
+                controller.node_id,
+                code,
+            )
             return changes
         if response.error_code in _RETRIED:
             # STALE_BROKER_EPOCH: the controller has not yet seen this node's new registration
             # (Kafka retries it too); the next send carries the epoch current then
-            log.info(
+            log.log(
+                self._retry_level(),
                 "AlterPartition to node %d: %s; retrying",
                 controller.node_id,
                 error_for_code(response.error_code).name,
@@ -148,6 +156,11 @@ class AlterPartitionManager:
                         partition_epoch=r.partition_epoch,
                     )
         return []
+
+    def _retry_level(self) -> int:
+        """INFO for the first failed send of a streak, DEBUG for the retries (every backoff)
+        after it, as the replica fetchers log theirs."""
+        return logging.DEBUG if self._failures else logging.INFO
 
     def _complete(self, change: IsrChange, err: OdradekError) -> None:
         partition = self._partition_for(change.topic, change.partition)

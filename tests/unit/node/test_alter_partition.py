@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 from concurrent import futures
 
@@ -11,7 +12,7 @@ import grpc
 from node.alter_partition import AlterPartitionManager
 from node.metadata_cache import MetadataCache
 from node.partition import IsrChange
-from odradek.errors import StaleBrokerEpochError, UnknownServerError
+from odradek.errors import NotControllerError, StaleBrokerEpochError, UnknownServerError
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
@@ -104,3 +105,14 @@ def test_other_request_errors_end_the_change():
     assert len(controller.requests) == 1
     [(error, isr, _)] = partition.answers
     assert isinstance(error, UnknownServerError) and isr == ()
+
+
+def test_a_streak_of_retries_logs_its_first_at_info_and_the_rest_at_debug(caplog):
+    """A controller that keeps answering NOT_CONTROLLER is retried every backoff: one INFO
+    line says so, not one per retry."""
+    caplog.set_level(logging.DEBUG, logger="node.alter_partition")
+    controller, partition = run([NotControllerError.code] * 4)
+    assert len(controller.requests) == 5
+    assert partition.answers == [(None, (0, 1), 6)]
+    retries = [r for r in caplog.records if "retrying" in r.getMessage()]
+    assert [r.levelno for r in retries] == [logging.INFO] + [logging.DEBUG] * 3
