@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -53,9 +57,27 @@ def test_a_second_live_process_cannot_take_the_same_id(zk_connect):
         close_client(second)
 
 
-def test_register_waits_for_a_lingering_registration_to_go(zk_connect):
+def _once_waiting(
+    caplog: pytest.LogCaptureFixture, hold_s: float, action: Callable[[], Any]
+) -> None:
+    """Runs ``action`` in a thread once a ``register`` has logged that it waits, ``hold_s``
+    later: the action happens during the wait, whatever the machine's load."""
+
+    def run() -> None:
+        wait_for(
+            lambda: any("waiting up to" in r.getMessage() for r in list(caplog.records)),
+            "register to wait",
+        )
+        time.sleep(hold_s)
+        action()
+
+    threading.Thread(target=run, daemon=True).start()
+
+
+def test_register_waits_for_a_lingering_registration_to_go(zk_connect, caplog):
     """A node restarted right after a crash finds its old session's znode: it waits for it,
     up to ``wait_ms``, instead of failing at once; a live holder still makes it fail."""
+    caplog.set_level(logging.INFO, logger="controller.registration")
     first, second = new_client(zk_connect), new_client(zk_connect)
     try:
         BrokerRegistration(first, 4, "127.0.0.1", 1, None).register()
@@ -63,26 +85,29 @@ def test_register_waits_for_a_lingering_registration_to_go(zk_connect):
         with pytest.raises(NodeIdInUseError, match="node id 4"):
             BrokerRegistration(second, 4, "127.0.0.1", 2, None).register(wait_ms=600)
         assert CLOCK.monotonic_ms() - started >= 600
-        # the holder's session ends while the second waits: the second registers
-        threading.Timer(0.5, close_client, [first]).start()
+        # the holder's session ends half a second into the second's wait: the second registers
+        caplog.clear()
+        holder = first
+        _once_waiting(caplog, 0.5, lambda: close_client(holder))
+        first = None
         started = CLOCK.monotonic_ms()
         reg = BrokerRegistration(second, 4, "127.0.0.1", 2, None)
         epoch = reg.register(wait_ms=30_000)
         assert 500 <= CLOCK.monotonic_ms() - started < 30_000
         _, stat = second.get("/brokers/ids/4")
         assert epoch == stat.czxid and stat.ephemeralOwner == second.client_id[0]
-        first = None
     finally:
         close_client(first)
         close_client(second)
 
 
-def test_deregister_ends_a_waiting_register(zk_connect):
+def test_deregister_ends_a_waiting_register(zk_connect, caplog):
+    caplog.set_level(logging.INFO, logger="controller.registration")
     first, second = new_client(zk_connect), new_client(zk_connect)
     try:
         BrokerRegistration(first, 5, "127.0.0.1", 1, None).register()
         reg = BrokerRegistration(second, 5, "127.0.0.1", 2, None)
-        threading.Timer(0.5, reg.deregister).start()
+        _once_waiting(caplog, 0, reg.deregister)
         started = CLOCK.monotonic_ms()
         with pytest.raises(NodeIdInUseError):
             reg.register(wait_ms=30_000)
