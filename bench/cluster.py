@@ -113,7 +113,12 @@ def serve_echo(port: int, fetch_bytes: int) -> None:
 
 # -- measuring --------------------------------------------------------------------------------
 def run_producers(
-    stub: pb_grpc.BrokerStub, batch: bytes, batches: int, inflight: int, acks: int
+    stub: pb_grpc.BrokerStub,
+    batch: bytes,
+    batches: int,
+    inflight: int,
+    acks: int,
+    topic: str = TOPIC,
 ) -> tuple[float, list[float]]:
     """Sends ``batches`` produce requests from ``inflight`` threads; (seconds, latencies).
 
@@ -121,12 +126,12 @@ def run_producers(
     nodes alike: it opens the connections and, on a new topic, lets the followers start
     fetching, which would otherwise put a one-off wait of a fetch back-off into the figures."""
     if batches > 0:
-        _send_all(stub, batch, 4 * inflight, inflight, acks)
-    return _send_all(stub, batch, batches, inflight, acks)
+        _send_all(stub, batch, 4 * inflight, inflight, acks, topic)
+    return _send_all(stub, batch, batches, inflight, acks, topic)
 
 
 def _send_all(
-    stub: pb_grpc.BrokerStub, batch: bytes, batches: int, inflight: int, acks: int
+    stub: pb_grpc.BrokerStub, batch: bytes, batches: int, inflight: int, acks: int, topic: str
 ) -> tuple[float, list[float]]:
     latencies: list[float] = []
     lock = threading.Lock()
@@ -141,7 +146,7 @@ def _send_all(
             request = pb.ProduceRequest(
                 acks=acks,
                 timeout_ms=30_000,
-                partitions=[pb.ProducePartitionData(topic=TOPIC, partition=0, records=batch)],
+                partitions=[pb.ProducePartitionData(topic=topic, partition=0, records=batch)],
             )
             start = time.perf_counter()
             response = stub.Produce(request, timeout=60)
@@ -164,7 +169,9 @@ def _send_all(
     return seconds, latencies
 
 
-def run_consumer(stub: pb_grpc.BrokerStub, end_offset: int | None, requests: int) -> float:
+def run_consumer(
+    stub: pb_grpc.BrokerStub, end_offset: int | None, requests: int, topic: str = TOPIC
+) -> float:
     """Fetches from offset 0 until ``end_offset`` (or ``requests`` fetches); the seconds."""
     offset = 0
     start = time.perf_counter()
@@ -179,7 +186,7 @@ def run_consumer(stub: pb_grpc.BrokerStub, end_offset: int | None, requests: int
                 max_bytes=FETCH_BYTES,
                 partitions=[
                     pb.FetchPartition(
-                        topic=TOPIC,
+                        topic=topic,
                         partition=0,
                         fetch_offset=offset,
                         partition_max_bytes=FETCH_BYTES,
@@ -210,13 +217,13 @@ def figures_for(
     }
 
 
-def _create_topic(address: str, replication_factor: int) -> None:
+def _create_topic(address: str, replication_factor: int, topic: str = TOPIC) -> None:
     admin = pb_grpc.AdminStub(grpc.insecure_channel(address, options=OPTIONS))
     response = admin.CreateTopics(
         pb.CreateTopicsRequest(
             topics=[
                 pb.CreatableTopic(
-                    name=TOPIC,
+                    name=topic,
                     num_partitions=1,
                     replication_factor=replication_factor,
                     configs={"min.insync.replicas": str(min(2, replication_factor))},
@@ -231,12 +238,12 @@ def _create_topic(address: str, replication_factor: int) -> None:
         raise RuntimeError(f"create topic failed: {result.error_code} {result.error_message}")
 
 
-def _leader_stub(cluster: LocalCluster) -> pb_grpc.BrokerStub:
+def _leader_stub(cluster: LocalCluster, topic: str = TOPIC) -> pb_grpc.BrokerStub:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         for node in cluster.nodes:
             stub = pb_grpc.BrokerStub(grpc.insecure_channel(node.address, options=OPTIONS))
-            md = stub.Metadata(pb.MetadataRequest(topics=[TOPIC]), timeout=10)
+            md = stub.Metadata(pb.MetadataRequest(topics=[topic]), timeout=10)
             for t in md.topics:
                 for p in t.partitions:
                     if p.leader >= 0 and len(p.isr) == len(p.replicas):

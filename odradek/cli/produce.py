@@ -14,13 +14,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import deque
-from concurrent.futures import Future
 from typing import TYPE_CHECKING, BinaryIO
 
 from odradek.cli.common import InputError, add_bootstrap_option, non_negative_int
+from odradek.client.futures import FutureRecordMetadata
 
 if TYPE_CHECKING:
-    from odradek.client.types import RecordMetadata
+    pass
 
 __all__ = ["add_parser", "produce_lines", "run"]
 
@@ -57,7 +57,7 @@ def produce_lines(args: argparse.Namespace, lines: BinaryIO) -> int:
         compression=args.compression,
         linger_ms=args.linger_ms,
     )
-    pending: deque[Future[RecordMetadata]] = deque()
+    pending: deque[FutureRecordMetadata] = deque()
     failures = 0
     first_error: BaseException | None = None
     sent = 0

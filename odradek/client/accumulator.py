@@ -1,25 +1,39 @@
 """The producer's record accumulator: records gather into per-partition batches until sent.
 
-Kafka's ``RecordAccumulator``, reduced to what odradek needs. Each partition has a queue of
-:class:`ProducerBatch`; a record goes into the last batch of its partition if it fits in
-``batch_size`` bytes (a record bigger than that gets a batch of its own), else it starts a new
-batch. The sender asks :meth:`RecordAccumulator.ready` which leaders have something to send,
-then :meth:`RecordAccumulator.drain` takes the first batch of each of their partitions.
+Kafka's ``RecordAccumulator`` and ``BufferPool``. Each partition has a queue of
+:class:`ProducerBatch`; the last one may be *open*: :meth:`RecordAccumulator.append` encodes a
+record straight into it (:class:`~odradek.records.appender.RecordBatchBuilder`) if it has room
+within ``batch_size`` bytes, else closes it and opens a new batch (a record bigger than
+``batch_size`` gets a batch of its own). Nothing of a record is kept but its bytes; its
+``send()`` gets a :class:`~odradek.client.futures.FutureRecordMetadata` pointing at the batch's
+one :class:`~odradek.client.futures.ProduceRequestResult`.
 
+**Bounded memory.** The bytes of every batch not yet done (queued or in flight) count against
+``buffer_memory``, exactly as they are encoded (Kafka reserves a whole ``batch_size`` per batch
+from a pool of buffers; odradek has no pool to fill, so a large ``batch_size`` costs nothing
+until records fill it). An append that would pass ``buffer_memory`` waits up to
+``max_block_ms`` for batches to be acknowledged, then raises
+:class:`~odradek.client.errors.BufferExhaustedError`; nothing already accepted is dropped. So
+the records held never exceed ``buffer_memory``, whatever the caller does.
+
+**Sending.** The sender asks :meth:`RecordAccumulator.ready` which leaders have something to
+send, then :meth:`RecordAccumulator.drain` takes the first batch of each of their partitions.
 A partition's first batch is *sendable* when any of these holds:
 
-* it is full: it reached ``batch_size``, or another batch is queued behind it;
-* it has waited ``linger_ms`` since it was created;
+* it is closed: it is full, or another batch is queued behind it;
+* it has waited ``linger_ms`` since it was opened;
 * a flush is in progress, or the producer is closing;
 
 and it is not backing off after a failed attempt (until ``retry_at_ms``), and the partition
-has fewer than ``max_in_flight_per_partition`` batches in flight. With the default of one in
-flight, a batch that failed is put back at the *front* of its queue and nothing behind it is
-sent until it succeeds or fails for good: records of a partition are stored in the order they
-were sent, retries included. With more in flight, a retried batch can land after a later one.
+has fewer than ``max_in_flight_per_partition`` batches in flight. A batch that failed is put
+back at the *front* of its queue; with one batch in flight per partition nothing behind it is
+sent until it succeeds or fails for good, so records of a partition are stored in send order,
+retries included. (With more in flight, order under retries needs the idempotent producer.)
 
-Batches that waited longer than ``delivery_timeout_ms`` since they were created are taken out
-by :meth:`RecordAccumulator.expired` (Kafka's ``delivery.timeout.ms``).
+**Expiry by deadline order.** Every batch has a deadline, its opening time plus
+``delivery_timeout_ms``; batches are opened in time order, so a deque of them in opening order
+is in deadline order, and :meth:`RecordAccumulator.expired` looks only at its head (a retried
+batch goes into a small heap). No scan of the queues.
 
 Decisions take ``now_ms`` as an argument and do no I/O. Thread-safe: sends append from any
 thread while the sender thread drains.
@@ -27,63 +41,55 @@ thread while the sender thread drains.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 
-from odradek.client.errors import ProducerClosedError
-from odradek.client.types import RecordMetadata, TopicPartition
+from odradek.client.errors import BufferExhaustedError, ProducerClosedError
+from odradek.client.futures import FutureRecordMetadata, ProduceRequestResult
+from odradek.client.types import TopicPartition
 from odradek.errors import OdradekError
-from odradek.records import NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, Compression, Record, build_batch
-from odradek.records.varint import size_of_varint, size_of_varlong
+from odradek.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, RECORD_BATCH_OVERHEAD, Compression
+from odradek.records.appender import RecordBatchBuilder
 
 __all__ = [
-    "AppendResult",
     "ProducerBatch",
     "ReadyCheck",
     "RecordAccumulator",
     "estimate_record_size",
-    "record_size",
 ]
 
-# Upper bounds of the varint fields of a record (Kafka's DefaultRecord.sizeInUpperBound).
-_MAX_VARINT = 5
-_MAX_VARLONG = 10
+# Upper bounds of the varint fields of a record (Kafka's DefaultRecord.sizeInUpperBound): its
+# length (5), attributes (1), timestamp delta (10), offset delta (5), key and value lengths and
+# the header count (5 each).
+_RECORD_OVERHEAD_BOUND = 5 + 1 + 10 + 5 + 5 + 5 + 5
 
 
 def estimate_record_size(
     key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes | None]]
 ) -> int:
     """An upper bound of the bytes ``key``, ``value`` and ``headers`` take in any batch."""
-    size = _MAX_VARINT + 1 + _MAX_VARLONG + _MAX_VARINT  # length, attributes, deltas
-    size += _MAX_VARINT + (len(key) if key is not None else 0)
-    size += _MAX_VARINT + (len(value) if value is not None else 0)
-    size += _MAX_VARINT
+    size = _RECORD_OVERHEAD_BOUND
+    if key is not None:
+        size += len(key)
+    if value is not None:
+        size += len(value)
     for header_key, header_value in headers:
-        size += _MAX_VARINT + len(header_key.encode("utf-8", "surrogatepass"))
-        size += _MAX_VARINT + (len(header_value) if header_value is not None else 0)
+        size += 10 + len(header_key.encode("utf-8", "surrogatepass"))
+        if header_value is not None:
+            size += len(header_value)
     return size
 
 
-def record_size(offset_delta: int, timestamp_delta: int, record: Record) -> int:
-    """The exact bytes ``record`` takes in an uncompressed batch at these deltas (Kafka's
-    ``DefaultRecord.sizeInBytes``)."""
-    key, value = record.key, record.value
-    body = 1 + size_of_varlong(timestamp_delta) + size_of_varint(offset_delta)
-    body += 1 if key is None else size_of_varint(len(key)) + len(key)
-    body += 1 if value is None else size_of_varint(len(value)) + len(value)
-    body += size_of_varint(len(record.headers))
-    for header_key, header_value in record.headers:
-        raw = len(header_key.encode("utf-8", "surrogatepass"))
-        body += size_of_varint(raw) + raw
-        body += 1 if header_value is None else size_of_varint(len(header_value)) + len(header_value)
-    return size_of_varint(body) + body
+# The states of a batch.
+QUEUED, IN_FLIGHT, DONE = 0, 1, 2
 
 
 class ProducerBatch:
-    """Records for one partition, sent together as one v2 batch, with their futures.
+    """Records for one partition, sent together as one v2 batch, and their one result.
 
     Not thread-safe by itself: the accumulator's lock guards it while it is queued; once
     drained only the sender thread touches it.
@@ -91,96 +97,71 @@ class ProducerBatch:
 
     __slots__ = (
         "attempts",
+        "base_sequence",
+        "builder",
+        "closed",
         "created_ms",
-        "futures",
+        "deadline_ms",
         "last_attempt_ms",
+        "last_error",
         "payload",
-        "records",
+        "producer_epoch",
+        "producer_id",
+        "result",
         "retry_at_ms",
-        "size_in_bytes",
+        "state",
         "tp",
     )
 
-    def __init__(self, tp: TopicPartition, created_ms: int) -> None:
+    def __init__(self, tp: TopicPartition, created_ms: int, deadline_ms: int) -> None:
         self.tp = tp
-        self.records: list[Record] = []
-        self.futures: list[Future[RecordMetadata]] = []
+        self.builder = RecordBatchBuilder()
+        self.result = ProduceRequestResult(tp)
         self.created_ms = created_ms
+        self.deadline_ms = deadline_ms
         self.last_attempt_ms = created_ms
         self.attempts = 0  # retries so far
         self.retry_at_ms = 0
-        self.size_in_bytes = RECORD_BATCH_OVERHEAD  # exact, before compression
+        self.closed = False  # no more appends
+        self.state = QUEUED
         self.payload: bytes | None = None
+        self.last_error: BaseException | None = None  # of the last failed attempt
+        # Set when the batch is first drained by an idempotent producer (Kafka assigns them at
+        # drain time too) and kept across retries.
+        self.producer_id = NO_PRODUCER_ID
+        self.producer_epoch = NO_PRODUCER_EPOCH
+        self.base_sequence = -1
 
     def __repr__(self) -> str:
-        return f"ProducerBatch({self.tp}, records={len(self.records)}, attempts={self.attempts})"
+        return f"ProducerBatch({self.tp}, records={self.record_count}, attempts={self.attempts})"
 
-    def size_with(self, record: Record) -> int:
-        """The exact bytes ``record`` would add to this batch (uncompressed)."""
-        if not self.records:
-            return record_size(0, 0, record)
-        base = self.records[0].timestamp
-        delta = _timestamp(record) - (base if base is not None else NO_TIMESTAMP)
-        return record_size(len(self.records), delta, record)
+    @property
+    def record_count(self) -> int:
+        return self.builder.count
 
-    def has_room_for(self, size: int, batch_size: int) -> bool:
-        return not self.records or self.size_in_bytes + size <= batch_size
-
-    def append(self, record: Record, future: Future[RecordMetadata], size: int) -> None:
-        self.records.append(record)
-        self.futures.append(future)
-        self.size_in_bytes += size
-
-    def is_full(self, batch_size: int) -> bool:
-        return self.size_in_bytes >= batch_size
+    @property
+    def size_in_bytes(self) -> int:
+        """The exact size of the batch (uncompressed, header included)."""
+        return self.builder.size_in_bytes
 
     def build(self, compression: Compression) -> bytes:
-        """The batch's bytes (base offset 0), built once and reused by retries.
-
-        Raises what :func:`~odradek.records.build_batch` raises for records it refuses.
-        """
+        """The batch's bytes (base offset 0), built once and reused by retries."""
         if self.payload is None:
-            self.payload = build_batch(self.records, compression=compression)
+            self.payload = self.builder.close(
+                compression=compression,
+                producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch,
+                base_sequence=self.base_sequence,
+            )
         return self.payload
 
     def complete(self, base_offset: int, log_append_time_ms: int) -> None:
-        """Resolve every future; ``base_offset`` -1 (acks=0) gives offsets of -1."""
-        for index, (record, future) in enumerate(zip(self.records, self.futures, strict=True)):
-            if log_append_time_ms >= 0:
-                timestamp = log_append_time_ms
-            else:
-                timestamp = record.timestamp if record.timestamp is not None else -1
-            offset = base_offset + index if base_offset >= 0 else -1
-            if not future.done():
-                future.set_result(
-                    RecordMetadata(self.tp.topic, self.tp.partition, offset, timestamp)
-                )
+        """Resolve the batch's records; ``base_offset`` -1 (acks=0) gives offsets of -1."""
+        self.result.complete(base_offset, log_append_time_ms, None)
 
     def fail(self, error: BaseException) -> None:
-        """Fail every future with ``error``."""
-        for future in self.futures:
-            if not future.done():
-                future.set_exception(error)
-
-
-def _timestamp(record: Record) -> int:
-    return record.timestamp if record.timestamp is not None else NO_TIMESTAMP
-
-
-@dataclass(frozen=True, slots=True)
-class AppendResult:
-    """What :meth:`RecordAccumulator.append` did.
-
-    ``aborted``: the record was not appended because it would have started a new batch and the
-    caller asked for that (the sticky partitioner then picks another partition). ``new_batch``:
-    the record started a new batch. ``batch_full``: the partition has a full batch (wake the
-    sender).
-    """
-
-    appended: bool
-    new_batch: bool = False
-    batch_full: bool = False
-    aborted: bool = False
+        """Fail every record of the batch with ``error``."""
+        self.result.complete(-1, -1, error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +190,9 @@ class RecordAccumulator:
         retry_backoff_max_ms: int,
         delivery_timeout_ms: int,
         max_in_flight_per_partition: int,
+        buffer_memory: int = 33_554_432,
+        max_block_ms: int = 60_000,
+        now_ms: Callable[[], int],
     ) -> None:
         self._batch_size = batch_size
         self._linger_ms = linger_ms
@@ -216,49 +200,190 @@ class RecordAccumulator:
         self._retry_backoff_max_ms = max(retry_backoff_max_ms, retry_backoff_ms)
         self._delivery_timeout_ms = delivery_timeout_ms
         self._max_in_flight = max_in_flight_per_partition
+        self._buffer_memory = buffer_memory
+        self._max_block_s = max_block_ms / 1000
+        self._now_ms = now_ms
         self._lock = threading.Lock()
+        self._memory = threading.Condition(self._lock)
+        self._memory_waiters = 0
+        self._buffered = 0  # bytes of the batches not yet done
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._open: dict[tuple[str, int], ProducerBatch] = {}
+        self._tps: dict[tuple[str, int], TopicPartition] = {}
         self._in_flight: dict[TopicPartition, int] = {}
+        self._by_deadline: deque[ProducerBatch] = deque()  # opening order = deadline order
+        self._incomplete: dict[int, ProducerBatch] = {}  # every batch not done, by id
+        self._retried: list[tuple[int, int, ProducerBatch]] = []  # heap of re-queued batches
+        self._tiebreak = itertools.count()
         self._flushes = 0
         self._closed = False
         self._drain_start = 0
+        # Called (outside the lock) when a batch is opened or closed: wakes the sender.
+        self.on_batch_change: Callable[[], None] = lambda: None
 
     # --- appending --------------------------------------------------------------------------
 
     def append(
         self,
-        tp: TopicPartition,
-        record: Record,
-        future: Future[RecordMetadata],
-        now_ms: int,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: bytes,
+        estimate: int,
         *,
         abort_on_new_batch: bool = False,
-    ) -> AppendResult:
-        """Add ``record`` to ``tp``'s last batch if it fits in ``batch_size``, else to a new
-        batch (or, with ``abort_on_new_batch``, nowhere).
+    ) -> FutureRecordMetadata | None:
+        """Encode a record into ``topic``/``partition``'s open batch if it has room for
+        ``estimate`` more bytes, else into a new batch — or, with ``abort_on_new_batch``, into
+        nothing (``None``: the sticky partitioner then picks another partition).
 
-        Raises :class:`~odradek.client.errors.ProducerClosedError` after :meth:`close`.
+        ``headers`` is the record's encoded headers section. May block up to ``max_block_ms``
+        for ``buffer_memory`` when a new batch is needed. Raises
+        :class:`~odradek.client.errors.BufferExhaustedError` if no room came, and
+        :class:`~odradek.client.errors.ProducerClosedError` after :meth:`close`.
         """
+        changed = False
+        future: FutureRecordMetadata | None
+        where = (topic, partition)
         with self._lock:
             if self._closed:
                 raise ProducerClosedError("cannot send after the producer is closed")
-            queue = self._queues.get(tp)
-            if queue is None:
-                queue = self._queues[tp] = deque()
-            last = queue[-1] if queue else None
-            if last is not None and last.payload is None:
-                size = last.size_with(record)
-                if last.has_room_for(size, self._batch_size):
-                    last.append(record, future, size)
-                    full = len(queue) > 1 or last.is_full(self._batch_size)
-                    return AppendResult(appended=True, batch_full=full)
-            if abort_on_new_batch:
-                return AppendResult(appended=False, aborted=True)
-            batch = ProducerBatch(tp, now_ms)
-            batch.append(record, future, batch.size_with(record))
-            queue.append(batch)
-            full = len(queue) > 1 or batch.is_full(self._batch_size)
-            return AppendResult(appended=True, new_batch=True, batch_full=full)
+            # Room for the record and, should it need one, a new batch's header.
+            if self._buffered + estimate + RECORD_BATCH_OVERHEAD > self._buffer_memory:
+                self._wait_for_memory(estimate + RECORD_BATCH_OVERHEAD)
+            batch = self._open.get(where)
+            if batch is not None:
+                builder = batch.builder
+                if builder.size_in_bytes + estimate <= self._batch_size:
+                    index = builder.count
+                    added = builder.append(timestamp, key, value, headers)
+                    self._buffered += added
+                    if builder.size_in_bytes + added > self._batch_size:
+                        # The next record of this size would not fit: the batch is full.
+                        batch.closed = True
+                        del self._open[where]
+                        changed = True
+                    future = FutureRecordMetadata(batch.result, index, timestamp)
+                    if not changed:
+                        return future
+                else:
+                    batch.closed = True
+                    del self._open[where]
+                    batch = None
+                    changed = True
+            if batch is None:
+                if abort_on_new_batch:
+                    future = None
+                else:
+                    batch = self._open_batch(where)
+                    self._buffered += batch.builder.append(timestamp, key, value, headers)
+                    future = FutureRecordMetadata(batch.result, 0, timestamp)
+                    if batch.builder.size_in_bytes >= self._batch_size:
+                        batch.closed = True
+                        del self._open[where]
+                    changed = True
+        if changed:
+            self.on_batch_change()
+        return future
+
+    def append_many(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+        start: int,
+        stop: int,
+        parts: list[tuple[ProduceRequestResult, int, int, int]],
+    ) -> tuple[int, bool]:
+        """Encode ``values[start:stop]`` (and their ``keys``) into one batch of
+        ``topic``/``partition``: its open batch, or a new one; stops when the batch is full.
+        Appends ``(result, index in the batch, count, start)`` to ``parts`` and returns the
+        index reached and whether a batch was closed. Blocks and raises as :meth:`append`."""
+        where = (topic, partition)
+        with self._lock:
+            if self._closed:
+                raise ProducerClosedError("cannot send after the producer is closed")
+            value = values[start]
+            key = keys[start] if keys is not None else None
+            estimate = 41 + (len(value) if value else 0) + (len(key) if key else 0)
+            estimate += RECORD_BATCH_OVERHEAD  # should it need a new batch
+            if self._buffered + estimate > self._buffer_memory:
+                self._wait_for_memory(estimate)
+            batch = self._open.get(where)
+            opened = batch is None
+            if batch is None or batch.builder.size_in_bytes + estimate > self._batch_size:
+                if batch is not None:
+                    batch.closed = True
+                    del self._open[where]
+                batch = self._open_batch(where)
+                opened = True
+            builder = batch.builder
+            first = builder.count
+            before = builder.size_in_bytes
+            room = builder.size_in_bytes + self._buffer_memory - self._buffered
+            limit = min(self._batch_size, room)
+            reached = builder.append_many(timestamp, keys, values, start, stop, limit)
+            self._buffered += builder.size_in_bytes - before
+            closed = reached < stop or builder.size_in_bytes >= self._batch_size
+            if closed:
+                batch.closed = True
+                del self._open[where]
+            parts.append((batch.result, first, reached - start, start))
+        if closed or opened:
+            self.on_batch_change()
+        return reached, closed
+
+    def _wait_for_memory(self, needed: int) -> None:
+        """Wait (the lock held, released while waiting) until ``needed`` more bytes fit in
+        ``buffer_memory``, or nothing is held (a record larger than the buffer then goes
+        alone). Raises BufferExhaustedError after ``max_block_ms``, ProducerClosedError if
+        the producer closes meanwhile."""
+        self._memory_waiters += 1
+        try:
+            room = self._memory.wait_for(
+                lambda: (
+                    self._closed
+                    or not self._buffered
+                    or self._buffered + needed <= self._buffer_memory
+                ),
+                timeout=self._max_block_s,
+            )
+        finally:
+            self._memory_waiters -= 1
+        if self._closed:
+            raise ProducerClosedError("cannot send after the producer is closed")
+        if not room:
+            raise BufferExhaustedError(
+                f"no room for a record of up to {needed} bytes within max_block_ms "
+                f"({round(self._max_block_s * 1000)} ms): buffer_memory "
+                f"({self._buffer_memory} bytes) is full of records not yet acknowledged"
+            )
+
+    def _open_batch(self, where: tuple[str, int]) -> ProducerBatch:
+        """A new open batch for ``where``, queued last. The lock is held."""
+        tp = self._tps.get(where)
+        if tp is None:
+            tp = self._tps[where] = TopicPartition(*where)
+        now = self._now_ms()
+        batch = ProducerBatch(tp, now, now + self._delivery_timeout_ms)
+        self._buffered += batch.builder.size_in_bytes  # the batch header
+        queue = self._queues.get(tp)
+        if queue is None:
+            queue = self._queues[tp] = deque()
+        queue.append(batch)
+        self._open[where] = batch
+        self._by_deadline.append(batch)
+        self._incomplete[id(batch)] = batch
+        return batch
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes of ``buffer_memory`` held by batches not yet done (exact, encoded size)."""
+        return self._buffered
 
     # --- the sender's side ------------------------------------------------------------------
 
@@ -268,7 +393,7 @@ class RecordAccumulator:
         unknown: set[str] = set()
         next_check: int | None = None
         with self._lock:
-            hurry = self._closed or self._flushes > 0
+            hurry = self._closed or self._flushes > 0 or self._memory_waiters > 0
             for tp, queue in self._queues.items():
                 if not queue:
                     continue
@@ -281,7 +406,7 @@ class RecordAccumulator:
                 batch = queue[0]
                 if batch.attempts > 0 and now_ms < batch.retry_at_ms:
                     wait = batch.retry_at_ms - now_ms
-                elif hurry or len(queue) > 1 or batch.is_full(self._batch_size):
+                elif hurry or batch.closed or len(queue) > 1:
                     wait = 0
                 else:
                     wait = batch.created_ms + self._linger_ms - now_ms
@@ -299,7 +424,8 @@ class RecordAccumulator:
         now_ms: int,
     ) -> dict[int, list[ProducerBatch]]:
         """Take, for each node in ``nodes``, the first batch of each partition it leads that may
-        be sent now, up to ``max_request_size`` estimated bytes per node (at least one batch).
+        be sent now, up to ``max_request_size`` bytes per node (at least one batch). An open
+        batch is closed.
 
         Drained batches count as in flight until :meth:`reenqueue` or :meth:`done`.
         """
@@ -313,20 +439,34 @@ class RecordAccumulator:
             order = tps[start:] + tps[:start]  # round robin: no partition starves the others
             wanted = set(nodes)
             sizes: dict[int, int] = {}
+            hurry = self._closed or self._flushes > 0 or self._memory_waiters > 0
             for tp in order:
                 node = leader_of(tp)
                 if node is None or node not in wanted:
                     continue
-                if self._in_flight.get(tp, 0) >= self._max_in_flight:
-                    continue
                 queue = self._queues[tp]
+                if not queue or self._in_flight.get(tp, 0) >= self._max_in_flight:
+                    continue
                 batch = queue[0]
                 if batch.attempts > 0 and now_ms < batch.retry_at_ms:
+                    continue
+                sendable = (
+                    hurry
+                    or batch.closed
+                    or len(queue) > 1
+                    or batch.attempts > 0
+                    or now_ms >= batch.created_ms + self._linger_ms
+                )
+                if not sendable:
                     continue
                 used = sizes.get(node, 0)
                 if used and used + batch.size_in_bytes > max_request_size:
                     continue
                 queue.popleft()
+                if not batch.closed:
+                    batch.closed = True
+                    self._open.pop((tp.topic, tp.partition), None)
+                batch.state = IN_FLIGHT
                 sizes[node] = used + batch.size_in_bytes
                 self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
                 batch.last_attempt_ms = now_ms
@@ -346,12 +486,31 @@ class RecordAccumulator:
             self._release(batch.tp)
             batch.retry_at_ms = now_ms + self.backoff_ms(batch.attempts)
             batch.last_attempt_ms = now_ms
+            batch.state = QUEUED
             self._queues.setdefault(batch.tp, deque()).appendleft(batch)
+            heapq.heappush(self._retried, (batch.deadline_ms, next(self._tiebreak), batch))
+
+    def reenqueue_all(self, batches: list[ProducerBatch], now_ms: int) -> None:
+        """:meth:`reenqueue` several batches of one partition, keeping their order (the first
+        of ``batches`` ends up first in the queue)."""
+        for batch in reversed(batches):
+            self.reenqueue(batch, now_ms)
 
     def done(self, batch: ProducerBatch) -> None:
-        """A drained batch finished (delivered or failed for good)."""
+        """A drained batch finished (delivered or failed for good): its memory is free."""
         with self._lock:
-            self._release(batch.tp)
+            if batch.state == IN_FLIGHT:
+                self._release(batch.tp)
+            self._finish(batch)
+
+    def _finish(self, batch: ProducerBatch) -> None:
+        if batch.state == DONE:
+            return
+        batch.state = DONE
+        self._incomplete.pop(id(batch), None)
+        self._buffered -= batch.builder.size_in_bytes
+        if self._memory_waiters:
+            self._memory.notify_all()
 
     def _release(self, tp: TopicPartition) -> None:
         count = self._in_flight.get(tp, 0) - 1
@@ -361,21 +520,51 @@ class RecordAccumulator:
             self._in_flight.pop(tp, None)
 
     def expired(self, now_ms: int) -> list[ProducerBatch]:
-        """Remove and return the queued batches created ``delivery_timeout_ms`` ago or more."""
+        """Remove and return the queued batches whose ``delivery_timeout_ms`` has passed
+        (their memory is freed; the caller fails them)."""
         out: list[ProducerBatch] = []
         with self._lock:
-            for queue in self._queues.values():
-                if not any(now_ms - b.created_ms >= self._delivery_timeout_ms for b in queue):
-                    continue
-                keep = [b for b in queue if now_ms - b.created_ms < self._delivery_timeout_ms]
-                out.extend(b for b in queue if now_ms - b.created_ms >= self._delivery_timeout_ms)
-                queue.clear()
-                queue.extend(keep)
+            by_deadline = self._by_deadline
+            while by_deadline and (by_deadline[0].state != QUEUED or by_deadline[0].attempts):
+                by_deadline.popleft()  # drained or retried: no longer this deque's to expire
+            while by_deadline and by_deadline[0].deadline_ms <= now_ms:
+                batch = by_deadline.popleft()
+                if batch.state == QUEUED and not batch.attempts:
+                    self._expire(batch, out)
+            retried = self._retried
+            while retried and retried[0][0] <= now_ms:
+                batch = heapq.heappop(retried)[2]
+                if batch.state == QUEUED:
+                    self._expire(batch, out)
         return out
+
+    def _expire(self, batch: ProducerBatch, out: list[ProducerBatch]) -> None:
+        queue = self._queues.get(batch.tp)
+        if queue is not None:
+            queue.remove(batch)
+        if not batch.closed:
+            batch.closed = True
+            self._open.pop((batch.tp.topic, batch.tp.partition), None)
+        self._finish(batch)
+        out.append(batch)
 
     def delivery_expired(self, batch: ProducerBatch, now_ms: int) -> bool:
         """Whether ``batch`` has used up its ``delivery_timeout_ms``."""
-        return now_ms - batch.created_ms >= self._delivery_timeout_ms
+        return now_ms >= batch.deadline_ms
+
+    def next_deadline_ms(self) -> int | None:
+        """The earliest deadline of a queued batch that has not been sent yet, if any (the
+        sender wakes up for it)."""
+        with self._lock:
+            for batch in self._by_deadline:
+                if batch.state == QUEUED and not batch.attempts:
+                    first: int | None = batch.deadline_ms
+                    break
+            else:
+                first = None
+            if self._retried and (first is None or self._retried[0][0] < first):
+                first = self._retried[0][0]
+            return first
 
     # --- flush and close ---------------------------------------------------------------------
 
@@ -389,9 +578,11 @@ class RecordAccumulator:
             self._flushes -= 1
 
     def close(self) -> None:
-        """Refuse further appends; every queued batch is sendable from now on."""
+        """Refuse further appends; every queued batch is sendable from now on. Sends blocked
+        for memory fail with :class:`~odradek.client.errors.ProducerClosedError`."""
         with self._lock:
             self._closed = True
+            self._memory.notify_all()
 
     def has_undrained(self) -> bool:
         """Whether any batch is queued (in flight batches do not count)."""
@@ -402,14 +593,24 @@ class RecordAccumulator:
         with self._lock:
             return sum(self._in_flight.values())
 
+    def pending_results(self) -> list[tuple[ProduceRequestResult, int]]:
+        """The result and record count of every batch not yet done (queued or in flight):
+        what a flush waits for."""
+        with self._lock:
+            return [(b.result, b.builder.count) for b in self._incomplete.values()]
+
     def abort_undrained(self, error: OdradekError) -> int:
         """Fail and drop every queued batch; returns how many records failed."""
         with self._lock:
             batches = [b for q in self._queues.values() for b in q]
             self._queues.clear()
+            self._open.clear()
+            for batch in batches:
+                batch.closed = True
+                self._finish(batch)
         for batch in batches:
             batch.fail(error)
-        return sum(len(b.records) for b in batches)
+        return sum(b.record_count for b in batches)
 
     def queued(self, tp: TopicPartition) -> list[ProducerBatch]:
         """A copy of ``tp``'s queue (for tests and diagnostics)."""

@@ -38,6 +38,7 @@ __all__ = [
     "error_from_rpc",
     "is_invalid_metadata",
     "one_line",
+    "BufferExhaustedError",
 ]
 
 
@@ -60,6 +61,15 @@ class ProducerClosedError(OdradekError):
     timed out fail with this error (client-side, no wire code)."""
 
     name = "PRODUCER_CLOSED"
+
+
+class BufferExhaustedError(OdradekError):
+    """``send()`` found the producer's ``buffer_memory`` full and no room was freed within
+    ``max_block_ms`` (Kafka's ``BufferExhaustedException``, a ``TimeoutException``; client-side,
+    no wire code). Nothing already accepted is dropped; the record was not accepted. Retriable:
+    the buffer drains as the brokers acknowledge."""
+
+    name, retriable = "BUFFER_EXHAUSTED", True
 
 
 # Errors after which the client's idea of who leads a partition is probably wrong (Kafka's

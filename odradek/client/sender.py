@@ -79,6 +79,7 @@ class Sender:
         retries: int,
         request_timeout_ms: int,
         max_request_size: int,
+        on_metadata: Callable[[ClusterMetadata], None] | None = None,
     ) -> None:
         self._accumulator = accumulator
         self._metadata = metadata
@@ -89,6 +90,8 @@ class Sender:
         self._retries = retries
         self._request_timeout_ms = request_timeout_ms
         self._max_request_size = max_request_size
+        self._on_metadata = on_metadata
+        self._seen_metadata: ClusterMetadata | None = None
         self._wakeup = threading.Event()
         self._completions: queue.SimpleQueue[_InFlight] = queue.SimpleQueue()
         self._in_flight: set[_InFlight] = set()  # touched by the sender thread only
@@ -159,15 +162,13 @@ class Sender:
             return
         now = self._clock.monotonic_ms()
         for batch in self._accumulator.expired(now):
-            batch.fail(
-                RequestTimedOutError(
-                    f"{len(batch.records)} record(s) for {batch.tp} expired: "
-                    f"{now - batch.created_ms} ms passed since the batch was created "
-                    f"(delivery_timeout_ms)"
-                )
-            )
+            self._expire(batch, now)
         self._metadata.maybe_refresh()
         cluster = self._metadata.snapshot()
+        if cluster is not self._seen_metadata:
+            self._seen_metadata = cluster
+            if self._on_metadata is not None:
+                self._on_metadata(cluster)
         now = self._clock.monotonic_ms()
         check = self._accumulator.ready(cluster.leader_id, now)
         if check.unknown_leader_topics:
@@ -181,6 +182,9 @@ class Sender:
         if not self._running and not self._in_flight and not self._accumulator.has_undrained():
             return  # closing, and nothing is left to wait for
         waits = [_MAX_IDLE_MS]
+        deadline = self._accumulator.next_deadline_ms()
+        if deadline is not None:
+            waits.append(max(deadline - now, 0))
         if check.next_check_ms is not None:
             waits.append(check.next_check_ms)
         if check.unknown_leader_topics or self._metadata.time_to_update_ms(now) < _MAX_IDLE_MS:
@@ -294,9 +298,17 @@ class Sender:
             and batch.attempts < self._retries
             and not self._accumulator.delivery_expired(batch, now_ms)
         )
+        batch.last_error = error
         if can_retry:
             batch.attempts += 1
-            log.debug("retrying %r after %s", batch, error)
+            # As Kafka's Sender: a retry is worth a warning, naming the broker's error.
+            log.warning(
+                "retrying %d record(s) for %s (attempt %d) after %s",
+                batch.record_count,
+                batch.tp,
+                batch.attempts + 1,
+                error,
+            )
             if is_invalid_metadata(error):
                 self._metadata.request_update()
             self._accumulator.reenqueue(batch, now_ms)
@@ -312,3 +324,16 @@ class Sender:
                 f"{error.message} (gave up after {batch.attempts + 1} attempts: {reason})"
             )
         batch.fail(error)
+
+    def _expire(self, batch: ProducerBatch, now_ms: int) -> None:
+        """Fail a batch whose ``delivery_timeout_ms`` passed while it was queued: with the
+        broker's error if an attempt failed (e.g. NOT_ENOUGH_REPLICAS), else as timed out."""
+        text = (
+            f"{batch.record_count} record(s) for {batch.tp} expired: {now_ms - batch.created_ms}"
+            f" ms passed since the batch was created (delivery_timeout_ms)"
+        )
+        last = batch.last_error
+        if isinstance(last, OdradekError):
+            batch.fail(type(last)(f"{last.message}; {text} after {batch.attempts} attempt(s)"))
+        else:
+            batch.fail(RequestTimedOutError(text))

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +34,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from odradek.client.types import RecordMetadata
+from odradek.client.futures import FutureRecordMetadata
 from odradek.producer import Producer
 from odradek.spark.options import OdradekSparkOptionError, WriteOptions, parse_write_options
 
@@ -104,7 +103,7 @@ def write_rows(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
         batch_size=opts.batch_size,
         compression=opts.compression,
     ) as producer:
-        pending: list[Future[RecordMetadata]] = []
+        pending: list[FutureRecordMetadata] = []
         for batch in batches:
             names = batch.schema.names
             n = batch.num_rows
@@ -141,7 +140,7 @@ def write_rows(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
     return WriteCommit(sent)
 
 
-def _settle(producer: Producer, pending: list[Future[RecordMetadata]]) -> None:
+def _settle(producer: Producer, pending: list[FutureRecordMetadata]) -> None:
     producer.flush()
     failed = [f.exception() for f in pending if f.exception() is not None]
     if failed:

@@ -1,18 +1,20 @@
 """The record accumulator as pure logic: batching by size, linger, readiness, draining per
-leader, in-flight limits, retries at the front of the queue, expiry, flush and close."""
+leader, in-flight limits, retries at the front of the queue, expiry by deadline, bounded
+memory (blocking, then BufferExhaustedError), flush and close."""
 
 from __future__ import annotations
 
 import random
-from concurrent.futures import Future
+import threading
 
 import pytest
 
-from odradek.client.accumulator import RecordAccumulator, estimate_record_size, record_size
-from odradek.client.errors import ProducerClosedError
+from odradek.client.accumulator import RecordAccumulator, estimate_record_size
+from odradek.client.errors import BufferExhaustedError, ProducerClosedError
 from odradek.client.types import RecordMetadata, TopicPartition
 from odradek.errors import NotLeaderOrFollowerError
 from odradek.records import RECORD_BATCH_OVERHEAD, Compression, Record, build_batch, read_batches
+from odradek.records.appender import encoded_headers
 
 A0 = TopicPartition("a", 0)
 A1 = TopicPartition("a", 1)
@@ -24,7 +26,15 @@ def leader_of(tp):
     return LEADERS.get(tp)
 
 
-def make(**overrides) -> RecordAccumulator:
+class Now:
+    def __init__(self) -> None:
+        self.ms = 0
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+def make(now: Now | None = None, **overrides) -> RecordAccumulator:
     settings = {
         "batch_size": 1000,
         "linger_ms": 10,
@@ -32,76 +42,110 @@ def make(**overrides) -> RecordAccumulator:
         "retry_backoff_max_ms": 1000,
         "delivery_timeout_ms": 5000,
         "max_in_flight_per_partition": 1,
+        "now_ms": now or Now(),
     }
     settings.update(overrides)
     return RecordAccumulator(**settings)
 
 
-def add(acc, tp, value: bytes, now: int, **kw):
-    record = Record(None, value, timestamp=now)
-    future: Future[RecordMetadata] = Future()
-    return acc.append(tp, record, future, now, **kw), future
+def add(acc, tp, value: bytes, timestamp: int = 0, key: bytes | None = None, **kw):
+    estimate = estimate_record_size(key, value, ())
+    return acc.append(tp.topic, tp.partition, timestamp, key, value, b"\x00", estimate, **kw)
 
 
 def values(batch) -> list[bytes]:
-    return [r.value for r in batch.records]
+    (decoded,) = list(read_batches(batch.builder.close()))
+    return [r.value for r in decoded.records()]
+
+
+def counts(acc, tp) -> list[int]:
+    return [b.record_count for b in acc.queued(tp)]
 
 
 def test_records_of_a_partition_share_a_batch_until_it_is_full():
-    # 61 bytes of batch header, 47 per record: two records fit in 160 bytes, three do not.
-    acc = make(batch_size=160)
-    results = [add(acc, A0, b"x" * 40, 0)[0] for _ in range(4)]
-    assert [r.new_batch for r in results] == [True, False, True, False]
-    batches = acc.queued(A0)
-    assert [len(b.records) for b in batches] == [2, 2]
-    # The first batch is full because another one is queued behind it.
-    assert results[2].batch_full
+    # 61 bytes of batch header, 43 per record of 40 bytes (the estimate says 76): two fit in
+    # 190 bytes, a third does not.
+    acc = make(batch_size=190)
+    for _ in range(4):
+        add(acc, A0, b"x" * 40)
+    assert counts(acc, A0) == [2, 2]
+    # Both are full (a third such record would not fit) and closed for the sender; a smaller
+    # batch stays open for more.
+    assert all(b.closed for b in acc.queued(A0))
+    add(acc, A0, b"x")
+    assert counts(acc, A0) == [2, 2, 1]
+    assert not acc.queued(A0)[-1].closed
 
 
 def test_a_record_bigger_than_batch_size_gets_a_batch_of_its_own():
     acc = make(batch_size=100)
-    add(acc, A0, b"small", 0)
-    result, _ = add(acc, A0, b"y" * 500, 0)
-    assert result.new_batch and result.batch_full
-    add(acc, A0, b"after", 0)
+    add(acc, A0, b"small")
+    add(acc, A0, b"y" * 500)
+    add(acc, A0, b"after")
     assert [values(b) for b in acc.queued(A0)] == [[b"small"], [b"y" * 500], [b"after"]]
 
 
-def test_record_sizes_are_exact_and_the_estimate_an_upper_bound():
+def test_the_estimate_is_an_upper_bound_of_a_records_bytes():
     rng = random.Random(4)
     for i in range(0, 300, 7):
-        records = [
-            Record(
-                None if i % 5 == 0 else b"k" * i,
-                None if i % 9 == 0 else b"v" * (3 * i),
-                [("h\u00e9", b"1" * i), ("n", None)][: i % 3],
-                timestamp=1_700_000_000_000 + rng.randrange(-(10**6), 10**6),
-            )
-            for _ in range(3)
-        ]
-        encoded = len(build_batch(records)) - RECORD_BATCH_OVERHEAD
-        stamps = [r.timestamp or 0 for r in records]
-        exact = sum(record_size(n, stamps[n] - stamps[0], r) for n, r in enumerate(records))
-        assert exact == encoded
-        for r in records:
-            single = len(build_batch([r])) - RECORD_BATCH_OVERHEAD
-            assert estimate_record_size(r.key, r.value, r.headers) >= single
+        record = Record(
+            None if i % 5 == 0 else b"k" * i,
+            None if i % 9 == 0 else b"v" * (3 * i),
+            [("h\u00e9", b"1" * i), ("n", None)][: i % 3],
+            timestamp=1_700_000_000_000 + rng.randrange(-(10**6), 10**6),
+        )
+        single = len(build_batch([record])) - RECORD_BATCH_OVERHEAD
+        assert estimate_record_size(record.key, record.value, record.headers) >= single
 
 
-def test_batch_size_counts_the_exact_bytes():
+def test_batches_are_the_bytes_build_batch_writes_and_within_batch_size():
     acc = make(batch_size=1000)
-    for _ in range(100):
-        add(acc, A0, b"x" * 40, 0)
+    records = [
+        Record(b"k%d" % i if i % 3 else None, b"x" * (i % 50), timestamp=1000 + i)
+        for i in range(100)
+    ]
+    for r in records:
+        est = estimate_record_size(r.key, r.value, r.headers)
+        acc.append("a", 0, r.timestamp, r.key, r.value, encoded_headers(r.headers), est)
+    seen: list[Record] = []
     for batch in acc.queued(A0):
         built = batch.build(Compression.NONE)
         assert len(built) == batch.size_in_bytes <= 1000
-    # Full batches leave no room for one more record.
-    assert all(b.size_in_bytes + 47 > 1000 for b in acc.queued(A0)[:-1])
+        (decoded,) = list(read_batches(built))
+        chunk = records[len(seen) : len(seen) + batch.record_count]
+        assert built == build_batch(chunk)
+        seen.extend(decoded.records())
+    assert [(r.key, r.value, r.timestamp) for r in seen] == [
+        (r.key, r.value, r.timestamp) for r in records
+    ]
+
+
+def test_append_many_writes_the_same_bytes_as_appends_one_at_a_time():
+    keys = [None if i % 4 == 0 else b"key-%d" % i for i in range(60)]
+    vals = [None if i % 7 == 0 else b"v" * i for i in range(60)]
+    for batch_size in (100_000, 500):
+        one = make(batch_size=batch_size)
+        many = make(batch_size=batch_size)
+        for k, v in zip(keys, vals, strict=True):
+            one.append("a", 0, 77, k, v, b"\x00", estimate_record_size(k, v, ()))
+        parts: list = []
+        start = 0
+        while start < len(vals):
+            start, _ = many.append_many("a", 0, 77, keys, vals, start, len(vals), parts)
+        assert sum(count for _, _, count, _ in parts) == 60
+        built = [b.build(Compression.NONE) for b in many.queued(A0)]
+        assert all(len(b) <= batch_size for b in built)
+        if batch_size == 100_000:  # one batch either way: the same bytes
+            assert built == [b.build(Compression.NONE) for b in one.queued(A0)]
+        decoded = [(r.key, r.value) for raw in built for b in read_batches(raw) for r in b.records()]
+        assert decoded == list(zip(keys, vals, strict=True))
 
 
 def test_batch_is_not_ready_before_linger_unless_full():
-    acc = make(linger_ms=10)
-    add(acc, A0, b"a", 100)
+    now = Now()
+    acc = make(now, linger_ms=10)
+    now.ms = 100
+    add(acc, A0, b"a")
     check = acc.ready(leader_of, 105)
     assert check.nodes == frozenset()
     assert check.next_check_ms == 5
@@ -109,14 +153,14 @@ def test_batch_is_not_ready_before_linger_unless_full():
 
 
 def test_full_batch_is_ready_at_once():
-    acc = make(batch_size=100, linger_ms=1000)
-    add(acc, A0, b"x" * 80, 0)
+    acc = make(batch_size=150, linger_ms=1000)
+    add(acc, A0, b"x" * 80)
     assert acc.ready(leader_of, 0).nodes == {1}
 
 
 def test_flush_and_close_make_everything_ready():
     acc = make(linger_ms=1000)
-    add(acc, A0, b"a", 0)
+    add(acc, A0, b"a")
     acc.begin_flush()
     assert acc.ready(leader_of, 0).nodes == {1}
     acc.end_flush()
@@ -124,23 +168,23 @@ def test_flush_and_close_make_everything_ready():
     acc.close()
     assert acc.ready(leader_of, 0).nodes == {1}
     with pytest.raises(ProducerClosedError):
-        add(acc, A0, b"b", 0)
+        add(acc, A0, b"b")
 
 
 def test_unknown_leaders_are_reported_by_topic():
     acc = make(linger_ms=0)
-    add(acc, TopicPartition("nowhere", 0), b"a", 0)
-    add(acc, A0, b"a", 0)
+    add(acc, TopicPartition("nowhere", 0), b"a")
+    add(acc, A0, b"a")
     check = acc.ready(leader_of, 0)
     assert check.unknown_leader_topics == {"nowhere"}
     assert check.nodes == {1}
 
 
 def test_drain_groups_first_batches_by_leader():
-    acc = make(linger_ms=0, batch_size=100)
+    acc = make(linger_ms=0, batch_size=150)
     for tp in (A0, A1, B0):
-        add(acc, tp, b"x" * 60, 0)
-        add(acc, tp, b"y" * 60, 0)  # a second batch per partition
+        add(acc, tp, b"x" * 60)
+        add(acc, tp, b"y" * 60)  # a second batch per partition
     drained = acc.drain(leader_of, {1, 2}, 10_000, 0)
     assert {n: sorted((b.tp.topic, b.tp.partition) for b in bs) for n, bs in drained.items()} == {
         1: [("a", 0), ("b", 0)],
@@ -154,8 +198,8 @@ def test_drain_groups_first_batches_by_leader():
 
 def test_drain_respects_max_request_size_but_always_sends_one_batch():
     acc = make(linger_ms=0)
-    add(acc, A0, b"x" * 300, 0)
-    add(acc, B0, b"y" * 300, 0)
+    add(acc, A0, b"x" * 300)
+    add(acc, B0, b"y" * 300)
     first = acc.drain(leader_of, {1}, 100, 0)
     assert sum(len(bs) for bs in first.values()) == 1
     second = acc.drain(leader_of, {1}, 100, 0)
@@ -163,9 +207,9 @@ def test_drain_respects_max_request_size_but_always_sends_one_batch():
 
 
 def test_a_partition_sends_its_next_batch_only_after_the_first_is_done():
-    acc = make(linger_ms=0, batch_size=100)
-    add(acc, A0, b"x" * 80, 0)
-    add(acc, A0, b"y" * 80, 0)
+    acc = make(linger_ms=0, batch_size=150)
+    add(acc, A0, b"x" * 80)
+    add(acc, A0, b"y" * 80)
     (first,) = acc.drain(leader_of, {1}, 10_000, 0)[1]
     assert acc.ready(leader_of, 0).nodes == frozenset()
     acc.done(first)
@@ -174,18 +218,18 @@ def test_a_partition_sends_its_next_batch_only_after_the_first_is_done():
 
 
 def test_more_in_flight_per_partition_when_allowed():
-    acc = make(linger_ms=0, batch_size=100, max_in_flight_per_partition=2)
+    acc = make(linger_ms=0, batch_size=150, max_in_flight_per_partition=2)
     for v in (b"1", b"2", b"3"):
-        add(acc, A0, v * 80, 0)
+        add(acc, A0, v * 80)
     assert len(acc.drain(leader_of, {1}, 10_000, 0)[1]) == 1
     assert len(acc.drain(leader_of, {1}, 10_000, 0)[1]) == 1
     assert acc.drain(leader_of, {1}, 10_000, 0) == {}
 
 
 def test_a_retried_batch_goes_first_and_waits_out_its_backoff():
-    acc = make(linger_ms=0, batch_size=100, retry_backoff_ms=50)
-    add(acc, A0, b"first" * 16, 0)
-    add(acc, A0, b"second" * 14, 0)
+    acc = make(linger_ms=0, batch_size=150, retry_backoff_ms=50)
+    add(acc, A0, b"first" * 16)
+    add(acc, A0, b"second" * 14)
     (batch,) = acc.drain(leader_of, {1}, 10_000, 0)[1]
     batch.attempts += 1
     acc.reenqueue(batch, 1000)
@@ -199,13 +243,12 @@ def test_a_retried_batch_goes_first_and_waits_out_its_backoff():
 
 def test_new_records_do_not_join_a_batch_that_was_already_sent():
     acc = make(linger_ms=0)
-    add(acc, A0, b"a", 0)
+    add(acc, A0, b"a")
     (batch,) = acc.drain(leader_of, {1}, 10_000, 0)[1]
     batch.build(Compression.NONE)
     batch.attempts = 1
     acc.reenqueue(batch, 0)
-    result, _ = add(acc, A0, b"b", 0)
-    assert result.new_batch
+    add(acc, A0, b"b")
     assert [values(b) for b in acc.queued(A0)] == [[b"a"], [b"b"]]
 
 
@@ -215,41 +258,57 @@ def test_backoff_doubles_up_to_the_maximum():
 
 
 def test_sticky_append_aborts_instead_of_starting_a_batch():
-    acc = make(batch_size=100)
-    first, _ = add(acc, A0, b"x" * 60, 0, abort_on_new_batch=True)
-    assert first.aborted and not first.appended  # no batch to join yet
-    add(acc, A0, b"x" * 60, 0)
-    result, _ = add(acc, A0, b"y" * 60, 0, abort_on_new_batch=True)
-    assert result.aborted
+    acc = make(batch_size=200)
+    assert add(acc, A0, b"x" * 60, abort_on_new_batch=True) is None  # no batch to join yet
+    add(acc, A0, b"x" * 60)
+    assert add(acc, A0, b"y" * 60, abort_on_new_batch=True) is None
     assert [values(b) for b in acc.queued(A0)] == [[b"x" * 60]]
 
 
-def test_expired_batches_are_taken_out():
-    acc = make(delivery_timeout_ms=100, linger_ms=1000, batch_size=100)
-    add(acc, A0, b"old" * 30, 0)
-    add(acc, A0, b"new" * 30, 60)
+def test_expired_batches_are_taken_out_in_deadline_order():
+    now = Now()
+    acc = make(now, delivery_timeout_ms=100, linger_ms=1000, batch_size=150)
+    add(acc, A0, b"old" * 30)
+    now.ms = 60
+    add(acc, B0, b"new" * 30)
+    assert acc.next_deadline_ms() == 100
     assert acc.expired(99) == []
     (gone,) = acc.expired(100)
     assert values(gone) == [b"old" * 30]
-    assert [values(b) for b in acc.queued(A0)] == [[b"new" * 30]]
+    assert acc.queued(A0) == []
+    assert [values(b) for b in acc.queued(B0)] == [[b"new" * 30]]
+    assert acc.next_deadline_ms() == 160
+    # Batches in flight are not this path's to expire; a retried one is, at its deadline.
+    (batch,) = acc.drain(leader_of, {1}, 10_000, 60)[1]
+    assert acc.expired(500) == []
+    batch.attempts = 1
+    acc.reenqueue(batch, 150)
+    assert acc.next_deadline_ms() == 160
+    assert acc.expired(160) == [batch]
+    assert acc.buffered_bytes == 0
 
 
 def test_completed_batch_resolves_futures_with_consecutive_offsets():
     acc = make(linger_ms=0)
-    _, f1 = add(acc, A0, b"a", 111)
-    _, f2 = add(acc, A0, b"b", 112)
+    f1 = add(acc, A0, b"a", 111)
+    f2 = add(acc, A0, b"b", 112)
+    assert not f1.done()
     (batch,) = acc.drain(leader_of, {1}, 10_000, 0)[1]
     payload = batch.build(Compression.NONE)
     (decoded,) = list(read_batches(payload))
     assert decoded.base_offset == 0 and [r.value for r in decoded.records()] == [b"a", b"b"]
     batch.complete(40, -1)
+    assert f1.done()
     assert f1.result() == RecordMetadata("a", 0, 40, 111)
     assert f2.result() == RecordMetadata("a", 0, 41, 112)
+    seen = []
+    f2.add_done_callback(seen.append)  # already done: runs at once
+    assert seen == [f2]
 
 
 def test_log_append_time_and_acks_zero_results():
     acc = make(linger_ms=0)
-    _, f1 = add(acc, A0, b"a", 5)
+    f1 = add(acc, A0, b"a", 5)
     (batch,) = acc.drain(leader_of, {1}, 10_000, 0)[1]
     batch.complete(-1, 999)
     assert f1.result() == RecordMetadata("a", 0, -1, 999)
@@ -257,7 +316,90 @@ def test_log_append_time_and_acks_zero_results():
 
 def test_abort_undrained_fails_queued_futures():
     acc = make(linger_ms=1000)
-    _, future = add(acc, A0, b"a", 0)
+    future = add(acc, A0, b"a")
     assert acc.abort_undrained(NotLeaderOrFollowerError("x")) == 1
     assert isinstance(future.exception(), NotLeaderOrFollowerError)
+    with pytest.raises(NotLeaderOrFollowerError):
+        future.result()
     assert not acc.has_undrained()
+    assert acc.buffered_bytes == 0
+
+
+def test_a_full_buffer_raises_buffer_exhausted_after_max_block_ms():
+    # A batch header (61 bytes) and two records of 109 bytes hold 279 of 400 bytes; a third
+    # record (estimated at 136, and 61 for the header of the batch it may need) would not fit.
+    acc = make(buffer_memory=400, max_block_ms=50)
+    accepted = [add(acc, A0, b"x" * 100), add(acc, A0, b"x" * 100)]
+    assert acc.buffered_bytes == 279
+    with pytest.raises(BufferExhaustedError, match="buffer_memory"):
+        add(acc, B0, b"z" * 100)
+    # Nothing accepted was dropped: the batch is still queued with both records.
+    assert counts(acc, A0) == [2]
+    assert counts(acc, B0) == []
+    assert not any(f.done() for f in accepted)
+
+
+def test_a_blocked_send_goes_on_when_a_batch_is_done():
+    acc = make(buffer_memory=400, max_block_ms=60_000, linger_ms=1000)
+    add(acc, A0, b"x" * 100)
+    add(acc, A0, b"x" * 100)
+    blocked = threading.Event()
+    result: list[object] = []
+
+    def third() -> None:
+        blocked.set()
+        result.append(add(acc, A1, b"z" * 100))
+
+    thread = threading.Thread(target=third)
+    thread.start()
+    assert blocked.wait(10)
+    # It waits for memory, and the batches become sendable at once (no linger) meanwhile.
+    while not acc.ready(leader_of, 0).nodes:
+        thread.join(0.01)
+    assert not result
+    (batch,) = acc.drain(leader_of, {1}, 10_000, 0)[1]
+    batch.complete(0, -1)
+    acc.done(batch)
+    thread.join(10)
+    assert not thread.is_alive()
+    assert counts(acc, A1) == [1]
+    assert acc.buffered_bytes == 170
+
+
+def test_close_releases_a_send_blocked_for_memory():
+    acc = make(buffer_memory=200, max_block_ms=60_000)
+    add(acc, A0, b"x" * 100)
+    errors: list[BaseException] = []
+
+    def blocked() -> None:
+        try:
+            add(acc, B0, b"y" * 100)
+        except ProducerClosedError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=blocked)
+    thread.start()
+    acc.close()
+    thread.join(10)
+    assert len(errors) == 1
+
+
+def test_memory_never_exceeds_buffer_memory():
+    acc = make(batch_size=300, buffer_memory=3000, max_block_ms=0, linger_ms=0)
+    accepted = 0
+    peak = 0
+    rng = random.Random(1)
+    for _ in range(2000):
+        tp = rng.choice([A0, A1, B0])
+        try:
+            add(acc, tp, b"v" * rng.randrange(1, 200))
+            accepted += 1
+        except BufferExhaustedError:
+            drained = acc.drain(leader_of, {1, 2}, 10_000, 0)
+            for batches in drained.values():
+                for batch in batches:
+                    batch.complete(0, -1)
+                    acc.done(batch)
+        peak = max(peak, acc.buffered_bytes)
+    assert peak <= 3000
+    assert accepted > 100

@@ -1,0 +1,372 @@
+"""SDK benchmark: what a user of ``odradek.Producer``, ``Consumer`` and the Spark reader gets,
+beside what the broker takes from pre-built batches, in the same run.
+
+On a local three-node cluster (real ZooKeeper, nodes as processes, loopback) and 100-byte
+records, it measures:
+
+* the broker's rate from pre-built 64 KiB batches (4 requests in flight, as ``bench/cluster.py``
+  measures it) on a replication-factor-1 topic with acks=1 and a replication-factor-3 topic
+  (min.insync.replicas 2) with acks=-1 — the baselines;
+* the SDK producer's ``send()`` loop with its default settings, and its bulk path
+  (``send_many`` in chunks of 10,000 values), on the same topics with the same acks;
+* p50 / p99 latency from ``send()`` to the record's result at half of the ``send()`` loop's own
+  peak rate (a paced loop for ``--latency-s`` seconds);
+* the producer's peak RSS while a loop sends 1 GB of records to a broker that answers each
+  produce after 100 ms (a separate process; its peak RSS over its RSS before sending, beside
+  ``buffer_memory``);
+* one ``Consumer.poll()`` loop reading the RF-3 topic from the start, beside the broker's raw
+  fetch rate of the same records (1 MiB fetches decoded to batch boundaries only);
+* the Spark reader (``spark.read.format("odradek")`` into the ``noop`` sink, ``local[2]``)
+  reading the same topic, beside that consumer.
+
+Every producer figure is measured in ``--repeat`` rounds, each right after its own baseline
+run, and reported as the median round's ratio (the machine is shared and its speed drifts).
+It ends with one JSON line.
+
+    python -m bench.sdk [--records 300000] [--repeat 3] [--no-spark]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from bench.cluster import _create_topic, _leader_stub, make_batch, run_consumer, run_producers
+from deploy.local.cluster import ROOT, LocalCluster
+from deploy.local.zookeeper import free_port
+from odradek import Consumer, Producer, TopicPartition
+from odradek.v1 import odradek_pb2 as pb
+from odradek.v1 import odradek_pb2_grpc as pb_grpc
+
+RECORD_BYTES = 100
+BASELINE_BATCHES = 200
+INFLIGHT = 4
+BULK_CHUNK = 10_000
+SLOW_BROKER_DELAY_S = 0.1
+LATENCY_SAMPLE = 16
+
+
+# -- the producer's figures --------------------------------------------------------------------
+def send_loop(servers: str, topic: str, acks: int, records: int) -> float:
+    """``records`` sends in a tight loop with the default settings, then a flush; the
+    records/s from the first send to the flush's return (a warm-up send goes first)."""
+    value = os.urandom(RECORD_BYTES)
+    with Producer(servers, acks=acks) as producer:
+        producer.send(topic, value).result(timeout=60)
+        send = producer.send
+        start = time.perf_counter()
+        for _ in range(records):
+            send(topic, value)
+        producer.flush()
+        return records / (time.perf_counter() - start)
+
+
+def bulk_loop(servers: str, topic: str, acks: int, records: int) -> float:
+    """The same records through ``send_many`` in chunks of ``BULK_CHUNK``; records/s."""
+    value = os.urandom(RECORD_BYTES)
+    chunk = [value] * BULK_CHUNK
+    with Producer(servers, acks=acks) as producer:
+        producer.send(topic, value).result(timeout=60)
+        start = time.perf_counter()
+        pending = [producer.send_many(topic, chunk) for _ in range(max(1, records // BULK_CHUNK))]
+        producer.flush()
+        seconds = time.perf_counter() - start
+        for p in pending:
+            p.result(timeout=0)
+        return len(pending) * BULK_CHUNK / seconds
+
+
+def paced_latency(
+    servers: str, topic: str, acks: int, rate: float, seconds: float, **settings: Any
+) -> tuple[float, float]:
+    """Send at ``rate`` records/s for ``seconds``; p50 and p99 ms from send() to result.
+
+    Every ``LATENCY_SAMPLE``-th record is timed (a callback on each would cost the loop more
+    than the producer does); the loop sleeps whenever it is ahead of its schedule."""
+    value = os.urandom(RECORD_BYTES)
+    latencies: list[float] = []
+    with Producer(servers, acks=acks, **settings) as producer:
+        producer.send(topic, value).result(timeout=60)
+        send = producer.send
+        total = int(rate * seconds)
+        step = 1.0 / rate
+        start = time.perf_counter()
+        for i in range(total):
+            if i % LATENCY_SAMPLE:
+                send(topic, value)
+                continue
+            now = time.perf_counter()
+            due = start + i * step
+            if due > now:
+                time.sleep(due - now)
+                now = time.perf_counter()
+
+            def done(_: object, sent: float = now) -> None:
+                latencies.append(time.perf_counter() - sent)
+
+            send(topic, value).add_done_callback(done)
+        producer.flush()
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return statistics.median(ordered) * 1000, p99 * 1000
+
+
+# -- peak RSS against a slow broker ------------------------------------------------------------
+class _SlowBroker(pb_grpc.BrokerServicer):
+    """Answers metadata for one topic led by itself, and every produce after a delay."""
+
+    def __init__(self, port: int) -> None:
+        self._port = port
+
+    def Metadata(self, request, context):  # noqa: N802
+        return pb.MetadataResponse(
+            brokers=[pb.BrokerInfo(node_id=1, host="127.0.0.1", port=self._port)],
+            controller_id=1,
+            topics=[
+                pb.TopicMetadata(
+                    name="slow",
+                    partitions=[
+                        pb.PartitionMetadata(
+                            partition=p, leader=1, leader_epoch=0, replicas=[1], isr=[1]
+                        )
+                        for p in range(4)
+                    ],
+                )
+            ],
+        )
+
+    def Produce(self, request, context):  # noqa: N802
+        time.sleep(SLOW_BROKER_DELAY_S)
+        return pb.ProduceResponse(
+            partitions=[
+                pb.ProducePartitionResponse(topic=p.topic, partition=p.partition, base_offset=0)
+                for p in request.partitions
+            ]
+        )
+
+
+def rss_child(records: int) -> None:
+    """In its own process: a slow broker and a producer sending ``records`` records to it as
+    fast as ``send()`` returns; prints the RSS before sending and the peak, in KiB."""
+    port = free_port()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    pb_grpc.add_BrokerServicer_to_server(_SlowBroker(port), server)
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    server.start()
+    value = os.urandom(RECORD_BYTES)
+    with Producer(f"127.0.0.1:{port}", acks=1) as producer:
+        producer.send("slow", value).result(timeout=60)
+        before = _rss_kib()
+        start = time.perf_counter()
+        for _ in range(records):
+            producer.send("slow", value)
+        producer.flush()
+        seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"rss_before_kib": before, "rss_peak_kib": peak, "seconds": seconds}))
+    server.stop(0)
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def peak_rss(records: int) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"from bench.sdk import rss_child; rss_child({records})"],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
+    )
+    figures = json.loads(out.stdout.strip().splitlines()[-1])
+    growth_mib = (figures["rss_peak_kib"] - figures["rss_before_kib"]) / 1024
+    return {
+        "rss_records_sent": records,
+        "rss_mb_sent": round(records * RECORD_BYTES / 1e6),
+        "rss_before_mib": round(figures["rss_before_kib"] / 1024, 1),
+        "rss_peak_mib": round(figures["rss_peak_kib"] / 1024, 1),
+        "rss_growth_mib": round(growth_mib, 1),
+        "rss_growth_over_buffer_memory": round(growth_mib / 32, 2),
+    }
+
+
+# -- the consumer's figures --------------------------------------------------------------------
+def consumer_rate(servers: str, topic: str, end: int) -> float:
+    """One ``Consumer`` polling ``topic``'s partition 0 from the start to ``end``; records/s."""
+    with Consumer(servers) as consumer:
+        consumer.assign([TopicPartition(topic, 0)])
+        consumer.seek_to_beginning()
+        seen = 0
+        start = time.perf_counter()
+        while seen < end:
+            seen += len(consumer.poll(timeout_ms=1000))
+        return seen / (time.perf_counter() - start)
+
+
+def end_offset(stub: pb_grpc.BrokerStub, topic: str) -> int:
+    response = stub.ListOffsets(
+        pb.ListOffsetsRequest(
+            partitions=[pb.ListOffsetsPartition(topic=topic, partition=0, timestamp=-1)]
+        ),
+        timeout=30,
+    )
+    return int(response.partitions[0].offset)
+
+
+# -- the run -----------------------------------------------------------------------------------
+def _rounds(
+    repeat: int, baseline: Callable[[], float], figures: dict[str, Callable[[], float]]
+) -> dict[str, Any]:
+    """``repeat`` rounds of the baseline followed by each figure; per figure the median round
+    ratio (figure over that round's baseline), every round's ratio, and the median figures."""
+    base_runs: list[float] = []
+    runs: dict[str, list[float]] = {name: [] for name in figures}
+    ratios: dict[str, list[float]] = {name: [] for name in figures}
+    for _ in range(max(1, repeat)):
+        base = baseline()
+        base_runs.append(base)
+        for name, measure in figures.items():
+            value = measure()
+            runs[name].append(value)
+            ratios[name].append(round(value / base, 3))
+    out: dict[str, Any] = {"baseline_records_per_s": round(statistics.median(base_runs))}
+    for name in figures:
+        out[f"{name}_records_per_s"] = round(statistics.median(runs[name]))
+        out[f"{name}_ratio"] = statistics.median(ratios[name])
+        out[f"{name}_ratio_rounds"] = ratios[name]
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
+    parser = argparse.ArgumentParser(prog="python -m bench.sdk")
+    parser.add_argument("--records", type=int, default=300_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--latency-s", type=float, default=5.0)
+    parser.add_argument("--rss-records", type=int, default=10_000_000)
+    parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--dir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    batch, per_batch = make_batch()
+    out: dict[str, object] = {
+        "record_bytes": RECORD_BYTES,
+        "records": args.records,
+        "repeat": args.repeat,
+    }
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        cluster = LocalCluster(Path(tmp) / "cluster", 3)
+        cluster.start()
+        try:
+            servers = cluster.bootstrap_servers
+            address = cluster.nodes[0].address
+            _create_topic(address, 1, "rf1")
+            _create_topic(address, 3, "rf3")
+            for rf, topic, acks in ((1, "rf1", 1), (3, "rf3", -1)):
+                stub = _leader_stub(cluster, topic)
+
+                def baseline(stub: pb_grpc.BrokerStub = stub, topic: str = topic) -> float:
+                    seconds, _ = run_producers(
+                        stub, batch, BASELINE_BATCHES, INFLIGHT, acks, topic
+                    )
+                    return BASELINE_BATCHES * per_batch / seconds
+
+                def send(topic: str = topic, acks: int = acks) -> float:
+                    return send_loop(servers, topic, acks, args.records)
+
+                def bulk(topic: str = topic, acks: int = acks) -> float:
+                    return bulk_loop(servers, topic, acks, args.records)
+
+                figures = _rounds(args.repeat, baseline, {"send": send, "bulk": bulk})
+                out.update({f"rf{rf}_{name}": value for name, value in figures.items()})
+                p50, p99 = paced_latency(
+                    servers, topic, acks, figures["send_records_per_s"] / 2, args.latency_s
+                )
+                out[f"rf{rf}_half_load_records_per_s"] = round(figures["send_records_per_s"] / 2)
+                out[f"rf{rf}_half_load_p50_ms"] = round(p50, 2)
+                out[f"rf{rf}_half_load_p99_ms"] = round(p99, 2)
+            stub = _leader_stub(cluster, "rf3")
+            end = end_offset(stub, "rf3")
+            broker_consume = end / run_consumer(stub, end, 0, "rf3")
+            consumer = consumer_rate(servers, "rf3", end)
+            out["consume_records"] = end
+            out["broker_consume_records_per_s"] = round(broker_consume)
+            out["consumer_records_per_s"] = round(consumer)
+            out["consumer_ratio"] = round(consumer / broker_consume, 3)
+            if not args.no_spark:
+                out.update(spark_figures(servers, "rf3", consumer, end))
+        finally:
+            cluster.stop()
+    if args.rss_records:
+        out.update(peak_rss(args.rss_records))
+    report(out)
+    return out
+
+
+def spark_figures(servers: str, topic: str, consumer: float, end: int) -> dict[str, object]:
+    from bench import spark as spark_bench
+
+    spark = spark_bench.spark_session()
+    try:
+        import odradek.spark
+
+        odradek.spark.register(spark)
+        spark_bench.TOPIC = topic
+        spark_bench.batch_read(spark, servers, json.dumps({topic: {"0": 1}}))  # warm-up
+        seconds = spark_bench.batch_read(spark, servers)
+    finally:
+        spark.stop()
+    rate = end / seconds
+    return {"spark_records_per_s": round(rate), "spark_ratio": round(rate / consumer, 3)}
+
+
+def report(out: dict[str, object]) -> None:
+    for rf in (1, 3):
+        print(
+            f"RF {rf}: broker {out[f'rf{rf}_baseline_records_per_s']} records/s; "
+            f"send() loop {out[f'rf{rf}_send_records_per_s']} "
+            f"(ratio {out[f'rf{rf}_send_ratio']}, rounds {out[f'rf{rf}_send_ratio_rounds']}); "
+            f"bulk {out[f'rf{rf}_bulk_records_per_s']} (ratio {out[f'rf{rf}_bulk_ratio']}); "
+            f"at {out[f'rf{rf}_half_load_records_per_s']} records/s p50 "
+            f"{out[f'rf{rf}_half_load_p50_ms']} ms p99 {out[f'rf{rf}_half_load_p99_ms']} ms"
+        )
+    print(
+        f"consumer: {out['consumer_records_per_s']} records/s, broker raw fetch "
+        f"{out['broker_consume_records_per_s']} (ratio {out['consumer_ratio']})"
+    )
+    if "spark_records_per_s" in out:
+        print(f"spark reader: {out['spark_records_per_s']} records/s (ratio {out['spark_ratio']})")
+    if "rss_peak_mib" in out:
+        print(
+            f"peak RSS sending {out['rss_mb_sent']} MB to a slow broker: "
+            f"{out['rss_before_mib']} -> {out['rss_peak_mib']} MiB "
+            f"(+{out['rss_growth_mib']} MiB; buffer_memory 32 MiB)"
+        )
+    print(
+        "targets: send >= 0.3 (RF 1) / 0.6 (RF 3) of the broker; bulk >= 0.6 (RF 1); "
+        "p99 <= 20 ms (RF 1) / 50 ms (RF 3); consumer >= 0.6; spark >= 1.0"
+    )
+    print(json.dumps(out, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

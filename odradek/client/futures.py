@@ -1,0 +1,168 @@
+"""What :meth:`odradek.Producer.send` returns: a light handle per record on one result per batch.
+
+Kafka's producer keeps one ``ProduceRequestResult`` per batch and gives each record a
+``FutureRecordMetadata`` that only points at it (its batch and its place in the batch). So does
+odradek: a record costs one small object with three slots, no lock, no condition variable; the
+batch's result holds the one ``threading.Event`` its waiters share, created when the batch is.
+
+:class:`FutureRecordMetadata` has the ``concurrent.futures.Future`` methods users call
+(``result``, ``exception``, ``done``, ``add_done_callback``, ``cancel``, ``cancelled``,
+``running``), but it is not a ``concurrent.futures.Future``: ``concurrent.futures.wait`` and
+``as_completed`` do not take it. :meth:`odradek.Producer.flush` waits for everything sent so
+far, which is what those were used for.
+
+Thread-safe: the sender thread completes results while any thread waits on them or adds
+callbacks. Callbacks run on the thread that completes the batch (the producer's I/O thread),
+or at once on the caller's thread if the batch is already complete.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from odradek.client.types import RecordMetadata, TopicPartition
+
+__all__ = ["FutureRecordMetadata", "ProduceRequestResult"]
+
+log = logging.getLogger("odradek.producer")
+
+# Guards every result's callback list; held only to add a callback or take the list when the
+# batch completes, so one lock for all batches costs nothing in contention.
+_CALLBACKS_LOCK = threading.Lock()
+
+Callback = Callable[["FutureRecordMetadata"], object]
+
+
+class ProduceRequestResult:
+    """The outcome of one batch: the base offset it was stored at, or the error that failed it.
+
+    ``base_offset`` is -1 with ``acks=0``; ``log_append_time_ms`` is -1 unless the topic uses
+    LogAppendTime. Set once by :meth:`complete` (later calls are ignored).
+    """
+
+    __slots__ = (
+        "_callbacks",
+        "_done",
+        "_event",
+        "base_offset",
+        "error",
+        "log_append_time_ms",
+        "tp",
+    )
+
+    def __init__(self, tp: TopicPartition) -> None:
+        self.tp = tp
+        self.base_offset = -1
+        self.log_append_time_ms = -1
+        self.error: BaseException | None = None
+        self._done = False
+        self._event = threading.Event()
+        self._callbacks: list[tuple[Callback, FutureRecordMetadata]] | None = None
+
+    @property
+    def is_done(self) -> bool:
+        return self._done
+
+    def complete(
+        self, base_offset: int, log_append_time_ms: int, error: BaseException | None
+    ) -> None:
+        """Record the outcome, wake every waiter and run the callbacks (on this thread)."""
+        with _CALLBACKS_LOCK:
+            if self._done:
+                return
+            self.base_offset = base_offset
+            self.log_append_time_ms = log_append_time_ms
+            self.error = error
+            self._done = True
+            callbacks = self._callbacks
+            self._callbacks = None
+        self._event.set()
+        if callbacks:
+            for callback, future in callbacks:
+                _run(callback, future)
+
+    def wait(self, timeout: float | None) -> bool:
+        """Wait up to ``timeout`` seconds (``None``: without limit); ``True`` if complete."""
+        return self._done or self._event.wait(timeout)
+
+    def add_callback(self, callback: Callback, future: FutureRecordMetadata) -> None:
+        with _CALLBACKS_LOCK:
+            if not self._done:
+                if self._callbacks is None:
+                    self._callbacks = []
+                self._callbacks.append((callback, future))
+                return
+        _run(callback, future)
+
+
+def _run(callback: Callback, future: FutureRecordMetadata) -> None:
+    try:
+        callback(future)
+    except Exception:
+        # As concurrent.futures does: a failing callback must not stop the others.
+        log.exception("a send() callback raised")
+
+
+class FutureRecordMetadata:
+    """The future of one sent record's :class:`~odradek.client.types.RecordMetadata`."""
+
+    __slots__ = ("_relative_offset", "_result", "_timestamp")
+
+    def __init__(self, result: ProduceRequestResult, relative_offset: int, timestamp: int) -> None:
+        self._result = result
+        self._relative_offset = relative_offset
+        self._timestamp = timestamp
+
+    def __repr__(self) -> str:
+        state = "pending" if not self._result.is_done else "done"
+        return f"<FutureRecordMetadata {self._result.tp} #{self._relative_offset} {state}>"
+
+    def done(self) -> bool:
+        """Whether the record was delivered or failed."""
+        return self._result.is_done
+
+    def running(self) -> bool:
+        return not self._result.is_done
+
+    def cancel(self) -> bool:
+        """Always ``False``: a record cannot be taken back once sent."""
+        return False
+
+    def cancelled(self) -> bool:
+        return False
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        """The record's metadata once delivered.
+
+        Raises the delivery's typed :class:`~odradek.errors.OdradekError` if it failed, and
+        ``TimeoutError`` if it is still pending after ``timeout`` seconds.
+        """
+        result = self._result
+        if not result.wait(timeout):
+            raise TimeoutError(f"the record was not delivered within {timeout} s")
+        if result.error is not None:
+            raise result.error
+        return self._metadata()
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """The error the record failed with, or ``None`` if it was delivered. Raises
+        ``TimeoutError`` if it is still pending after ``timeout`` seconds."""
+        if not self._result.wait(timeout):
+            raise TimeoutError(f"the record was not delivered within {timeout} s")
+        return self._result.error
+
+    def add_done_callback(self, fn: Callback) -> None:
+        """Call ``fn(self)`` when the record is delivered or fails (at once if it already
+        has). It runs on the producer's I/O thread: keep it quick. An exception it raises is
+        logged and ignored."""
+        self._result.add_callback(fn, self)
+
+    def _metadata(self) -> RecordMetadata:
+        result = self._result
+        base = result.base_offset
+        offset = base + self._relative_offset if base >= 0 else -1
+        append_time = result.log_append_time_ms
+        timestamp = append_time if append_time >= 0 else self._timestamp
+        return RecordMetadata(result.tp.topic, result.tp.partition, offset, timestamp)
