@@ -32,6 +32,7 @@ Not thread-safe: use a consumer from one thread at a time (as Kafka's).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -135,6 +136,7 @@ class _PartitionState:
     next_fetch_offset: int | None = None
     backoff_until_ms: int = 0
     high_watermark: int | None = None
+    fetching: bool = False  # a fetch for it is in flight
 
     def clear_buffer(self) -> None:
         self.buffer.clear()
@@ -191,6 +193,7 @@ class Consumer:
             retry_backoff_ms=retry_backoff_ms,
         )
         self._states: dict[TopicPartition, _PartitionState] = {}
+        self._fetches: list[tuple[str, list[pb.FetchPartition], grpc.Future[pb.FetchResponse]]] = []
         self._next_drain = 0
         self._closed = False
 
@@ -429,8 +432,10 @@ class Consumer:
             raise ValueError(f"timeout_ms must be an integer >= 0, not {timeout_ms!r}")
         deadline = self._clock.monotonic_ms() + timeout_ms
         while True:
+            self._settle_fetches(block_ms=0)
             records = self._drain()
             if records:
+                self._prefetch()
                 return records
             if not self._states:
                 raise RuntimeError("poll() needs partitions to read: call assign() first")
@@ -438,15 +443,24 @@ class Consumer:
             remaining = max(deadline - self._clock.monotonic_ms(), 0)
             self._resolve_positions(list(self._states), remaining, raise_retriable=False)
             remaining = max(deadline - self._clock.monotonic_ms(), 0)
-            fetched = self._fetch(min(self.config.fetch_max_wait_ms, remaining))
+            sent = self._send_fetches(min(self.config.fetch_max_wait_ms, remaining))
+            if self._fetches:
+                self._settle_fetches(block_ms=max(deadline - self._clock.monotonic_ms(), 0))
             records = self._drain()
             if records:
+                self._prefetch()
                 return records
             now = self._clock.monotonic_ms()
             if now >= deadline:
                 return []
-            if not fetched:
+            if not sent and not self._fetches:
                 time.sleep(min(self.config.retry_backoff_ms, deadline - now) / 1000)
+
+    def _prefetch(self) -> None:
+        """Ask for the next records of every partition whose buffer is empty, now, so that
+        they arrive while the caller works on the records it got (Kafka's consumer does the
+        same: a fetch is sent for each fetchable partition as poll returns)."""
+        self._send_fetches(self.config.fetch_max_wait_ms)
 
     def _drain(self) -> list[ConsumerRecord]:
         out: list[ConsumerRecord] = []
@@ -470,13 +484,20 @@ class Consumer:
                 break
         return out
 
-    def _fetch(self, max_wait_ms: int) -> bool:
-        """One fetch from every leader with fetchable partitions; ``False`` if there were none."""
+    def _send_fetches(self, max_wait_ms: int) -> bool:
+        """One fetch to every leader of partitions with a position, no buffered records and
+        no fetch in flight; the calls go on in the background (gRPC futures). ``False`` if
+        there was nothing to ask for."""
         cluster = self._metadata.snapshot()
         now = self._clock.monotonic_ms()
         by_leader: dict[str, list[pb.FetchPartition]] = {}
         for tp, state in self._states.items():
-            if state.offset is None or state.buffer or now < state.backoff_until_ms:
+            if (
+                state.offset is None
+                or state.buffer
+                or state.fetching
+                or now < state.backoff_until_ms
+            ):
                 continue
             address = cluster.leader_address(tp)
             part = cluster.partition(tp)
@@ -497,7 +518,6 @@ class Consumer:
         if not by_leader:
             return False
         timeout_s = (max_wait_ms + self.config.request_timeout_ms) / 1000
-        calls = []
         for address, partitions in by_leader.items():
             request = pb.FetchRequest(
                 replica_id=-1,
@@ -508,14 +528,44 @@ class Consumer:
                 partitions=partitions,
             )
             future = self._pool.broker(address).Fetch.future(request, timeout=timeout_s)
-            calls.append((address, partitions, future))
+            for p in partitions:
+                self._states[TopicPartition(p.topic, p.partition)].fetching = True
+            self._fetches.append((address, partitions, future))
+        return True
+
+    def _settle_fetches(self, block_ms: int) -> None:
+        """Take in the answers of the fetches in flight: those done now, or — with
+        ``block_ms`` — the first to finish within that time, and any done with it."""
+        if not self._fetches:
+            return
+        if block_ms > 0 and not any(f.done() for _, _, f in self._fetches):
+            finished = threading.Event()
+            for _, _, future in self._fetches:
+                future.add_done_callback(lambda _f: finished.set())
+            finished.wait(block_ms / 1000)
+        still: list[tuple[str, list[pb.FetchPartition], grpc.Future[pb.FetchResponse]]] = []
         try:
-            for address, partitions, future in calls:
+            while self._fetches:
+                address, partitions, future = self._fetches.pop()
+                if not future.done():
+                    still.append((address, partitions, future))
+                    continue
+                for p in partitions:
+                    state = self._states.get(TopicPartition(p.topic, p.partition))
+                    if state is not None:
+                        state.fetching = False
                 self._settle_fetch(address, partitions, future)
         finally:
-            for _, _, future in calls:
-                cancel(future)  # no-op for finished calls; stops the rest after an error
-        return True
+            self._fetches.extend(still)
+
+    def _cancel_fetches(self) -> None:
+        for _, partitions, future in self._fetches:
+            cancel(future)
+            for p in partitions:
+                state = self._states.get(TopicPartition(p.topic, p.partition))
+                if state is not None:
+                    state.fetching = False
+        self._fetches.clear()
 
     def _settle_fetch(
         self,
@@ -608,6 +658,7 @@ class Consumer:
         """Close the consumer's connections. Idempotent."""
         if not self._closed:
             self._closed = True
+            self._cancel_fetches()
             self._pool.close()
 
     def __enter__(self) -> Self:

@@ -13,13 +13,17 @@ Pure; thread-safe.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
+from itertools import repeat
 
-from odradek.client.types import ConsumerRecord, TopicPartition, fetched_record
+from odradek.client.types import ConsumerRecord, TopicPartition
 from odradek.errors import MessageTooLargeError
 from odradek.records import NO_PARTITION_LEADER_EPOCH, read_batches
 
 __all__ = ["Fetched", "parse_fetched"]
+
+_new = tuple.__new__
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +45,7 @@ def parse_fetched(
     complete batch (the partition's byte limit is smaller than the batch at the fetch offset).
     """
     records: list[ConsumerRecord] = []
-    append = records.append
+    extend = records.extend
     topic, partition = tp.topic, tp.partition
     next_offset = fetch_offset
     complete = 0
@@ -56,26 +60,38 @@ def parse_fetched(
             continue
         epoch = batch.partition_leader_epoch
         leader_epoch = None if epoch == NO_PARTITION_LEADER_EPOCH else epoch
-        timestamp_type = batch.timestamp_type
-        for record in batch.records():
-            offset = record.offset
-            assert offset is not None  # decoded records carry their offsets
-            if offset < fetch_offset:
-                continue
-            timestamp = record.timestamp
-            append(
-                fetched_record(
-                    topic,
-                    partition,
-                    offset,
-                    timestamp if timestamp is not None else -1,
-                    timestamp_type,
-                    record.key,
-                    record.value,
-                    record.headers,
-                    leader_epoch,
-                )
+        offsets, timestamps, keys, values, headers = batch.columns()
+        n = len(offsets)
+        if n and offsets[0] < fetch_offset:  # the batch holding the fetch offset
+            skip = bisect_left(offsets, fetch_offset)
+            offsets, timestamps, keys, values, headers = (
+                offsets[skip:],
+                timestamps[skip:],
+                keys[skip:],
+                values[skip:],
+                headers[skip:],
             )
+            n -= skip
+        # One tuple per record, built by C loops (map/zip/repeat) rather than a Python call
+        # per record: this is most of the consumer's cost per record.
+        extend(
+            map(
+                _new,
+                repeat(ConsumerRecord, n),
+                zip(
+                    repeat(topic, n),
+                    repeat(partition, n),
+                    offsets,
+                    timestamps,
+                    repeat(batch.timestamp_type, n),
+                    keys,
+                    values,
+                    headers,
+                    repeat(leader_epoch, n),
+                    strict=True,
+                ),
+            )
+        )
     if data and complete == 0:
         raise MessageTooLargeError(
             f"{tp}: the fetch answer at offset {fetch_offset} holds no complete batch "

@@ -6,7 +6,8 @@ Re-exported by :mod:`odradek` (``odradek.TopicPartition`` and so on). Immutable,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from odradek.records import TimestampType
 
@@ -43,12 +44,15 @@ class RecordMetadata:
         return TopicPartition(self.topic, self.partition)
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerRecord:
+class ConsumerRecord(NamedTuple):
     """A record as :meth:`~odradek.Consumer.poll` returns it.
 
     ``timestamp`` is -1 for a record stored without one. ``leader_epoch`` is the epoch of the
     leader that appended the record's batch (``None`` if the batch carries none).
+
+    A named tuple (as kafka-python's ``ConsumerRecord``): the consumer builds a fetch's
+    records with C-level loops over decoded columns, one object per record and no Python
+    call per field.
     """
 
     topic: str
@@ -66,9 +70,7 @@ class ConsumerRecord:
         return TopicPartition(self.topic, self.partition)
 
 
-_new = object.__new__
-# the slot setters in field order (the order of fetched_record's parameters)
-_RECORD_SLOTS = tuple(ConsumerRecord.__dict__[f.name].__set__ for f in fields(ConsumerRecord))
+_new = tuple.__new__
 
 
 def fetched_record(
@@ -82,21 +84,12 @@ def fetched_record(
     headers: tuple[tuple[str, bytes | None], ...],
     leader_epoch: int | None,
 ) -> ConsumerRecord:
-    """``ConsumerRecord(...)`` with the same fields, for the consumer's decoding loop: a frozen
-    dataclass's ``__init__`` sets each field through ``object.__setattr__``, which costs more
-    than decoding the record; this sets the slots directly (a third of the time)."""
-    r = _new(ConsumerRecord)
-    s_topic, s_partition, s_offset, s_ts, s_type, s_key, s_value, s_headers, s_epoch = _RECORD_SLOTS
-    s_topic(r, topic)
-    s_partition(r, partition)
-    s_offset(r, offset)
-    s_ts(r, timestamp)
-    s_type(r, timestamp_type)
-    s_key(r, key)
-    s_value(r, value)
-    s_headers(r, headers)
-    s_epoch(r, leader_epoch)
-    return r
+    """``ConsumerRecord(...)`` with the same fields, without the named tuple's keyword
+    handling (the fetch path builds records with ``tuple.__new__`` directly)."""
+    return _new(
+        ConsumerRecord,
+        (topic, partition, offset, timestamp, timestamp_type, key, value, headers, leader_epoch),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,15 +37,23 @@ from __future__ import annotations
 
 import mmap
 import struct
-from collections.abc import Iterator
-from typing import NamedTuple, TypeAlias
+from collections.abc import Callable, Iterator
+from typing import NamedTuple, TypeAlias, TypeVar
 
 import crc32c
 
 from odradek.errors import CorruptRecordError
 from odradek.records.compression import Compression, decompress
-from odradek.records.record import NO_TIMESTAMP, Record, decode_records
+from odradek.records.record import (
+    NO_TIMESTAMP,
+    Record,
+    RecordColumns,
+    decode_columns,
+    decode_records,
+)
 from odradek.records.timestamp_type import TimestampType
+
+_T = TypeVar("_T")
 
 __all__ = [
     "Buffer",
@@ -410,6 +418,15 @@ class RecordBatch:
         2, its codec is unknown, its payload does not decompress, or its records are malformed
         or disagree with RecordsCount.
         """
+        return self._decode(decode_records)
+
+    def columns(self) -> RecordColumns:
+        """Every record as columns (:func:`~odradek.records.record.decode_columns`): offsets,
+        timestamps (-1 for none; the append time with LOG_APPEND_TIME), keys, values, headers.
+        Raises as :meth:`records`."""
+        return self._decode(decode_columns)
+
+    def _decode(self, decode: Callable[[bytes, int, int, int, int | None], _T]) -> _T:
         self._check_complete()
         h = self._header
         count = h[_H_RECORDS_COUNT]
@@ -417,19 +434,15 @@ class RecordBatch:
             raise CorruptRecordError(
                 f"batch at position {self._position}: found invalid record count {count}"
             )
-        if count == 0:
-            return []
         start = self._position + RECORD_BATCH_OVERHEAD
         stop = self._position + h[_H_LENGTH] + LOG_OVERHEAD
-        data = _copy(self._buf, start, stop)
+        data = _copy(self._buf, start, stop) if count else b""
         codec = self.compression
-        if codec is not Compression.NONE:
+        if count and codec is not Compression.NONE:
             data = decompress(codec, data)
         log_append_time = h[_H_MAX_TIMESTAMP] if h[_H_ATTRIBUTES] & TIMESTAMP_TYPE_MASK else None
         try:
-            return decode_records(
-                data, count, h[_H_BASE_OFFSET], h[_H_BASE_TIMESTAMP], log_append_time
-            )
+            return decode(data, count, h[_H_BASE_OFFSET], h[_H_BASE_TIMESTAMP], log_append_time)
         except CorruptRecordError as exc:
             raise CorruptRecordError(f"batch at position {self._position}: {exc.message}") from None
 

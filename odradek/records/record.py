@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from odradek.errors import CorruptRecordError
 from odradek.records.varint import decode_varint, decode_varlong
 
-__all__ = ["NO_TIMESTAMP", "Header", "Record", "decode_records"]
+__all__ = ["NO_TIMESTAMP", "Header", "Record", "RecordColumns", "decode_columns", "decode_records"]
 
 NO_TIMESTAMP = -1
 """The timestamp stored for a record that has none (Kafka's ``RecordBatch.NO_TIMESTAMP``)."""
@@ -72,6 +72,11 @@ class Record:
         object.__setattr__(self, "offset", offset)
 
 
+RecordColumns = tuple[
+    list[int], list[int], list[bytes | None], list[bytes | None], list[tuple[Header, ...]]
+]
+"""What :func:`decode_columns` returns: offsets, timestamps, keys, values, headers."""
+
 # Decoded records skip ``Record.__init__`` (its header normalisation and five
 # ``object.__setattr__`` calls cost more than the rest of decoding a small record): the decoder
 # builds headers as a tuple of tuples itself and sets the slots directly.
@@ -95,13 +100,52 @@ def decode_records(
     or ``log_append_time`` for every record when it is not ``None`` (a LOG_APPEND_TIME batch),
     ``NO_TIMESTAMP`` becoming ``None``.
 
+    Raises :class:`~odradek.errors.CorruptRecordError` as :func:`decode_columns`.
+    """
+    offsets, timestamps, keys, values, headers_of = decode_columns(
+        data, count, base_offset, base_timestamp, log_append_time
+    )
+    records: list[Record] = []
+    append = records.append
+    for offset, timestamp, key, value, headers in zip(
+        offsets, timestamps, keys, values, headers_of, strict=True
+    ):
+        record = _new_record(Record)
+        _set_key(record, key)
+        _set_value(record, value)
+        _set_headers(record, headers)
+        _set_timestamp(record, None if timestamp == NO_TIMESTAMP else timestamp)
+        _set_offset(record, offset)
+        append(record)
+    return records
+
+
+def decode_columns(
+    data: bytes,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+) -> RecordColumns:
+    """Decode exactly ``count`` records filling all of ``data`` (a batch's uncompressed record
+    section) into columns: offsets, timestamps (``NO_TIMESTAMP`` stays -1), keys, values and
+    headers, one list each (the consumer builds its records from them with C-level loops, so
+    a record costs one object).
+
+    Offsets are ``base_offset + OffsetDelta``; timestamps ``base_timestamp + TimestampDelta``,
+    or ``log_append_time`` for every record when it is not ``None`` (a LOG_APPEND_TIME batch),
+    ``NO_TIMESTAMP`` becoming ``None``.
+
     Raises :class:`~odradek.errors.CorruptRecordError` if ``count`` is negative, if ``data``
     holds fewer records or leaves bytes over, or if any record is malformed.
     """
     if count < 0:
         raise CorruptRecordError(f"invalid record count {count}")
-    records: list[Record] = []
-    append = records.append
+    offsets: list[int] = []
+    timestamps: list[int] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    headers_of: list[tuple[Header, ...]] = []
     end = len(data)
     pos = 0
     # Every varint below is read inline when it takes one byte (zig-zag values -64..63: a
@@ -213,24 +257,22 @@ def decode_records(
                 timestamp = log_append_time
             else:
                 timestamp = base_timestamp + ts_delta
-            record = _new_record(Record)
-            _set_key(record, key)
-            _set_value(record, value)
-            _set_headers(record, headers)
-            _set_timestamp(record, None if timestamp == NO_TIMESTAMP else timestamp)
-            _set_offset(record, base_offset + offset_delta)
-            append(record)
+            offsets.append(base_offset + offset_delta)
+            timestamps.append(timestamp)
+            keys.append(key)
+            values.append(value)
+            headers_of.append(headers)
     except IndexError:
         raise CorruptRecordError(
-            f"premature end of records: {count} declared, record {len(records)} is truncated"
+            f"premature end of records: {count} declared, record {len(offsets)} is truncated"
         ) from None
     except UnicodeDecodeError as exc:
-        raise CorruptRecordError(f"record {len(records)}: header key is not UTF-8: {exc}") from None
+        raise CorruptRecordError(f"record {len(offsets)}: header key is not UTF-8: {exc}") from None
     if pos != end:
         raise CorruptRecordError(
             f"incorrect declared batch size: {end - pos} bytes remain after {count} records"
         )
-    return records
+    return offsets, timestamps, keys, values, headers_of
 
 
 def _decode_headers(

@@ -4,7 +4,6 @@ parsing of fetch answers (batches starting before the position, partial and cont
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 
 import grpc
@@ -351,7 +350,7 @@ def test_parsed_records_are_whole_consumer_records():
     assert hash(first) == hash(want)
     assert repr(first) == repr(want)
     assert (second.offset, second.timestamp, second.key, second.value) == (4, -1, None, None)
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         first.value = b"x"  # type: ignore[misc]
 
 
@@ -380,3 +379,42 @@ def test_parse_refuses_an_answer_without_a_whole_batch():
     with pytest.raises(MessageTooLargeError, match="max_partition_fetch_bytes"):
         parse_fetched(T0, stored(0, b"x" * 100)[:50], 0)
     assert parse_fetched(T0, b"", 3).next_offset == 3
+
+
+def test_the_next_fetch_is_sent_as_poll_returns(cluster):
+    # Prefetch: once a poll hands out a partition's last buffered records, the fetch for what
+    # follows is already on its way, before the caller polls again (as Kafka's consumer).
+    cluster.create_topic("t", 1)
+    append(cluster, T0, b"a", b"b")
+    with make_consumer(cluster, fetch_max_wait_ms=2000) as consumer:
+        consumer.assign([T0])
+        consumer.seek(T0, 0)
+        assert [r.value for r in consumer.poll(timeout_ms=5000)] == [b"a", b"b"]
+        # No poll runs now; the second fetch, a long poll at the end of the log, arrives anyway.
+        assert _fetch_offsets_reach(cluster, 2) == [0, 2]
+        append(cluster, T0, b"c")
+        assert [r.value for r in consumer.poll(timeout_ms=5000)] == [b"c"]
+        # The answer to the prefetch carried "c": no fetch at offset 2 was sent again.
+        assert _fetch_offsets_reach(cluster, 3)[:3] == [0, 2, 3]
+
+
+def _fetch_offsets_reach(cluster: FakeCluster, count: int) -> list[int]:
+    """The fetch offsets the cluster was asked for, once there are ``count`` (10 s at most)."""
+    for _ in range(1000):
+        offsets = [req.partitions[0].fetch_offset for _, req in cluster.calls_of("Fetch")]
+        if len(offsets) >= count:
+            return offsets
+        threading.Event().wait(0.01)
+    raise AssertionError(f"only these fetches arrived: {offsets}")
+
+
+def test_a_seek_while_a_fetch_is_in_flight_drops_its_answer(cluster):
+    cluster.create_topic("t", 1)
+    append(cluster, T0, b"a", b"b", b"c")
+    with make_consumer(cluster, max_poll_records=1) as consumer:
+        consumer.assign([T0])
+        consumer.seek(T0, 0)
+        assert [r.value for r in consumer.poll(timeout_ms=5000)] == [b"a"]
+        consumer.seek(T0, 2)
+        assert [r.value for r in consumer.poll(timeout_ms=5000)] == [b"c"]
+        assert consumer.position(T0) == 3
