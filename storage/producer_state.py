@@ -461,10 +461,11 @@ class ProducerStateManager:
 
     # -- snapshots --
     def take_snapshot(self, *, sync: bool = True) -> int | None:
-        """Write ``<map_end_offset>.snapshot`` unless the latest snapshot is already there;
-        returns the offset written, or None. Raises ``OSError``."""
+        """Write ``<map_end_offset>.snapshot`` if that is past the latest snapshot (and past
+        0); returns the offset written, or None. Raises ``OSError``."""
         offset = self.map_end_offset
-        if offset in self._snapshots:
+        # As Kafka: only past the latest snapshot (an empty log at 0 gets none).
+        if offset <= (self._snapshots[-1] if self._snapshots else 0):
             return None
         write_snapshot(snapshot_file(self._dir, offset), self._producers.values(), sync=sync)
         self._snapshots.append(offset)
