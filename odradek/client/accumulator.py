@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 from odradek.client.errors import BufferExhaustedError, ProducerClosedError
 from odradek.client.futures import FutureRecordMetadata, ProduceRequestResult
+from odradek.client.idempotence import IdempotenceState
 from odradek.client.types import TopicPartition
 from odradek.errors import OdradekError
 from odradek.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, RECORD_BATCH_OVERHEAD, Compression
@@ -66,6 +67,14 @@ __all__ = [
 # length (5), attributes (1), timestamp delta (10), offset delta (5), key and value lengths and
 # the header count (5 each).
 _RECORD_OVERHEAD_BOUND = 5 + 1 + 10 + 5 + 5 + 5 + 5
+
+
+def _sent_before(queued: ProducerBatch, batch: ProducerBatch) -> bool:
+    """Whether ``queued``, at the front of a queue, goes before the retried ``batch``: it is a
+    numbered batch of the same epoch with a lower sequence (modulo the 2**31 wrap)."""
+    if queued.base_sequence < 0 or queued.producer_epoch != batch.producer_epoch:
+        return False
+    return 0 < (batch.base_sequence - queued.base_sequence) % 2**31 < 2**30
 
 
 def estimate_record_size(
@@ -210,7 +219,9 @@ class RecordAccumulator:
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._open: dict[tuple[str, int], ProducerBatch] = {}
         self._tps: dict[tuple[str, int], TopicPartition] = {}
-        self._in_flight: dict[TopicPartition, int] = {}
+        self._in_flight: dict[TopicPartition, list[ProducerBatch]] = {}
+        # The idempotent producer's ids and sequences (None: not idempotent).
+        self.idempotence: IdempotenceState | None = None
         self._by_deadline: deque[ProducerBatch] = deque()  # opening order = deadline order
         self._incomplete: dict[int, ProducerBatch] = {}  # every batch not done, by id
         self._retried: list[tuple[int, int, ProducerBatch]] = []  # heap of re-queued batches
@@ -401,7 +412,7 @@ class RecordAccumulator:
                 if leader is None:
                     unknown.add(tp.topic)
                     continue
-                if leader in nodes or self._in_flight.get(tp, 0) >= self._max_in_flight:
+                if leader in nodes or len(self._in_flight.get(tp, ())) >= self._max_in_flight:
                     continue
                 batch = queue[0]
                 if batch.attempts > 0 and now_ms < batch.retry_at_ms:
@@ -445,7 +456,8 @@ class RecordAccumulator:
                 if node is None or node not in wanted:
                     continue
                 queue = self._queues[tp]
-                if not queue or self._in_flight.get(tp, 0) >= self._max_in_flight:
+                in_flight = self._in_flight.get(tp)
+                if not queue or (in_flight and len(in_flight) >= self._max_in_flight):
                     continue
                 batch = queue[0]
                 if batch.attempts > 0 and now_ms < batch.retry_at_ms:
@@ -459,6 +471,9 @@ class RecordAccumulator:
                 )
                 if not sendable:
                     continue
+                idempotence = self.idempotence
+                if idempotence is not None and not self._may_send(idempotence, batch, in_flight):
+                    continue
                 used = sizes.get(node, 0)
                 if used and used + batch.size_in_bytes > max_request_size:
                     continue
@@ -466,12 +481,38 @@ class RecordAccumulator:
                 if not batch.closed:
                     batch.closed = True
                     self._open.pop((tp.topic, tp.partition), None)
+                if idempotence is not None and not idempotence.is_current(
+                    batch.producer_id, batch.producer_epoch
+                ):
+                    # First sent, or sent in an earlier epoch: number it now, in queue order.
+                    batch.producer_id = idempotence.producer_id
+                    batch.producer_epoch = idempotence.epoch
+                    batch.base_sequence = idempotence.assign(tp, batch.record_count)
+                    batch.payload = None
                 batch.state = IN_FLIGHT
                 sizes[node] = used + batch.size_in_bytes
-                self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
+                if in_flight is None:
+                    in_flight = self._in_flight[tp] = []
+                in_flight.append(batch)
                 batch.last_attempt_ms = now_ms
                 out.setdefault(node, []).append(batch)
         return out
+
+    @staticmethod
+    def _may_send(
+        idempotence: IdempotenceState, batch: ProducerBatch, in_flight: list[ProducerBatch] | None
+    ) -> bool:
+        """The idempotent producer's order rules (see :mod:`odradek.client.idempotence`): no
+        batch before the producer has an id; a retried batch, or one to be renumbered, only
+        when nothing of its partition is in flight; a new batch only behind batches of the
+        current epoch."""
+        if not idempotence.has_id:
+            return False
+        if batch.attempts > 0 or batch.base_sequence >= 0:
+            return not in_flight
+        if in_flight:
+            return all(idempotence.is_current(b.producer_id, b.producer_epoch) for b in in_flight)
+        return True
 
     def backoff_ms(self, attempts: int) -> int:
         """The wait before retry number ``attempts`` (1, 2, …): ``retry_backoff_ms`` doubling
@@ -479,15 +520,24 @@ class RecordAccumulator:
         exponent = min(max(attempts - 1, 0), 30)
         return int(min(self._retry_backoff_ms * (2**exponent), self._retry_backoff_max_ms))
 
-    def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
+    def reenqueue(self, batch: ProducerBatch, now_ms: int, *, backoff: bool = True) -> None:
         """Put a drained batch back at the front of its queue for another attempt; it waits
-        :meth:`backoff_ms` first. The caller has counted the attempt in ``batch.attempts``."""
+        :meth:`backoff_ms` first (unless ``backoff`` is false: the idempotent producer's batch
+        refused only because one before it failed goes again as soon as that one is stored).
+        The caller has counted the attempt in ``batch.attempts``.
+        Numbered batches (idempotent producer) go back in sequence order among the retried
+        batches at the front, whichever failed first."""
         with self._lock:
-            self._release(batch.tp)
-            batch.retry_at_ms = now_ms + self.backoff_ms(batch.attempts)
+            self._release(batch)
+            batch.retry_at_ms = now_ms + (self.backoff_ms(batch.attempts) if backoff else 0)
             batch.last_attempt_ms = now_ms
             batch.state = QUEUED
-            self._queues.setdefault(batch.tp, deque()).appendleft(batch)
+            queue = self._queues.setdefault(batch.tp, deque())
+            index = 0
+            if batch.base_sequence >= 0:
+                while index < len(queue) and _sent_before(queue[index], batch):
+                    index += 1
+            queue.insert(index, batch)
             heapq.heappush(self._retried, (batch.deadline_ms, next(self._tiebreak), batch))
 
     def reenqueue_all(self, batches: list[ProducerBatch], now_ms: int) -> None:
@@ -500,7 +550,7 @@ class RecordAccumulator:
         """A drained batch finished (delivered or failed for good): its memory is free."""
         with self._lock:
             if batch.state == IN_FLIGHT:
-                self._release(batch.tp)
+                self._release(batch)
             self._finish(batch)
 
     def _finish(self, batch: ProducerBatch) -> None:
@@ -512,12 +562,13 @@ class RecordAccumulator:
         if self._memory_waiters:
             self._memory.notify_all()
 
-    def _release(self, tp: TopicPartition) -> None:
-        count = self._in_flight.get(tp, 0) - 1
-        if count > 0:
-            self._in_flight[tp] = count
-        else:
-            self._in_flight.pop(tp, None)
+    def _release(self, batch: ProducerBatch) -> None:
+        in_flight = self._in_flight.get(batch.tp)
+        if in_flight is not None:
+            if batch in in_flight:
+                in_flight.remove(batch)
+            if not in_flight:
+                del self._in_flight[batch.tp]
 
     def expired(self, now_ms: int) -> list[ProducerBatch]:
         """Remove and return the queued batches whose ``delivery_timeout_ms`` has passed
@@ -591,7 +642,7 @@ class RecordAccumulator:
 
     def in_flight_count(self) -> int:
         with self._lock:
-            return sum(self._in_flight.values())
+            return sum(len(batches) for batches in self._in_flight.values())
 
     def pending_results(self) -> list[tuple[ProduceRequestResult, int]]:
         """The result and record count of every batch not yet done (queued or in flight):
