@@ -547,7 +547,7 @@ class Producer:
             while start < len(values):
                 chosen = partition if partition is not None else info.sticky
                 stop, moved = append_many(
-                    topic, chosen, timestamp_ms, None, values, start, len(values), parts
+                    topic, chosen, timestamp_ms, keys, values, start, len(values), parts
                 )
                 if moved and partition is None:
                     self._next_sticky(topic, info, chosen)
