@@ -36,7 +36,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from concurrent import futures
@@ -149,6 +148,18 @@ class _SlowBroker(pb_grpc.BrokerServicer):
             ],
         )
 
+    def InitProducerId(self, request, context):  # noqa: N802
+        return pb.InitProducerIdResponse(producer_id=1, producer_epoch=0)
+
+    def Fetch(self, request, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "slow broker")
+
+    def ListOffsets(self, request, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "slow broker")
+
+    def DeleteRecords(self, request, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "slow broker")
+
     def Produce(self, request, context):  # noqa: N802
         time.sleep(SLOW_BROKER_DELAY_S)
         return pb.ProduceResponse(
@@ -168,7 +179,7 @@ def rss_child(records: int) -> None:
     server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()
     value = os.urandom(RECORD_BYTES)
-    with Producer(f"127.0.0.1:{port}", acks=1) as producer:
+    with Producer(f"127.0.0.1:{port}") as producer:  # the defaults: idempotent, acks=-1
         producer.send("slow", value).result(timeout=60)
         before = _rss_kib()
         start = time.perf_counter()
@@ -265,6 +276,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--latency-s", type=float, default=5.0)
     parser.add_argument("--rss-records", type=int, default=10_000_000)
     parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--spark-records", type=int, default=1_000_000)
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args(argv)
     batch, per_batch = make_batch()
@@ -284,10 +296,10 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             for rf, topic, acks in ((1, "rf1", 1), (3, "rf3", -1)):
                 stub = _leader_stub(cluster, topic)
 
-                def baseline(stub: pb_grpc.BrokerStub = stub, topic: str = topic) -> float:
-                    seconds, _ = run_producers(
-                        stub, batch, BASELINE_BATCHES, INFLIGHT, acks, topic
-                    )
+                def baseline(
+                    stub: pb_grpc.BrokerStub = stub, topic: str = topic, acks: int = acks
+                ) -> float:
+                    seconds, _ = run_producers(stub, batch, BASELINE_BATCHES, INFLIGHT, acks, topic)
                     return BASELINE_BATCHES * per_batch / seconds
 
                 def send(topic: str = topic, acks: int = acks) -> float:
@@ -313,7 +325,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             out["consumer_records_per_s"] = round(consumer)
             out["consumer_ratio"] = round(consumer / broker_consume, 3)
             if not args.no_spark:
-                out.update(spark_figures(servers, "rf3", consumer, end))
+                out.update(spark_figures(cluster, args.spark_records))
         finally:
             cluster.stop()
     if args.rss_records:
@@ -322,21 +334,46 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     return out
 
 
-def spark_figures(servers: str, topic: str, consumer: float, end: int) -> dict[str, object]:
+def spark_figures(cluster: LocalCluster, records: int) -> dict[str, object]:
+    """The Spark reader (batch, and a streaming ``availableNow`` run) beside one SDK consumer
+    on a four-partition topic: ``bench/spark.py``'s measurements on this run's cluster."""
     from bench import spark as spark_bench
 
+    partitions = 4
+    spark_bench.TOPIC = "spark"
+    servers = cluster.bootstrap_servers
+    _create_topic(cluster.nodes[0].address, 1, "spark", partitions=partitions)
+    value = os.urandom(RECORD_BYTES)
+    with Producer(servers, acks=1) as producer:  # the bulk path, sticky over the partitions
+        chunk = [value] * BULK_CHUNK
+        for _ in range(records // BULK_CHUNK):
+            producer.send_many("spark", chunk)
+        producer.flush()
+    records = records // BULK_CHUNK * BULK_CHUNK
+    consumer = records / spark_bench.consume(servers, records, partitions)
     spark = spark_bench.spark_session()
     try:
         import odradek.spark
 
         odradek.spark.register(spark)
-        spark_bench.TOPIC = topic
-        spark_bench.batch_read(spark, servers, json.dumps({topic: {"0": 1}}))  # warm-up
-        seconds = spark_bench.batch_read(spark, servers)
+        warm = json.dumps({"spark": {str(p): 1 for p in range(partitions)}})
+        spark_bench.batch_read(spark, servers, warm)  # the JVM's and the workers' first run
+        batch = records / spark_bench.batch_read(spark, servers)
+        with tempfile.TemporaryDirectory() as checkpoint:
+            stream = records / spark_bench.stream_read(
+                spark, servers, max(1, records // 4), Path(checkpoint)
+            )
     finally:
         spark.stop()
-    rate = end / seconds
-    return {"spark_records_per_s": round(rate), "spark_ratio": round(rate / consumer, 3)}
+    return {
+        "spark_topic_partitions": partitions,
+        "spark_records": records,
+        "spark_consumer_records_per_s": round(consumer),
+        "spark_records_per_s": round(batch),
+        "spark_ratio": round(batch / consumer, 3),
+        "spark_stream_records_per_s": round(stream),
+        "spark_stream_ratio": round(stream / consumer, 3),
+    }
 
 
 def report(out: dict[str, object]) -> None:
@@ -354,7 +391,12 @@ def report(out: dict[str, object]) -> None:
         f"{out['broker_consume_records_per_s']} (ratio {out['consumer_ratio']})"
     )
     if "spark_records_per_s" in out:
-        print(f"spark reader: {out['spark_records_per_s']} records/s (ratio {out['spark_ratio']})")
+        print(
+            f"spark reader ({out['spark_topic_partitions']} partitions, local[2]): batch "
+            f"{out['spark_records_per_s']} records/s, stream {out['spark_stream_records_per_s']}"
+            f"; one consumer {out['spark_consumer_records_per_s']} (ratios "
+            f"{out['spark_ratio']}, {out['spark_stream_ratio']})"
+        )
     if "rss_peak_mib" in out:
         print(
             f"peak RSS sending {out['rss_mb_sent']} MB to a slow broker: "
