@@ -80,6 +80,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "node_args",
         nargs=argparse.REMAINDER,
         metavar="ARGS",
-        help="the broker command and its options, e.g. start --config node.toml",
+        help="the broker command and its options, e.g. start --config server.properties",
     )
     p.set_defaults(handler=run, prog=p.prog, parser=p)
