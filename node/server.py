@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent import futures
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -27,6 +28,7 @@ from node.alter_partition import AlterPartitionManager
 from node.config import NodeConfig
 from node.fetcher import ReplicaFetcherManager
 from node.metadata_cache import MetadataCache
+from node.metrics import MetricsEndpoint
 from node.replica_manager import ReplicaManager
 from node.service import BrokerServicer, ReplicationServicer
 from odradek.client.connection import RECONNECT_OPTIONS
@@ -115,6 +117,8 @@ class Node:
         self._server: grpc.Server | None = None
         self._health = health.HealthServicer()
         self._ticker: threading.Thread | None = None
+        self.metrics: MetricsEndpoint | None = None
+        """The Prometheus endpoint (``metrics.port``), when configured."""
 
     def _epoch(self) -> int:
         return self.broker_epoch
@@ -154,11 +158,17 @@ class Node:
             channel_factory=new_channel,
         )
 
+        interceptors: list[grpc.ServerInterceptor[Any, Any]] = []
+        if c.metrics_port is not None:
+            self.metrics = MetricsEndpoint(self, self.clock)
+            self.zk.add_listener(self.metrics.collector.on_zookeeper_state)
+            interceptors.append(self.metrics.interceptor)
         server = grpc.server(
             futures.ThreadPoolExecutor(
                 max_workers=c.request_handler_threads, thread_name_prefix="request"
             ),
             options=GRPC_OPTIONS,
+            interceptors=interceptors,
         )
         pb_grpc.add_BrokerServicer_to_server(BrokerServicer(self.replicas), server)
         pb_grpc.add_ReplicationServicer_to_server(ReplicationServicer(self.replicas), server)
@@ -179,6 +189,8 @@ class Node:
         if self.port == 0:
             raise OSError(f"cannot listen on {c.host}:{c.port}")
         self._server = server
+        if self.metrics is not None and c.metrics_port is not None:
+            self.metrics.start(c.host, c.metrics_port)
 
         # Register before serving, as Kafka enables request processing only after
         # registerBroker: the controller sees the znode and sends LeaderAndIsr at once, and a
@@ -288,6 +300,8 @@ class Node:
             self.zk.stop()
             self.zk.close()
         self.channels.close()
+        if self.metrics is not None:
+            self.metrics.stop()
         log.info("node %d stopped", self.config.node_id)
 
     def wait(self, timeout_s: float | None = None) -> bool:
