@@ -11,6 +11,7 @@ clean-shutdown marker, and only then leaves ZooKeeper.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from concurrent import futures
 from typing import Any
@@ -94,6 +95,17 @@ def _ensure_chroot(connect: str, timeout_s: float) -> None:
         client.close()
 
 
+def _bind_error(host: str, port: int) -> str:
+    """Why ``host:port`` cannot be bound, as the OS says it (gRPC's error does not say)."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((host.strip("[]"), port))
+    except OSError as e:
+        return (e.strerror or str(e)).lower()
+    return "gRPC could not bind it"
+
+
 class Node:
     """One broker node. ``start()`` then ``stop()``; not restartable."""
 
@@ -167,7 +179,9 @@ class Node:
             futures.ThreadPoolExecutor(
                 max_workers=c.request_handler_threads, thread_name_prefix="request"
             ),
-            options=GRPC_OPTIONS,
+            # gRPC sets SO_REUSEPORT by default: a second node on a taken port would bind it
+            # too and share its clients; refuse the port instead
+            options=[*GRPC_OPTIONS, ("grpc.so_reuseport", 0)],
             interceptors=interceptors,
         )
         pb_grpc.add_BrokerServicer_to_server(BrokerServicer(self.replicas), server)
@@ -185,9 +199,12 @@ class Node:
         reflection.enable_server_reflection(
             (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
         )
-        self.port = server.add_insecure_port(f"{c.host}:{c.port}")
+        try:
+            self.port = server.add_insecure_port(f"{c.host}:{c.port}")
+        except RuntimeError:  # gRPC's "Failed to bind": taken (or not an address of this host)
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot listen on {c.host}:{c.port}")
+            raise OSError(f"cannot listen on {c.host}:{c.port}: {_bind_error(c.host, c.port)}")
         self._server = server
         if self.metrics is not None and c.metrics_port is not None:
             self.metrics.start(c.host, c.metrics_port)
