@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from node.config import NodeConfig
 from node.metadata_cache import MetadataCache
+from node.metrics import add_remote_time_ms
 from node.partition import IsrChange, LeaderAndIsrState, Partition
 from node.wakeups import DATA, HIGH_WATERMARK, LOG_START, Wakeups
 from odradek.clock import Clock
@@ -111,7 +112,9 @@ class ReplicaManager:
                 remaining = deadline_ms - self._clock.monotonic_ms()
                 if remaining <= 0 or self._shutting_down:
                     return False
+                waited_from = self._clock.monotonic_ms()
                 waiter.wait(min(remaining, 1000) / 1000)
+                add_remote_time_ms(self._clock.monotonic_ms() - waited_from)
 
     # -- partitions --
     def partition(self, topic: str, partition: int) -> Partition | None:
@@ -340,7 +343,9 @@ class ReplicaManager:
         for _, p, offset, _ in waiting:
             tp = (p.topic, p.partition)
             required[tp] = max(offset, required.get(tp, offset))
+        waited_from = self._clock.monotonic_ms()
         self._wait_until(replicated, deadline, list(required), HIGH_WATERMARK, required)
+        add_remote_time_ms(self._clock.monotonic_ms() - waited_from)
         for index, _, _, _ in waiting:
             result = outcome.get(index, False)
             error: OdradekError | None = None
@@ -381,7 +386,9 @@ class ReplicaManager:
                 remaining = deadline - self._clock.monotonic_ms()
                 if remaining <= 0 or self._shutting_down:
                     return response
+                waited_from = self._clock.monotonic_ms()
                 waiter.wait(min(remaining, 1000) / 1000)
+                add_remote_time_ms(self._clock.monotonic_ms() - waited_from)
 
     def _read_once(
         self, req: pb.FetchRequest, from_follower: bool, *, update_state: bool
@@ -518,6 +525,11 @@ class ReplicaManager:
         return pb.DeleteRecordsResponse(partitions=out)
 
     # -- periodic --
+    def purgatory_sizes(self) -> dict[str, int]:
+        """Requests waiting, by Kafka's purgatory name (``Produce``, ``Fetch``)."""
+        produces, fetches = self._wakeups.waiter_counts()
+        return {"Produce": produces, "Fetch": fetches}
+
     def maybe_shrink_isrs(self) -> None:
         """Propose ISR shrinks for lagging followers (Kafka's ``isr-expiration`` task)."""
         for partition in self.partitions().values():

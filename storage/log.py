@@ -68,6 +68,7 @@ from storage.errors import (
     OffsetsOutOfOrderError,
     UnexpectedAppendOffsetError,
 )
+from storage.flush_stats import LogFlushStats
 from storage.leader_epoch_cache import LeaderEpochCache
 from storage.log_loader import load_segments
 from storage.log_segment import (
@@ -172,6 +173,8 @@ class Log:
         self._rng = rng
         self._lock = threading.RLock()
         self._last_flush_ms = clock.monotonic_ms()
+        self.flush_stats: LogFlushStats | None = None
+        """Where flush durations go (the ``LogManager``'s, set when it opens the log)."""
         self._dir_dirty = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._hw_position: tuple[int, int, int] | None = None  # (offset, segment base, position)
@@ -685,6 +688,7 @@ class Log:
 
     def _flush_up_to(self, offset: int, include_active_empty: bool = False) -> None:
         if offset > self._recovery_point or include_active_empty:
+            started = self._clock.monotonic_ms()
             for segment in self._segments.values(self._recovery_point, offset):
                 segment.flush()
             if include_active_empty:
@@ -693,6 +697,8 @@ class Log:
                 fsync_dir(self._dir)
                 self._dir_dirty = False
             self._recovery_point = max(self._recovery_point, min(offset, self._next_offset))
+            if self.flush_stats is not None:
+                self.flush_stats.record(self._clock.monotonic_ms() - started)
         self._last_flush_ms = self._clock.monotonic_ms()
 
     def maybe_flush(self) -> bool:

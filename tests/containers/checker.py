@@ -53,6 +53,9 @@ class Verdict:
     offsets: list[str] = field(default_factory=list)
     consumers: list[str] = field(default_factory=list)
     replicas: list[str] = field(default_factory=list)
+    stalls_s: list[float] = field(default_factory=list)
+    """Per fault window, in order: the longest time no acks=-1 write was acknowledged around
+    it (:func:`stalls_per_fault`)."""
 
     @property
     def violations(self) -> dict[str, list[str]]:
@@ -73,10 +76,19 @@ class Verdict:
             str(len(self.lost)),
             str(self.duplicated),
             f"{self.unavailable_s:.1f} s",
+            ", ".join(f"{stall:.1f}" for stall in self.stalls_s) + " s" if self.stalls_s else "-",
         )
 
 
-TABLE_HEADER = ("scenario", "operations", "acknowledged", "lost", "duplicated", "unavailable")
+TABLE_HEADER = (
+    "scenario",
+    "operations",
+    "acknowledged",
+    "lost",
+    "duplicated",
+    "unavailable",
+    "stall per fault",
+)
 
 
 def table(verdicts: list[Verdict]) -> str:
@@ -108,6 +120,7 @@ def check(
         duplicated=sum(n - 1 for n in values.values() if n > 1),
         unavailable_s=longest_unavailability(history),
         reads=sum(len(r) for r in history.reads.values()),
+        stalls_s=stalls_per_fault(history),
     )
     at = {p: dict(records) for p, records in final.items()}
     for send in acked:
@@ -189,6 +202,25 @@ def longest_unavailability(history: History) -> float:
         if any(before <= healed and after >= start for start, healed in history.faults):
             longest = max(longest, after - before)
     return longest
+
+
+def stalls_per_fault(history: History) -> list[float]:
+    """For each fault window, the longest gap between consecutive acknowledgements (of any
+    producer) that overlaps it: how long acks=-1 writes stalled because of that fault. A
+    window with no acknowledgement on either side counts the time from its start to the first
+    acknowledgement after it (or to its healing, if none came)."""
+    acks = sorted(s.acked_at for s in history.sends if s.acked_at is not None)
+    stalls = []
+    for start, healed in history.faults:
+        longest = 0.0
+        for before, after in itertools.pairwise(acks):
+            if before <= healed and after >= start:
+                longest = max(longest, after - before)
+        if not acks or acks[0] > healed:
+            first_after = next((a for a in acks if a >= start), healed)
+            longest = max(longest, first_after - start)
+        stalls.append(longest)
+    return stalls
 
 
 def replica_batches(data_dir: Path, topic: str, partition: int) -> list[Batch]:

@@ -127,6 +127,10 @@ def run_scenario(
         f"{verdict.reads} reads ({history.consumer_errors} consumer restarts), "
         f"longest unavailability {verdict.unavailable_s:.1f} s"
     )
+    stalls = ", ".join(f"{stall:.1f} s" for stall in verdict.stalls_s)
+    print(
+        f"{name}: acks=-1 writes stalled {stalls} (per fault; {sum(verdict.stalls_s):.1f} s in all)"
+    )
     assert verdict.violations == {}, verdict.violations
 
 
