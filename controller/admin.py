@@ -14,6 +14,8 @@ timeout) until ZooKeeper shows the outcome.
   the leaders;
 - AlterPartitionReassignments writes ``/admin/reassign_partitions`` and waits for the
   controller to consume it;
+- CreatePartitions writes the grown partition map into ``/brokers/topics/<t>`` (a conditional
+  set) and waits for every new partition to have a leader;
 - DescribeConfigs and ListPartitionReassignments only read.
 
 A hand-off znode that already exists (another node's request in flight) is waited out first.
@@ -32,6 +34,7 @@ Thread-safety: the servicer keeps no mutable state; every method is thread-safe.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -42,6 +45,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from controller.assignment import assign_replicas
 from controller.election import offline_leader, preferred_leader
+from controller.partition_creation import plan_new_partitions
 from controller.reassignment import ReplicaAssignment, validate_target_replicas
 from controller.zk_data import (
     NO_LEADER,
@@ -675,3 +679,91 @@ class AdminServicer(pb_grpc.AdminServicer):
                     )
                 )
         return pb.ListPartitionReassignmentsResponse(reassignments=out)
+
+    # -- partitions -------------------------------------------------------------------------
+
+    def CreatePartitions(  # noqa: N802 - gRPC method name
+        self, request: pb.CreatePartitionsRequest, context: grpc.ServicerContext
+    ) -> pb.CreatePartitionsResponse:
+        """Raise each topic's partition count (Kafka's rules:
+        :mod:`controller.partition_creation`); then wait up to ``timeout_ms`` for every new
+        partition to have a leader (REQUEST_TIMED_OUT otherwise; the partitions exist anyway).
+        A topic being deleted is INVALID_TOPIC_EXCEPTION, an unknown one
+        UNKNOWN_TOPIC_OR_PARTITION, a topic named twice INVALID_REQUEST."""
+        names = [t.name for t in request.topics]
+        deleting = set(self._children(DeleteTopicsZNode.path))
+        brokers = self._brokers()
+        results: dict[str, pb.TopicResult] = {}
+        added: dict[str, list[int]] = {}
+        for item in request.topics:
+            result = results.setdefault(item.name, pb.TopicResult(name=item.name))
+            try:
+                if names.count(item.name) > 1:
+                    raise InvalidRequestError(
+                        f"Duplicate topic in request: {item.name!r} appears more than once."
+                    )
+                if not item.name or "/" in item.name:
+                    raise UnknownTopicOrPartitionError(f"Topic {item.name!r} does not exist.")
+                if item.name in deleting:
+                    raise InvalidTopicError(f"The topic '{item.name}' is queued for deletion.")
+                explicit = [list(a.broker_ids) for a in item.assignments]
+                new = self._add_partitions(
+                    item.name, item.count, brokers, explicit, request.validate_only
+                )
+                if not request.validate_only:
+                    added[item.name] = sorted(new)
+            except OdradekError as e:
+                result.error_code = e.code
+                result.error_message = e.message
+        if added and request.timeout_ms > 0:
+            deadline = self._deadline(request.timeout_ms)
+            for name, partitions in added.items():
+                led = self._wait_until(
+                    lambda name=name, partitions=partitions: all(  # type: ignore[misc]
+                        (s := self._state(TopicPartition(name, p))) is not None
+                        and s.leader != NO_LEADER
+                        for p in partitions
+                    ),
+                    deadline,
+                )
+                if not led:
+                    results[name].error_code = RequestTimedOutError.code
+                    results[
+                        name
+                    ].error_message = (
+                        "the partitions were created but not every new one has a leader yet"
+                    )
+        return pb.CreatePartitionsResponse(topics=[results[n] for n in dict.fromkeys(names)])
+
+    def _add_partitions(
+        self,
+        topic: str,
+        count: int,
+        brokers: Sequence[tuple[int, str | None]],
+        explicit: Sequence[Sequence[int]],
+        validate_only: bool,
+    ) -> dict[int, list[int]]:
+        """Plan the new partitions and (unless ``validate_only``) write them with a set
+        conditional on the version read, re-planning if another writer came between."""
+        for _ in range(10):
+            try:
+                data, stat = self._zk.get(TopicZNode.path(topic))
+            except NoNodeError:
+                raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.") from None
+            current = TopicZNode.decode(topic, data)
+            new = plan_new_partitions(topic, current.partitions, count, brokers, explicit)
+            if validate_only:
+                return new
+            grown = dataclasses.replace(
+                current,
+                partitions={**current.partitions, **{p: tuple(r) for p, r in new.items()}},
+            )
+            try:
+                self._zk.set(TopicZNode.path(topic), TopicZNode.encode(grown), int(stat.version))
+            except BadVersionError:
+                continue
+            except NoNodeError:
+                raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.") from None
+            _log.info("topic %s: partitions %s added", topic, sorted(new))
+            return new
+        raise UnknownServerError(f"could not add partitions to {topic!r}: too many races")
