@@ -47,18 +47,27 @@ def _line_value(line: bytes) -> bytes:
     return line
 
 
+class _StderrLines(logging.Handler):
+    """Each record as one line on the current ``sys.stderr``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(" ".join(self.format(record).split()), file=sys.stderr, flush=True)
+        except Exception:
+            self.handleError(record)
+
+
 def show_retry_warnings(prog: str = PROG) -> None:
     """Print the SDK producer's warnings (one per retry, naming the broker's error) on stderr,
-    one line each: ``odradek produce: warning: ...``."""
+    one line each: ``odradek produce: warning: ...``. Idempotent."""
     logger = logging.getLogger("odradek.producer")
-    if any(getattr(h, "_odradek_cli", False) for h in logger.handlers):
+    if any(isinstance(h, _StderrLines) for h in logger.handlers):
         return
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrLines(logging.WARNING)
     handler.setFormatter(logging.Formatter(f"{prog}: warning: %(message)s"))
-    handler._odradek_cli = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
-    logger.setLevel(logging.WARNING)
-    logger.propagate = False
+    if logger.getEffectiveLevel() > logging.WARNING:
+        logger.setLevel(logging.WARNING)
 
 
 def _reader(args: argparse.Namespace) -> LineReader:
