@@ -25,7 +25,9 @@ default of 30 s.
 
 Errors are Kafka's, per topic or partition: INVALID_TOPIC_EXCEPTION (17), TOPIC_ALREADY_EXISTS
 (36), INVALID_PARTITIONS (37), INVALID_REPLICATION_FACTOR (38), INVALID_REPLICA_ASSIGNMENT (39),
-INVALID_CONFIG (40), INVALID_REQUEST (42), UNKNOWN_TOPIC_OR_PARTITION (3), REQUEST_TIMED_OUT
+INVALID_CONFIG (40), INVALID_REQUEST (42), POLICY_VIOLATION (44: more than 10,000 new
+partitions in one request, or a topic too large for its znode; see
+:mod:`controller.partition_creation`), UNKNOWN_TOPIC_OR_PARTITION (3), REQUEST_TIMED_OUT
 (7), ELECTION_NOT_NEEDED (84), PREFERRED_LEADER_NOT_AVAILABLE (80),
 ELIGIBLE_LEADERS_NOT_AVAILABLE (83), NO_REASSIGNMENT_IN_PROGRESS (85).
 
@@ -45,7 +47,11 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from controller.assignment import assign_replicas
 from controller.election import offline_leader, preferred_leader
-from controller.partition_creation import plan_new_partitions
+from controller.partition_creation import (
+    check_partitions_per_request,
+    check_topic_znode_size,
+    plan_new_partitions,
+)
 from controller.reassignment import ReplicaAssignment, validate_target_replicas
 from controller.zk_data import (
     NO_LEADER,
@@ -249,6 +255,14 @@ class AdminServicer(pb_grpc.AdminServicer):
         brokers = self._brokers()
         results: dict[str, pb.TopicResult] = {}
         created: dict[str, list[int]] = {}
+        try:
+            check_partitions_per_request(sum(self._requested(t) for t in request.topics))
+        except OdradekError as e:
+            for name in names:
+                results[name] = pb.TopicResult(
+                    name=name, error_code=e.code, error_message=e.message
+                )
+            return pb.CreateTopicsResponse(topics=[results[n] for n in dict.fromkeys(names)])
         for topic in request.topics:
             result = pb.TopicResult(name=topic.name)
             try:
@@ -283,6 +297,14 @@ class AdminServicer(pb_grpc.AdminServicer):
                     )
         return pb.CreateTopicsResponse(topics=[results[n] for n in dict.fromkeys(names)])
 
+    def _requested(self, topic: pb.CreatableTopic) -> int:
+        """How many partitions a CreateTopics entry asks for (Kafka's count for its cap)."""
+        if topic.assignments:
+            return len(topic.assignments)
+        if topic.num_partitions == -1:
+            return self._default_num_partitions
+        return max(0, topic.num_partitions)
+
     def _validate_new_topic(
         self,
         topic: pb.CreatableTopic,
@@ -309,6 +331,7 @@ class AdminServicer(pb_grpc.AdminServicer):
             assignment = validate_replica_assignment(
                 [(a.partition, list(a.broker_ids)) for a in topic.assignments], broker_ids
             )
+            self._check_size(topic.name, assignment)
             return assignment, config
         n = topic.num_partitions if topic.num_partitions != -1 else self._default_num_partitions
         rf = (
@@ -324,7 +347,18 @@ class AdminServicer(pb_grpc.AdminServicer):
             raise InvalidReplicationFactorError(
                 f"Replication factor: {rf} larger than available brokers: {len(brokers)}."
             )
-        return assign_replicas(n, rf, brokers), config
+        assignment = assign_replicas(n, rf, brokers)
+        self._check_size(topic.name, assignment)
+        return assignment, config
+
+    @staticmethod
+    def _check_size(topic: str, assignment: Mapping[int, Sequence[int]]) -> None:
+        encoded = TopicZNode.encode(
+            TopicAssignment(
+                partitions={p: tuple(r) for p, r in assignment.items()}, topic_id=new_topic_id()
+            )
+        )
+        check_topic_znode_size(topic, encoded, len(assignment))
 
     def _write_new_topic(
         self, topic: str, assignment: Mapping[int, Sequence[int]], config: Mapping[str, str]
@@ -695,6 +729,7 @@ class AdminServicer(pb_grpc.AdminServicer):
         brokers = self._brokers()
         results: dict[str, pb.TopicResult] = {}
         added: dict[str, list[int]] = {}
+        planned = 0
         for item in request.topics:
             result = results.setdefault(item.name, pb.TopicResult(name=item.name))
             try:
@@ -708,8 +743,9 @@ class AdminServicer(pb_grpc.AdminServicer):
                     raise InvalidTopicError(f"The topic '{item.name}' is queued for deletion.")
                 explicit = [list(a.broker_ids) for a in item.assignments]
                 new = self._add_partitions(
-                    item.name, item.count, brokers, explicit, request.validate_only
+                    item.name, item.count, brokers, explicit, request.validate_only, planned
                 )
+                planned += len(new)
                 if not request.validate_only:
                     added[item.name] = sorted(new)
             except OdradekError as e:
@@ -742,9 +778,12 @@ class AdminServicer(pb_grpc.AdminServicer):
         brokers: Sequence[tuple[int, str | None]],
         explicit: Sequence[Sequence[int]],
         validate_only: bool,
+        planned: int = 0,
     ) -> dict[int, list[int]]:
         """Plan the new partitions and (unless ``validate_only``) write them with a set
-        conditional on the version read, re-planning if another writer came between."""
+        conditional on the version read, re-planning if another writer came between.
+        ``planned`` partitions are already being added by this request (its cap counts them).
+        """
         for _ in range(10):
             try:
                 data, stat = self._zk.get(TopicZNode.path(topic))
@@ -752,14 +791,17 @@ class AdminServicer(pb_grpc.AdminServicer):
                 raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.") from None
             current = TopicZNode.decode(topic, data)
             new = plan_new_partitions(topic, current.partitions, count, brokers, explicit)
-            if validate_only:
-                return new
+            check_partitions_per_request(planned + len(new))
             grown = dataclasses.replace(
                 current,
                 partitions={**current.partitions, **{p: tuple(r) for p, r in new.items()}},
             )
+            encoded = TopicZNode.encode(grown)
+            check_topic_znode_size(topic, encoded, len(grown.partitions))
+            if validate_only:
+                return new
             try:
-                self._zk.set(TopicZNode.path(topic), TopicZNode.encode(grown), int(stat.version))
+                self._zk.set(TopicZNode.path(topic), encoded, int(stat.version))
             except BadVersionError:
                 continue
             except NoNodeError:

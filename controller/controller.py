@@ -852,26 +852,26 @@ class Controller:
         ctx = self._active()
         live = ctx.live_broker_ids
         offline = []
+        wanted: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         for tp in partitions:
             live_replicas = [r for r in ctx.replicas(tp) if r in live]
             if not live_replicas:
                 _log.info("%s has no live replica; it stays offline", tp)
                 continue
-            state = LeaderIsrAndControllerEpoch(
+            wanted[tp] = LeaderIsrAndControllerEpoch(
                 leader=live_replicas[0],
                 leader_epoch=INITIAL_LEADER_EPOCH,
                 isr=tuple(live_replicas),
                 controller_epoch=ctx.epoch,
             )
-            try:
-                ctx.states[tp] = self._zkc.create_partition_state(tp, state, ctx.epoch_zk_version)
-            except NodeExistsError:
+        created = self._zkc.create_partition_states(wanted, ctx.epoch_zk_version)
+        for tp, outcome in created.items():
+            if isinstance(outcome, NodeExistsError):
                 self._refresh_state(tp)
                 offline.append(tp)
-                continue
-            except NoNodeError:
-                continue  # the topic went away meanwhile
-            self._batch.add_leader_and_isr(ctx.live_replicas(tp), tp)
+            elif not isinstance(outcome, NoNodeError):  # NoNode: the topic went away meanwhile
+                ctx.states[tp] = outcome
+                self._batch.add_leader_and_isr(ctx.live_replicas(tp), tp)
         if offline:
             self._elect_offline(offline)
 

@@ -19,17 +19,65 @@ Kafka's rules, messages as Kafka words them:
   replication factor, no broker twice, every broker registered; otherwise
   INVALID_REPLICA_ASSIGNMENT.
 
+**Scale.** ZooKeeper refuses a request larger than its ``jute.maxbuffer`` (1 MiB - 1 by default)
+and drops the connection that sent it. Three rules keep every write under it:
+
+- a CreateTopics or CreatePartitions asks for at most :data:`MAX_PARTITIONS_PER_REQUEST` new
+  partitions in total (Kafka's controller has the same cap, ``MAX_PARTITIONS_PER_BATCH``, and
+  the same POLICY_VIOLATION "Excessively large number of partitions per request.");
+- a topic's assignment znode (``/brokers/topics/<t>``: one znode holding every partition, as in
+  Kafka) may not grow beyond :data:`MAX_TOPIC_ZNODE_BYTES` (POLICY_VIOLATION naming the size);
+- the controller writes many partition states, or deletes a topic's znodes, in fenced multis of
+  bounded size (:func:`chunks`), in an order a controller taking over half-way can finish.
+
 Pure functions; thread-safe.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from controller.assignment import assign_replicas
-from odradek.errors import InvalidPartitionsError, InvalidReplicaAssignmentError
+from odradek.errors import (
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    PolicyViolationError,
+)
 
-__all__ = ["added_partitions", "plan_new_partitions"]
+__all__ = [
+    "JUTE_MAXBUFFER",
+    "MAX_MULTI_BYTES",
+    "MAX_MULTI_OPS",
+    "MAX_PARTITIONS_PER_REQUEST",
+    "MAX_TOPIC_ZNODE_BYTES",
+    "added_partitions",
+    "check_partitions_per_request",
+    "check_topic_znode_size",
+    "chunks",
+    "op_bytes",
+    "plan_new_partitions",
+]
+
+T = TypeVar("T")
+
+JUTE_MAXBUFFER = 0xFFFFF
+"""ZooKeeper's default ``jute.maxbuffer``: the largest request (and znode) it accepts."""
+
+MAX_PARTITIONS_PER_REQUEST = 10_000
+"""New partitions one CreateTopics or CreatePartitions may ask for (Kafka's
+``MAX_PARTITIONS_PER_BATCH``). A 10,000-partition topic's assignment znode is about 200 KB at
+replication factor 3; its creation takes the controller a few seconds (bench/scale.py)."""
+
+MAX_TOPIC_ZNODE_BYTES = JUTE_MAXBUFFER - 64 * 1024
+"""The largest topic assignment znode written, leaving room for the rest of its multi."""
+
+MAX_MULTI_BYTES = 256 * 1024
+"""The controller's multis stay under this many bytes of paths and data (a quarter of
+``jute.maxbuffer``: the server also counts per-operation headers)."""
+
+MAX_MULTI_OPS = 2_000
+"""... and under this many operations."""
 
 
 def plan_new_partitions(
@@ -112,3 +160,53 @@ def added_partitions(
 ) -> list[int]:
     """Partition ids the topic znode holds and the controller does not know, sorted."""
     return sorted(set(in_zookeeper) - set(known))
+
+
+def check_partitions_per_request(total: int) -> None:
+    """Raises ``PolicyViolationError`` (Kafka's message) for more than
+    :data:`MAX_PARTITIONS_PER_REQUEST` new partitions in one request."""
+    if total > MAX_PARTITIONS_PER_REQUEST:
+        raise PolicyViolationError(
+            "Excessively large number of partitions per request. "
+            f"({total} requested; at most {MAX_PARTITIONS_PER_REQUEST} per request)"
+        )
+
+
+def check_topic_znode_size(topic: str, encoded: bytes, partitions: int) -> None:
+    """Raises ``PolicyViolationError`` when a topic's assignment znode would be larger than
+    :data:`MAX_TOPIC_ZNODE_BYTES` (ZooKeeper would refuse it and drop the connection)."""
+    if len(encoded) > MAX_TOPIC_ZNODE_BYTES:
+        raise PolicyViolationError(
+            f"The assignment of topic '{topic}' with {partitions} partitions would take "
+            f"{len(encoded)} bytes in ZooKeeper, more than the {MAX_TOPIC_ZNODE_BYTES} a topic "
+            f"znode may hold (jute.maxbuffer is {JUTE_MAXBUFFER})."
+        )
+
+
+def op_bytes(path: str, data_length: int = 0) -> int:
+    """What one create/delete/set of ``path`` adds to a multi request, roughly (path, data and
+    the per-operation header)."""
+    return len(path.encode()) + data_length + 32
+
+
+def chunks(
+    items: Iterable[T],
+    size: Callable[[T], int],
+    ops: Callable[[T], int] = lambda _item: 1,
+    max_bytes: int = MAX_MULTI_BYTES,
+    max_ops: int = MAX_MULTI_OPS,
+) -> Iterator[list[T]]:
+    """``items`` in order, cut into consecutive lists of at most ``max_bytes`` (by ``size``) and
+    ``max_ops`` (by ``ops``); an item larger than the bound alone makes a list of its own."""
+    current: list[T] = []
+    current_bytes = current_ops = 0
+    for item in items:
+        item_bytes, item_ops = size(item), ops(item)
+        if current and (current_bytes + item_bytes > max_bytes or current_ops + item_ops > max_ops):
+            yield current
+            current, current_bytes, current_ops = [], 0, 0
+        current.append(item)
+        current_bytes += item_bytes
+        current_ops += item_ops
+    if current:
+        yield current

@@ -6,11 +6,22 @@ from __future__ import annotations
 import pytest
 
 from controller.assignment import assign_replicas
-from controller.partition_creation import added_partitions, plan_new_partitions
+from controller.partition_creation import (
+    JUTE_MAXBUFFER,
+    MAX_PARTITIONS_PER_REQUEST,
+    added_partitions,
+    check_partitions_per_request,
+    check_topic_znode_size,
+    chunks,
+    op_bytes,
+    plan_new_partitions,
+)
+from controller.zk_data import TopicAssignment, TopicZNode, new_topic_id
 from odradek.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
+    PolicyViolationError,
 )
 
 BROKERS = [(b, None) for b in range(5)]
@@ -82,3 +93,40 @@ def test_bad_explicit_assignment_is_invalid_replica_assignment(explicit, words):
 def test_added_partitions_are_those_the_controller_does_not_know():
     assert added_partitions({0, 1}, {0: [1], 1: [2], 2: [3], 3: [1]}) == [2, 3]
     assert added_partitions({0, 1}, {0: [1], 1: [2]}) == []
+
+
+def test_the_request_cap_is_kafkas():
+    check_partitions_per_request(MAX_PARTITIONS_PER_REQUEST)
+    with pytest.raises(PolicyViolationError) as e:
+        check_partitions_per_request(MAX_PARTITIONS_PER_REQUEST + 1)
+    assert e.value.message.startswith("Excessively large number of partitions per request.")
+
+
+def _encoded(partitions: int, rf: int) -> bytes:
+    replicas = tuple(range(100, 100 + rf))  # 3-digit broker ids
+    return TopicZNode.encode(
+        TopicAssignment(
+            partitions=dict.fromkeys(range(partitions), replicas), topic_id=new_topic_id()
+        )
+    )
+
+
+def test_a_capped_request_fits_a_topic_znode_and_100k_partitions_would_not():
+    # the largest single request, at replication factor 3 on 3-digit broker ids
+    check_topic_znode_size("t", _encoded(MAX_PARTITIONS_PER_REQUEST, 3), 10_000)
+    # what the 100,000-partition request would have written: over jute.maxbuffer
+    big = _encoded(100_000, 3)
+    assert len(big) > JUTE_MAXBUFFER
+    with pytest.raises(PolicyViolationError, match=r"jute\.maxbuffer"):
+        check_topic_znode_size("t", big, 100_000)
+
+
+def test_chunks_keep_order_and_bounds():
+    items = list(range(10))
+    out = list(chunks(items, size=lambda i: 10, max_bytes=35, max_ops=100))
+    assert out == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    out = list(chunks(items, size=lambda i: 1, ops=lambda i: 2, max_bytes=100, max_ops=4))
+    assert out == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+    assert list(chunks([5], size=lambda i: 1000, max_bytes=10)) == [[5]]  # too big: alone
+    assert list(chunks([], size=lambda i: 1)) == []
+    assert op_bytes("/a", 10) > op_bytes("/a")
