@@ -9,12 +9,12 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from concurrent.futures import Future
 
 import grpc
 import pytest
 
-from odradek import Admin, NewTopic, Producer, RecordMetadata
+from odradek import Admin, NewTopic, Producer
+from odradek.client.futures import FutureRecordMetadata
 from odradek.client.metadata import PartitionMetadata
 from odradek.errors import NotEnoughReplicasError
 from odradek.records import Record, build_batch
@@ -186,7 +186,7 @@ def test_controlled_shutdown_fails_no_acks_all_produce(make_cluster):
     _create(admin, "steady")
     leader = partition_state(admin, "steady").leader
     stop = threading.Event()
-    futures: list[Future[RecordMetadata]] = []
+    futures: list[FutureRecordMetadata] = []
 
     def produce() -> None:
         # Kafka's default producer: retriable errors (NOT_LEADER_OR_FOLLOWER while leadership
@@ -236,7 +236,7 @@ def test_leader_hard_killed_and_restarted_while_producing_loses_no_ack(make_clus
             while not stop.is_set():
                 value = f"w{worker}-{i}".encode()
 
-                def done(f: Future[RecordMetadata], value: bytes = value) -> None:
+                def done(f: FutureRecordMetadata, value: bytes = value) -> None:
                     if f.exception() is None:
                         meta = f.result()
                         with lock:

@@ -763,6 +763,32 @@ class _NodeServicer(pb_grpc.BrokerServicer, pb_grpc.AdminServicer):
             calls = sum(1 for rpc, node, _ in self.cluster.calls if rpc == "InitProducerId")
         return pb.InitProducerIdResponse(producer_id=self.node * 1000 + calls, producer_epoch=0)
 
+    def CreatePartitions(  # noqa: N802
+        self, request: pb.CreatePartitionsRequest, context: grpc.ServicerContext
+    ) -> Any:
+        self._enter("CreatePartitions", request, context)
+        c = self.cluster
+        resp = pb.CreatePartitionsResponse()
+        with c.cond:
+            nodes = sorted(c.ports)
+            for t in request.topics:
+                out = resp.topics.add(name=t.name)
+                parts = c.topics.get(t.name)
+                if parts is None:
+                    out.error_code = UnknownTopicOrPartitionError.code
+                    continue
+                if t.count <= len(parts):
+                    out.error_code = InvalidPartitionsError.code
+                    out.error_message = f"Topic already has {len(parts)} partition(s)."
+                    continue
+                if request.validate_only:
+                    continue
+                rf = len(parts[0].replicas)
+                for p in range(len(parts), t.count):
+                    replicas = [nodes[(p + i) % len(nodes)] for i in range(rf)]
+                    parts.append(FakePartition(t.name, p, replicas[0], replicas, list(replicas)))
+        return resp
+
 
 def running_cluster(num_nodes: int = 3) -> Iterator[FakeCluster]:
     """For fixtures: a started cluster, stopped afterwards."""
