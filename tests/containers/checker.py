@@ -16,9 +16,14 @@ What must hold (each a list of violations in the ``Verdict``; the scenario asser
 * replicas: every replica holds the same batches (base and last offset, leader epoch, CRC,
   which covers every record) up to the high watermark.
 
-What is counted, not judged: duplicates (a value in the log more than once: the producer is not
-idempotent, so a send retried after a lost answer may be written twice), sends that failed
-(their values may or may not be in the log), and the longest unavailability around the faults.
+With an idempotent producer (the SDK's default, ``History.idempotent``) also:
+
+* duplicated: a value in the log more than once (a retry after a lost answer stored twice);
+* order: a producer's values in one partition not in the order it sent them.
+
+Without idempotence duplicates are counted, not judged (a send retried after a lost answer may
+be written twice). Also counted: sends that failed (their values may or may not be in the log),
+and the longest unavailability around the faults.
 """
 
 from __future__ import annotations
@@ -53,6 +58,9 @@ class Verdict:
     offsets: list[str] = field(default_factory=list)
     consumers: list[str] = field(default_factory=list)
     replicas: list[str] = field(default_factory=list)
+    idempotent: bool = False
+    duplicates: list[str] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
     stalls_s: list[float] = field(default_factory=list)
     """Per fault window, in order: the longest time no acks=-1 write was acknowledged around
     it (:func:`stalls_per_fault`)."""
@@ -65,12 +73,15 @@ class Verdict:
             "offsets": self.offsets,
             "consumers": self.consumers,
             "replicas": self.replicas,
+            "order": self.order,
         }
+        if self.idempotent:
+            found["duplicated"] = self.duplicates
         return {name: items for name, items in found.items() if items}
 
     def row(self) -> tuple[str, ...]:
         return (
-            self.scenario,
+            self.scenario + ("" if self.idempotent else " (idempotence off)"),
             str(self.operations),
             str(self.acknowledged),
             str(len(self.lost)),
@@ -121,7 +132,11 @@ def check(
         unavailable_s=longest_unavailability(history),
         reads=sum(len(r) for r in history.reads.values()),
         stalls_s=stalls_per_fault(history),
+        idempotent=history.idempotent,
     )
+    verdict.duplicates = [f"{v!r} stored {n} times" for v, n in values.items() if n > 1]
+    if history.idempotent:
+        verdict.order = out_of_order(final)
     at = {p: dict(records) for p, records in final.items()}
     for send in acked:
         found = at.get(send.partition, {}).get(send.offset)
@@ -161,6 +176,25 @@ def check(
                 )
     verdict.replicas = compare_replicas(replicas, {p: len(r) for p, r in final.items()})
     return verdict
+
+
+def out_of_order(final: dict[int, list[tuple[int, bytes]]]) -> list[str]:
+    """Places where a producer's values (``p<producer>-<seq>``) in one partition do not follow
+    the order it sent them in."""
+    problems = []
+    for partition, records in sorted(final.items()):
+        last: dict[bytes, tuple[int, int]] = {}
+        for offset, value in records:
+            producer, _, seq = value.rpartition(b"-")
+            number = int(seq)
+            before = last.get(producer)
+            if before is not None and number <= before[0]:
+                problems.append(
+                    f"partition {partition}: {value!r} at {offset} after "
+                    f"{producer.decode()}-{before[0]} at {before[1]}"
+                )
+            last[producer] = (number, offset)
+    return problems
 
 
 def compare_replicas(
