@@ -8,10 +8,11 @@ within ``batch_size`` bytes, else closes it and opens a new batch (a record bigg
 ``send()`` gets a :class:`~odradek.client.futures.FutureRecordMetadata` pointing at the batch's
 one :class:`~odradek.client.futures.ProduceRequestResult`.
 
-**Bounded memory.** The bytes of every batch not yet done (queued or in flight) count against
-``buffer_memory``, exactly as they are encoded (Kafka reserves a whole ``batch_size`` per batch
-from a pool of buffers; odradek has no pool to fill, so a large ``batch_size`` costs nothing
-until records fill it). An append that would pass ``buffer_memory`` waits up to
+**Bounded memory.** Every batch not yet done (queued or in flight) counts against
+``buffer_memory``: its encoded bytes, exactly, plus ``RECORD_MEMORY_OVERHEAD`` per record for
+what holding the record costs in Python (Kafka reserves a whole ``batch_size`` per batch from a
+pool of buffers; odradek has no pool to fill, so a large ``batch_size`` costs nothing until
+records fill it). An append that would pass ``buffer_memory`` waits up to
 ``max_block_ms`` for batches to be acknowledged, then raises
 :class:`~odradek.client.errors.BufferExhaustedError`; nothing already accepted is dropped. So
 the records held never exceed ``buffer_memory``, whatever the caller does.
@@ -54,7 +55,7 @@ from odradek.client.idempotence import IdempotenceState
 from odradek.client.types import TopicPartition
 from odradek.errors import OdradekError
 from odradek.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, RECORD_BATCH_OVERHEAD, Compression
-from odradek.records.appender import RecordBatchBuilder
+from odradek.records.appender import RecordBatchBuilder, with_producer_state
 
 __all__ = [
     "ProducerBatch",
@@ -67,6 +68,21 @@ __all__ = [
 # length (5), attributes (1), timestamp delta (10), offset delta (5), key and value lengths and
 # the header count (5 each).
 _RECORD_OVERHEAD_BOUND = 5 + 1 + 10 + 5 + 5 + 5 + 5
+
+
+# What a record costs in memory beyond its encoded bytes while its batch is open: the slots of
+# its parts in the batch's list and its value's object header (the encoded bytes are counted
+# exactly). buffer_memory bounds encoded bytes plus this, so that it bounds the producer's
+# memory, not only the bytes it will send.
+RECORD_MEMORY_OVERHEAD = 112
+# A new batch's header, and the overhead of the record that opens it.
+_NEW_BATCH = RECORD_BATCH_OVERHEAD + RECORD_MEMORY_OVERHEAD
+
+
+def _held(batch: ProducerBatch) -> int:
+    """The bytes of ``buffer_memory`` a batch holds (as counted while it filled)."""
+    builder = batch.builder
+    return builder.size_in_bytes + builder.count * RECORD_MEMORY_OVERHEAD
 
 
 def _sent_before(queued: ProducerBatch, batch: ProducerBatch) -> bool:
@@ -105,6 +121,7 @@ class ProducerBatch:
     """
 
     __slots__ = (
+        "_payload_state",
         "attempts",
         "base_sequence",
         "builder",
@@ -134,6 +151,7 @@ class ProducerBatch:
         self.closed = False  # no more appends
         self.state = QUEUED
         self.payload: bytes | None = None
+        self._payload_state = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH, -1)  # what payload carries
         self.last_error: BaseException | None = None  # of the last failed attempt
         # Set when the batch is first drained by an idempotent producer (Kafka assigns them at
         # drain time too) and kept across retries.
@@ -155,13 +173,19 @@ class ProducerBatch:
 
     def build(self, compression: Compression) -> bytes:
         """The batch's bytes (base offset 0), built once and reused by retries."""
+        state = (self.producer_id, self.producer_epoch, self.base_sequence)
         if self.payload is None:
             self.payload = self.builder.close(
                 compression=compression,
-                producer_id=self.producer_id,
-                producer_epoch=self.producer_epoch,
-                base_sequence=self.base_sequence,
+                producer_id=state[0],
+                producer_epoch=state[1],
+                base_sequence=state[2],
             )
+            self.builder.release()  # the records live on in the payload only
+            self._payload_state = state
+        elif state != self._payload_state:  # renumbered after an epoch bump
+            self.payload = with_producer_state(self.payload, *state)
+            self._payload_state = state
         return self.payload
 
     def complete(self, base_offset: int, log_append_time_ms: int) -> None:
@@ -262,15 +286,15 @@ class RecordAccumulator:
             if self._closed:
                 raise ProducerClosedError("cannot send after the producer is closed")
             # Room for the record and, should it need one, a new batch's header.
-            if self._buffered + estimate + RECORD_BATCH_OVERHEAD > self._buffer_memory:
-                self._wait_for_memory(estimate + RECORD_BATCH_OVERHEAD)
+            if self._buffered + estimate + _NEW_BATCH > self._buffer_memory:
+                self._wait_for_memory(estimate + _NEW_BATCH)
             batch = self._open.get(where)
             if batch is not None:
                 builder = batch.builder
                 if builder.size_in_bytes + estimate <= self._batch_size:
                     index = builder.count
                     added = builder.append(timestamp, key, value, headers)
-                    self._buffered += added
+                    self._buffered += added + RECORD_MEMORY_OVERHEAD
                     if builder.size_in_bytes + added > self._batch_size:
                         # The next record of this size would not fit: the batch is full.
                         batch.closed = True
@@ -289,7 +313,8 @@ class RecordAccumulator:
                     future = None
                 else:
                     batch = self._open_batch(where)
-                    self._buffered += batch.builder.append(timestamp, key, value, headers)
+                    added = batch.builder.append(timestamp, key, value, headers)
+                    self._buffered += added + RECORD_MEMORY_OVERHEAD
                     future = FutureRecordMetadata(batch.result, 0, timestamp)
                     if batch.builder.size_in_bytes >= self._batch_size:
                         batch.closed = True
@@ -321,7 +346,7 @@ class RecordAccumulator:
             value = values[start]
             key = keys[start] if keys is not None else None
             estimate = 41 + (len(value) if value else 0) + (len(key) if key else 0)
-            estimate += RECORD_BATCH_OVERHEAD  # should it need a new batch
+            estimate += _NEW_BATCH  # should it need a new batch
             if self._buffered + estimate > self._buffer_memory:
                 self._wait_for_memory(estimate)
             batch = self._open.get(where)
@@ -335,10 +360,18 @@ class RecordAccumulator:
             builder = batch.builder
             first = builder.count
             before = builder.size_in_bytes
-            room = builder.size_in_bytes + self._buffer_memory - self._buffered
-            limit = min(self._batch_size, room)
-            reached = builder.append_many(timestamp, keys, values, start, stop, limit)
+            reached = builder.append_many(
+                timestamp,
+                keys,
+                values,
+                start,
+                stop,
+                self._batch_size,
+                self._buffer_memory - self._buffered,
+                RECORD_MEMORY_OVERHEAD,
+            )
             self._buffered += builder.size_in_bytes - before
+            self._buffered += (builder.count - first) * RECORD_MEMORY_OVERHEAD
             closed = reached < stop or builder.size_in_bytes >= self._batch_size
             if closed:
                 batch.closed = True
@@ -393,7 +426,8 @@ class RecordAccumulator:
 
     @property
     def buffered_bytes(self) -> int:
-        """Bytes of ``buffer_memory`` held by batches not yet done (exact, encoded size)."""
+        """Bytes of ``buffer_memory`` held by batches not yet done: their encoded size plus
+        ``RECORD_MEMORY_OVERHEAD`` per record."""
         return self._buffered
 
     # --- the sender's side ------------------------------------------------------------------
@@ -488,7 +522,6 @@ class RecordAccumulator:
                     batch.producer_id = idempotence.producer_id
                     batch.producer_epoch = idempotence.epoch
                     batch.base_sequence = idempotence.assign(tp, batch.record_count)
-                    batch.payload = None
                 batch.state = IN_FLIGHT
                 sizes[node] = used + batch.size_in_bytes
                 if in_flight is None:
@@ -558,7 +591,7 @@ class RecordAccumulator:
             return
         batch.state = DONE
         self._incomplete.pop(id(batch), None)
-        self._buffered -= batch.builder.size_in_bytes
+        self._buffered -= _held(batch)
         if self._memory_waiters:
             self._memory.notify_all()
 

@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 
-from odradek.client.accumulator import RecordAccumulator, estimate_record_size
+from odradek.client.accumulator import (
+    RECORD_MEMORY_OVERHEAD,
+    RecordAccumulator,
+    estimate_record_size,
+)
 from odradek.client.errors import BufferExhaustedError, ProducerClosedError
 from odradek.client.types import RecordMetadata, TopicPartition
 from odradek.errors import NotLeaderOrFollowerError
@@ -55,7 +59,7 @@ def add(acc, tp, value: bytes, timestamp: int = 0, key: bytes | None = None, **k
 
 
 def values(batch) -> list[bytes | None]:
-    (decoded,) = list(read_batches(batch.builder.close()))
+    (decoded,) = list(read_batches(batch.build(Compression.NONE)))
     return [r.value for r in decoded.records()]
 
 
@@ -330,11 +334,12 @@ def test_abort_undrained_fails_queued_futures():
 
 
 def test_a_full_buffer_raises_buffer_exhausted_after_max_block_ms():
-    # A batch header (61 bytes) and two records of 109 bytes hold 279 of 400 bytes; a third
-    # record (estimated at 136, and 61 for the header of the batch it may need) would not fit.
-    acc = make(buffer_memory=400, max_block_ms=50)
+    # A batch header (61 bytes) and two records of 109 bytes, each held at 112 more, hold 503
+    # of 600 bytes; a third record (estimated at 136 + 112, and 61 for the header of the batch
+    # it may need) would not fit.
+    acc = make(buffer_memory=600, max_block_ms=50)
     accepted = [add(acc, A0, b"x" * 100), add(acc, A0, b"x" * 100)]
-    assert acc.buffered_bytes == 279
+    assert acc.buffered_bytes == 61 + 2 * (109 + RECORD_MEMORY_OVERHEAD) == 503
     with pytest.raises(BufferExhaustedError, match="buffer_memory"):
         add(acc, B0, b"z" * 100)
     # Nothing accepted was dropped: the batch is still queued with both records.
@@ -344,7 +349,7 @@ def test_a_full_buffer_raises_buffer_exhausted_after_max_block_ms():
 
 
 def test_a_blocked_send_goes_on_when_a_batch_is_done():
-    acc = make(buffer_memory=400, max_block_ms=60_000, linger_ms=1000)
+    acc = make(buffer_memory=600, max_block_ms=60_000, linger_ms=1000)
     add(acc, A0, b"x" * 100)
     add(acc, A0, b"x" * 100)
     blocked = threading.Event()
@@ -367,11 +372,11 @@ def test_a_blocked_send_goes_on_when_a_batch_is_done():
     thread.join(10)
     assert not thread.is_alive()
     assert counts(acc, A1) == [1]
-    assert acc.buffered_bytes == 170
+    assert acc.buffered_bytes == 61 + 109 + RECORD_MEMORY_OVERHEAD
 
 
 def test_close_releases_a_send_blocked_for_memory():
-    acc = make(buffer_memory=200, max_block_ms=60_000)
+    acc = make(buffer_memory=300, max_block_ms=60_000)
     add(acc, A0, b"x" * 100)
     errors: list[BaseException] = []
 

@@ -340,7 +340,7 @@ def test_a_full_buffer_blocks_send_then_raises_and_loses_nothing_accepted(cluste
         with pytest.raises(BufferExhaustedError, match="max_block_ms"):
             for i in range(10_000):
                 accepted.append(p.send("t", b"%05d" % i + b"x" * 95))  # noqa: PERF401
-        assert 100 < len(accepted) < 10_000
+        assert 50 < len(accepted) < 10_000
         assert p._accumulator.buffered_bytes <= 20_000
         p.flush(timeout=30)
         assert all(f.result(timeout=0).offset >= 1 for f in accepted)
