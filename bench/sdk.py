@@ -170,14 +170,20 @@ class _SlowBroker(pb_grpc.BrokerServicer):
         )
 
 
-def rss_child(records: int) -> None:
-    """In its own process: a slow broker and a producer sending ``records`` records to it as
-    fast as ``send()`` returns; prints the RSS before sending and the peak, in KiB."""
-    port = free_port()
+def serve_slow_broker(port: int) -> None:
+    """In its own process: the slow broker on ``port`` until killed."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     pb_grpc.add_BrokerServicer_to_server(_SlowBroker(port), server)
     server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()
+    print("slow broker ready", flush=True)
+    server.wait_for_termination()
+
+
+def rss_child(port: int, records: int) -> None:
+    """In its own process: a producer with the default settings sending ``records`` records
+    to the slow broker on ``port`` as fast as ``send()`` returns; prints its RSS before
+    sending and its peak, in KiB."""
     value = os.urandom(RECORD_BYTES)
     with Producer(f"127.0.0.1:{port}") as producer:  # the defaults: idempotent, acks=-1
         producer.send("slow", value).result(timeout=60)
@@ -189,7 +195,6 @@ def rss_child(records: int) -> None:
         seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"rss_before_kib": before, "rss_peak_kib": peak, "seconds": seconds}))
-    server.stop(0)
 
 
 def _rss_kib() -> int:
@@ -201,24 +206,54 @@ def _rss_kib() -> int:
 
 
 def peak_rss(records: int) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, "-c", f"from bench.sdk import rss_child; rss_child({records})"],
+    """The producer's RSS growth sending ``records`` and twice as many records to the slow
+    broker (separate processes): bounded memory shows as the same growth for both."""
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    broker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"from bench.sdk import serve_slow_broker; serve_slow_broker({port})",
+        ],
         cwd=ROOT,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=True,
+        env=env,
+        stdout=subprocess.PIPE,
     )
-    figures = json.loads(out.stdout.strip().splitlines()[-1])
-    growth_mib = (figures["rss_peak_kib"] - figures["rss_before_kib"]) / 1024
+    try:
+        assert broker.stdout is not None
+        broker.stdout.readline()
+        growth: list[float] = []
+        peaks: list[float] = []
+        for count in (records, 2 * records):
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    f"from bench.sdk import rss_child; rss_child({port}, {count})",
+                ],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=900,
+                check=True,
+            )
+            figures = json.loads(out.stdout.strip().splitlines()[-1])
+            growth.append((figures["rss_peak_kib"] - figures["rss_before_kib"]) / 1024)
+            peaks.append(figures["rss_peak_kib"] / 1024)
+    finally:
+        broker.kill()
+        broker.wait()
+        if broker.stdout is not None:
+            broker.stdout.close()
     return {
         "rss_records_sent": records,
         "rss_mb_sent": round(records * RECORD_BYTES / 1e6),
-        "rss_before_mib": round(figures["rss_before_kib"] / 1024, 1),
-        "rss_peak_mib": round(figures["rss_peak_kib"] / 1024, 1),
-        "rss_growth_mib": round(growth_mib, 1),
-        "rss_growth_over_buffer_memory": round(growth_mib / 32, 2),
+        "rss_peak_mib": round(peaks[0], 1),
+        "rss_growth_mib": round(growth[0], 1),
+        "rss_growth_twice_the_records_mib": round(growth[1], 1),
+        "rss_growth_over_buffer_memory": round(growth[0] / 32, 2),
     }
 
 
@@ -399,9 +434,9 @@ def report(out: dict[str, object]) -> None:
         )
     if "rss_peak_mib" in out:
         print(
-            f"peak RSS sending {out['rss_mb_sent']} MB to a slow broker: "
-            f"{out['rss_before_mib']} -> {out['rss_peak_mib']} MiB "
-            f"(+{out['rss_growth_mib']} MiB; buffer_memory 32 MiB)"
+            f"producer RSS sending {out['rss_mb_sent']} MB to a slow broker: +"
+            f"{out['rss_growth_mib']} MiB to {out['rss_peak_mib']} MiB (twice as many records: +"
+            f"{out['rss_growth_twice_the_records_mib']} MiB; buffer_memory 32 MiB)"
         )
     print(
         "targets: send >= 0.3 (RF 1) / 0.6 (RF 3) of the broker; bulk >= 0.6 (RF 1); "
