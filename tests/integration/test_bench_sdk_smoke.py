@@ -35,7 +35,7 @@ def test_sdk_benchmark_prints_its_figures_as_one_json_line(tmp_path, capsys):
         "rf3_bulk_ratio",
         "rf3_half_load_p99_ms",
         "consumer_ratio",
-        "rss_growth_twice_the_records_mib",
+        "rss_peak_mib",
     ):
         value = figures[key]
         assert isinstance(value, int | float), key
