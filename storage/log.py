@@ -291,7 +291,6 @@ class Log:
         with self._lock:
             if self._closed:
                 return []
-            self._producer_state.producer_id_expiration_ms = self._config.producer_id_expiration_ms
             return self._producer_state.remove_expired_producers(self._clock.wall_ms())
 
     def active_producer_last_offsets(self) -> dict[int, int]:
@@ -334,6 +333,7 @@ class Log:
         """Apply a new topic configuration (takes effect for later appends and rolls)."""
         with self._lock:
             self._config = config
+            self._producer_state.producer_id_expiration_ms = config.producer_id_expiration_ms
 
     @property
     def log_start_offset(self) -> int:
@@ -669,8 +669,10 @@ class Log:
         # Kafka takes the producer snapshot at the new base offset on every roll: recovery then
         # replays at most the active segment. (The state covers the LEO, which is new_offset
         # unless the roll was asked for a higher offset.)
+        # Not fsynced (Kafka fsyncs it later, off the append path): a snapshot lost or torn by
+        # a crash fails its CRC and an older one is used.
         self._producer_state.update_map_end_offset(self._next_offset)
-        self._producer_state.take_snapshot()
+        self._producer_state.take_snapshot(sync=False)
         # Kafka flushes up to the new segment asynchronously; the old segments are complete,
         # so flushing them now moves the recovery point to the new base offset.
         self._flush_up_to(new_offset)

@@ -247,3 +247,13 @@ def test_compaction_keeps_each_active_producers_last_batch(
     reopened = Log.open(tmp_path / "t-0", config, clock)
     assert reopened.producer_state()[7].last_seq == 1
     assert reopened.append_as_leader(pbatch(7, 0, 1, ts=now), 0).duplicate
+
+
+def test_a_new_expiration_config_applies_at_once(tmp_path: Path, clock: ManualClock) -> None:
+    log = open_log(tmp_path, clock)
+    log.append_as_leader(pbatch(7, 0, 0, ts=clock.wall_ms()), 0)
+    clock.advance(10_000)
+    assert log.remove_expired_producers() == []
+    log.update_config(LogConfig(producer_id_expiration_ms=5_000))
+    assert log.active_producer_last_offsets() == {}
+    assert log.remove_expired_producers() == [7]
