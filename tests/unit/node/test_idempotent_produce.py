@@ -3,13 +3,16 @@ with the original base offset and no error; sequence and epoch errors carry Kafk
 
 from __future__ import annotations
 
+from node.replica_manager import ReplicaManager
 from odradek.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from odradek.records import Record, build_batch
 from odradek.v1 import odradek_pb2 as pb
 from tests.unit.node.test_replica_manager import _lead, manager  # noqa: F401  (fixture)
 
 
-def _produce(rm, epoch: int, seq: int, count: int = 2) -> pb.ProducePartitionResponse:
+def _produce(
+    rm: ReplicaManager, epoch: int, seq: int, count: int = 2
+) -> pb.ProducePartitionResponse:
     records = build_batch(
         [Record(None, b"v") for _ in range(count)],
         producer_id=5,
