@@ -238,7 +238,14 @@ class Log:
         log._leader_epoch_cache.truncate_from_start(log._log_start_offset)
         if high_watermark is not None:
             log.update_high_watermark(high_watermark)
-        log._rebuild_producer_state(loaded.recovery_point)
+        if had_clean_shutdown and not log._producer_state.snapshots:
+            # Kafka's upgrade shortcut: a log cleanly closed with no snapshot was written
+            # before producer state existed (the close writes one), so there is none to rebuild:
+            # scanning every segment would only slow the first start.
+            log._producer_state.truncate_fully_and_start_at(log._next_offset)
+            log._producer_state.take_snapshot()
+        else:
+            log._rebuild_producer_state(loaded.recovery_point)
         return log
 
     # -- producer state --

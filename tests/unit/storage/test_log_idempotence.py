@@ -257,3 +257,20 @@ def test_a_new_expiration_config_applies_at_once(tmp_path: Path, clock: ManualCl
     log.update_config(LogConfig(producer_id_expiration_ms=5_000))
     assert log.active_producer_last_offsets() == {}
     assert log.remove_expired_producers() == [7]
+
+
+def test_clean_open_without_snapshots_skips_the_scan(tmp_path: Path, clock: ManualClock) -> None:
+    # Kafka's upgrade shortcut: a log closed cleanly by a version without producer state
+    log = open_log(tmp_path, clock)
+    log.append_as_leader(pbatch(7, 0, 0), 0)
+    log.flush()
+    log.close()
+    for p in log.dir.glob("*.snapshot"):
+        p.unlink()
+    clean = open_log(tmp_path, clock, recovery_point=1, had_clean_shutdown=True)
+    assert clean.producer_state() == {} and clean.producer_snapshot_offsets() == [1]
+    clean.close()
+    for p in log.dir.glob("*.snapshot"):
+        p.unlink()
+    unclean = open_log(tmp_path, clock, recovery_point=1)
+    assert set(unclean.producer_state()) == {7}
