@@ -1087,6 +1087,9 @@ class Log:
            are removed ``file_delete_delay_ms`` later);
         3. the ``.swap`` suffix is dropped and the directory fsynced.
 
+        The producer snapshots at the replaced segments' base offsets (other than the new
+        segment's) are deleted.
+
         Readers never see a mix: they hold the lock too. Raises ``LogCleaningAbortedError``,
         having changed nothing, if the pass was aborted, the log is closed, or an old segment
         is no longer in the log (retention removed it). Thread-safe.
@@ -1109,6 +1112,11 @@ class Log:
                 self._segments.remove(old.base_offset)
             self._segments.add(new_segment)
             self._schedule_delete(list(old_segments))
+            # The snapshots taken when the replaced segments were rolled go with them (Kafka's
+            # replaceSegments), or a compacted log would keep one per roll forever.
+            self._producer_state.delete_snapshots(
+                s.base_offset for s in old_segments if s.base_offset != new_segment.base_offset
+            )
             new_segment.change_file_suffixes(SWAP_SUFFIX, "")
             fsync_dir(self._dir)
             self._hw_position = None

@@ -483,6 +483,12 @@ class ProducerStateManager:
         for snap in [s for s in self._snapshots if s > offset]:
             self._delete(snap)
 
+    def delete_snapshots(self, offsets: Iterable[int]) -> None:
+        """Delete the snapshot files at these offsets (those that exist)."""
+        for offset in offsets:
+            if offset in self._snapshots:
+                self._delete(offset)
+
     def _delete(self, offset: int) -> None:
         self._snapshots.remove(offset)
         snapshot_file(self._dir, offset).unlink(missing_ok=True)

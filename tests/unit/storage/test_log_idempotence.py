@@ -274,3 +274,25 @@ def test_clean_open_without_snapshots_skips_the_scan(tmp_path: Path, clock: Manu
         p.unlink()
     unclean = open_log(tmp_path, clock, recovery_point=1)
     assert set(unclean.producer_state()) == {7}
+
+
+def test_compaction_drops_the_snapshots_of_replaced_segments(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    from storage.config import CleanerConfig
+    from storage.log_cleaner import LogCleaner
+
+    config = LogConfig(cleanup_policy="compact", file_delete_delay_ms=0)
+    log = Log.open(tmp_path / "t-0", config, clock)
+    for seq in range(4):  # four one-batch segments, every record under the same key
+        log.append_as_leader(pbatch(7, 0, seq, ts=clock.wall_ms()), 0)
+        log.roll()
+    log.update_high_watermark(log.log_end_offset)
+    assert log.producer_snapshot_offsets() == [1, 2, 3, 4]
+    lc = LogCleaner([tmp_path], CleanerConfig(dedupe_buffer_bytes=1 << 16), clock)
+    stats = lc.clean_log(("t", 0), log)
+    assert stats is not None and stats.groups == 1
+    # segments 0..3 became one segment at 0: their roll snapshots at 1, 2, 3 went with them
+    assert [s.base_offset for s in log.segments()] == [0, 4]
+    assert log.producer_snapshot_offsets() == [4]
+    assert sorted(p.name for p in log.dir.glob("*.snapshot")) == [f"{4:020d}.snapshot"]
