@@ -1000,7 +1000,8 @@ class Log:
             if self._closed:
                 return
             try:
-                self._producer_state.take_snapshot()
+                if self._producer_state.take_snapshot() is not None:
+                    fsync_dir(self._dir)  # before the clean-shutdown marker trusts it
             except OSError as e:
                 _log.warning("could not snapshot the producer state of %s: %s", self._dir, e)
             self._closed = True
