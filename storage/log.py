@@ -238,6 +238,12 @@ class Log:
         log._leader_epoch_cache.truncate_from_start(log._log_start_offset)
         if high_watermark is not None:
             log.update_high_watermark(high_watermark)
+        # Kafka's removeStraySnapshots: a snapshot neither at a segment's base nor the latest
+        # (an older close's, say) is of no further use.
+        bases = {seg.base_offset for seg in log._segments}
+        log._producer_state.delete_snapshots(
+            snap for snap in log._producer_state.snapshots[:-1] if snap not in bases
+        )
         if had_clean_shutdown and not log._producer_state.snapshots:
             # Kafka's upgrade shortcut: a log cleanly closed with no snapshot was written
             # before producer state existed (the close writes one), so there is none to rebuild:

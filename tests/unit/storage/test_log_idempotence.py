@@ -296,3 +296,18 @@ def test_compaction_drops_the_snapshots_of_replaced_segments(
     assert [s.base_offset for s in log.segments()] == [0, 4]
     assert log.producer_snapshot_offsets() == [4]
     assert sorted(p.name for p in log.dir.glob("*.snapshot")) == [f"{4:020d}.snapshot"]
+
+
+def test_stray_snapshots_are_removed_at_open(tmp_path: Path, clock: ManualClock) -> None:
+    log = open_log(tmp_path, clock)
+    log.append_as_leader(pbatch(7, 0, 0), 0)
+    log.flush()
+    log.close()  # snapshot at 1: no segment there
+    log = open_log(tmp_path, clock, recovery_point=1, had_clean_shutdown=True)
+    log.append_as_leader(pbatch(7, 0, 1), 0)
+    log.flush()
+    log.close()  # snapshot at 2
+    assert log.producer_snapshot_offsets() == [1, 2]
+    reopened = open_log(tmp_path, clock, recovery_point=2, had_clean_shutdown=True)
+    assert reopened.producer_snapshot_offsets() == [2]  # the latest stays
+    assert reopened.append_as_leader(pbatch(7, 0, 1), 0).duplicate
