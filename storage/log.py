@@ -40,7 +40,7 @@ import logging
 import random
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -266,15 +266,16 @@ class Log:
             log_start, min(reload_limit, self._next_offset), self._clock.wall_ms()
         )
         start = max(psm.map_end_offset, log_start)
-        batches: list[ProducerBatch] = []
-        for segment in self._segments.values(from_offset=start):
-            for _, batch in segment.log.batch_headers():
-                if batch.last_offset < start or batch.producer_id == NO_PRODUCER_ID:
-                    continue
-                if batch.is_control:
-                    continue
-                batches.append(
-                    ProducerBatch(
+
+        def batches() -> Iterator[ProducerBatch]:
+            # a generator: the replay holds one segment's headers at a time, not the log's
+            for segment in self._segments.values(from_offset=start):
+                for _, batch in segment.log.batch_headers():
+                    if batch.last_offset < start or batch.producer_id == NO_PRODUCER_ID:
+                        continue
+                    if batch.is_control:
+                        continue
+                    yield ProducerBatch(
                         batch.producer_id,
                         batch.producer_epoch,
                         batch.base_sequence,
@@ -282,8 +283,8 @@ class Log:
                         batch.last_offset,
                         batch.max_timestamp,
                     )
-                )
-        psm.apply(psm.analyze(batches, AppendOrigin.REPLICATION), self._next_offset)
+
+        psm.apply(psm.analyze(batches(), AppendOrigin.REPLICATION), self._next_offset)
         psm.remove_producers_below(log_start)
         if snapshot:
             psm.take_snapshot()
