@@ -271,7 +271,7 @@ class Log:
             # a generator: the replay holds one segment's headers at a time, not the log's
             for segment in self._segments.values(from_offset=start):
                 for _, batch in segment.log.batch_headers():
-                    if batch.last_offset < start or batch.producer_id == NO_PRODUCER_ID:
+                    if batch.last_offset < start or batch.producer_id <= NO_PRODUCER_ID:
                         continue
                     if batch.is_control:
                         continue
@@ -429,11 +429,16 @@ class Log:
         """Validate client batches, assign offsets from the LEO and append them.
 
         Each batch must have a valid CRC-32C, magic 2, base offset 0 (offsets are the leader's
-        to assign), a record count matching its offset delta and no control flag. Raises
+        to assign), a record count matching its offset delta, no control flag and, with a
+        producer id, a sequence number ≥ 0. Batches with a producer id are then checked by the
+        producer state (:mod:`storage.producer_state`): a duplicate of one of the producer's
+        last five batches writes nothing and returns the original offsets with ``duplicate``
+        set. Raises
         ``CorruptRecordError``, ``InvalidRecordError`` (also for a record without a key on a
-        compacted log), ``MessageTooLargeError`` (a batch over ``max_message_bytes``) or
-        ``RecordListTooLargeError`` (more than ``segment_bytes`` in one append); on any error
-        nothing is written.
+        compacted log), ``MessageTooLargeError`` (a batch over ``max_message_bytes``),
+        ``RecordListTooLargeError`` (more than ``segment_bytes`` in one append),
+        ``OutOfOrderSequenceError`` or ``InvalidProducerEpochError``; on any error nothing is
+        written.
         """
         buf = bytearray(batches)
         headers = validated_headers(buf)
@@ -458,6 +463,11 @@ class Log:
                 )
             if h.attributes & CONTROL_FLAG_MASK:
                 raise InvalidRecordError("clients are not allowed to write control batches")
+            if h.producer_id > NO_PRODUCER_ID and h.base_sequence < 0:
+                raise InvalidRecordError(
+                    f"batch {index} of producer {h.producer_id} has the invalid sequence "
+                    f"number {h.base_sequence}"
+                )
             if config.compact:
                 # Compaction needs a key on every record: the one check that decodes records.
                 for record in RecordBatch(buf, h.position).records():
@@ -482,7 +492,7 @@ class Log:
                 if batch_max_ts > max_ts:
                     max_ts, offset_of_max = batch_max_ts, last
                 infos.append(BatchInfo(last, batch_max_ts, h.size_in_bytes))
-                if h.producer_id != NO_PRODUCER_ID:
+                if h.producer_id > NO_PRODUCER_ID:
                     producer_batches.append(
                         ProducerBatch(
                             h.producer_id,
@@ -570,7 +580,7 @@ class Log:
                         h.max_timestamp,
                     )
                     for h in headers
-                    if h.producer_id != NO_PRODUCER_ID and not h.is_control
+                    if h.producer_id > NO_PRODUCER_ID and not h.is_control
                 ],
                 AppendOrigin.REPLICATION,
             )

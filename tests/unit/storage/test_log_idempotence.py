@@ -311,3 +311,23 @@ def test_stray_snapshots_are_removed_at_open(tmp_path: Path, clock: ManualClock)
     reopened = open_log(tmp_path, clock, recovery_point=2, had_clean_shutdown=True)
     assert reopened.producer_snapshot_offsets() == [2]  # the latest stays
     assert reopened.append_as_leader(pbatch(7, 0, 1), 0).duplicate
+
+
+def test_a_producer_batch_without_a_sequence_is_an_invalid_record(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    # Kafka's LogValidator: hasProducerId() && baseSequence() < 0
+    import struct
+
+    import crc32c
+
+    from odradek.errors import InvalidRecordError
+    from odradek.records import BASE_SEQUENCE_OFFSET, CRC_OFFSET
+
+    data = bytearray(pbatch(7, 0, 0))
+    struct.pack_into(">i", data, BASE_SEQUENCE_OFFSET, -1)
+    struct.pack_into(">I", data, CRC_OFFSET, crc32c.crc32c(bytes(data[CRC_OFFSET + 4 :])))
+    log = open_log(tmp_path, clock)
+    with pytest.raises(InvalidRecordError, match="sequence"):
+        log.append_as_leader(bytes(data), 0)
+    assert log.log_end_offset == 0
