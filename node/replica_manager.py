@@ -148,6 +148,7 @@ class ReplicaManager:
             log=log_,
             clock=self._clock,
             replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
+            replica_fetch_silence_max_ms=self.config.replica_fetch_silence_max_ms,
             live_brokers=self.metadata.live_broker_ids,
             on_progress=lambda kinds: self._wakeups.notify(
                 key, kinds, log_.high_watermark if kinds & HIGH_WATERMARK else None
