@@ -344,9 +344,7 @@ class ReplicaManager:
         for _, p, offset, _ in waiting:
             tp = (p.topic, p.partition)
             required[tp] = max(offset, required.get(tp, offset))
-        waited_from = self._clock.monotonic_ms()
         self._wait_until(replicated, deadline, list(required), HIGH_WATERMARK, required)
-        add_remote_time_ms(self._clock.monotonic_ms() - waited_from)
         for index, _, _, _ in waiting:
             result = outcome.get(index, False)
             error: OdradekError | None = None
