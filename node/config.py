@@ -78,6 +78,10 @@ class NodeConfig:
     endpoint, 0: any free port."""
     log_format: str = "text"
     """``text`` (one line per record) or ``json`` (one JSON object per line) (``log.format``)."""
+    replica_fetch_silence_max_ms: int = 0
+    """An ISR follower that sends no fetch for this long leaves the ISR at once, not after
+    ``replica.lag.time.max.ms`` (``replica.fetch.silence.max.ms``; 0: off, as in Kafka). Set it
+    well above ``replica.fetch.wait.max.ms``: a live follower fetches at least that often."""
     ignored_kafka_configs: tuple[str, ...] = ()
     """Kafka broker settings given that odradek has no use for; the node logs them once."""
 
@@ -92,6 +96,8 @@ class NodeConfig:
             raise InvalidConfigError(f"invalid port {self.port}")
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise InvalidConfigError(f"invalid metrics.port {self.metrics_port}")
+        if self.replica_fetch_silence_max_ms < 0:
+            raise InvalidConfigError("replica.fetch.silence.max.ms must be 0 (off) or more")
         if self.log_format not in LOG_FORMATS:
             raise InvalidConfigError(
                 f"invalid log.format {self.log_format!r}: must be {' or '.join(LOG_FORMATS)}"
@@ -134,6 +140,7 @@ _SCALARS = {
     "num.request.handler.threads": "request_handler_threads",
     "metrics.port": "metrics_port",
     "log.format": "log_format",
+    "replica.fetch.silence.max.ms": "replica_fetch_silence_max_ms",
 }
 LOG_FORMATS = ("text", "json")
 _LOG_MANAGER = {

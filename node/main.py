@@ -47,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
         help=(
             "a Java properties file such as Kafka's config/server.properties (key=value, "
             "key: value or key value; # comments; \\ continuations); Kafka's broker names are "
-            "read where odradek has the setting, the other Kafka settings are ignored"
+            "read where odradek has the setting, Kafka settings it has no use for are logged "
+            "once and ignored, any other unknown name fails"
         ),
     )
     start.add_argument("--node-id", type=int, help="node.id")

@@ -148,6 +148,7 @@ class ReplicaManager:
             log=log_,
             clock=self._clock,
             replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
+            replica_fetch_silence_max_ms=self.config.replica_fetch_silence_max_ms,
             live_brokers=self.metadata.live_broker_ids,
             on_progress=lambda kinds: self._wakeups.notify(
                 key, kinds, log_.high_watermark if kinds & HIGH_WATERMARK else None
@@ -343,9 +344,7 @@ class ReplicaManager:
         for _, p, offset, _ in waiting:
             tp = (p.topic, p.partition)
             required[tp] = max(offset, required.get(tp, offset))
-        waited_from = self._clock.monotonic_ms()
         self._wait_until(replicated, deadline, list(required), HIGH_WATERMARK, required)
-        add_remote_time_ms(self._clock.monotonic_ms() - waited_from)
         for index, _, _, _ in waiting:
             result = outcome.get(index, False)
             error: OdradekError | None = None

@@ -245,6 +245,10 @@ class Node:
     def _tick_loop(self) -> None:
         assert self.log_manager is not None and self.replicas is not None
         isr_interval = max(TICK_MS, self.config.replica_lag_time_max_ms // 2)
+        if self.config.replica_fetch_silence_max_ms > 0:  # notice a silent follower promptly
+            isr_interval = min(
+                isr_interval, max(TICK_MS, self.config.replica_fetch_silence_max_ms // 4)
+            )
         next_isr_check = self.clock.monotonic_ms() + isr_interval
         while not self._stopped.wait(TICK_MS / 1000):
             try:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 
@@ -93,3 +95,17 @@ def test_node_health_says_serving_and_takes_bootstrap_server_like_every_command(
     assert both.returncode == 1
     assert both.stdout == serving
     assert both.stderr.splitlines() == [f"odradek node health: {down}: UNAVAILABLE"]
+
+
+def test_log_format_json_writes_one_object_per_line(make_cluster):
+    cluster = make_cluster(1, log_format="json")
+    node = cluster.node(0)
+    lines = node.log_path.read_text().splitlines()
+    # the node's log records are JSON objects, none in the text format (gRPC's C core may
+    # write lines of its own to stderr: they are not the node's records)
+    records = [json.loads(line) for line in lines if line.startswith("{")]
+    assert records, lines
+    assert not [line for line in lines if re.match(r"\d{4}-\d\d-\d\d \S+ [A-Z]+ \[", line)]
+    assert all({"ts", "level", "logger", "thread", "message"} <= set(r) for r in records)
+    assert all(r["node_id"] == 0 for r in records)
+    assert any(r["message"].startswith("node 0 serving on") for r in records)

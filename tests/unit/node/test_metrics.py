@@ -6,9 +6,13 @@ import json
 import logging
 import sys
 
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
 from node.log_format import JsonFormatter
-from node.metrics import record_count, request_name
+from node.metrics import RequestMetrics, record_count, request_name
 from odradek.records import Record, build_batch
+from odradek.v1 import odradek_pb2 as pb
 from storage.flush_stats import FLUSH_BUCKETS_MS, LogFlushStats
 
 
@@ -62,3 +66,38 @@ def test_a_json_log_line_is_one_object():
     parsed = json.loads(JsonFormatter().format(failed))
     assert parsed["message"] == "bad\nline" and "ValueError: boom" in parsed["exc"]
     assert "node_id" not in parsed
+
+
+def test_request_times_split_into_local_and_remote_and_traffic_counts_per_topic():
+    metrics = RequestMetrics()
+    metrics.observe("Produce", 30, 20)  # 20 ms waiting for the ISR, 10 ms local
+    metrics.observe("Produce", 3, 0)
+    batch = build_batch([Record(None, b"x"), Record(None, b"y")])
+    request = pb.ProduceRequest(
+        partitions=[
+            pb.ProducePartitionData(topic="t", partition=0, records=batch),
+            pb.ProducePartitionData(topic="t", partition=1, records=batch),  # refused below
+        ]
+    )
+    response = pb.ProduceResponse(
+        partitions=[
+            pb.ProducePartitionResponse(topic="t", partition=0),
+            pb.ProducePartitionResponse(topic="t", partition=1, error_code=6),
+        ]
+    )
+    metrics.count_traffic("Produce", request, response)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(metrics)
+    samples = {
+        (s.name, s.labels.get("request", s.labels.get("topic")), s.labels.get("le")): s.value
+        for family in text_string_to_metric_families(generate_latest(registry).decode())
+        for s in family.samples
+    }
+    assert samples[("kafka_network_requestmetrics_requests_total", "Produce", None)] == 2
+    assert samples[("kafka_network_requestmetrics_totaltimems_sum", "Produce", None)] == 33
+    assert samples[("kafka_network_requestmetrics_remotetimems_sum", "Produce", None)] == 20
+    assert samples[("kafka_network_requestmetrics_localtimems_sum", "Produce", None)] == 13
+    assert samples[("kafka_network_requestmetrics_totaltimems_bucket", "Produce", "5")] == 1
+    assert samples[("kafka_network_requestmetrics_totaltimems_bucket", "Produce", "+Inf")] == 2
+    assert samples[("kafka_server_brokertopicmetrics_bytesin_total", "t", None)] == len(batch)
+    assert samples[("kafka_server_brokertopicmetrics_messagesin_total", "t", None)] == 2
