@@ -135,6 +135,7 @@ class ProducerBatch:
         "producer_id",
         "result",
         "retry_at_ms",
+        "sent_first_in_line",
         "state",
         "tp",
     )
@@ -158,6 +159,7 @@ class ProducerBatch:
         self.producer_id = NO_PRODUCER_ID
         self.producer_epoch = NO_PRODUCER_EPOCH
         self.base_sequence = -1
+        self.sent_first_in_line = False  # every earlier batch acknowledged when last sent
 
     def __repr__(self) -> str:
         return f"ProducerBatch({self.tp}, records={self.record_count}, attempts={self.attempts})"
@@ -522,6 +524,8 @@ class RecordAccumulator:
                     batch.producer_id = idempotence.producer_id
                     batch.producer_epoch = idempotence.epoch
                     batch.base_sequence = idempotence.assign(tp, batch.record_count)
+                if idempotence is not None:
+                    batch.sent_first_in_line = idempotence.first_in_line(tp, batch.base_sequence)
                 batch.state = IN_FLIGHT
                 sizes[node] = used + batch.size_in_bytes
                 if in_flight is None:

@@ -103,15 +103,23 @@ class IdempotenceState:
         epoch: int,
         base_sequence: int,
         error: OdradekError,
+        *,
+        sent_first_in_line: bool = True,
     ) -> str:
         """What to do with a batch the leader refused with ``error``: ``RETRY`` (keep its
         sequence, or renumber it if it belongs to an earlier epoch), ``BUMP_AND_RETRY`` (the
         leader lost this producer's state: :meth:`bump_epoch`, then retry), or ``FAIL`` (not
-        a sequence error: the sender's usual rules apply)."""
+        a sequence error: the sender's usual rules apply).
+
+        An out-of-order refusal means lost state only for a batch that was first in line when
+        it was sent (``sent_first_in_line``: every batch before it already acknowledged) and
+        still is. A batch sent while an earlier one was in flight may reach the leader first
+        (a node answers requests concurrently): its refusal is retried once the earlier one
+        is stored, even if that one's success is seen first."""
         stale = not self.is_current(producer_id, epoch)
         if isinstance(error, OutOfOrderSequenceError | UnknownProducerIdError):
-            if stale or not self.first_in_line(tp, base_sequence):
-                return RETRY  # an earlier batch failed first, or the epoch moved on meanwhile
+            if stale or not sent_first_in_line or not self.first_in_line(tp, base_sequence):
+                return RETRY
             return BUMP_AND_RETRY
         if isinstance(error, InvalidProducerEpochError) and stale:
             return RETRY  # sent before an epoch bump: it is renumbered in the new epoch

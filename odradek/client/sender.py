@@ -338,7 +338,12 @@ class Sender:
         if idempotence is None or batch.base_sequence < 0:
             return FAIL
         verdict = idempotence.on_error(
-            batch.tp, batch.producer_id, batch.producer_epoch, batch.base_sequence, error
+            batch.tp,
+            batch.producer_id,
+            batch.producer_epoch,
+            batch.base_sequence,
+            error,
+            sent_first_in_line=batch.sent_first_in_line,
         )
         if verdict == BUMP_AND_RETRY:
             log.warning(

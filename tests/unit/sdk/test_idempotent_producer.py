@@ -154,6 +154,9 @@ def test_sequence_rules_of_the_state():
     state.assign(T0, 1)
     assert state.on_error(T0, 7, 0, 5, gap) == RETRY
     assert state.on_error(T0, 7, 0, 3, gap) == BUMP_AND_RETRY
+    # Sent while the batch before it was in flight: the node may have answered it first, even
+    # if the producer saw the earlier batch's success before this refusal. Not lost state.
+    assert state.on_error(T0, 7, 0, 3, gap, sent_first_in_line=False) == RETRY
     assert state.on_error(T0, 7, 0, 3, NotLeaderOrFollowerError("x")) == FAIL
     state.bump_epoch()
     assert state.epoch == 1 and state.assign(T0, 1) == 0
