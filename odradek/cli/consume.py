@@ -67,8 +67,8 @@ def format_record(record: ConsumerRecord, args: argparse.Namespace) -> str:
     return formatter.format(record)
 
 
-def _writer(args: argparse.Namespace, out: TextIO) -> Callable[[ConsumerRecord], None]:
-    """How each record is written: kcat's -J or -f, else Kafka's formatter."""
+def _writer(args: argparse.Namespace, out: TextIO) -> Callable[[list[ConsumerRecord]], None]:
+    """How a poll's records are written: kcat's -J or -f, else Kafka's formatter."""
     from odradek.cli.properties import (
         CONSUMER_PROPERTIES,
         MessageFormatter,
@@ -90,12 +90,16 @@ def _writer(args: argparse.Namespace, out: TextIO) -> Callable[[ConsumerRecord],
     except ValueError as exc:
         parser.error(str(exc))
     if args.json:
-        return lambda record: print(kcat_json(record), file=out)
+
+        def write_json(records: list[ConsumerRecord]) -> None:
+            out.write("".join(f"{kcat_json(record)}\n" for record in records))
+
+        return write_json
     if args.format is not None:
         fmt: str = args.format
 
-        def write_bytes(record: ConsumerRecord) -> None:
-            data = kcat_format(fmt, record)
+        def write_bytes(records: list[ConsumerRecord]) -> None:
+            data = b"".join(kcat_format(fmt, record) for record in records)
             buffer = getattr(out, "buffer", None)
             if buffer is None:
                 out.write(data.decode("utf-8", "backslashreplace"))
@@ -106,8 +110,9 @@ def _writer(args: argparse.Namespace, out: TextIO) -> Callable[[ConsumerRecord],
 
         return write_bytes
 
-    def write_text(record: ConsumerRecord) -> None:
-        out.write(formatter.format(record))
+    def write_text(records: list[ConsumerRecord]) -> None:
+        # One write per poll, not per record: the terminal or pipe gets a poll's lines at once.
+        out.write("".join(map(formatter.format, records)))
 
     return write_text
 
@@ -200,11 +205,12 @@ def consume(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         while not stop.is_set() and (args.max_messages is None or count < args.max_messages):
             if ends is not None and all(consumer.position(tp) >= ends[tp] for tp in tps):
                 break
-            for record in consumer.poll(timeout_ms=_POLL_MS):
-                write(record)
-                count += 1
-                if args.max_messages is not None and count >= args.max_messages:
-                    break
+            records = consumer.poll(timeout_ms=_POLL_MS)
+            if args.max_messages is not None:
+                records = records[: args.max_messages - count]
+            if records:
+                write(records)
+                count += len(records)
             out.flush()
     except KeyboardInterrupt:
         stop.set()

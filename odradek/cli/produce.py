@@ -23,10 +23,12 @@ import argparse
 import logging
 import sys
 from collections import deque
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from odradek.cli.common import InputError, add_bootstrap_option, config_pair, non_negative_int
 from odradek.client.futures import FutureRecordMetadata
+from odradek.producer import SendManyFuture
 
 if TYPE_CHECKING:
     from odradek.cli.properties import LineReader
@@ -36,14 +38,8 @@ __all__ = ["add_parser", "produce_lines", "run"]
 PROG = "odradek produce"
 
 _ACKS = {"0": 0, "1": 1, "-1": -1, "all": -1}
-
-
-def _line_value(line: bytes) -> bytes:
-    if line.endswith(b"\n"):
-        line = line[:-1]
-        if line.endswith(b"\r"):
-            line = line[:-1]
-    return line
+# The most bytes of input read at once: the lines of one read go in one send_many call.
+_CHUNK_BYTES = 1 << 20
 
 
 class _StderrLines(logging.Handler):
@@ -118,45 +114,75 @@ def produce_lines(args: argparse.Namespace, lines: BinaryIO) -> int:
     except ValueError as exc:
         args.parser.error(f"--producer-property: {exc}")
     show_retry_warnings()
-    pending: deque[FutureRecordMetadata] = deque()
+    pending: deque[FutureRecordMetadata | SendManyFuture] = deque()
     failures = 0
     first_error: BaseException | None = None
     sent = 0
     clean = False
+    headers_per_record = reader.parse_headers or bool(extra_headers)
+
+    def settle(block: bool) -> None:
+        """Count the failures of finished sends (all of them with ``block``), keeping the
+        list of pending ones short on long inputs."""
+        nonlocal failures, first_error
+        while pending and (block or pending[0].done()):
+            done = pending.popleft()
+            error = done.exception()
+            if error is not None:
+                failures += done.count if isinstance(done, SendManyFuture) else 1
+                first_error = first_error or error
+
     try:
-        for number, raw in enumerate(lines, start=1):
-            try:
-                parsed = reader.parse(_line_value(raw), number)
-            except ValueError as exc:
-                producer.flush()
-                separator = reader.key_separator.decode("utf-8", "backslashreplace")
-                raise InputError(
-                    f"{exc} {separator!r}" if "key separator" in str(exc) else str(exc)
-                ) from None
-            pending.append(
-                producer.send(
-                    args.topic,
-                    parsed.value,
-                    key=parsed.key,
-                    headers=parsed.headers + extra_headers,
-                    partition=args.partition,
+        number = 0
+        for chunk in _chunks(lines, _CHUNK_BYTES):
+            keys: list[bytes | None] = []
+            values: list[bytes | None] = []
+            headers: list[tuple[tuple[str, bytes | None], ...]] = []
+            bad: InputError | None = None
+            for raw in chunk:
+                number += 1
+                try:
+                    parsed = reader.parse(raw, number)
+                except ValueError as exc:
+                    separator = reader.key_separator.decode("utf-8", "backslashreplace")
+                    bad = InputError(
+                        f"{exc} {separator!r}" if "key separator" in str(exc) else str(exc)
+                    )
+                    break
+                keys.append(parsed.key)
+                values.append(parsed.value)
+                headers.append(parsed.headers)
+            if values and not headers_per_record:
+                # The bulk path: the chunk's records encoded in one call, one future for all.
+                pending.append(
+                    producer.send_many(
+                        args.topic,
+                        values,
+                        keys if reader.parse_key else None,
+                        partition=args.partition,
+                    )
                 )
-            )
-            sent += 1
-            while pending and pending[0].done():  # keep memory flat on long inputs
-                error = pending.popleft().exception()
-                if error is not None:
-                    failures += 1
-                    first_error = first_error or error
+            else:
+                for key, value, record_headers in zip(keys, values, headers, strict=True):
+                    pending.append(
+                        producer.send(
+                            args.topic,
+                            value,
+                            key=key,
+                            headers=record_headers + extra_headers,
+                            partition=args.partition,
+                        )
+                    )
+            sent += len(values)
+            settle(block=False)
+            if bad is not None:
+                producer.flush()  # what came before the bad line is sent, as Kafka's tool
+                raise bad
         producer.flush()
         clean = True
     finally:
         producer.close(timeout=None if clean else 0)
-    for future in pending:
-        error = future.exception()
-        if error is not None:
-            failures += 1
-            first_error = first_error or error
+    settle(block=True)
     if first_error is not None:
         if isinstance(first_error, OdradekError):
             raise type(first_error)(
@@ -164,6 +190,25 @@ def produce_lines(args: argparse.Namespace, lines: BinaryIO) -> int:
             )
         raise first_error
     return 0
+
+
+def _chunks(lines: BinaryIO, size: int) -> Iterator[list[bytes]]:
+    """The lines of ``lines`` (without their line endings, ``\n`` or ``\r\n``) in lists:
+    whatever one read returned (``read1``: at most ``size`` bytes, at most one read of the
+    underlying file, so a line typed at a terminal or written slowly into a pipe is sent at
+    once, while a fast pipe is read in large chunks for the bulk path)."""
+    read = getattr(lines, "read1", lines.read)
+    partial = b""
+    while True:
+        data = read(size)
+        if not data:
+            if partial:
+                yield [partial[:-1] if partial.endswith(b"\r") else partial]
+            return
+        parts = (partial + data).split(b"\n")
+        partial = parts.pop()
+        if parts:
+            yield [line[:-1] if line.endswith(b"\r") else line for line in parts]
 
 
 def run(args: argparse.Namespace) -> int:
