@@ -493,7 +493,8 @@ class Producer:
 
         ``Producer.send_arrow`` takes a ``pyarrow`` table instead. Raises as :meth:`send`
         (``TypeError`` for an item that is not bytes or ``None``, or keys of another length);
-        a record too large fails the call with ``MessageTooLargeError`` before any is queued.
+        a record too large fails the returned future with ``MessageTooLargeError`` and none of
+        the call's records is queued.
         """
         if keys is not None and len(keys) != len(values):
             raise TypeError(f"{len(keys)} keys for {len(values)} values")
@@ -518,18 +519,24 @@ class Producer:
                 key_bytes = keys[i] if keys is not None else None
                 size = _RECORD_BOUND + len(values[i] or b"") + len(key_bytes or b"")
                 if size > self._max_record:
-                    raise MessageTooLargeError(
+                    # As send() answers a record too large with a failed future: the call's
+                    # future fails, and none of its records is queued.
+                    error = MessageTooLargeError(
                         f"record {i} is {size + RECORD_BATCH_OVERHEAD} bytes when serialised, "
                         f"more than max_request_size / buffer_memory allow "
-                        f"({self._max_record + RECORD_BATCH_OVERHEAD})"
+                        f"({self._max_record + RECORD_BATCH_OVERHEAD}); none of the "
+                        f"{len(values)} records was sent"
                     )
+                    failed = ProduceRequestResult(TopicPartition(topic, -1))
+                    failed.complete(-1, -1, error)
+                    return SendManyFuture([(failed, 0, len(values), 0)], timestamp_ms)
         info = self._topics.get(topic) if type(topic) is str else None
         if info is None:
             learned = self._learn_topic(topic, timestamp_ms)
             if type(learned) is FutureRecordMetadata:
-                error = learned.exception()
-                assert error is not None
-                raise error
+                unknown = learned.exception()
+                assert unknown is not None
+                raise unknown
             assert isinstance(learned, _TopicInfo)
             info = learned
         if partition is not None and (

@@ -130,7 +130,7 @@ class WriteOptions:
     # -1 (all in-sync replicas), 1 (the leader) or 0 (do not wait).
     acks: int = -1
     linger_ms: int = 5
-    batch_size: int = 65_536
+    batch_size: int = 1_048_576  # the SDK producer's default (docs/sdk.md: chosen by bench/sdk.py)
     compression: str = "none"
 
 
@@ -434,7 +434,7 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
                 name, f"option '{name}' must be 'all', -1, 0 or 1, not {raw!r}"
             )
         acks = int(raw)
-    numbers = {"linger.ms": 5, "batch.size": 65_536}
+    numbers = {"linger.ms": 5, "batch.size": 1_048_576}
     for key in numbers:
         if (found := producer_option(key)) is not None:
             name, raw = found

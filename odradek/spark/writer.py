@@ -35,7 +35,7 @@ from pyspark.sql.types import (
 )
 
 from odradek.client.futures import FutureRecordMetadata
-from odradek.producer import Producer
+from odradek.producer import Producer, SendManyFuture
 from odradek.spark.options import OdradekSparkOptionError, WriteOptions, parse_write_options
 
 __all__ = ["OdradekBatchWriter", "OdradekStreamWriter", "WriteCommit", "write_rows"]
@@ -103,7 +103,7 @@ def write_rows(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
         batch_size=opts.batch_size,
         compression=opts.compression,
     ) as producer:
-        pending: list[FutureRecordMetadata] = []
+        pending: list[FutureRecordMetadata | SendManyFuture] = []
         for batch in batches:
             names = batch.schema.names
             n = batch.num_rows
@@ -113,6 +113,22 @@ def write_rows(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
             topics = [opts.topic] * n if opts.topic is not None else column["topic"]
             parts = column.get("partition") or [None] * n
             headers = column.get("headers") or [None] * n
+            if (
+                opts.topic is not None
+                and not any(p is not None for p in parts)
+                and not any(headers)
+            ):
+                # The bulk path: one topic, no partitions or headers given: the whole Arrow
+                # batch in one send_many call.
+                pending.append(
+                    producer.send_many(
+                        opts.topic,
+                        [_as_bytes(v) for v in values],
+                        [_as_bytes(k) for k in keys] if any(k is not None for k in keys) else None,
+                    )
+                )
+                sent += n
+                continue
             send = producer.send
             for i in range(n):
                 topic = topics[i]
@@ -140,14 +156,16 @@ def write_rows(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
     return WriteCommit(sent)
 
 
-def _settle(producer: Producer, pending: list[FutureRecordMetadata]) -> None:
+def _settle(producer: Producer, pending: list[FutureRecordMetadata | SendManyFuture]) -> None:
     producer.flush()
-    failed = [f.exception() for f in pending if f.exception() is not None]
+    failed = [f for f in pending if f.exception() is not None]
     if failed:
+        total = sum(f.count if isinstance(f, SendManyFuture) else 1 for f in pending)
+        lost = sum(f.count if isinstance(f, SendManyFuture) else 1 for f in failed)
+        first = failed[0].exception()
         raise RuntimeError(
-            f"{len(failed)} of {len(pending)} record(s) were not acknowledged; the first "
-            f"error: {failed[0]!r}"
-        ) from failed[0]
+            f"{lost} of {total} record(s) were not acknowledged; the first error: {first!r}"
+        ) from first
 
 
 class OdradekBatchWriter(DataSourceArrowWriter):
