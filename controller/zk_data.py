@@ -52,6 +52,9 @@ __all__ = [
     "LEADER_RECOVERY_RECOVERING",
     "TopicPartition",
     "BrokerRegistrationInfo",
+    "EndPoint",
+    "split_connection_string",
+    "SECURITY_PROTOCOLS",
     "TopicAssignment",
     "LeaderIsrAndControllerEpoch",
     "ControllerZNode",
@@ -185,19 +188,80 @@ class ControllerEpochZNode:
 # Brokers
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+"""Kafka's security protocols (``org.apache.kafka.common.security.auth.SecurityProtocol``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EndPoint:
+    """One listener of a broker as registered and advertised: ``NAME://host:port`` and the
+    listener's security protocol (Kafka's ``EndPoint``)."""
+
+    listener_name: str
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
+
+    @property
+    def connection_string(self) -> str:
+        """``NAME://host:port`` (an IPv6 host in brackets), as in the znode's ``endpoints``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.listener_name}://{host}:{self.port}"
+
+    @staticmethod
+    def parse(text: str, protocols: Mapping[str, str], what: str) -> EndPoint:
+        """``NAME://host:port`` with the protocol of ``NAME`` in ``protocols``; an empty host
+        stays empty. Raises ``ValueError``."""
+        name, host, port = split_connection_string(text, what)
+        protocol = protocols.get(name)
+        if protocol is None:
+            raise ValueError(f"{what}: listener {name!r} has no security protocol")
+        return EndPoint(name, host, port, protocol)
+
+
+def split_connection_string(text: str, what: str) -> tuple[str, str, int]:
+    """``NAME://host:port`` → ``(NAME, host, port)``; ``[::1]`` loses its brackets, an empty
+    host stays empty. Raises ``ValueError`` naming ``what``."""
+    name, sep, address = text.strip().partition("://")
+    if not sep or not name:
+        raise ValueError(f"{what}: {text!r} is not NAME://host:port")
+    host, colon, port_text = address.rpartition(":")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"{what}: {text!r} has no port") from None
+    if not colon or not 0 <= port <= 65535:
+        raise ValueError(f"{what}: {text!r} has no valid port")
+    return name, host.strip("[]"), port
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerRegistrationInfo:
-    """What a broker registers: its id, where it listens, its rack (``None``: no rack)."""
+    """What a broker registers: its id, where it listens, its rack (``None``: no rack).
+
+    ``host``/``port`` are the address other brokers and the controller use (the inter-broker
+    listener's). ``endpoints`` are all advertised listeners; empty means the one PLAINTEXT
+    listener at ``host``/``port``, which is how a single-listener registration decodes.
+    """
 
     node_id: int
     host: str
     port: int
     rack: str | None = None
+    endpoints: tuple[EndPoint, ...] = ()
 
     @property
     def target(self) -> str:
         """The gRPC target ``host:port``."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def all_endpoints(self) -> tuple[EndPoint, ...]:
+        return self.endpoints or (EndPoint("PLAINTEXT", self.host, self.port, "PLAINTEXT"),)
+
+    def endpoint(self, listener_name: str) -> EndPoint | None:
+        """The advertised endpoint of ``listener_name``, ``None`` if the broker has none."""
+        return next((e for e in self.all_endpoints if e.listener_name == listener_name), None)
 
 
 class BrokersZNode:
@@ -211,6 +275,9 @@ class BrokerIdsZNode:
 class BrokerIdZNode:
     """``/brokers/ids/<id>``: a live broker (ephemeral), version 5 of Kafka's format.
 
+    ``host``/``port`` hold the PLAINTEXT listener's address, null and -1 when there is none,
+    ``endpoints`` every advertised listener (``NAME://host:port``) and
+    ``listener_security_protocol_map`` their protocols, as Kafka's ``BrokerIdZNode.encode``.
     The znode's creation zxid (czxid) is the broker epoch (KIP-380).
     """
 
@@ -220,14 +287,18 @@ class BrokerIdZNode:
 
     @staticmethod
     def encode(info: BrokerRegistrationInfo, timestamp_ms: int) -> bytes:
+        endpoints = info.all_endpoints
+        plaintext = next((e for e in endpoints if e.security_protocol == "PLAINTEXT"), None)
         obj: dict[str, Any] = {
             "version": 5,
-            "host": info.host,
-            "port": info.port,
+            "host": plaintext.host if plaintext is not None else None,
+            "port": plaintext.port if plaintext is not None else -1,
             "jmx_port": -1,
             "timestamp": str(timestamp_ms),
-            "endpoints": [f"PLAINTEXT://{info.host}:{info.port}"],
-            "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+            "endpoints": [e.connection_string for e in endpoints],
+            "listener_security_protocol_map": {
+                e.listener_name: e.security_protocol for e in endpoints
+            },
             "features": {},
         }
         if info.rack is not None:
@@ -235,28 +306,43 @@ class BrokerIdZNode:
         return _json(obj)
 
     @staticmethod
-    def decode(node_id: int, data: bytes | None) -> BrokerRegistrationInfo:
-        """Reads ``host``/``port``, or the first endpoint when they are null (as Kafka writes
-        them when there is no PLAINTEXT listener)."""
+    def decode(
+        node_id: int, data: bytes | None, listener_name: str | None = None
+    ) -> BrokerRegistrationInfo:
+        """The registration, with ``host``/``port`` taken from the endpoint of
+        ``listener_name`` when it has one; else ``host``/``port`` of the JSON, else its first
+        endpoint (Kafka writes them null when there is no PLAINTEXT listener)."""
         what = f"/brokers/ids/{node_id}"
         obj = _load(data, what)
+        raw_map = obj.get("listener_security_protocol_map") or {}
+        if not isinstance(raw_map, dict):
+            raise ValueError(f"{what}: listener_security_protocol_map is not an object")
+        protocols = {str(k): str(v) for k, v in raw_map.items()}
+        raw_endpoints = obj.get("endpoints") or []
+        if not isinstance(raw_endpoints, list) or not all(
+            isinstance(e, str) for e in raw_endpoints
+        ):
+            raise ValueError(f"{what}: endpoints is not a list of strings")
+        # a listener named after a protocol needs no map entry (Kafka's default map)
+        protocols = {**{p: p for p in SECURITY_PROTOCOLS}, **protocols}
+        endpoints = tuple(EndPoint.parse(e, protocols, what) for e in raw_endpoints)
         host = obj.get("host")
         port = obj.get("port")
-        if not isinstance(host, str) or not isinstance(port, int) or port < 0:
-            endpoints = obj.get("endpoints") or []
-            if not endpoints or not isinstance(endpoints[0], str) or "://" not in endpoints[0]:
+        chosen = next((e for e in endpoints if e.listener_name == listener_name), None)
+        if chosen is not None:
+            host, port = chosen.host, chosen.port
+        elif not isinstance(host, str) or not isinstance(port, int) or port < 0:
+            if not endpoints:
                 raise ValueError(f"{what}: no host and port and no endpoints")
-            address = endpoints[0].split("://", 1)[1]
-            host, _, port_text = address.rpartition(":")
-            try:
-                port = int(port_text)
-            except ValueError:
-                raise ValueError(f"{what}: bad endpoint {endpoints[0]!r}") from None
-            host = host.strip("[]")
+            host, port = endpoints[0].host, endpoints[0].port
         rack = obj.get("rack")
         if rack is not None and not isinstance(rack, str):
             raise ValueError(f"{what}: rack is not a string: {rack!r}")
-        return BrokerRegistrationInfo(node_id=node_id, host=host, port=port, rack=rack)
+        if endpoints == (EndPoint("PLAINTEXT", host, port, "PLAINTEXT"),):
+            endpoints = ()  # the single default listener: the same as no endpoints
+        return BrokerRegistrationInfo(
+            node_id=node_id, host=host, port=port, rack=rack, endpoints=endpoints
+        )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,6 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from node.listeners import (
+    DEFAULT_PROTOCOL_MAP,
+    Listener,
+    parse_listeners,
+    parse_protocol_map,
+    validate_listeners,
+)
 from odradek.errors import InvalidConfigError
 from storage import LogConfig, LogManagerConfig
 from storage.config import InvalidConfigValueError
@@ -65,6 +72,19 @@ class NodeConfig:
     log: LogConfig = field(default_factory=LogConfig)
     """Default topic configs; a topic's overrides apply on top."""
     log_manager: LogManagerConfig = field(default_factory=LogManagerConfig)
+    # -- listeners and security (node/listeners.py, docs/security.md) --------------------------
+    listeners: tuple[Listener, ...] = ()
+    """Named listeners to bind (``listeners``, ``NAME://host:port,...``); empty: one
+    PLAINTEXT listener on ``host``:``port`` (``listen.address``)."""
+    advertised_listeners: tuple[Listener, ...] = ()
+    """What to register and tell clients, per listener (``advertised.listeners``); a listener
+    not named here advertises its bound address (an empty or 0.0.0.0 host: the host name)."""
+    listener_security_protocol_map: tuple[tuple[str, str], ...] = ()
+    """``listener.security.protocol.map`` (``NAME:PROTOCOL,...``); empty: Kafka's default, each
+    of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL names itself."""
+    inter_broker_listener_name: str | None = None
+    """The listener for replication and controller requests (``inter.broker.listener.name``);
+    ``None``: the listener named PLAINTEXT, or the only listener."""
 
     def __post_init__(self) -> None:
         if self.node_id < 0:
@@ -83,10 +103,36 @@ class NodeConfig:
         ):
             if getattr(self, name) <= 0:
                 raise InvalidConfigError(f"{name.replace('_', '.')} must be positive")
+        validate_listeners(
+            self.effective_listeners,
+            self.advertised_listeners,
+            self.protocol_map,
+            self.inter_broker_listener_name,
+        )
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def effective_listeners(self) -> tuple[Listener, ...]:
+        """``listeners``, or the single PLAINTEXT listener of ``listen.address``."""
+        return self.listeners or (Listener("PLAINTEXT", self.host, self.port),)
+
+    @property
+    def protocol_map(self) -> dict[str, str]:
+        """Listener name → security protocol."""
+        return dict(self.listener_security_protocol_map or DEFAULT_PROTOCOL_MAP.items())
+
+    @property
+    def inter_broker_listener(self) -> str:
+        """The inter-broker listener's name (validated on creation)."""
+        return validate_listeners(
+            self.effective_listeners,
+            self.advertised_listeners,
+            self.protocol_map,
+            self.inter_broker_listener_name,
+        )
 
     def topic_config(self, overrides: Mapping[str, str]) -> LogConfig:
         """The log config of a topic with ``overrides`` (Kafka names). ``InvalidConfigError``."""
@@ -183,10 +229,22 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
                 manager[_LOG_MANAGER[key]] = int(raw)
             elif key == "log.dirs" or key == "log.dir":
                 values["log_dirs"] = tuple(Path(p) for p in raw.split(",") if p.strip())
-            elif key == "listen.address" or key == "listeners":
+            elif key == "listen.address":
                 address = raw.split("://", 1)[-1]
                 host, _, port = address.rpartition(":")
                 values["host"], values["port"] = host or "127.0.0.1", int(port)
+            elif key == "listeners":
+                values["listeners"] = parse_listeners(raw, key)
+                if not values["listeners"]:
+                    raise InvalidConfigError("listeners: no listener given")
+                first = values["listeners"][0]
+                values["host"], values["port"] = first.host or "0.0.0.0", first.port
+            elif key == "advertised.listeners":
+                values["advertised_listeners"] = parse_listeners(raw, key)
+            elif key == "listener.security.protocol.map":
+                values["listener_security_protocol_map"] = parse_protocol_map(raw)
+            elif key == "inter.broker.listener.name":
+                values["inter_broker_listener_name"] = raw.strip().upper() or None
             elif key in _UNPREFIXED_TOPIC_CONFIGS:
                 topic_defaults[key] = raw
             elif key.startswith("log."):

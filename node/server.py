@@ -11,6 +11,7 @@ clean-shutdown marker, and only then leaves ZooKeeper.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from concurrent import futures
 
@@ -26,6 +27,7 @@ from controller.service import ControllerServicer
 from node.alter_partition import AlterPartitionManager
 from node.config import NodeConfig
 from node.fetcher import ReplicaFetcherManager
+from node.listeners import RefuseInterBrokerServices, advertised_endpoints
 from node.metadata_cache import MetadataCache
 from node.replica_manager import ReplicaManager
 from node.service import BrokerServicer, ReplicationServicer
@@ -99,6 +101,9 @@ class Node:
         self.config = config
         self.clock = clock or SystemClock()
         self.port = config.port
+        """The bound port of the first listener."""
+        self.ports: dict[str, int] = {}
+        """Bound port per listener name."""
         self.broker_epoch = -1
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
@@ -112,7 +117,7 @@ class Node:
         self.zk: KazooClient | None = None
         self.registration: BrokerRegistration | None = None
         self.controller: Controller | None = None
-        self._server: grpc.Server | None = None
+        self._servers: list[grpc.Server] = []
         self._health = health.HealthServicer()
         self._ticker: threading.Thread | None = None
 
@@ -149,20 +154,17 @@ class Node:
             self.zk,
             c.node_id,
             self.clock,
-            ControllerConfig(request_timeout_ms=c.request_timeout_ms),
+            ControllerConfig(
+                request_timeout_ms=c.request_timeout_ms,
+                inter_broker_listener_name=c.inter_broker_listener,
+            ),
             # the controller owns (and closes) its channels: not the node's shared pool
             channel_factory=new_channel,
         )
 
-        server = grpc.server(
-            futures.ThreadPoolExecutor(
-                max_workers=c.request_handler_threads, thread_name_prefix="request"
-            ),
-            options=GRPC_OPTIONS,
+        executor = futures.ThreadPoolExecutor(
+            max_workers=c.request_handler_threads, thread_name_prefix="request"
         )
-        pb_grpc.add_BrokerServicer_to_server(BrokerServicer(self.replicas), server)
-        pb_grpc.add_ReplicationServicer_to_server(ReplicationServicer(self.replicas), server)
-        pb_grpc.add_ControllerServicer_to_server(ControllerServicer(self.controller), server)
         admin = AdminServicer(
             self.zk,
             self.clock,
@@ -170,15 +172,44 @@ class Node:
             default_replication_factor=c.default_replication_factor,
             log_defaults=c.log,
         )
-        pb_grpc.add_AdminServicer_to_server(admin, server)
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        reflection.enable_server_reflection(
-            (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+        replication = ReplicationServicer(self.replicas)
+        controller = ControllerServicer(self.controller)
+        inter_broker = c.inter_broker_listener
+        # one server per listener (sharing the worker threads), so that each knows its
+        # listener: Metadata answers with that listener's endpoints, and only the inter-broker
+        # listener serves the replication and controller services
+        for listener in c.effective_listeners:
+            server = grpc.server(executor, options=GRPC_OPTIONS)
+            self._servers.append(server)
+            pb_grpc.add_BrokerServicer_to_server(
+                BrokerServicer(self.replicas, listener.name), server
+            )
+            pb_grpc.add_AdminServicer_to_server(admin, server)
+            if listener.name == inter_broker:
+                pb_grpc.add_ReplicationServicer_to_server(replication, server)
+                pb_grpc.add_ControllerServicer_to_server(controller, server)
+            else:
+                server.add_generic_rpc_handlers(
+                    (RefuseInterBrokerServices(listener.name, inter_broker),)
+                )
+            health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+            reflection.enable_server_reflection(
+                (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+            )
+            bind = f"{listener.host or '0.0.0.0'}:{listener.port}"
+            port = server.add_insecure_port(bind)
+            if port == 0:
+                raise OSError(f"cannot listen on {bind} (listener {listener.name})")
+            self.ports[listener.name] = port
+        self.port = self.ports[c.effective_listeners[0].name]
+        endpoints = advertised_endpoints(
+            c.effective_listeners,
+            c.advertised_listeners,
+            c.protocol_map,
+            self.ports,
+            socket.getfqdn(),
         )
-        self.port = server.add_insecure_port(f"{c.host}:{c.port}")
-        if self.port == 0:
-            raise OSError(f"cannot listen on {c.host}:{c.port}")
-        self._server = server
+        advertised = next(e for e in endpoints if e.listener_name == inter_broker)
 
         # Register before serving, as Kafka enables request processing only after
         # registerBroker: the controller sees the znode and sends LeaderAndIsr at once, and a
@@ -188,26 +219,27 @@ class Node:
         self.registration = BrokerRegistration(
             self.zk,
             c.node_id,
-            c.host,
-            self.port,
+            advertised.host,
+            advertised.port,
             c.rack,
             on_epoch_change=self._on_epoch_change,
+            endpoints=endpoints,
         )
         # a previous process of this node that did not stop cleanly holds the id until its
         # session times out: wait that out (twice the timeout: ZooKeeper expires sessions on
         # its ticks), and fail only if the id is still taken, by another live node
         self.broker_epoch = self.registration.register(wait_ms=2 * c.zookeeper_session_timeout_ms)
-        server.start()
+        for server in self._servers:
+            server.start()
         self.controller.startup()
         self._ticker = threading.Thread(target=self._tick_loop, name="node-ticker", daemon=True)
         self._ticker.start()
         for name in ("", *SERVICE_NAMES):
             self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
         log.info(
-            "node %d serving on %s:%d (broker epoch %d)",
+            "node %d serving on %s (broker epoch %d)",
             c.node_id,
-            c.host,
-            self.port,
+            ", ".join(f"{e.connection_string} ({e.security_protocol})" for e in endpoints),
             self.broker_epoch,
         )
 
@@ -265,14 +297,15 @@ class Node:
             controlled = self.config.controlled_shutdown_enable
         for name in ("", *SERVICE_NAMES):
             self._health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
-        if controlled and self._server is not None and self.registration is not None:
+        if controlled and self._servers and self.registration is not None:
             self.controlled_shutdown()
         if self.controller is not None:
             self.controller.shutdown()
         if self.replicas is not None:
             self.replicas.shutdown()
-        if self._server is not None:
-            self._server.stop(grace=1).wait()
+        stopping = [server.stop(grace=1) for server in self._servers]
+        for done in stopping:
+            done.wait()
         self._stopped.set()
         if self.fetchers is not None:
             self.fetchers.shutdown()

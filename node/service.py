@@ -20,8 +20,11 @@ from odradek.v1 import odradek_pb2_grpc as pb_grpc
 class BrokerServicer(pb_grpc.BrokerServicer):
     """Produce, Fetch, ListOffsets, Metadata and DeleteRecords for clients."""
 
-    def __init__(self, replicas: ReplicaManager) -> None:
+    def __init__(self, replicas: ReplicaManager, listener_name: str | None = None) -> None:
+        """``listener_name``: the listener this instance serves (Metadata answers with its
+        endpoints); ``None``: the brokers' registered host and port."""
         self._replicas = replicas
+        self._listener_name = listener_name
 
     def Produce(  # noqa: N802  (gRPC method names)
         self, request: pb.ProduceRequest, context: grpc.ServicerContext
@@ -41,7 +44,9 @@ class BrokerServicer(pb_grpc.BrokerServicer):
     def Metadata(  # noqa: N802
         self, request: pb.MetadataRequest, context: grpc.ServicerContext
     ) -> pb.MetadataResponse:
-        return self._replicas.metadata.metadata_response(list(request.topics), request.all_topics)
+        return self._replicas.metadata.metadata_response(
+            list(request.topics), request.all_topics, self._listener_name
+        )
 
     def DeleteRecords(  # noqa: N802
         self, request: pb.DeleteRecordsRequest, context: grpc.ServicerContext

@@ -54,6 +54,14 @@ __all__ = [
     "NoReassignmentInProgressError",
     "InvalidRecordError",
     "InvalidUpdateVersionError",
+    "TopicAuthorizationFailedError",
+    "GroupAuthorizationFailedError",
+    "ClusterAuthorizationFailedError",
+    "TransactionalIdAuthorizationFailedError",
+    "UnsupportedSaslMechanismError",
+    "IllegalSaslStateError",
+    "SaslAuthenticationFailedError",
+    "ListenerNotFoundError",
     "ERRORS_BY_CODE",
     "error_for_code",
 ]
@@ -236,6 +244,44 @@ class InvalidUpdateVersionError(OdradekError):
 
 class IneligibleReplicaError(OdradekError):
     code, name = 107, "INELIGIBLE_REPLICA"
+
+
+# -- security (docs/security.md); none is retriable
+
+
+class TopicAuthorizationFailedError(OdradekError):
+    code, name = 29, "TOPIC_AUTHORIZATION_FAILED"
+
+
+class GroupAuthorizationFailedError(OdradekError):
+    code, name = 30, "GROUP_AUTHORIZATION_FAILED"
+
+
+class ClusterAuthorizationFailedError(OdradekError):
+    code, name = 31, "CLUSTER_AUTHORIZATION_FAILED"
+
+
+class UnsupportedSaslMechanismError(OdradekError):
+    code, name = 33, "UNSUPPORTED_SASL_MECHANISM"
+
+
+class IllegalSaslStateError(OdradekError):
+    code, name = 34, "ILLEGAL_SASL_STATE"
+
+
+class TransactionalIdAuthorizationFailedError(OdradekError):
+    code, name = 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+
+
+class SaslAuthenticationFailedError(OdradekError):
+    code, name = 58, "SASL_AUTHENTICATION_FAILED"
+
+
+class ListenerNotFoundError(OdradekError):
+    """A partition's leader has no endpoint on the listener the client connected on (the
+    brokers' listeners differ, e.g. during a rolling change of ``listeners``)."""
+
+    code, name, retriable = 72, "LISTENER_NOT_FOUND", True
 
 
 def _collect() -> dict[int, type[OdradekError]]:

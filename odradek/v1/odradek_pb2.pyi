@@ -83,11 +83,18 @@ class BrokerInfo(_message.Message):
     HOST_FIELD_NUMBER: _builtins.int
     PORT_FIELD_NUMBER: _builtins.int
     RACK_FIELD_NUMBER: _builtins.int
+    ENDPOINTS_FIELD_NUMBER: _builtins.int
     node_id: _builtins.int
     host: _builtins.str
     port: _builtins.int
     rack: _builtins.str
     """"" when the node has no rack"""
+    @_builtins.property
+    def endpoints(self) -> _containers.RepeatedCompositeFieldContainer[Global___BrokerEndPoint]:
+        """Every advertised listener (docs/security.md). host/port above are the inter-broker
+        listener's in UpdateMetadata and the listener the client connected on in Metadata.
+        """
+
     def __init__(
         self,
         *,
@@ -95,10 +102,11 @@ class BrokerInfo(_message.Message):
         host: _builtins.str = ...,
         port: _builtins.int = ...,
         rack: _builtins.str = ...,
+        endpoints: _abc.Iterable[Global___BrokerEndPoint] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["host", b"host", "node_id", b"node_id", "port", b"port", "rack", b"rack"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["endpoints", b"endpoints", "host", b"host", "node_id", b"node_id", "port", b"port", "rack", b"rack"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -2015,3 +2023,39 @@ class ControlledShutdownResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ControlledShutdownResponse: _TypeAlias = ControlledShutdownResponse  # noqa: Y015
+
+@_typing.final
+class BrokerEndPoint(_message.Message):
+    """------------------------------------------------------------------------------------------
+    Security (docs/security.md)
+
+    One listener of a broker (Kafka's UpdateMetadata live_brokers[].endpoints).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LISTENER_FIELD_NUMBER: _builtins.int
+    HOST_FIELD_NUMBER: _builtins.int
+    PORT_FIELD_NUMBER: _builtins.int
+    SECURITY_PROTOCOL_FIELD_NUMBER: _builtins.int
+    listener: _builtins.str
+    """the listener's name, e.g. CLIENT"""
+    host: _builtins.str
+    port: _builtins.int
+    security_protocol: _builtins.str
+    """PLAINTEXT, SSL or SASL_SSL"""
+    def __init__(
+        self,
+        *,
+        listener: _builtins.str = ...,
+        host: _builtins.str = ...,
+        port: _builtins.int = ...,
+        security_protocol: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["host", b"host", "listener", b"listener", "port", b"port", "security_protocol", b"security_protocol"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BrokerEndPoint: _TypeAlias = BrokerEndPoint  # noqa: Y015
