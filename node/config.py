@@ -24,6 +24,7 @@ from node.listeners import (
     parse_protocol_map,
     validate_listeners,
 )
+from node.tls import SslConfig
 from odradek.errors import InvalidConfigError
 from storage import LogConfig, LogManagerConfig
 from storage.config import InvalidConfigValueError
@@ -85,6 +86,10 @@ class NodeConfig:
     inter_broker_listener_name: str | None = None
     """The listener for replication and controller requests (``inter.broker.listener.name``);
     ``None``: the listener named PLAINTEXT, or the only listener."""
+    ssl: SslConfig = field(default_factory=SslConfig)
+    """TLS settings of SSL listeners (``ssl.*``, PEM; node/tls.py)."""
+    listener_ssl: tuple[tuple[str, SslConfig], ...] = ()
+    """Per-listener TLS settings (``listener.name.<name>.ssl.*`` over ``ssl.*``)."""
 
     def __post_init__(self) -> None:
         if self.node_id < 0:
@@ -109,6 +114,14 @@ class NodeConfig:
             self.protocol_map,
             self.inter_broker_listener_name,
         )
+        for listener in self.effective_listeners:
+            if (
+                self.protocol_map[listener.name] == "SSL"
+                and not self.ssl_for(listener.name).has_keystore
+            ):
+                raise InvalidConfigError(
+                    f"listener {listener.name} is SSL but has no keystore (ssl.keystore.location)"
+                )
 
     @property
     def address(self) -> str:
@@ -123,6 +136,10 @@ class NodeConfig:
     def protocol_map(self) -> dict[str, str]:
         """Listener name → security protocol."""
         return dict(self.listener_security_protocol_map or DEFAULT_PROTOCOL_MAP.items())
+
+    def ssl_for(self, listener_name: str) -> SslConfig:
+        """The TLS settings of ``listener_name``."""
+        return dict(self.listener_ssl).get(listener_name, self.ssl)
 
     @property
     def inter_broker_listener(self) -> str:
@@ -211,6 +228,8 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
     topic_defaults: dict[str, str] = {}
     spelled: dict[str, str] = {}  # a topic config's name -> the node config it came from
     manager: dict[str, int] = {}
+    ssl_props: dict[str, str] = {}
+    listener_ssl_props: dict[str, dict[str, str]] = {}
     types = {f.name: f.type for f in dataclasses.fields(NodeConfig)}
     for key, raw in props.items():
         try:
@@ -245,6 +264,11 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
                 values["listener_security_protocol_map"] = parse_protocol_map(raw)
             elif key == "inter.broker.listener.name":
                 values["inter_broker_listener_name"] = raw.strip().upper() or None
+            elif key.startswith("ssl."):
+                ssl_props[key] = raw
+            elif key.startswith("listener.name.") and ".ssl." in key:
+                name, _, setting = key[len("listener.name.") :].partition(".")
+                listener_ssl_props.setdefault(name.upper(), {})[setting] = raw
             elif key in _UNPREFIXED_TOPIC_CONFIGS:
                 topic_defaults[key] = raw
             elif key.startswith("log."):
@@ -260,6 +284,12 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
             raise InvalidConfigError(f"{name} is required")
     if topic_defaults:
         values["log"] = LogConfig.from_kafka(topic_defaults, spelled=spelled, kind="node config")
+    if ssl_props or listener_ssl_props:
+        values["ssl"] = SslConfig.from_properties(ssl_props)
+        values["listener_ssl"] = tuple(
+            (name, SslConfig.from_properties(overrides, base=values["ssl"]))
+            for name, overrides in sorted(listener_ssl_props.items())
+        )
     if manager:
         try:
             values["log_manager"] = LogManagerConfig(**manager)

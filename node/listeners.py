@@ -45,8 +45,8 @@ __all__ = [
 DEFAULT_PROTOCOL_MAP: Mapping[str, str] = {p: p for p in SECURITY_PROTOCOLS}
 """``listener.security.protocol.map``'s default: each protocol is a listener name of itself."""
 
-SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_SSL")
-"""What a listener may use. SASL_PLAINTEXT is refused: SCRAM is only carried over TLS."""
+SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL")
+"""What a listener may use. SASL_PLAINTEXT and SASL_SSL are not built yet."""
 
 INTER_BROKER_SERVICES = ("odradek.v1.Replication", "odradek.v1.Controller")
 """Served only on the inter-broker listener: follower fetches, OffsetForLeaderEpoch and the

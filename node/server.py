@@ -10,9 +10,11 @@ clean-shutdown marker, and only then leaves ZooKeeper.
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import threading
+from collections.abc import Callable
 from concurrent import futures
 
 import grpc
@@ -25,12 +27,14 @@ from controller.controller import Controller, ControllerConfig
 from controller.registration import BrokerRegistration
 from controller.service import ControllerServicer
 from node.alter_partition import AlterPartitionManager
+from node.authentication import AuthenticationInterceptor
 from node.config import NodeConfig
 from node.fetcher import ReplicaFetcherManager
 from node.listeners import RefuseInterBrokerServices, advertised_endpoints
 from node.metadata_cache import MetadataCache
 from node.replica_manager import ReplicaManager
 from node.service import BrokerServicer, ReplicationServicer
+from node.tls import CertificateReloader, channel_credentials, server_credentials
 from odradek.client.connection import RECONNECT_OPTIONS
 from odradek.clock import Clock, SystemClock
 from odradek.v1 import odradek_pb2 as pb
@@ -55,22 +59,38 @@ SERVICE_NAMES = (
 TICK_MS = 100
 
 
-def new_channel(target: str) -> grpc.Channel:
-    return grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+def new_channel(target: str, credentials: grpc.ChannelCredentials | None = None) -> grpc.Channel:
+    """A channel to another node: TLS with ``credentials`` (the inter-broker listener is SSL),
+    else plaintext."""
+    if credentials is None:
+        return grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+    return grpc.secure_channel(target, credentials, options=CHANNEL_OPTIONS)
+
+
+def inter_broker_channel_factory(config: NodeConfig) -> Callable[[str], grpc.Channel]:
+    """How this node connects to the others' inter-broker listener: over TLS, with its own
+    keystore as client certificate, when that listener is SSL. The certificates are read
+    here, once; raises ``InvalidConfigError`` for bad ones."""
+    listener = config.inter_broker_listener
+    if config.protocol_map[listener] == "PLAINTEXT":
+        return new_channel
+    credentials = channel_credentials(config.ssl_for(listener), listener)
+    return functools.partial(new_channel, credentials=credentials)
 
 
 class Channels:
     """One gRPC channel per ``host:port``, shared by every sender in the node. Thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, factory: Callable[[str], grpc.Channel] = new_channel) -> None:
         self._lock = threading.Lock()
+        self._factory = factory
         self._channels: dict[str, grpc.Channel] = {}
 
     def __call__(self, target: str) -> grpc.Channel:
         with self._lock:
             channel = self._channels.get(target)
             if channel is None:
-                channel = new_channel(target)
+                channel = self._factory(target)
                 self._channels[target] = channel
             return channel
 
@@ -118,6 +138,8 @@ class Node:
         self.registration: BrokerRegistration | None = None
         self.controller: Controller | None = None
         self._servers: list[grpc.Server] = []
+        self.certificates: dict[str, CertificateReloader] = {}
+        """The certificate reloader of each SSL listener."""
         self._health = health.HealthServicer()
         self._ticker: threading.Thread | None = None
 
@@ -132,6 +154,8 @@ class Node:
         """Open the logs, serve, register and campaign. Raises on any failure (the caller
         exits with the message); ``stop()`` releases what was started."""
         c = self.config
+        channel_factory = inter_broker_channel_factory(c)
+        self.channels = Channels(channel_factory)
         self.log_manager = LogManager(list(c.log_dirs), c.log, self.clock, c.log_manager)
         self.replicas = ReplicaManager(c, self.log_manager, self.metadata, self.clock, self._epoch)
         self.fetchers = ReplicaFetcherManager(c, self.clock, self.channels, self._epoch)
@@ -159,7 +183,7 @@ class Node:
                 inter_broker_listener_name=c.inter_broker_listener,
             ),
             # the controller owns (and closes) its channels: not the node's shared pool
-            channel_factory=new_channel,
+            channel_factory=channel_factory,
         )
 
         executor = futures.ThreadPoolExecutor(
@@ -179,7 +203,15 @@ class Node:
         # listener: Metadata answers with that listener's endpoints, and only the inter-broker
         # listener serves the replication and controller services
         for listener in c.effective_listeners:
-            server = grpc.server(executor, options=GRPC_OPTIONS)
+            protocol = c.protocol_map[listener.name]
+            ssl_config = c.ssl_for(listener.name)
+            server = grpc.server(
+                executor,
+                options=GRPC_OPTIONS,
+                interceptors=[
+                    AuthenticationInterceptor(listener.name, protocol, ssl_config.principal_mapper)
+                ],
+            )
             self._servers.append(server)
             pb_grpc.add_BrokerServicer_to_server(
                 BrokerServicer(self.replicas, listener.name), server
@@ -197,7 +229,12 @@ class Node:
                 (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
             )
             bind = f"{listener.host or '0.0.0.0'}:{listener.port}"
-            port = server.add_insecure_port(bind)
+            if protocol == "PLAINTEXT":
+                port = server.add_insecure_port(bind)
+            else:
+                credentials, reloader = server_credentials(ssl_config, listener.name)
+                self.certificates[listener.name] = reloader
+                port = server.add_secure_port(bind, credentials)
             if port == 0:
                 raise OSError(f"cannot listen on {bind} (listener {listener.name})")
             self.ports[listener.name] = port

@@ -25,6 +25,7 @@ def test_kafka_listener_settings():
             "advertised.listeners": "CLIENT://b1.example.com:9092",
             "listener.security.protocol.map": "CLIENT:SSL,REPLICATION:PLAINTEXT",
             "inter.broker.listener.name": "REPLICATION",
+            "ssl.keystore.location": "/etc/odradek/node.pem",
         }
     )
     assert config.effective_listeners == (
@@ -53,7 +54,9 @@ def test_single_address_configs_keep_working():
     config = config_from_properties({**BASE, "listeners": "PLAINTEXT://:9092"})
     assert config.effective_listeners == (Listener("PLAINTEXT", "", 9092),)
     # one listener of any name is the inter-broker one
-    config = config_from_properties({**BASE, "listeners": "SSL://127.0.0.1:9093"})
+    config = config_from_properties(
+        {**BASE, "listeners": "SSL://127.0.0.1:9093", "ssl.keystore.location": "/k.pem"}
+    )
     assert (config.inter_broker_listener, config.protocol_map["SSL"]) == ("SSL", "SSL")
 
 
@@ -82,7 +85,11 @@ def test_parsing():
         ({"listeners": "PLAINTEXT://h:x"}, "no port"),
         ({"listeners": "PLAINTEXT://h:1,SSL://h:1"}, "two listeners on port 1"),
         ({"listeners": "SASL_PLAINTEXT://h:1"}, "not supported"),
-        ({"listeners": "SSL://h:1,SASL_SSL://h:2"}, "inter.broker.listener.name is required"),
+        (
+            {"listeners": "A://h:1,B://h:2", "listener.security.protocol.map": "A:SSL,B:SSL"},
+            "inter.broker.listener.name is required",
+        ),
+        ({"listeners": "SSL://h:1"}, "SSL but has no keystore"),
         (
             {"listeners": "PLAINTEXT://h:1", "inter.broker.listener.name": "OTHER"},
             "OTHER is not one of the listeners",
