@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Literal, Self, TypeVar
+from typing import Literal, Self, TypeVar, Unpack
 
 import grpc
 
@@ -40,6 +40,7 @@ from odradek.client.connection import ConnectionPool, parse_bootstrap_servers, w
 from odradek.client.errors import NetworkError, error_from_code
 from odradek.client.leaders import Answer, LeaderTarget, send_to_leaders
 from odradek.client.metadata import BrokerInfo, ClusterMetadata, MetadataCache, TopicMetadata
+from odradek.client.security import SecurityConfig, SecurityOptions
 from odradek.client.types import TopicPartition
 from odradek.clock import Clock, SystemClock
 from odradek.errors import OdradekError
@@ -162,6 +163,7 @@ class Admin:
         default_api_timeout_ms: int = 60_000,
         retry_backoff_ms: int = 100,
         clock: Clock | None = None,
+        **security: Unpack[SecurityOptions],
     ) -> None:
         for name, value in (
             ("request_timeout_ms", request_timeout_ms),
@@ -174,7 +176,7 @@ class Admin:
         self._default_api_timeout_ms = default_api_timeout_ms
         self._retry_backoff_ms = retry_backoff_ms
         self._clock: Clock = clock or SystemClock()
-        self._pool = ConnectionPool()
+        self._pool = ConnectionPool(SecurityConfig(**security))
         self._metadata = MetadataCache(
             parse_bootstrap_servers(bootstrap_servers),
             self._pool,

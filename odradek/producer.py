@@ -37,12 +37,13 @@ from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Self
+from typing import Self, Unpack
 
 from odradek.client.accumulator import RecordAccumulator, estimate_record_size
 from odradek.client.connection import ConnectionPool, parse_bootstrap_servers
 from odradek.client.errors import ProducerClosedError
 from odradek.client.metadata import MetadataCache
+from odradek.client.security import SecurityConfig, SecurityOptions
 from odradek.client.sender import Sender
 from odradek.client.types import RecordMetadata, TopicPartition
 from odradek.clock import Clock, SystemClock
@@ -158,6 +159,7 @@ class Producer:
         metadata_max_age_ms: int = 300_000,
         partitioner: Partitioner | None = None,
         clock: Clock | None = None,
+        **security: Unpack[SecurityOptions],
     ) -> None:
         self.config = ProducerConfig(
             bootstrap_servers=tuple(parse_bootstrap_servers(bootstrap_servers)),
@@ -178,7 +180,7 @@ class Producer:
         cfg = self.config
         self._clock: Clock = clock or SystemClock()
         self._partitioner: Partitioner = partitioner or DefaultPartitioner()
-        self._pool = ConnectionPool()
+        self._pool = ConnectionPool(SecurityConfig(**security))
         self._metadata = MetadataCache(
             cfg.bootstrap_servers,
             self._pool,

@@ -28,7 +28,12 @@ from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
-from odradek.cli.common import add_bootstrap_option, non_negative_int, positive_int
+from odradek.cli.common import (
+    add_bootstrap_option,
+    client_security,
+    non_negative_int,
+    positive_int,
+)
 
 if TYPE_CHECKING:
     from odradek.client.types import ConsumerRecord
@@ -79,7 +84,7 @@ def consume(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         start = "earliest"
     if isinstance(start, int) and args.partition is None:
         args.parser.error("--offset N needs --partition (the offsets of partitions differ)")
-    with Admin(args.bootstrap_server) as admin:
+    with Admin(args.bootstrap_server, **client_security(args)) as admin:
         topic = admin.describe_topics([args.topic])[args.topic]
     ids = [p.partition for p in topic.partitions]
     if args.partition is not None:
@@ -93,7 +98,7 @@ def consume(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     count = 0
     stop = threading.Event()
     previous = _catch_ctrl_c(stop) if args.follow else None
-    consumer = Consumer(args.bootstrap_server)
+    consumer = Consumer(args.bootstrap_server, **client_security(args))
     try:
         consumer.assign(tps)
         if args.timestamp is not None:

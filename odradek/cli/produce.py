@@ -17,7 +17,12 @@ from collections import deque
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, BinaryIO
 
-from odradek.cli.common import InputError, add_bootstrap_option, non_negative_int
+from odradek.cli.common import (
+    InputError,
+    add_bootstrap_option,
+    client_security,
+    non_negative_int,
+)
 
 if TYPE_CHECKING:
     from odradek.client.types import RecordMetadata
@@ -43,7 +48,7 @@ def produce_lines(args: argparse.Namespace, lines: BinaryIO) -> int:
     from odradek.errors import OdradekError, UnknownTopicOrPartitionError
     from odradek.producer import Producer
 
-    with Admin(args.bootstrap_server) as admin:
+    with Admin(args.bootstrap_server, **client_security(args)) as admin:
         topic = admin.describe_topics([args.topic])[args.topic]
     if args.partition is not None and args.partition >= len(topic.partitions):
         raise UnknownTopicOrPartitionError(
@@ -53,6 +58,7 @@ def produce_lines(args: argparse.Namespace, lines: BinaryIO) -> int:
     separator: bytes | None = args.key_separator.encode() if args.key_separator else None
     producer = Producer(
         args.bootstrap_server,
+        **client_security(args),
         acks=_ACKS[args.acks],
         compression=args.compression,
         linger_ms=args.linger_ms,

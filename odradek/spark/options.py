@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from odradek.client.connection import parse_bootstrap_servers
+from odradek.client.security import SecurityConfig, from_kafka_properties
 from odradek.client.types import TopicPartition
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "parse_read_options",
     "parse_write_options",
     "parse_servers",
+    "parse_security",
 ]
 
 EARLIEST = -2
@@ -132,6 +134,8 @@ class WriteOptions:
     linger_ms: int = 5
     batch_size: int = 65_536
     compression: str = "none"
+    # How to connect: kafka.security.protocol, kafka.ssl.* (TLS, mTLS).
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
 
 # --- small parsers ------------------------------------------------------------------------------
@@ -163,6 +167,27 @@ def _positive_int(options: Mapping[str, str], name: str) -> int | None:
             name, f"option '{name}' must be a positive integer, not {raw!r}"
         )
     return value
+
+
+_SECURITY_PREFIXES = ("kafka.security.", "kafka.ssl.", "kafka.sasl.")
+
+
+def parse_security(options: Mapping[str, str]) -> SecurityConfig:
+    """Kafka's client security properties with Spark's ``kafka.`` prefix, as Spark's Kafka
+    source passes them on: ``kafka.security.protocol``, ``kafka.ssl.truststore.location``
+    (PEM CA file), ``kafka.ssl.keystore.location`` (PEM key and chain), ``kafka.sasl.*``.
+    Raises :class:`OdradekSparkOptionError` naming the first bad option; the files are read
+    when a client is made."""
+    props = {
+        key[len("kafka.") :]: value
+        for key, value in options.items()
+        if key.startswith(_SECURITY_PREFIXES)
+    }
+    try:
+        return SecurityConfig(**from_kafka_properties(props))
+    except ValueError as exc:
+        name = "kafka." + next(iter(props), "security.protocol")
+        raise OdradekSparkOptionError(name, f"option '{name}': {exc}") from None
 
 
 def parse_servers(options: Mapping[str, str]) -> str:
@@ -343,6 +368,13 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
     Raises :class:`OdradekSparkOptionError`.
     """
     servers = parse_servers(options)
+    if parse_security(options).security_protocol != "PLAINTEXT":
+        # refused rather than read in plaintext: the read tasks' clients take no TLS yet
+        raise OdradekSparkOptionError(
+            "kafka.security.protocol",
+            "option 'kafka.security.protocol': reads support only PLAINTEXT for now "
+            "(writes support SSL)",
+        )
     for name in _UNSUPPORTED:
         if name.lower() in options:
             raise OdradekSparkOptionError(
@@ -454,6 +486,7 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     if numbers["batch.size"] < 1:
         raise OdradekSparkOptionError("kafka.batch.size", "option 'kafka.batch.size' must be > 0")
     return WriteOptions(
+        security=parse_security(options),
         bootstrap_servers=servers,
         topic=topic.strip() if topic is not None else None,
         acks=acks,
