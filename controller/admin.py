@@ -675,3 +675,31 @@ class AdminServicer(pb_grpc.AdminServicer):
                     )
                 )
         return pb.ListPartitionReassignmentsResponse(reassignments=out)
+
+    # -- ACLs: served by the node's authorizer (node/authorizing_services.py); here, with none
+
+    def CreateAcls(  # noqa: N802
+        self, request: pb.CreateAclsRequest, context: grpc.ServicerContext
+    ) -> pb.CreateAclsResponse:
+        """SECURITY_DISABLED (54) for every ACL: this servicer has no authorizer."""
+        return pb.CreateAclsResponse(
+            results=[pb.AclResult(error_code=_SECURITY_DISABLED)] * len(request.creations)
+        )
+
+    def DescribeAcls(  # noqa: N802
+        self, request: pb.DescribeAclsRequest, context: grpc.ServicerContext
+    ) -> pb.DescribeAclsResponse:
+        """SECURITY_DISABLED (54): this servicer has no authorizer."""
+        return pb.DescribeAclsResponse(error_code=_SECURITY_DISABLED)
+
+    def DeleteAcls(  # noqa: N802
+        self, request: pb.DeleteAclsRequest, context: grpc.ServicerContext
+    ) -> pb.DeleteAclsResponse:
+        """SECURITY_DISABLED (54) for every filter: this servicer has no authorizer."""
+        return pb.DeleteAclsResponse(
+            filter_results=[pb.DeleteAclsFilterResult(error_code=_SECURITY_DISABLED)]
+            * len(request.filters)
+        )
+
+
+_SECURITY_DISABLED = 54  # SECURITY_DISABLED (odradek.errors.SecurityDisabledError)

@@ -23,6 +23,13 @@ The layout, as Kafka's ZooKeeper-mode cluster keeps it::
                                                   "partition":..}]}
     /admin/unclean_leader_election                odradek's: same shape as the preferred one
     /cluster/id                                   {"version":"1","id":"<cluster id>"}
+    /kafka-acl/<Type>/<name>                      AclZNode: {"version":1,"acls":[{"principal":
+                                                  "User:alice","permissionType":"Allow",
+                                                  "operation":"Read","host":"*"}]} (LITERAL)
+    /kafka-acl-extended/prefixed/<Type>/<prefix>  the same, PREFIXED patterns
+    /kafka-acl-changes/acl_changes_<seq>          "Topic:orders": a literal pattern changed
+    /kafka-acl-extended-changes/acl_changes_<seq> {"version":1,"resourceType":"Topic",
+                                                  "name":"orders-","patternType":"PREFIXED"}
 
 Two odradek extensions, both readable by Kafka's decoders where Kafka has the znode: a
 reassignment entry may carry ``"cancel": true`` (cancel the ongoing reassignment; Kafka's
@@ -41,6 +48,15 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from odradek.acl import (
+    AccessControlEntry,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
 
 __all__ = [
     "NO_LEADER",
@@ -81,6 +97,8 @@ __all__ = [
     "ClusterZNode",
     "ClusterIdZNode",
     "PERSISTENT_PATHS",
+    "AclZNode",
+    "AclChangeNotificationZNode",
     "new_topic_id",
     "new_cluster_id",
 ]
@@ -684,6 +702,117 @@ class ClusterIdZNode:
         if not isinstance(cluster_id, str) or not cluster_id:
             raise ValueError("/cluster/id: no id")
         return cluster_id
+
+
+# ---------------------------------------------------------------------------------------------
+# ACLs (Kafka's ZkAclStore, ResourceZNode and the ACL change stores)
+
+
+class AclZNode:
+    """The ACLs of one resource pattern: ``/kafka-acl/<Type>/<name>`` (LITERAL) or
+    ``/kafka-acl-extended/prefixed/<Type>/<name>`` (PREFIXED), updated conditionally on the
+    znode's version; an empty one is deleted."""
+
+    LITERAL_ROOT = "/kafka-acl"
+    PREFIXED_ROOT = "/kafka-acl-extended/prefixed"
+
+    @staticmethod
+    def root(pattern_type: PatternType) -> str:
+        if pattern_type is PatternType.PREFIXED:
+            return AclZNode.PREFIXED_ROOT
+        return AclZNode.LITERAL_ROOT
+
+    @staticmethod
+    def path(pattern: ResourcePattern) -> str:
+        if "/" in pattern.name:
+            raise ValueError(f"an ACL's resource name cannot hold '/': {pattern.name!r}")
+        root = AclZNode.root(pattern.pattern_type)
+        return f"{root}/{pattern.resource_type.kafka_name}/{pattern.name}"
+
+    @staticmethod
+    def encode(entries: Iterable[AccessControlEntry]) -> bytes:
+        return _json(
+            {
+                "version": 1,
+                "acls": [
+                    {
+                        "principal": e.principal,
+                        "permissionType": e.permission_type.kafka_name,
+                        "operation": e.operation.kafka_name,
+                        "host": e.host,
+                    }
+                    for e in sorted(entries)
+                ],
+            }
+        )
+
+    @staticmethod
+    def decode(data: bytes | None, what: str) -> frozenset[AccessControlEntry]:
+        """The entries; an empty znode has none. Raises ``ValueError``."""
+        if not data:
+            return frozenset()
+        entries = []
+        for item in _load(data, what).get("acls") or []:
+            if not isinstance(item, dict):
+                raise ValueError(f"{what}: an ACL is not an object")
+            try:
+                entries.append(
+                    AccessControlEntry(
+                        principal=str(item["principal"]),
+                        host=str(item["host"]),
+                        operation=AclOperation.parse(str(item["operation"])),
+                        permission_type=AclPermissionType.parse(str(item["permissionType"])),
+                    )
+                )
+            except KeyError as e:
+                raise ValueError(f"{what}: an ACL has no {e}") from None
+        return frozenset(entries)
+
+
+class AclChangeNotificationZNode:
+    """Sequential change notices, one per changed resource pattern, that every broker watches:
+    ``/kafka-acl-changes/acl_changes_<seq>`` holding ``Topic:orders`` for a literal pattern,
+    ``/kafka-acl-extended-changes/acl_changes_<seq>`` holding JSON for a prefixed one."""
+
+    LITERAL_PATH = "/kafka-acl-changes"
+    EXTENDED_PATH = "/kafka-acl-extended-changes"
+    PREFIX = "acl_changes_"
+
+    @staticmethod
+    def path_prefix(pattern: ResourcePattern) -> str:
+        if pattern.pattern_type is PatternType.LITERAL:
+            return f"{AclChangeNotificationZNode.LITERAL_PATH}/{AclChangeNotificationZNode.PREFIX}"
+        return f"{AclChangeNotificationZNode.EXTENDED_PATH}/{AclChangeNotificationZNode.PREFIX}"
+
+    @staticmethod
+    def encode(pattern: ResourcePattern) -> bytes:
+        if pattern.pattern_type is PatternType.LITERAL:
+            return f"{pattern.resource_type.kafka_name}:{pattern.name}".encode()
+        return _json(
+            {
+                "version": 1,
+                "resourceType": pattern.resource_type.kafka_name,
+                "name": pattern.name,
+                "patternType": pattern.pattern_type.name,
+            }
+        )
+
+    @staticmethod
+    def decode(data: bytes | None, extended: bool) -> ResourcePattern:
+        """Raises ``ValueError`` for a notice it cannot read."""
+        if not data:
+            raise ValueError("empty ACL change notification")
+        if not extended:
+            kind, sep, name = data.decode(errors="replace").partition(":")
+            if not sep:
+                raise ValueError(f"bad ACL change notification {data!r}")
+            return ResourcePattern(ResourceType.parse(kind), name)
+        obj = _load(data, "ACL change notification")
+        return ResourcePattern(
+            ResourceType.parse(str(obj.get("resourceType"))),
+            str(obj.get("name")),
+            PatternType.parse(str(obj.get("patternType"))),
+        )
 
 
 PERSISTENT_PATHS = (

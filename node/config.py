@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from node.authorizer import AuthorizerConfig
 from node.listeners import (
     DEFAULT_PROTOCOL_MAP,
     Listener,
@@ -90,6 +91,8 @@ class NodeConfig:
     """TLS settings of SSL listeners (``ssl.*``, PEM; node/tls.py)."""
     listener_ssl: tuple[tuple[str, SslConfig], ...] = ()
     """Per-listener TLS settings (``listener.name.<name>.ssl.*`` over ``ssl.*``)."""
+    authorizer: AuthorizerConfig = field(default_factory=AuthorizerConfig)
+    """ACLs: ``authorizer.class.name``, ``super.users``, ``allow.everyone.if.no.acl.found``."""
 
     def __post_init__(self) -> None:
         if self.node_id < 0:
@@ -183,6 +186,7 @@ _LOG_MANAGER = {
     "replica.high.watermark.checkpoint.interval.ms": "high_watermark_checkpoint_interval_ms",
     "log.initial.task.delay.ms": "initial_task_delay_ms",
 }
+_AUTHORIZER = ("authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found")
 _UNPREFIXED_TOPIC_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable")
 ENV_PREFIX = "ODRADEK_"
 
@@ -229,6 +233,7 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
     spelled: dict[str, str] = {}  # a topic config's name -> the node config it came from
     manager: dict[str, int] = {}
     ssl_props: dict[str, str] = {}
+    authorizer: dict[str, str] = {}
     listener_ssl_props: dict[str, dict[str, str]] = {}
     types = {f.name: f.type for f in dataclasses.fields(NodeConfig)}
     for key, raw in props.items():
@@ -264,6 +269,8 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
                 values["listener_security_protocol_map"] = parse_protocol_map(raw)
             elif key == "inter.broker.listener.name":
                 values["inter_broker_listener_name"] = raw.strip().upper() or None
+            elif key in _AUTHORIZER:
+                authorizer[key] = raw.strip()
             elif key.startswith("ssl."):
                 ssl_props[key] = raw
             elif key.startswith("listener.name.") and ".ssl." in key:
@@ -284,6 +291,17 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
             raise InvalidConfigError(f"{name} is required")
     if topic_defaults:
         values["log"] = LogConfig.from_kafka(topic_defaults, spelled=spelled, kind="node config")
+    if authorizer:
+        everyone = authorizer.get("allow.everyone.if.no.acl.found", "false").lower()
+        if everyone not in ("true", "false"):
+            raise InvalidConfigError(
+                f"invalid value {everyone!r} for 'allow.everyone.if.no.acl.found'"
+            )
+        values["authorizer"] = AuthorizerConfig(
+            authorizer_class_name=authorizer.get("authorizer.class.name", ""),
+            super_users=AuthorizerConfig.parse_super_users(authorizer.get("super.users", "")),
+            allow_everyone_if_no_acl_found=everyone == "true",
+        )
     if ssl_props or listener_ssl_props:
         values["ssl"] = SslConfig.from_properties(ssl_props)
         values["listener_ssl"] = tuple(

@@ -28,6 +28,13 @@ from controller.registration import BrokerRegistration
 from controller.service import ControllerServicer
 from node.alter_partition import AlterPartitionManager
 from node.authentication import AuthenticationInterceptor
+from node.authorizer import AclAuthorizer
+from node.authorizing_services import (
+    AclAdminServicer,
+    AuthorizingBrokerServicer,
+    AuthorizingControllerServicer,
+    AuthorizingReplicationServicer,
+)
 from node.config import NodeConfig
 from node.fetcher import ReplicaFetcherManager
 from node.listeners import RefuseInterBrokerServices, advertised_endpoints
@@ -139,6 +146,7 @@ class Node:
         self.controller: Controller | None = None
         self._servers: list[grpc.Server] = []
         self.certificates: dict[str, CertificateReloader] = {}
+        self.authorizer: AclAuthorizer | None = None
         """The certificate reloader of each SSL listener."""
         self._health = health.HealthServicer()
         self._ticker: threading.Thread | None = None
@@ -189,15 +197,29 @@ class Node:
         executor = futures.ThreadPoolExecutor(
             max_workers=c.request_handler_threads, thread_name_prefix="request"
         )
-        admin = AdminServicer(
-            self.zk,
-            self.clock,
-            default_num_partitions=c.num_partitions,
-            default_replication_factor=c.default_replication_factor,
-            log_defaults=c.log,
+        if c.authorizer.enabled:
+            self.authorizer = AclAuthorizer(self.zk, c.authorizer, self.clock)
+            self.authorizer.start()
+        authorizer = self.authorizer
+        admin: pb_grpc.AdminServicer = AclAdminServicer(
+            AdminServicer(
+                self.zk,
+                self.clock,
+                default_num_partitions=c.num_partitions,
+                default_replication_factor=c.default_replication_factor,
+                log_defaults=c.log,
+            ),
+            authorizer,
         )
-        replication = ReplicationServicer(self.replicas)
-        controller = ControllerServicer(self.controller)
+        replication: pb_grpc.ReplicationServicer = ReplicationServicer(self.replicas)
+        controller: pb_grpc.ControllerServicer = ControllerServicer(self.controller)
+        if authorizer is not None:
+            replication = AuthorizingReplicationServicer(
+                ReplicationServicer(self.replicas), authorizer
+            )
+            controller = AuthorizingControllerServicer(
+                ControllerServicer(self.controller), authorizer
+            )
         inter_broker = c.inter_broker_listener
         # one server per listener (sharing the worker threads), so that each knows its
         # listener: Metadata answers with that listener's endpoints, and only the inter-broker
@@ -213,9 +235,12 @@ class Node:
                 ],
             )
             self._servers.append(server)
-            pb_grpc.add_BrokerServicer_to_server(
-                BrokerServicer(self.replicas, listener.name), server
-            )
+            broker: pb_grpc.BrokerServicer = BrokerServicer(self.replicas, listener.name)
+            if authorizer is not None:
+                broker = AuthorizingBrokerServicer(
+                    BrokerServicer(self.replicas, listener.name), authorizer
+                )
+            pb_grpc.add_BrokerServicer_to_server(broker, server)
             pb_grpc.add_AdminServicer_to_server(admin, server)
             if listener.name == inter_broker:
                 pb_grpc.add_ReplicationServicer_to_server(replication, server)

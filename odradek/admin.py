@@ -36,6 +36,13 @@ from typing import Literal, Self, TypeVar, Unpack
 
 import grpc
 
+from odradek.acl import (
+    AclBinding,
+    AclBindingFilter,
+    acl_binding_from_wire,
+    acl_binding_to_wire,
+    acl_filter_to_wire,
+)
 from odradek.client.connection import ConnectionPool, parse_bootstrap_servers, wait
 from odradek.client.errors import NetworkError, error_from_code
 from odradek.client.leaders import Answer, LeaderTarget, send_to_leaders
@@ -400,6 +407,60 @@ class Admin:
             )
             for r in response.reassignments
         }
+
+    # --- ACLs (docs/security.md) ---------------------------------------------------------------
+
+    def create_acls(self, acls: Iterable[AclBinding]) -> list[OdradekError | None]:
+        """Add ACLs: per ACL, in order, ``None`` or its error
+        (:class:`~odradek.errors.ClusterAuthorizationFailedError` without ALTER on the
+        cluster, :class:`~odradek.errors.SecurityDisabledError` without an authorizer)."""
+        wanted = list(acls)
+        request = pb.CreateAclsRequest(creations=[acl_binding_to_wire(a) for a in wanted])
+        response = self._call_any(
+            lambda address: self._pool.admin(address).CreateAcls.future(
+                request, timeout=self._request_timeout_ms / 1000
+            )
+        )
+        results = list(response.results)
+        return [
+            error_from_code(r.error_code, r.error_message, str(a.pattern)) if r.error_code else None
+            for a, r in zip(wanted, results, strict=False)
+        ] + [
+            error_from_code(-1, "the answer has no result for it", str(a.pattern))
+            for a in wanted[len(results) :]
+        ]
+
+    def describe_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
+        """The ACLs matching ``acl_filter`` (all of them by default). Raises the answer's
+        error."""
+        request = pb.DescribeAclsRequest(
+            filter=acl_filter_to_wire(acl_filter or AclBindingFilter())
+        )
+        response = self._call_any(
+            lambda address: self._pool.admin(address).DescribeAcls.future(
+                request, timeout=self._request_timeout_ms / 1000
+            )
+        )
+        if response.error_code:
+            raise error_from_code(response.error_code, response.error_message, "describe ACLs")
+        return [acl_binding_from_wire(a) for a in response.acls]
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter]) -> list[list[AclBinding]]:
+        """Delete the ACLs each filter matches; returns the deleted ACLs per filter. Raises the
+        first filter's error."""
+        wanted = list(filters)
+        request = pb.DeleteAclsRequest(filters=[acl_filter_to_wire(f) for f in wanted])
+        response = self._call_any(
+            lambda address: self._pool.admin(address).DeleteAcls.future(
+                request, timeout=self._request_timeout_ms / 1000
+            )
+        )
+        out = []
+        for r in response.filter_results:
+            if r.error_code:
+                raise error_from_code(r.error_code, r.error_message, "delete ACLs")
+            out.append([acl_binding_from_wire(a) for a in r.matching_acls])
+        return out
 
     def delete_records(
         self, offsets: Mapping[TopicPartition, int], *, timeout_ms: int | None = None

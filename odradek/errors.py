@@ -62,6 +62,7 @@ __all__ = [
     "IllegalSaslStateError",
     "SaslAuthenticationFailedError",
     "ListenerNotFoundError",
+    "SecurityDisabledError",
     "ERRORS_BY_CODE",
     "error_for_code",
 ]
@@ -267,6 +268,12 @@ class UnsupportedSaslMechanismError(OdradekError):
 
 class IllegalSaslStateError(OdradekError):
     code, name = 34, "ILLEGAL_SASL_STATE"
+
+
+class SecurityDisabledError(OdradekError):
+    """An ACL request to a cluster without an authorizer (``authorizer.class.name``)."""
+
+    code, name = 54, "SECURITY_DISABLED"
 
 
 class TransactionalIdAuthorizationFailedError(OdradekError):

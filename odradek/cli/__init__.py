@@ -25,7 +25,7 @@ from odradek.errors import OdradekError
 
 __all__ = ["main"]
 
-_CLIENT_COMMANDS = frozenset({"topics", "produce", "consume", "cluster"})
+_CLIENT_COMMANDS = frozenset({"topics", "produce", "consume", "cluster", "acls"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,12 +42,13 @@ def _parser() -> argparse.ArgumentParser:
     sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=_Parser
     )
-    from odradek.cli import cluster, consume, dump_log, node, produce, topics
+    from odradek.cli import acls, cluster, consume, dump_log, node, produce, topics
 
     topics.add_parser(sub)
     produce.add_parser(sub)
     consume.add_parser(sub)
     cluster.add_parser(sub)
+    acls.add_parser(sub)
     node.add_parser(sub)
     dump_log.add_parser(sub)
     return parser

@@ -24,7 +24,7 @@ from odradek.client.connection import ConnectionPool, call, format_address
 from odradek.client.errors import NetworkError, error_from_code
 from odradek.client.types import TopicPartition
 from odradek.clock import Clock
-from odradek.errors import OdradekError, RequestTimedOutError
+from odradek.errors import OdradekError, RequestTimedOutError, TopicAuthorizationFailedError
 from odradek.v1 import odradek_pb2 as pb
 
 __all__ = [
@@ -380,6 +380,9 @@ class MetadataCache:
             known = self._snapshot.topics.get(topic)
             if known is not None and known.error_code == 0 and known.partitions:
                 return known
+            if known is not None and known.error_code == TopicAuthorizationFailedError.code:
+                # waiting will not help, as Kafka's Metadata.maybeThrowExceptionForTopic says
+                raise error_from_code(known.error_code, "not authorized", f"topic {topic!r}")
             pause = min(self._retry_backoff_ms, max(deadline - self._clock.monotonic_ms(), 0))
             time.sleep(pause / 1000)
         known = self._snapshot.topics.get(topic)

@@ -2059,3 +2059,280 @@ class BrokerEndPoint(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___BrokerEndPoint: _TypeAlias = BrokerEndPoint  # noqa: Y015
+
+@_typing.final
+class AclBinding(_message.Message):
+    """One ACL, or (in AclFilter) what to match. Enum fields carry Kafka's codes
+    (org.apache.kafka.common.acl / resource): resource_type TOPIC 2, GROUP 3, CLUSTER 4,
+    TRANSACTIONAL_ID 5; pattern_type ANY 1, MATCH 2, LITERAL 3, PREFIXED 4; operation ALL 2,
+    READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+    DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12; permission_type DENY 2,
+    ALLOW 3; ANY (1) matches everything in a filter.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESOURCE_TYPE_FIELD_NUMBER: _builtins.int
+    RESOURCE_NAME_FIELD_NUMBER: _builtins.int
+    PATTERN_TYPE_FIELD_NUMBER: _builtins.int
+    PRINCIPAL_FIELD_NUMBER: _builtins.int
+    HOST_FIELD_NUMBER: _builtins.int
+    OPERATION_FIELD_NUMBER: _builtins.int
+    PERMISSION_TYPE_FIELD_NUMBER: _builtins.int
+    resource_type: _builtins.int
+    resource_name: _builtins.str
+    pattern_type: _builtins.int
+    principal: _builtins.str
+    """e.g. User:alice, User:*"""
+    host: _builtins.str
+    """an IP address or *"""
+    operation: _builtins.int
+    permission_type: _builtins.int
+    def __init__(
+        self,
+        *,
+        resource_type: _builtins.int = ...,
+        resource_name: _builtins.str = ...,
+        pattern_type: _builtins.int = ...,
+        principal: _builtins.str = ...,
+        host: _builtins.str = ...,
+        operation: _builtins.int = ...,
+        permission_type: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["host", b"host", "operation", b"operation", "pattern_type", b"pattern_type", "permission_type", b"permission_type", "principal", b"principal", "resource_name", b"resource_name", "resource_type", b"resource_type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AclBinding: _TypeAlias = AclBinding  # noqa: Y015
+
+@_typing.final
+class AclFilter(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESOURCE_TYPE_FIELD_NUMBER: _builtins.int
+    RESOURCE_NAME_FIELD_NUMBER: _builtins.int
+    PATTERN_TYPE_FIELD_NUMBER: _builtins.int
+    PRINCIPAL_FIELD_NUMBER: _builtins.int
+    HOST_FIELD_NUMBER: _builtins.int
+    OPERATION_FIELD_NUMBER: _builtins.int
+    PERMISSION_TYPE_FIELD_NUMBER: _builtins.int
+    resource_type: _builtins.int
+    resource_name: _builtins.str
+    """absent: any"""
+    pattern_type: _builtins.int
+    principal: _builtins.str
+    host: _builtins.str
+    operation: _builtins.int
+    permission_type: _builtins.int
+    def __init__(
+        self,
+        *,
+        resource_type: _builtins.int = ...,
+        resource_name: _builtins.str | None = ...,
+        pattern_type: _builtins.int = ...,
+        principal: _builtins.str | None = ...,
+        host: _builtins.str | None = ...,
+        operation: _builtins.int = ...,
+        permission_type: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_host", b"_host", "_principal", b"_principal", "_resource_name", b"_resource_name", "host", b"host", "principal", b"principal", "resource_name", b"resource_name"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_host", b"_host", "_principal", b"_principal", "_resource_name", b"_resource_name", "host", b"host", "operation", b"operation", "pattern_type", b"pattern_type", "permission_type", b"permission_type", "principal", b"principal", "resource_name", b"resource_name", "resource_type", b"resource_type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__host: _TypeAlias = _typing.Literal["host"]  # noqa: Y015
+    _WhichOneofArgType__host: _TypeAlias = _typing.Literal["_host", b"_host"]  # noqa: Y015
+    _WhichOneofReturnType__principal: _TypeAlias = _typing.Literal["principal"]  # noqa: Y015
+    _WhichOneofArgType__principal: _TypeAlias = _typing.Literal["_principal", b"_principal"]  # noqa: Y015
+    _WhichOneofReturnType__resource_name: _TypeAlias = _typing.Literal["resource_name"]  # noqa: Y015
+    _WhichOneofArgType__resource_name: _TypeAlias = _typing.Literal["_resource_name", b"_resource_name"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__host) -> _WhichOneofReturnType__host | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__principal) -> _WhichOneofReturnType__principal | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__resource_name) -> _WhichOneofReturnType__resource_name | None: ...
+
+Global___AclFilter: _TypeAlias = AclFilter  # noqa: Y015
+
+@_typing.final
+class CreateAclsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CREATIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def creations(self) -> _containers.RepeatedCompositeFieldContainer[Global___AclBinding]: ...
+    def __init__(
+        self,
+        *,
+        creations: _abc.Iterable[Global___AclBinding] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["creations", b"creations"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateAclsRequest: _TypeAlias = CreateAclsRequest  # noqa: Y015
+
+@_typing.final
+class AclResult(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    """INVALID_REQUEST for a malformed ACL, CLUSTER_AUTHORIZATION_FAILED"""
+    error_message: _builtins.str
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "error_message", b"error_message"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AclResult: _TypeAlias = AclResult  # noqa: Y015
+
+@_typing.final
+class CreateAclsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___AclResult]:
+        """one per creation, in order"""
+
+    def __init__(
+        self,
+        *,
+        results: _abc.Iterable[Global___AclResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateAclsResponse: _TypeAlias = CreateAclsResponse  # noqa: Y015
+
+@_typing.final
+class DescribeAclsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FILTER_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def filter(self) -> Global___AclFilter: ...
+    def __init__(
+        self,
+        *,
+        filter: Global___AclFilter | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeAclsRequest: _TypeAlias = DescribeAclsRequest  # noqa: Y015
+
+@_typing.final
+class DescribeAclsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    ACLS_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    error_message: _builtins.str
+    @_builtins.property
+    def acls(self) -> _containers.RepeatedCompositeFieldContainer[Global___AclBinding]: ...
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+        acls: _abc.Iterable[Global___AclBinding] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["acls", b"acls", "error_code", b"error_code", "error_message", b"error_message"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeAclsResponse: _TypeAlias = DescribeAclsResponse  # noqa: Y015
+
+@_typing.final
+class DeleteAclsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FILTERS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def filters(self) -> _containers.RepeatedCompositeFieldContainer[Global___AclFilter]: ...
+    def __init__(
+        self,
+        *,
+        filters: _abc.Iterable[Global___AclFilter] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteAclsRequest: _TypeAlias = DeleteAclsRequest  # noqa: Y015
+
+@_typing.final
+class DeleteAclsFilterResult(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    MATCHING_ACLS_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    error_message: _builtins.str
+    @_builtins.property
+    def matching_acls(self) -> _containers.RepeatedCompositeFieldContainer[Global___AclBinding]:
+        """the ACLs deleted"""
+
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+        matching_acls: _abc.Iterable[Global___AclBinding] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "error_message", b"error_message", "matching_acls", b"matching_acls"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteAclsFilterResult: _TypeAlias = DeleteAclsFilterResult  # noqa: Y015
+
+@_typing.final
+class DeleteAclsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FILTER_RESULTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def filter_results(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeleteAclsFilterResult]:
+        """one per filter, in order"""
+
+    def __init__(
+        self,
+        *,
+        filter_results: _abc.Iterable[Global___DeleteAclsFilterResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter_results", b"filter_results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteAclsResponse: _TypeAlias = DeleteAclsResponse  # noqa: Y015

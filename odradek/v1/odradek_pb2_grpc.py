@@ -331,6 +331,21 @@ class AdminStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.ListPartitionReassignmentsRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.ListPartitionReassignmentsResponse.FromString,
                 _registered_method=True)
+        self.CreateAcls = channel.unary_unary(
+                '/odradek.v1.Admin/CreateAcls',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.CreateAclsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.CreateAclsResponse.FromString,
+                _registered_method=True)
+        self.DescribeAcls = channel.unary_unary(
+                '/odradek.v1.Admin/DescribeAcls',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeAclsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeAclsResponse.FromString,
+                _registered_method=True)
+        self.DeleteAcls = channel.unary_unary(
+                '/odradek.v1.Admin/DeleteAcls',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.DeleteAclsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.DeleteAclsResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -382,6 +397,26 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateAcls(self, request, context):
+        """ACLs (docs/security.md): need ALTER / DESCRIBE / ALTER on the Cluster; without an
+        authorizer every result is SECURITY_DISABLED (54).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -419,6 +454,21 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.ListPartitionReassignments,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.ListPartitionReassignmentsRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.ListPartitionReassignmentsResponse.SerializeToString,
+            ),
+            'CreateAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateAcls,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.CreateAclsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.CreateAclsResponse.SerializeToString,
+            ),
+            'DescribeAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeAcls,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeAclsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeAclsResponse.SerializeToString,
+            ),
+            'DeleteAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteAcls,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.DeleteAclsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.DeleteAclsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -614,6 +664,87 @@ class Admin:
             '/odradek.v1.Admin/ListPartitionReassignments',
             odradek_dot_v1_dot_odradek__pb2.ListPartitionReassignmentsRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.ListPartitionReassignmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Admin/CreateAcls',
+            odradek_dot_v1_dot_odradek__pb2.CreateAclsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.CreateAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Admin/DescribeAcls',
+            odradek_dot_v1_dot_odradek__pb2.DescribeAclsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.DescribeAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Admin/DeleteAcls',
+            odradek_dot_v1_dot_odradek__pb2.DeleteAclsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.DeleteAclsResponse.FromString,
             options,
             channel_credentials,
             insecure,

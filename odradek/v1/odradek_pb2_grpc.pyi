@@ -141,6 +141,12 @@ class AdminStub:
     ElectLeaders: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ElectLeadersRequest, _odradek_pb2.ElectLeadersResponse]
     AlterPartitionReassignments: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.AlterPartitionReassignmentsRequest, _odradek_pb2.AlterPartitionReassignmentsResponse]
     ListPartitionReassignments: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ListPartitionReassignmentsRequest, _odradek_pb2.ListPartitionReassignmentsResponse]
+    CreateAcls: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.CreateAclsRequest, _odradek_pb2.CreateAclsResponse]
+    """ACLs (docs/security.md): need ALTER / DESCRIBE / ALTER on the Cluster; without an
+    authorizer every result is SECURITY_DISABLED (54).
+    """
+    DescribeAcls: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DescribeAclsRequest, _odradek_pb2.DescribeAclsResponse]
+    DeleteAcls: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DeleteAclsRequest, _odradek_pb2.DeleteAclsResponse]
 
 @_typing.type_check_only
 class AdminAsyncStub(AdminStub):
@@ -157,6 +163,12 @@ class AdminAsyncStub(AdminStub):
     ElectLeaders: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ElectLeadersRequest, _odradek_pb2.ElectLeadersResponse]  # type: ignore[assignment]
     AlterPartitionReassignments: _aio.UnaryUnaryMultiCallable[_odradek_pb2.AlterPartitionReassignmentsRequest, _odradek_pb2.AlterPartitionReassignmentsResponse]  # type: ignore[assignment]
     ListPartitionReassignments: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ListPartitionReassignmentsRequest, _odradek_pb2.ListPartitionReassignmentsResponse]  # type: ignore[assignment]
+    CreateAcls: _aio.UnaryUnaryMultiCallable[_odradek_pb2.CreateAclsRequest, _odradek_pb2.CreateAclsResponse]  # type: ignore[assignment]
+    """ACLs (docs/security.md): need ALTER / DESCRIBE / ALTER on the Cluster; without an
+    authorizer every result is SECURITY_DISABLED (54).
+    """
+    DescribeAcls: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DescribeAclsRequest, _odradek_pb2.DescribeAclsResponse]  # type: ignore[assignment]
+    DeleteAcls: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DeleteAclsRequest, _odradek_pb2.DeleteAclsResponse]  # type: ignore[assignment]
 
 class AdminServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
@@ -212,6 +224,30 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
         request: _odradek_pb2.ListPartitionReassignmentsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_odradek_pb2.ListPartitionReassignmentsResponse, _abc.Awaitable[_odradek_pb2.ListPartitionReassignmentsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def CreateAcls(
+        self,
+        request: _odradek_pb2.CreateAclsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.CreateAclsResponse, _abc.Awaitable[_odradek_pb2.CreateAclsResponse]]:
+        """ACLs (docs/security.md): need ALTER / DESCRIBE / ALTER on the Cluster; without an
+        authorizer every result is SECURITY_DISABLED (54).
+        """
+
+    @_abc_1.abstractmethod
+    def DescribeAcls(
+        self,
+        request: _odradek_pb2.DescribeAclsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.DescribeAclsResponse, _abc.Awaitable[_odradek_pb2.DescribeAclsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DeleteAcls(
+        self,
+        request: _odradek_pb2.DeleteAclsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.DeleteAclsResponse, _abc.Awaitable[_odradek_pb2.DeleteAclsResponse]]: ...
 
 def add_AdminServicer_to_server(servicer: AdminServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 
