@@ -701,5 +701,24 @@ class AdminServicer(pb_grpc.AdminServicer):
             * len(request.filters)
         )
 
+    # -- SCRAM credentials: served by the node (node/authorizing_services.py)
+
+    def DescribeUserScramCredentials(  # noqa: N802
+        self, request: pb.DescribeUserScramCredentialsRequest, context: grpc.ServicerContext
+    ) -> pb.DescribeUserScramCredentialsResponse:
+        """UNSUPPORTED_VERSION (35): this servicer does not keep credentials."""
+        return pb.DescribeUserScramCredentialsResponse(error_code=35)
+
+    def AlterUserScramCredentials(  # noqa: N802
+        self, request: pb.AlterUserScramCredentialsRequest, context: grpc.ServicerContext
+    ) -> pb.AlterUserScramCredentialsResponse:
+        """UNSUPPORTED_VERSION (35) per user: this servicer does not keep credentials."""
+        users = dict.fromkeys(
+            [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+        )
+        return pb.AlterUserScramCredentialsResponse(
+            results=[pb.AlterUserScramCredentialsResult(user=u, error_code=35) for u in users]
+        )
+
 
 _SECURITY_DISABLED = 54  # SECURITY_DISABLED (odradek.errors.SecurityDisabledError)

@@ -45,6 +45,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,6 +88,7 @@ __all__ = [
     "ConfigEntityTypeZNode",
     "ConfigEntityZNode",
     "ConfigEntityChangeNotificationZNode",
+    "UserConfigZNode",
     "ConfigEntityChangeNotificationSequenceZNode",
     "AdminZNode",
     "DeleteTopicsZNode",
@@ -545,6 +547,28 @@ class ConfigEntityZNode:
         return {str(k): str(v) for k, v in config.items()}
 
 
+class UserConfigZNode:
+    """``/config/users/<sanitized user>``: a user's SCRAM credentials (and quotas), as
+    ``{"version":1,"config":{"SCRAM-SHA-256":"salt=...,stored_key=...,server_key=...,
+    iterations=4096"}}``; the name is URL-encoded (Kafka's ``Sanitizer.sanitize``). Encoded and
+    decoded with :class:`ConfigEntityZNode`."""
+
+    path_root = "/config/users"
+
+    @staticmethod
+    def path(user: str) -> str:
+        return f"{UserConfigZNode.path_root}/{UserConfigZNode.sanitize(user)}"
+
+    @staticmethod
+    def sanitize(user: str) -> str:
+        """URL-encoding with ``*`` and ``~`` kept and spaces as ``%20`` (Kafka's Sanitizer)."""
+        return urllib.parse.quote(user, safe="*~")
+
+    @staticmethod
+    def desanitize(name: str) -> str:
+        return urllib.parse.unquote(name)
+
+
 class ConfigEntityChangeNotificationZNode:
     """``/config/changes``: sequential notifications that a config changed."""
 
@@ -563,6 +587,11 @@ class ConfigEntityChangeNotificationSequenceZNode:
     @staticmethod
     def encode(topic: str) -> bytes:
         return _json({"version": 2, "entity_path": f"topics/{topic}"})
+
+    @staticmethod
+    def encode_user(user: str) -> bytes:
+        """The notice of a change to ``/config/users/<user>``."""
+        return _json({"version": 2, "entity_path": f"users/{UserConfigZNode.sanitize(user)}"})
 
     @staticmethod
     def decode(data: bytes | None) -> str | None:

@@ -7,7 +7,11 @@ Principals, as Kafka builds them:
   ``User:ANONYMOUS``;
 - on an SSL listener with a client certificate: ``User:<name>``, the name being the
   certificate's subject (RFC 2253, ``CN=alice,OU=Users,O=Example``) mapped by the listener's
-  ``ssl.principal.mapping.rules``. A subject no rule maps is refused (``UNAUTHENTICATED``).
+  ``ssl.principal.mapping.rules``. A subject no rule maps is refused (``UNAUTHENTICATED``);
+- on a SASL_SSL listener: ``User:<SCRAM user name>`` of the session token the call carries
+  (:mod:`node.sasl`). A call without a live token is refused (``UNAUTHENTICATED`` with
+  SASL_AUTHENTICATION_FAILED, 58, in the ``odradek-error-code`` trailer), except the Sasl
+  service itself and the health and reflection services.
 
 :class:`AuthenticationInterceptor` (one per listener) computes the principal of every call
 before its handler runs and makes it available to the handler's thread through
@@ -23,7 +27,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 import grpc
 
+from node.sasl import SASL_TOKEN_METADATA_KEY, SaslSessions
 from node.ssl_principal_mapper import NoMatchingRuleError, SslPrincipalMapper
+from odradek.client.errors import ERROR_CODE_METADATA_KEY
+from odradek.errors import SaslAuthenticationFailedError
 
 __all__ = [
     "ANONYMOUS",
@@ -102,6 +109,11 @@ def principal_from_auth_context(
 
 
 Behaviour = Callable[[Any, grpc.ServicerContext], Any]
+_UNAUTHENTICATED_SERVICES = (
+    "odradek.v1.Sasl",
+    "grpc.health.v1.Health",
+    "grpc.reflection.v1alpha.ServerReflection",
+)
 
 
 if TYPE_CHECKING:
@@ -115,15 +127,23 @@ class AuthenticationInterceptor(_ServerInterceptor):
     certificate subject no mapping rule matches. Thread-safe."""
 
     def __init__(
-        self, listener_name: str, security_protocol: str, mapper: SslPrincipalMapper
+        self,
+        listener_name: str,
+        security_protocol: str,
+        mapper: SslPrincipalMapper,
+        sessions: SaslSessions | None = None,
     ) -> None:
+        """``sessions``: the node's SASL sessions (needed on a SASL_SSL listener)."""
         self._listener = listener_name
         self._protocol = security_protocol
         self._mapper = mapper
+        self._sessions = sessions
 
-    def _context(self, context: grpc.ServicerContext) -> RequestContext:
+    def _context(self, context: grpc.ServicerContext, method: str) -> RequestContext:
         if self._protocol == "PLAINTEXT":
             principal = ANONYMOUS
+        elif self._protocol == "SASL_SSL":
+            principal = self._sasl_principal(context, method)
         else:
             try:
                 # gRPC gives a list of values per key (grpc-stubs says one)
@@ -133,9 +153,30 @@ class AuthenticationInterceptor(_ServerInterceptor):
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, e.message)
         return RequestContext(principal, self._listener, self._protocol, context.peer())
 
-    def _unary(self, behaviour: Behaviour) -> Behaviour:
+    def _sasl_principal(self, context: grpc.ServicerContext, method: str) -> KafkaPrincipal:
+        service = method.lstrip("/").partition("/")[0]
+        if service in _UNAUTHENTICATED_SERVICES:
+            return ANONYMOUS
+        token = next(
+            (str(v) for k, v in context.invocation_metadata() if k == SASL_TOKEN_METADATA_KEY),
+            None,
+        )
+        user = self._sessions.user(token) if token and self._sessions is not None else None
+        if user is None:
+            context.set_trailing_metadata(
+                ((ERROR_CODE_METADATA_KEY, str(SaslAuthenticationFailedError.code)),)
+            )
+            context.abort(
+                grpc.StatusCode.UNAUTHENTICATED,
+                f"{SaslAuthenticationFailedError.name} ({SaslAuthenticationFailedError.code}): "
+                f"listener {self._listener} needs SASL authentication "
+                + ("(the session is unknown or expired)" if token else "(no session token)"),
+            )
+        return KafkaPrincipal("User", user)
+
+    def _unary(self, behaviour: Behaviour, method: str) -> Behaviour:
         def wrapped(request: Any, context: grpc.ServicerContext) -> Any:
-            token = _CURRENT.set(self._context(context))
+            token = _CURRENT.set(self._context(context, method))
             try:
                 return behaviour(request, context)
             finally:
@@ -143,9 +184,9 @@ class AuthenticationInterceptor(_ServerInterceptor):
 
         return wrapped
 
-    def _streaming(self, behaviour: Behaviour) -> Behaviour:
+    def _streaming(self, behaviour: Behaviour, method: str) -> Behaviour:
         def wrapped(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-            request_context = self._context(context)
+            request_context = self._context(context, method)
             token = _CURRENT.set(request_context)
             try:
                 responses = behaviour(request, context)
@@ -186,7 +227,7 @@ class AuthenticationInterceptor(_ServerInterceptor):
             behaviour = getattr(handler, attribute, None)
             if behaviour is not None:
                 return make(
-                    wrap(behaviour),
+                    wrap(behaviour, handler_call_details.method),
                     request_deserializer=handler.request_deserializer,
                     response_serializer=handler.response_serializer,
                 )

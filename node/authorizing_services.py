@@ -45,6 +45,7 @@ from controller.service import ControllerServicer
 from node.authentication import ANONYMOUS, current_request
 from node.authorizer import AclAuthorizer
 from node.listeners import ERROR_CODE_METADATA_KEY
+from node.scram_store import ScramCredentialStore
 from node.service import BrokerServicer, ReplicationServicer
 from odradek.acl import (
     CLUSTER_NAME,
@@ -59,9 +60,14 @@ from odradek.acl import (
 from odradek.errors import (
     ClusterAuthorizationFailedError,
     InvalidRequestError,
+    ResourceNotFoundError,
     SecurityDisabledError,
     TopicAuthorizationFailedError,
+    UnacceptableCredentialError,
+    UnsupportedSaslMechanismError,
+    UnsupportedVersionError,
 )
+from odradek.scram import MECHANISMS, credential_from_salted_password
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
@@ -315,8 +321,16 @@ class AclAdminServicer(pb_grpc.AdminServicer):
     """The Admin service: the topic calls behind ACLs (with an authorizer), and the ACL
     calls."""
 
-    def __init__(self, inner: AdminServicer, authorizer: AclAuthorizer | None) -> None:
+    def __init__(
+        self,
+        inner: AdminServicer,
+        authorizer: AclAuthorizer | None,
+        credentials: ScramCredentialStore | None = None,
+    ) -> None:
+        """``credentials``: where users' SCRAM credentials live (``None``: the SCRAM calls
+        answer UNSUPPORTED_VERSION)."""
         self._inner = inner
+        self._credentials = credentials
         self._authorizer = authorizer
         self._checks = _Checks(authorizer) if authorizer is not None else None
 
@@ -517,3 +531,92 @@ class AclAdminServicer(pb_grpc.AdminServicer):
                 for r in results
             ]
         )
+
+    # -- SCRAM credentials ------------------------------------------------------------------
+
+    def DescribeUserScramCredentials(  # noqa: N802
+        self, request: pb.DescribeUserScramCredentialsRequest, context: grpc.ServicerContext
+    ) -> pb.DescribeUserScramCredentialsResponse:
+        store = self._credentials
+        if store is None:
+            return pb.DescribeUserScramCredentialsResponse(error_code=UnsupportedVersionError.code)
+        if self._cluster_denied(AclOperation.DESCRIBE):
+            return pb.DescribeUserScramCredentialsResponse(
+                error_code=_CLUSTER_DENIED, error_message="may not Describe on the cluster"
+            )
+        named = list(dict.fromkeys(request.users))
+        results = []
+        for user in named or store.users():
+            infos = store.describe(user)
+            if not infos and not named:
+                continue
+            results.append(
+                pb.DescribeUserScramCredentialsResult(
+                    user=user,
+                    error_code=0 if infos else ResourceNotFoundError.code,
+                    error_message="" if infos else f"user {user!r} has no SCRAM credentials",
+                    credential_infos=[
+                        pb.ScramCredentialInfo(mechanism=m, iterations=i)
+                        for m, i in sorted(infos.items())
+                    ],
+                )
+            )
+        return pb.DescribeUserScramCredentialsResponse(results=results)
+
+    def AlterUserScramCredentials(  # noqa: N802
+        self, request: pb.AlterUserScramCredentialsRequest, context: grpc.ServicerContext
+    ) -> pb.AlterUserScramCredentialsResponse:
+        users = list(
+            dict.fromkeys(
+                [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+            )
+        )
+        store = self._credentials
+        refused: tuple[int, str] | None = None
+        if store is None:
+            refused = (UnsupportedVersionError.code, "this node keeps no credentials")
+        elif self._cluster_denied(AclOperation.ALTER):
+            refused = (_CLUSTER_DENIED, "may not Alter on the cluster")
+        if refused is not None:
+            return pb.AlterUserScramCredentialsResponse(
+                results=[
+                    pb.AlterUserScramCredentialsResult(
+                        user=u, error_code=refused[0], error_message=refused[1]
+                    )
+                    for u in users
+                ]
+            )
+        assert store is not None
+        results = []
+        for user in users:
+            code, message = 0, ""
+            deletions = {d.mechanism for d in request.deletions if d.name == user}
+            upsertions = [u for u in request.upsertions if u.name == user]
+            upsert = {}
+            for u in upsertions:
+                if u.mechanism not in MECHANISMS:
+                    code, message = UnsupportedSaslMechanismError.code, f"{u.mechanism!r}"
+                    break
+                _, least, most = MECHANISMS[u.mechanism]
+                if not least <= u.iterations <= most or not u.salt or not u.salted_password:
+                    code = UnacceptableCredentialError.code
+                    message = f"{u.mechanism} needs iterations in [{least}, {most}] and a salt"
+                    break
+                upsert[u.mechanism] = credential_from_salted_password(
+                    u.mechanism, u.salted_password, u.salt, u.iterations
+                )
+            unknown = deletions - set(MECHANISMS)
+            if not code and (unknown or deletions & set(upsert) or not user):
+                code = InvalidRequestError.code
+                message = "an empty user, an unknown mechanism, or one both set and deleted"
+            if not code and deletions - set(store.describe(user)):
+                code = ResourceNotFoundError.code
+                message = f"user {user!r} has no {', '.join(sorted(deletions))} credential"
+            if not code:
+                store.alter(user, upsert, deletions)
+            results.append(
+                pb.AlterUserScramCredentialsResult(
+                    user=user, error_code=code, error_message=message
+                )
+            )
+        return pb.AlterUserScramCredentialsResponse(results=results)

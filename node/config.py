@@ -93,6 +93,8 @@ class NodeConfig:
     """Per-listener TLS settings (``listener.name.<name>.ssl.*`` over ``ssl.*``)."""
     authorizer: AuthorizerConfig = field(default_factory=AuthorizerConfig)
     """ACLs: ``authorizer.class.name``, ``super.users``, ``allow.everyone.if.no.acl.found``."""
+    sasl_enabled_mechanisms: tuple[str, ...] = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+    """SASL mechanisms SASL_SSL listeners accept (``sasl.enabled.mechanisms``)."""
 
     def __post_init__(self) -> None:
         if self.node_id < 0:
@@ -118,12 +120,17 @@ class NodeConfig:
             self.inter_broker_listener_name,
         )
         for listener in self.effective_listeners:
-            if (
-                self.protocol_map[listener.name] == "SSL"
-                and not self.ssl_for(listener.name).has_keystore
-            ):
+            protocol = self.protocol_map[listener.name]
+            if protocol != "PLAINTEXT" and not self.ssl_for(listener.name).has_keystore:
                 raise InvalidConfigError(
-                    f"listener {listener.name} is SSL but has no keystore (ssl.keystore.location)"
+                    f"listener {listener.name} is {protocol} but has no keystore "
+                    "(ssl.keystore.location)"
+                )
+        for mechanism in self.sasl_enabled_mechanisms:
+            if mechanism not in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                raise InvalidConfigError(
+                    f"sasl.enabled.mechanisms: {mechanism!r} is not supported "
+                    "(SCRAM-SHA-256, SCRAM-SHA-512)"
                 )
 
     @property
@@ -269,6 +276,10 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
                 values["listener_security_protocol_map"] = parse_protocol_map(raw)
             elif key == "inter.broker.listener.name":
                 values["inter_broker_listener_name"] = raw.strip().upper() or None
+            elif key == "sasl.enabled.mechanisms":
+                values["sasl_enabled_mechanisms"] = tuple(
+                    m.strip().upper() for m in raw.split(",") if m.strip()
+                )
             elif key in _AUTHORIZER:
                 authorizer[key] = raw.strip()
             elif key.startswith("ssl."):

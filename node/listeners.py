@@ -45,8 +45,8 @@ __all__ = [
 DEFAULT_PROTOCOL_MAP: Mapping[str, str] = {p: p for p in SECURITY_PROTOCOLS}
 """``listener.security.protocol.map``'s default: each protocol is a listener name of itself."""
 
-SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL")
-"""What a listener may use. SASL_PLAINTEXT and SASL_SSL are not built yet."""
+SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_SSL")
+"""What a listener may use. SASL_PLAINTEXT is refused: SCRAM is carried only inside TLS."""
 
 INTER_BROKER_SERVICES = ("odradek.v1.Replication", "odradek.v1.Controller")
 """Served only on the inter-broker listener: follower fetches, OffsetForLeaderEpoch and the
@@ -166,14 +166,21 @@ def validate_listeners(
                 f"inter.broker.listener.name {inter_broker_listener_name} is not one of the "
                 f"listeners ({', '.join(names)})"
             )
-        return inter_broker_listener_name
-    if "PLAINTEXT" in names:
-        return "PLAINTEXT"
-    if len(names) == 1:
-        return names[0]
-    raise InvalidConfigError(
-        "inter.broker.listener.name is required when no listener is named PLAINTEXT"
-    )
+        chosen = inter_broker_listener_name
+    elif "PLAINTEXT" in names:
+        chosen = "PLAINTEXT"
+    elif len(names) == 1:
+        chosen = names[0]
+    else:
+        raise InvalidConfigError(
+            "inter.broker.listener.name is required when no listener is named PLAINTEXT"
+        )
+    if protocol_map.get(chosen) == "SASL_SSL":
+        raise InvalidConfigError(
+            f"the inter-broker listener {chosen} cannot be SASL_SSL (nodes authenticate to "
+            "each other with certificates: use SSL)"
+        )
+    return chosen
 
 
 def advertised_endpoints(

@@ -40,6 +40,8 @@ from node.fetcher import ReplicaFetcherManager
 from node.listeners import RefuseInterBrokerServices, advertised_endpoints
 from node.metadata_cache import MetadataCache
 from node.replica_manager import ReplicaManager
+from node.sasl import SaslServicer, SaslSessions
+from node.scram_store import ScramCredentialStore
 from node.service import BrokerServicer, ReplicationServicer
 from node.tls import CertificateReloader, channel_credentials, server_credentials
 from odradek.client.connection import RECONNECT_OPTIONS
@@ -147,6 +149,7 @@ class Node:
         self._servers: list[grpc.Server] = []
         self.certificates: dict[str, CertificateReloader] = {}
         self.authorizer: AclAuthorizer | None = None
+        self.sasl_sessions: SaslSessions | None = None
         """The certificate reloader of each SSL listener."""
         self._health = health.HealthServicer()
         self._ticker: threading.Thread | None = None
@@ -201,6 +204,11 @@ class Node:
             self.authorizer = AclAuthorizer(self.zk, c.authorizer, self.clock)
             self.authorizer.start()
         authorizer = self.authorizer
+        scram_store = ScramCredentialStore(self.zk)
+        self.sasl_sessions = SaslSessions(
+            self.clock, scram_store.credential, c.sasl_enabled_mechanisms
+        )
+        sasl = SaslServicer(self.sasl_sessions)
         admin: pb_grpc.AdminServicer = AclAdminServicer(
             AdminServicer(
                 self.zk,
@@ -210,6 +218,7 @@ class Node:
                 log_defaults=c.log,
             ),
             authorizer,
+            scram_store,
         )
         replication: pb_grpc.ReplicationServicer = ReplicationServicer(self.replicas)
         controller: pb_grpc.ControllerServicer = ControllerServicer(self.controller)
@@ -231,7 +240,9 @@ class Node:
                 executor,
                 options=GRPC_OPTIONS,
                 interceptors=[
-                    AuthenticationInterceptor(listener.name, protocol, ssl_config.principal_mapper)
+                    AuthenticationInterceptor(
+                        listener.name, protocol, ssl_config.principal_mapper, self.sasl_sessions
+                    )
                 ],
             )
             self._servers.append(server)
@@ -242,6 +253,8 @@ class Node:
                 )
             pb_grpc.add_BrokerServicer_to_server(broker, server)
             pb_grpc.add_AdminServicer_to_server(admin, server)
+            if protocol == "SASL_SSL":
+                pb_grpc.add_SaslServicer_to_server(sasl, server)
             if listener.name == inter_broker:
                 pb_grpc.add_ReplicationServicer_to_server(replication, server)
                 pb_grpc.add_ControllerServicer_to_server(controller, server)

@@ -29,6 +29,7 @@ goes to each partition's leader. Thread-safe.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -36,6 +37,7 @@ from typing import Literal, Self, TypeVar, Unpack
 
 import grpc
 
+from odradek import scram
 from odradek.acl import (
     AclBinding,
     AclBindingFilter,
@@ -60,11 +62,32 @@ __all__ = [
     "ConfigEntry",
     "NewTopic",
     "OngoingReassignment",
+    "ScramDeletion",
+    "ScramUpsertion",
 ]
 
 Resp = TypeVar("Resp")
 
 _INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class ScramUpsertion:
+    """Set ``user``'s credential for ``mechanism`` (SCRAM-SHA-256 or SCRAM-SHA-512) from
+    ``password``, with ``iterations`` (4096 to 16384)."""
+
+    user: str
+    mechanism: str
+    password: str = field(repr=False)
+    iterations: int = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class ScramDeletion:
+    """Delete ``user``'s credential for ``mechanism``."""
+
+    user: str
+    mechanism: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -461,6 +484,72 @@ class Admin:
                 raise error_from_code(r.error_code, r.error_message, "delete ACLs")
             out.append([acl_binding_from_wire(a) for a in r.matching_acls])
         return out
+
+    # --- SCRAM credentials (docs/security.md) -----------------------------------------------
+
+    def describe_user_scram_credentials(
+        self, users: Iterable[str] | None = None
+    ) -> dict[str, dict[str, int]]:
+        """Per user, mechanism → iterations of its SCRAM credentials (every user with some
+        when ``users`` is ``None``). Raises the first error (e.g.
+        :class:`~odradek.errors.ResourceNotFoundError` for a user without any)."""
+        request = pb.DescribeUserScramCredentialsRequest(users=list(users or ()))
+        response = self._call_any(
+            lambda address: self._pool.admin(address).DescribeUserScramCredentials.future(
+                request, timeout=self._request_timeout_ms / 1000
+            )
+        )
+        if response.error_code:
+            raise error_from_code(response.error_code, response.error_message, "describe users")
+        out: dict[str, dict[str, int]] = {}
+        for r in response.results:
+            if r.error_code:
+                raise error_from_code(r.error_code, r.error_message, f"user {r.user!r}")
+            out[r.user] = {i.mechanism: i.iterations for i in r.credential_infos}
+        return out
+
+    def alter_user_scram_credentials(
+        self,
+        upsertions: Iterable[ScramUpsertion] = (),
+        deletions: Iterable[ScramDeletion] = (),
+    ) -> dict[str, OdradekError | None]:
+        """Set and delete SCRAM credentials: per user ``None`` or its error. The password is
+        salted here (Kafka's KIP-554): only the salted password goes to the node."""
+        wire_upsertions = []
+        for u in upsertions:
+            salt = secrets.token_bytes(32)
+            hash_name = scram.MECHANISMS[u.mechanism][0] if u.mechanism in scram.MECHANISMS else ""
+            salted = (
+                scram.salted_password(u.password, salt, u.iterations, hash_name)
+                if hash_name and u.iterations > 0
+                else b""
+            )
+            wire_upsertions.append(
+                pb.ScramCredentialUpsertion(
+                    name=u.user,
+                    mechanism=u.mechanism,
+                    iterations=u.iterations,
+                    salt=salt,
+                    salted_password=salted,
+                )
+            )
+        request = pb.AlterUserScramCredentialsRequest(
+            deletions=[
+                pb.ScramCredentialDeletion(name=d.user, mechanism=d.mechanism) for d in deletions
+            ],
+            upsertions=wire_upsertions,
+        )
+        response = self._call_any(
+            lambda address: self._pool.admin(address).AlterUserScramCredentials.future(
+                request, timeout=self._request_timeout_ms / 1000
+            )
+        )
+        return {
+            r.user: error_from_code(r.error_code, r.error_message, f"user {r.user!r}")
+            if r.error_code
+            else None
+            for r in response.results
+        }
 
     def delete_records(
         self, offsets: Mapping[TopicPartition, int], *, timeout_ms: int | None = None

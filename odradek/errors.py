@@ -63,6 +63,8 @@ __all__ = [
     "SaslAuthenticationFailedError",
     "ListenerNotFoundError",
     "SecurityDisabledError",
+    "ResourceNotFoundError",
+    "UnacceptableCredentialError",
     "ERRORS_BY_CODE",
     "error_for_code",
 ]
@@ -289,6 +291,14 @@ class ListenerNotFoundError(OdradekError):
     brokers' listeners differ, e.g. during a rolling change of ``listeners``)."""
 
     code, name, retriable = 72, "LISTENER_NOT_FOUND", True
+
+
+class ResourceNotFoundError(OdradekError):
+    code, name = 91, "RESOURCE_NOT_FOUND"
+
+
+class UnacceptableCredentialError(OdradekError):
+    code, name = 93, "UNACCEPTABLE_CREDENTIAL"
 
 
 def _collect() -> dict[int, type[OdradekError]]:

@@ -25,7 +25,7 @@ from odradek.errors import OdradekError
 
 __all__ = ["main"]
 
-_CLIENT_COMMANDS = frozenset({"topics", "produce", "consume", "cluster", "acls"})
+_CLIENT_COMMANDS = frozenset({"topics", "produce", "consume", "cluster", "acls", "users"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,13 +42,14 @@ def _parser() -> argparse.ArgumentParser:
     sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=_Parser
     )
-    from odradek.cli import acls, cluster, consume, dump_log, node, produce, topics
+    from odradek.cli import acls, cluster, consume, dump_log, node, produce, topics, users
 
     topics.add_parser(sub)
     produce.add_parser(sub)
     consume.add_parser(sub)
     cluster.add_parser(sub)
     acls.add_parser(sub)
+    users.add_parser(sub)
     node.add_parser(sub)
     dump_log.add_parser(sub)
     return parser

@@ -5,13 +5,15 @@
     Producer("b1.example.com:9092", security_protocol="SSL", ssl_cafile="ca.crt",
              ssl_certfile="alice.crt", ssl_keyfile="alice.key")
 
-- ``security_protocol``: ``PLAINTEXT`` (default) or ``SSL`` (TLS; with ``ssl_certfile`` mTLS).
-  ``SASL_SSL`` is refused until SASL is built.
+- ``security_protocol``: ``PLAINTEXT`` (default), ``SSL`` (TLS; with ``ssl_certfile`` mTLS) or
+  ``SASL_SSL`` (TLS, and SCRAM with the ``sasl_*`` settings).
 - ``ssl_cafile``: PEM CA certificates to verify the nodes with (default: the system's roots);
 - ``ssl_certfile``: the client's PEM certificate chain, and its key when ``ssl_keyfile`` is not
   given (a Kafka PEM keystore: key and chain in one file);
 - ``ssl_keyfile``: the client's unencrypted PEM private key;
-- ``sasl_mechanism``, ``sasl_plain_username``, ``sasl_plain_password``: for SASL_SSL.
+- ``sasl_mechanism`` (``SCRAM-SHA-256`` or ``SCRAM-SHA-512``), ``sasl_plain_username``,
+  ``sasl_plain_password``: for SASL_SSL. The password never leaves the client: the SCRAM
+  exchange proves it (:mod:`odradek.client.sasl`).
 
 The command line and Spark read Kafka's client properties (``--command-config
 client.properties``, ``kafka.security.protocol``): :func:`from_kafka_properties` maps them.
@@ -42,7 +44,7 @@ __all__ = [
     "split_pem",
 ]
 
-CLIENT_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
+CLIENT_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_SSL")
 SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 _KEY_LABELS = ("PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY")
 
@@ -74,8 +76,8 @@ class SecurityConfig:
 
     def __post_init__(self) -> None:
         protocol = self.security_protocol
-        if protocol in ("SASL_SSL", "SASL_PLAINTEXT"):
-            raise ValueError(f"security_protocol {protocol} is not supported yet (SSL is)")
+        if protocol == "SASL_PLAINTEXT":
+            raise ValueError("security_protocol SASL_PLAINTEXT is not supported: use SASL_SSL")
         if protocol not in CLIENT_SECURITY_PROTOCOLS:
             raise ValueError(
                 f"security_protocol must be one of {', '.join(CLIENT_SECURITY_PROTOCOLS)}, "
@@ -94,6 +96,12 @@ class SecurityConfig:
             protocol != "SASL_SSL"
         ):
             raise ValueError("sasl_* settings need security_protocol SASL_SSL")
+        if protocol == "SASL_SSL" and not (
+            self.sasl_mechanism and self.sasl_plain_username and self.sasl_plain_password
+        ):
+            raise ValueError(
+                "SASL_SSL needs sasl_mechanism, sasl_plain_username and sasl_plain_password"
+            )
 
     def __repr__(self) -> str:  # never show the password
         password = "'***'" if self.sasl_plain_password else "None"

@@ -2336,3 +2336,334 @@ class DeleteAclsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DeleteAclsResponse: _TypeAlias = DeleteAclsResponse  # noqa: Y015
+
+@_typing.final
+class ScramCredentialInfo(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MECHANISM_FIELD_NUMBER: _builtins.int
+    ITERATIONS_FIELD_NUMBER: _builtins.int
+    mechanism: _builtins.str
+    """SCRAM-SHA-256 or SCRAM-SHA-512"""
+    iterations: _builtins.int
+    def __init__(
+        self,
+        *,
+        mechanism: _builtins.str = ...,
+        iterations: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["iterations", b"iterations", "mechanism", b"mechanism"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ScramCredentialInfo: _TypeAlias = ScramCredentialInfo  # noqa: Y015
+
+@_typing.final
+class DescribeUserScramCredentialsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USERS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def users(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """empty: every user with credentials"""
+
+    def __init__(
+        self,
+        *,
+        users: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["users", b"users"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeUserScramCredentialsRequest: _TypeAlias = DescribeUserScramCredentialsRequest  # noqa: Y015
+
+@_typing.final
+class DescribeUserScramCredentialsResult(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_FIELD_NUMBER: _builtins.int
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    CREDENTIAL_INFOS_FIELD_NUMBER: _builtins.int
+    user: _builtins.str
+    error_code: _builtins.int
+    """RESOURCE_NOT_FOUND for a user without credentials"""
+    error_message: _builtins.str
+    @_builtins.property
+    def credential_infos(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScramCredentialInfo]: ...
+    def __init__(
+        self,
+        *,
+        user: _builtins.str = ...,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+        credential_infos: _abc.Iterable[Global___ScramCredentialInfo] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["credential_infos", b"credential_infos", "error_code", b"error_code", "error_message", b"error_message", "user", b"user"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeUserScramCredentialsResult: _TypeAlias = DescribeUserScramCredentialsResult  # noqa: Y015
+
+@_typing.final
+class DescribeUserScramCredentialsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    RESULTS_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    """CLUSTER_AUTHORIZATION_FAILED"""
+    error_message: _builtins.str
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___DescribeUserScramCredentialsResult]: ...
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+        results: _abc.Iterable[Global___DescribeUserScramCredentialsResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "error_message", b"error_message", "results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeUserScramCredentialsResponse: _TypeAlias = DescribeUserScramCredentialsResponse  # noqa: Y015
+
+@_typing.final
+class ScramCredentialDeletion(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    MECHANISM_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    mechanism: _builtins.str
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        mechanism: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["mechanism", b"mechanism", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ScramCredentialDeletion: _TypeAlias = ScramCredentialDeletion  # noqa: Y015
+
+@_typing.final
+class ScramCredentialUpsertion(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    MECHANISM_FIELD_NUMBER: _builtins.int
+    ITERATIONS_FIELD_NUMBER: _builtins.int
+    SALT_FIELD_NUMBER: _builtins.int
+    SALTED_PASSWORD_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    mechanism: _builtins.str
+    iterations: _builtins.int
+    salt: _builtins.bytes
+    salted_password: _builtins.bytes
+    """Hi(password, salt, iterations); never the password"""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        mechanism: _builtins.str = ...,
+        iterations: _builtins.int = ...,
+        salt: _builtins.bytes = ...,
+        salted_password: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["iterations", b"iterations", "mechanism", b"mechanism", "name", b"name", "salt", b"salt", "salted_password", b"salted_password"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ScramCredentialUpsertion: _TypeAlias = ScramCredentialUpsertion  # noqa: Y015
+
+@_typing.final
+class AlterUserScramCredentialsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DELETIONS_FIELD_NUMBER: _builtins.int
+    UPSERTIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def deletions(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScramCredentialDeletion]: ...
+    @_builtins.property
+    def upsertions(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScramCredentialUpsertion]: ...
+    def __init__(
+        self,
+        *,
+        deletions: _abc.Iterable[Global___ScramCredentialDeletion] | None = ...,
+        upsertions: _abc.Iterable[Global___ScramCredentialUpsertion] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deletions", b"deletions", "upsertions", b"upsertions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AlterUserScramCredentialsRequest: _TypeAlias = AlterUserScramCredentialsRequest  # noqa: Y015
+
+@_typing.final
+class AlterUserScramCredentialsResult(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_FIELD_NUMBER: _builtins.int
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    user: _builtins.str
+    error_code: _builtins.int
+    """UNSUPPORTED_SASL_MECHANISM, UNACCEPTABLE_CREDENTIAL, ..."""
+    error_message: _builtins.str
+    def __init__(
+        self,
+        *,
+        user: _builtins.str = ...,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "error_message", b"error_message", "user", b"user"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AlterUserScramCredentialsResult: _TypeAlias = AlterUserScramCredentialsResult  # noqa: Y015
+
+@_typing.final
+class AlterUserScramCredentialsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___AlterUserScramCredentialsResult]:
+        """one per user"""
+
+    def __init__(
+        self,
+        *,
+        results: _abc.Iterable[Global___AlterUserScramCredentialsResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AlterUserScramCredentialsResponse: _TypeAlias = AlterUserScramCredentialsResponse  # noqa: Y015
+
+@_typing.final
+class SaslHandshakeRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MECHANISM_FIELD_NUMBER: _builtins.int
+    mechanism: _builtins.str
+    def __init__(
+        self,
+        *,
+        mechanism: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["mechanism", b"mechanism"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SaslHandshakeRequest: _TypeAlias = SaslHandshakeRequest  # noqa: Y015
+
+@_typing.final
+class SaslHandshakeResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    MECHANISMS_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    """UNSUPPORTED_SASL_MECHANISM"""
+    session_id: _builtins.str
+    """names the exchange in SaslAuthenticate"""
+    @_builtins.property
+    def mechanisms(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """what the node supports"""
+
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        mechanisms: _abc.Iterable[_builtins.str] | None = ...,
+        session_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "mechanisms", b"mechanisms", "session_id", b"session_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SaslHandshakeResponse: _TypeAlias = SaslHandshakeResponse  # noqa: Y015
+
+@_typing.final
+class SaslAuthenticateRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    AUTH_BYTES_FIELD_NUMBER: _builtins.int
+    session_id: _builtins.str
+    auth_bytes: _builtins.bytes
+    """client-first, then client-final message"""
+    def __init__(
+        self,
+        *,
+        session_id: _builtins.str = ...,
+        auth_bytes: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["auth_bytes", b"auth_bytes", "session_id", b"session_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SaslAuthenticateRequest: _TypeAlias = SaslAuthenticateRequest  # noqa: Y015
+
+@_typing.final
+class SaslAuthenticateResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    AUTH_BYTES_FIELD_NUMBER: _builtins.int
+    TOKEN_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    """SASL_AUTHENTICATION_FAILED, ILLEGAL_SASL_STATE"""
+    error_message: _builtins.str
+    auth_bytes: _builtins.bytes
+    """server-first, then server-final message"""
+    token: _builtins.str
+    """after the final message: the session token"""
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+        auth_bytes: _builtins.bytes = ...,
+        token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["auth_bytes", b"auth_bytes", "error_code", b"error_code", "error_message", b"error_message", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SaslAuthenticateResponse: _TypeAlias = SaslAuthenticateResponse  # noqa: Y015

@@ -294,6 +294,12 @@ class _NodeServicer(pb_grpc.BrokerServicer, pb_grpc.AdminServicer):
             filter_results=[pb.DeleteAclsFilterResult(error_code=54)] * len(request.filters)
         )
 
+    def DescribeUserScramCredentials(self, request, context):  # noqa: N802
+        return pb.DescribeUserScramCredentialsResponse(error_code=35)
+
+    def AlterUserScramCredentials(self, request, context):  # noqa: N802
+        return pb.AlterUserScramCredentialsResponse()
+
     def _enter(self, rpc: str, request: Any, context: grpc.ServicerContext) -> None:
         c = self.cluster
         with c.cond:
