@@ -113,6 +113,18 @@ class SecurityConfig:
             f"sasl_plain_password={password})"
         )
 
+    def options(self) -> SecurityOptions:
+        """These settings as the SDK's keywords (``Producer(servers, **config.options())``)."""
+        return SecurityOptions(
+            security_protocol=self.security_protocol,
+            ssl_cafile=self.ssl_cafile,
+            ssl_certfile=self.ssl_certfile,
+            ssl_keyfile=self.ssl_keyfile,
+            sasl_mechanism=self.sasl_mechanism,
+            sasl_plain_username=self.sasl_plain_username,
+            sasl_plain_password=self.sasl_plain_password,
+        )
+
     @property
     def uses_tls(self) -> bool:
         return self.security_protocol in ("SSL", "SASL_SSL")

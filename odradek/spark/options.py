@@ -120,6 +120,8 @@ class ReadOptions:
     poll_timeout_ms: int = 120_000
     # The most bytes one fetch asks for per partition.
     fetch_max_bytes: int = 8 * 1024 * 1024
+    # How to connect: kafka.security.protocol, kafka.ssl.*, kafka.sasl.* (TLS, mTLS, SCRAM).
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,13 +370,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
     Raises :class:`OdradekSparkOptionError`.
     """
     servers = parse_servers(options)
-    if parse_security(options).security_protocol != "PLAINTEXT":
-        # refused rather than read in plaintext: the read tasks' clients take no TLS yet
-        raise OdradekSparkOptionError(
-            "kafka.security.protocol",
-            "option 'kafka.security.protocol': reads support only PLAINTEXT for now "
-            "(writes support SSL)",
-        )
+    security = parse_security(options)
     for name in _UNSUPPORTED:
         if name.lower() in options:
             raise OdradekSparkOptionError(
@@ -436,6 +432,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
         by_timestamp_strategy="latest" if strategy == "latest" else "error",
         poll_timeout_ms=poll_timeout if poll_timeout is not None else 120_000,
         fetch_max_bytes=fetch_max_bytes if fetch_max_bytes is not None else 8 * 1024 * 1024,
+        security=security,
     )
 
 

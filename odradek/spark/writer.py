@@ -35,7 +35,6 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from odradek.client.security import SecurityOptions
 from odradek.client.types import RecordMetadata
 from odradek.producer import Producer
 from odradek.spark.options import OdradekSparkOptionError, WriteOptions, parse_write_options
@@ -95,25 +94,12 @@ def _as_bytes(value: bytes | str | None) -> bytes | None:
     return value.encode("utf-8") if isinstance(value, str) else value
 
 
-def _security_options(opts: WriteOptions) -> SecurityOptions:
-    s = opts.security
-    return SecurityOptions(
-        security_protocol=s.security_protocol,
-        ssl_cafile=s.ssl_cafile,
-        ssl_certfile=s.ssl_certfile,
-        ssl_keyfile=s.ssl_keyfile,
-        sasl_mechanism=s.sasl_mechanism,
-        sasl_plain_username=s.sasl_plain_username,
-        sasl_plain_password=s.sasl_plain_password,
-    )
-
-
 def write_rows(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
     """Send every row of the Arrow ``batches``; raise if any record is not acknowledged."""
     sent = 0
     with Producer(
         opts.bootstrap_servers,
-        **_security_options(opts),
+        **opts.security.options(),
         acks=opts.acks,
         linger_ms=opts.linger_ms,
         batch_size=opts.batch_size,

@@ -113,3 +113,34 @@ def test_command_line_with_a_kafka_client_properties_file(
     config.write_text("security.protocol=SSL\nssl.truststore.location=/nonexistent/ca.crt\n")
     assert cli([*base, "topics", "list"]) == 1
     assert "ssl_cafile: cannot read /nonexistent/ca.crt" in capsys.readouterr().err
+
+
+def test_spark_reads_and_writes_over_tls(bootstrap: str, tls: dict[str, str]) -> None:
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    from odradek.spark.options import parse_read_options, parse_write_options
+    from odradek.spark.reader import RangeRead, read_range
+    from odradek.spark.source import planner
+    from odradek.spark.writer import write_rows
+
+    options = {
+        "kafka.bootstrap.servers": bootstrap,
+        "kafka.security.protocol": "SSL",
+        "kafka.ssl.truststore.location": tls["cafile"],
+        "kafka.ssl.keystore.location": tls["alice_pem"],
+    }
+    write = parse_write_options({**options, "topic": "spark"})
+    with Admin(bootstrap, **write.security.options()) as admin:
+        wait_for(lambda: admin.cluster_metadata().brokers, "a live broker")
+        assert admin.create_topics([NewTopic("spark", 1, 1)]) == {"spark": None}
+    rows = pa.record_batch([pa.array([b"a", b"b", b"c"], pa.binary())], names=["value"])
+    write_rows(write, iter([rows]))
+    read = parse_read_options({**options, "subscribe": "spark"}, streaming=False)
+    assert planner(bootstrap, read.security).topic_partitions(read.subscription) == [
+        TopicPartition("spark", 0)
+    ]
+    spec = RangeRead(
+        servers=bootstrap, topic="spark", partition=0, start=0, end=3, security=read.security
+    )
+    values = [v for batch in read_range(spec) for v in batch.column("value").to_pylist()]
+    assert values == [b"a", b"b", b"c"]

@@ -118,12 +118,21 @@ def test_spark_options_take_kafka_prefixed_security_settings():
     with pytest.raises(OdradekSparkOptionError, match="must be one of") as bad:
         parse_write_options({"kafka.bootstrap.servers": "h:1", "kafka.security.protocol": "X"})
     assert bad.value.option == "kafka.security.protocol"
-    with pytest.raises(OdradekSparkOptionError, match="only PLAINTEXT"):
+    read = parse_read_options(
+        {
+            "kafka.bootstrap.servers": "h:1",
+            "subscribe": "t",
+            "kafka.security.protocol": "SASL_SSL",
+            "kafka.ssl.truststore.location": "/etc/ca.crt",
+            "kafka.sasl.mechanism": "SCRAM-SHA-256",
+            "kafka.sasl.jaas.config": 'x required username="u" password="p";',
+        },
+        streaming=False,
+    )
+    assert read.security.options()["sasl_plain_username"] == "u"
+    assert (
         parse_read_options(
-            {
-                "kafka.bootstrap.servers": "h:1",
-                "subscribe": "t",
-                "kafka.security.protocol": "SSL",
-            },
-            streaming=False,
-        )
+            {"kafka.bootstrap.servers": "h:1", "subscribe": "t"}, streaming=False
+        ).security
+        == SecurityConfig()
+    )
