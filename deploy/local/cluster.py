@@ -7,10 +7,12 @@ operator would.
 
 Command line (the README's first command runs ``demo``)::
 
-    python -m deploy.local.cluster demo [--dir DIR] [--ports P,P,P] [--zookeeper-port P]
+    python -m deploy.local.cluster demo [--dir DIR] [--ports P,P,P] [--zookeeper-port P] [--tls]
         start ZooKeeper and three nodes (ports 2181 and 9092-9094 unless given), create a
         topic, produce, consume, describe; leave it running. A failed start leaves nothing
-        running.
+        running. With --tls the nodes serve mutual TLS, between them too, on certificates
+        scripts/dev-certs.sh makes in DIR/certs (docs/security.md); the commands it prints
+        take --command-config DIR/certs/admin.properties.
     python -m deploy.local.cluster stop [--dir DIR]
         stop the cluster started in DIR
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -235,8 +238,30 @@ DEMO_PORTS = (9092, 9093, 9094)
 DEMO_ZK_PORT = 2181
 
 
-def _run_cli(args: list[str], bootstrap: str, stdin: str | None = None) -> str:
-    cmd = [sys.executable, "-m", "odradek", "--bootstrap-server", bootstrap, *args]
+def tls_overrides(directory: Path) -> dict[str, str]:
+    """Makes development certificates in ``directory/certs`` (once) and returns the node
+    settings that turn the nodes' one listener into mutual TLS."""
+    certs = directory / "certs"
+    if not (certs / "ca.crt").exists():
+        subprocess.run(
+            ["bash", str(ROOT / "scripts" / "dev-certs.sh"), str(certs), "3"],
+            check=True,
+            capture_output=True,
+        )
+    return {
+        # the one listener of listen.address is named PLAINTEXT: map it to SSL
+        "listener.security.protocol.map": "PLAINTEXT:SSL",
+        "ssl.keystore.location": str(certs / "node-1.pem"),
+        "ssl.truststore.location": str(certs / "ca.crt"),
+        "ssl.client.auth": "required",
+    }
+
+
+def _run_cli(
+    args: list[str], bootstrap: str, stdin: str | None = None, command_config: Path | None = None
+) -> str:
+    config = ["--command-config", str(command_config)] if command_config else []
+    cmd = [sys.executable, "-m", "odradek", "--bootstrap-server", bootstrap, *config, *args]
     print("$ odradek " + " ".join(args), flush=True)
     result = subprocess.run(cmd, input=stdin, capture_output=True, text=True, cwd=ROOT, check=False)
     sys.stdout.write(result.stdout)
@@ -247,7 +272,10 @@ def _run_cli(args: list[str], bootstrap: str, stdin: str | None = None) -> str:
 
 
 def demo(
-    directory: Path, ports: Sequence[int] = DEMO_PORTS, zookeeper_port: int = DEMO_ZK_PORT
+    directory: Path,
+    ports: Sequence[int] = DEMO_PORTS,
+    zookeeper_port: int = DEMO_ZK_PORT,
+    tls: bool = False,
 ) -> int:
     state = directory / STATE_FILE
     if state.exists():
@@ -265,7 +293,11 @@ def demo(
             print(f"stop it with: python -m deploy.local.cluster stop --dir {directory}")
             return 1
     directory.mkdir(parents=True, exist_ok=True)
-    cluster = LocalCluster(directory, 3, ports=ports, zookeeper_port=zookeeper_port)
+    overrides = tls_overrides(directory) if tls else None
+    command_config = directory / "certs" / "admin.properties" if tls else None
+    cluster = LocalCluster(
+        directory, 3, ports=ports, zookeeper_port=zookeeper_port, overrides=overrides
+    )
     print(
         f"starting ZooKeeper on 127.0.0.1:{zookeeper_port} and 3 nodes on "
         f"{cluster.bootstrap_servers}"
@@ -289,9 +321,11 @@ def demo(
         json.dumps({"pids": pids, "cmdlines": cmdlines, "bootstrap": cluster.bootstrap_servers})
     )
     bootstrap = cluster.bootstrap_servers
-    topics = _run_cli(["topics", "list"], bootstrap)
+
+    cli = functools.partial(_run_cli, command_config=command_config)
+    topics = cli(["topics", "list"], bootstrap)
     if "demo" not in topics.split():
-        _run_cli(
+        cli(
             [
                 "topics",
                 "create",
@@ -306,8 +340,8 @@ def demo(
             bootstrap,
         )
     lines = "".join(f"user{i}:hello {i}\n" for i in range(6))
-    _run_cli(["produce", "demo", "--key-separator", ":", "--acks", "-1"], bootstrap, lines)
-    _run_cli(
+    cli(["produce", "demo", "--key-separator", ":", "--acks", "-1"], bootstrap, lines)
+    cli(
         [
             "consume",
             "demo",
@@ -319,10 +353,11 @@ def demo(
         ],
         bootstrap,
     )
-    _run_cli(["cluster", "describe"], bootstrap)
+    cli(["cluster", "describe"], bootstrap)
     print()
     print(f"the cluster is running (data in {directory}).")
-    print(f"  use it:   .venv/bin/odradek --bootstrap-server {bootstrap} topics list")
+    config = f" --command-config {command_config}" if command_config else ""
+    print(f"  use it:   .venv/bin/odradek --bootstrap-server {bootstrap}{config} topics list")
     print(f"  stop it:  .venv/bin/python -m deploy.local.cluster stop --dir {directory}")
     print("  starting it again keeps the data.")
     return 0
@@ -409,9 +444,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--zookeeper-port", type=int, default=DEMO_ZK_PORT, help="demo: ZooKeeper's port"
     )
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="demo: mutual TLS on development certificates (scripts/dev-certs.sh)",
+    )
     args = parser.parse_args(argv)
     if args.command == "demo":
-        return demo(args.dir.resolve(), args.ports, args.zookeeper_port)
+        return demo(args.dir.resolve(), args.ports, args.zookeeper_port, tls=args.tls)
     return stop(args.dir.resolve())
 
 
