@@ -6,7 +6,8 @@ the broker's code (or its dependencies) is absent.
 
 ``odradek node health --address HOST:PORT`` is the one exception, answered here: it asks the
 node's gRPC health service (grpc.health.v1) and exits 0 if the node is SERVING, else prints one
-line and exits 1. Container health checks run it (``deploy/docker``).
+line and exits 1. Container health checks run it (``deploy/docker``). A TLS listener needs
+``--command-config FILE`` (Kafka client properties, as the client commands take).
 """
 
 from __future__ import annotations
@@ -29,11 +30,36 @@ def health(argv: list[str]) -> int:
     )
     parser.add_argument("--address", required=True, help="the node's HOST:PORT")
     parser.add_argument("--timeout", type=float, default=3.0, help="seconds (default 3)")
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="Kafka client properties for a TLS listener (security.protocol=SSL, "
+        "ssl.truststore.location, ssl.keystore.location)",
+    )
     args = parser.parse_args(argv)
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    with grpc.insecure_channel(args.address) as channel:
+    credentials = None
+    if args.command_config:
+        from odradek.client.security import (
+            SecurityConfig,
+            from_kafka_properties,
+            parse_properties,
+        )
+
+        try:
+            with open(args.command_config) as f:
+                options = from_kafka_properties(parse_properties(f.read()))
+            credentials = SecurityConfig(**options).channel_credentials()
+        except (OSError, ValueError) as exc:
+            print(f"{PROG} health: error: --command-config: {exc}", file=sys.stderr)
+            return 1
+    with (
+        grpc.secure_channel(args.address, credentials)
+        if credentials is not None
+        else grpc.insecure_channel(args.address)
+    ) as channel:
         try:
             response = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=""), timeout=args.timeout

@@ -110,6 +110,10 @@ def test_command_line_with_a_kafka_client_properties_file(
         cli(["--bootstrap-server", bootstrap, "topics", "list", "--command-config", str(config)])
         == 0
     )
+    # the health check a container runs
+    address = ["node", "health", "--address", bootstrap]
+    assert cli([*address, "--command-config", str(config)]) == 0
+    assert cli(address) == 1  # plaintext to a TLS listener
     config.write_text("security.protocol=SSL\nssl.truststore.location=/nonexistent/ca.crt\n")
     assert cli([*base, "topics", "list"]) == 1
     assert "ssl_cafile: cannot read /nonexistent/ca.crt" in capsys.readouterr().err
