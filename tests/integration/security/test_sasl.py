@@ -157,6 +157,12 @@ def test_a_wrong_password_an_unknown_user_or_no_session_are_refused(setup: Setup
             pytest.raises(SaslAuthenticationFailedError, match="invalid credentials"),
         ):
             admin.list_topics()
+    # a producer fails at once too, rather than retrying for max.block.ms
+    with (
+        Producer(setup.sasl, max_block_ms=600_000, **setup.user("alice", "wrong")) as producer,
+        pytest.raises(SaslAuthenticationFailedError),
+    ):
+        producer.send("orders", b"x").result(timeout=600)
     bob = setup.user("bob", "x", "SCRAM-SHA-512")
     with Admin(setup.internal, **setup.admin) as admin:
         assert admin.alter_user_scram_credentials(
