@@ -809,3 +809,50 @@ class AdminServicer(pb_grpc.AdminServicer):
             _log.info("topic %s: partitions %s added", topic, sorted(new))
             return new
         raise UnknownServerError(f"could not add partitions to {topic!r}: too many races")
+
+    # -- ACLs: served by the node's authorizer (node/authorizing_services.py); here, with none
+
+    def CreateAcls(  # noqa: N802
+        self, request: pb.CreateAclsRequest, context: grpc.ServicerContext
+    ) -> pb.CreateAclsResponse:
+        """SECURITY_DISABLED (54) for every ACL: this servicer has no authorizer."""
+        return pb.CreateAclsResponse(
+            results=[pb.AclResult(error_code=_SECURITY_DISABLED)] * len(request.creations)
+        )
+
+    def DescribeAcls(  # noqa: N802
+        self, request: pb.DescribeAclsRequest, context: grpc.ServicerContext
+    ) -> pb.DescribeAclsResponse:
+        """SECURITY_DISABLED (54): this servicer has no authorizer."""
+        return pb.DescribeAclsResponse(error_code=_SECURITY_DISABLED)
+
+    def DeleteAcls(  # noqa: N802
+        self, request: pb.DeleteAclsRequest, context: grpc.ServicerContext
+    ) -> pb.DeleteAclsResponse:
+        """SECURITY_DISABLED (54) for every filter: this servicer has no authorizer."""
+        return pb.DeleteAclsResponse(
+            filter_results=[pb.DeleteAclsFilterResult(error_code=_SECURITY_DISABLED)]
+            * len(request.filters)
+        )
+
+    # -- SCRAM credentials: served by the node (node/authorizing_services.py)
+
+    def DescribeUserScramCredentials(  # noqa: N802
+        self, request: pb.DescribeUserScramCredentialsRequest, context: grpc.ServicerContext
+    ) -> pb.DescribeUserScramCredentialsResponse:
+        """UNSUPPORTED_VERSION (35): this servicer does not keep credentials."""
+        return pb.DescribeUserScramCredentialsResponse(error_code=35)
+
+    def AlterUserScramCredentials(  # noqa: N802
+        self, request: pb.AlterUserScramCredentialsRequest, context: grpc.ServicerContext
+    ) -> pb.AlterUserScramCredentialsResponse:
+        """UNSUPPORTED_VERSION (35) per user: this servicer does not keep credentials."""
+        users = dict.fromkeys(
+            [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+        )
+        return pb.AlterUserScramCredentialsResponse(
+            results=[pb.AlterUserScramCredentialsResult(user=u, error_code=35) for u in users]
+        )
+
+
+_SECURITY_DISABLED = 54  # SECURITY_DISABLED (odradek.errors.SecurityDisabledError)

@@ -29,6 +29,9 @@ class ControllerConfig:
     config ``unclean.leader.election.enable`` overrides it per topic."""
     max_state_write_retries: int = 10
     """Re-read-and-retry rounds for a partition state write that lost a version race."""
+    inter_broker_listener_name: str | None = None
+    """The listener whose advertised address the controller connects to
+    (``inter.broker.listener.name``); ``None``: the registration's host and port."""
 
     def __post_init__(self) -> None:
         if self.request_timeout_ms <= 0:

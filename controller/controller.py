@@ -271,7 +271,7 @@ class Controller:
         channel_factory: Callable[[str], grpc.Channel] = grpc.insecure_channel,
     ) -> None:
         self._zk = zk
-        self._zkc = ControllerZkClient(zk)
+        self._zkc = ControllerZkClient(zk, config.inter_broker_listener_name)
         self._node_id = node_id
         self._clock = clock
         self._config = config

@@ -29,7 +29,7 @@ from kazoo.exceptions import (
 )
 
 from controller.errors import NodeIdInUseError
-from controller.zk_data import BrokerIdsZNode, BrokerIdZNode, BrokerRegistrationInfo
+from controller.zk_data import BrokerIdsZNode, BrokerIdZNode, BrokerRegistrationInfo, EndPoint
 from odradek.clock import Clock, SystemClock
 
 __all__ = ["BrokerRegistration", "NodeIdInUseError"]
@@ -51,12 +51,17 @@ class BrokerRegistration:
         *,
         clock: Clock | None = None,
         reregister_timeout_ms: int = 60_000,
+        endpoints: tuple[EndPoint, ...] = (),
     ) -> None:
         """``clock`` stamps the registration (default: the system clock);
         ``reregister_timeout_ms`` bounds how long a re-registration after a session expiry
-        waits for a lingering old registration of this id to disappear."""
+        waits for a lingering old registration of this id to disappear. ``endpoints`` are the
+        advertised listeners (default: one PLAINTEXT listener at ``host``:``port``, the
+        address the controller and the other brokers use)."""
         self._zk = zk
-        self.info = BrokerRegistrationInfo(node_id=node_id, host=host, port=port, rack=rack)
+        self.info = BrokerRegistrationInfo(
+            node_id=node_id, host=host, port=port, rack=rack, endpoints=endpoints
+        )
         self._on_epoch_change = on_epoch_change
         self._clock = clock or SystemClock()
         self._reregister_timeout_ms = reregister_timeout_ms

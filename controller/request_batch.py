@@ -53,7 +53,21 @@ class BrokerRequest:
 
 def broker_info(ctx: ControllerContext, broker_id: int) -> pb.BrokerInfo:
     info = ctx.live_brokers[broker_id].info
-    return pb.BrokerInfo(node_id=info.node_id, host=info.host, port=info.port, rack=info.rack or "")
+    return pb.BrokerInfo(
+        node_id=info.node_id,
+        host=info.host,
+        port=info.port,
+        rack=info.rack or "",
+        endpoints=[
+            pb.BrokerEndPoint(
+                listener=e.listener_name,
+                host=e.host,
+                port=e.port,
+                security_protocol=e.security_protocol,
+            )
+            for e in info.all_endpoints
+        ],
+    )
 
 
 def partition_state(ctx: ControllerContext, tp: TopicPartition) -> pb.PartitionState:

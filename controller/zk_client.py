@@ -80,8 +80,10 @@ def get_or_create_cluster_id(zk: KazooClient) -> str:
 class ControllerZkClient:
     """ZooKeeper reads and fenced writes for the controller."""
 
-    def __init__(self, zk: KazooClient) -> None:
+    def __init__(self, zk: KazooClient, inter_broker_listener_name: str | None = None) -> None:
+        """``inter_broker_listener_name``: brokers are read with that listener's address."""
         self._zk = zk
+        self._listener = inter_broker_listener_name
 
     @property
     def zk(self) -> KazooClient:
@@ -215,7 +217,7 @@ class ControllerZkClient:
                 continue
             data, stat = found
             try:
-                info = BrokerIdZNode.decode(node_id, data)
+                info = BrokerIdZNode.decode(node_id, data, self._listener)
             except ValueError as e:
                 _log.error("ignoring broker registration %s: %s", node_id, e)
                 continue

@@ -23,6 +23,13 @@ The layout, as Kafka's ZooKeeper-mode cluster keeps it::
                                                   "partition":..}]}
     /admin/unclean_leader_election                odradek's: same shape as the preferred one
     /cluster/id                                   {"version":"1","id":"<cluster id>"}
+    /kafka-acl/<Type>/<name>                      AclZNode: {"version":1,"acls":[{"principal":
+                                                  "User:alice","permissionType":"Allow",
+                                                  "operation":"Read","host":"*"}]} (LITERAL)
+    /kafka-acl-extended/prefixed/<Type>/<prefix>  the same, PREFIXED patterns
+    /kafka-acl-changes/acl_changes_<seq>          "Topic:orders": a literal pattern changed
+    /kafka-acl-extended-changes/acl_changes_<seq> {"version":1,"resourceType":"Topic",
+                                                  "name":"orders-","patternType":"PREFIXED"}
     /latest_producer_id_block                     {"version":1,"broker":<id>,
                                                    "block_start":"<first>","block_end":"<last>"}
 
@@ -40,9 +47,19 @@ from __future__ import annotations
 import base64
 import json
 import os
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from odradek.acl import (
+    AccessControlEntry,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
 
 __all__ = [
     "NO_LEADER",
@@ -54,6 +71,9 @@ __all__ = [
     "LEADER_RECOVERY_RECOVERING",
     "TopicPartition",
     "BrokerRegistrationInfo",
+    "EndPoint",
+    "split_connection_string",
+    "SECURITY_PROTOCOLS",
     "TopicAssignment",
     "LeaderIsrAndControllerEpoch",
     "ControllerZNode",
@@ -70,6 +90,7 @@ __all__ = [
     "ConfigEntityTypeZNode",
     "ConfigEntityZNode",
     "ConfigEntityChangeNotificationZNode",
+    "UserConfigZNode",
     "ConfigEntityChangeNotificationSequenceZNode",
     "AdminZNode",
     "DeleteTopicsZNode",
@@ -80,6 +101,8 @@ __all__ = [
     "ClusterZNode",
     "ClusterIdZNode",
     "PERSISTENT_PATHS",
+    "AclZNode",
+    "AclChangeNotificationZNode",
     "new_topic_id",
     "new_cluster_id",
     "PRODUCER_ID_BLOCK_SIZE",
@@ -190,19 +213,80 @@ class ControllerEpochZNode:
 # Brokers
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+"""Kafka's security protocols (``org.apache.kafka.common.security.auth.SecurityProtocol``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EndPoint:
+    """One listener of a broker as registered and advertised: ``NAME://host:port`` and the
+    listener's security protocol (Kafka's ``EndPoint``)."""
+
+    listener_name: str
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
+
+    @property
+    def connection_string(self) -> str:
+        """``NAME://host:port`` (an IPv6 host in brackets), as in the znode's ``endpoints``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.listener_name}://{host}:{self.port}"
+
+    @staticmethod
+    def parse(text: str, protocols: Mapping[str, str], what: str) -> EndPoint:
+        """``NAME://host:port`` with the protocol of ``NAME`` in ``protocols``; an empty host
+        stays empty. Raises ``ValueError``."""
+        name, host, port = split_connection_string(text, what)
+        protocol = protocols.get(name)
+        if protocol is None:
+            raise ValueError(f"{what}: listener {name!r} has no security protocol")
+        return EndPoint(name, host, port, protocol)
+
+
+def split_connection_string(text: str, what: str) -> tuple[str, str, int]:
+    """``NAME://host:port`` → ``(NAME, host, port)``; ``[::1]`` loses its brackets, an empty
+    host stays empty. Raises ``ValueError`` naming ``what``."""
+    name, sep, address = text.strip().partition("://")
+    if not sep or not name:
+        raise ValueError(f"{what}: {text!r} is not NAME://host:port")
+    host, colon, port_text = address.rpartition(":")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"{what}: {text!r} has no port") from None
+    if not colon or not 0 <= port <= 65535:
+        raise ValueError(f"{what}: {text!r} has no valid port")
+    return name, host.strip("[]"), port
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerRegistrationInfo:
-    """What a broker registers: its id, where it listens, its rack (``None``: no rack)."""
+    """What a broker registers: its id, where it listens, its rack (``None``: no rack).
+
+    ``host``/``port`` are the address other brokers and the controller use (the inter-broker
+    listener's). ``endpoints`` are all advertised listeners; empty means the one PLAINTEXT
+    listener at ``host``/``port``, which is how a single-listener registration decodes.
+    """
 
     node_id: int
     host: str
     port: int
     rack: str | None = None
+    endpoints: tuple[EndPoint, ...] = ()
 
     @property
     def target(self) -> str:
         """The gRPC target ``host:port``."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def all_endpoints(self) -> tuple[EndPoint, ...]:
+        return self.endpoints or (EndPoint("PLAINTEXT", self.host, self.port, "PLAINTEXT"),)
+
+    def endpoint(self, listener_name: str) -> EndPoint | None:
+        """The advertised endpoint of ``listener_name``, ``None`` if the broker has none."""
+        return next((e for e in self.all_endpoints if e.listener_name == listener_name), None)
 
 
 class BrokersZNode:
@@ -216,6 +300,9 @@ class BrokerIdsZNode:
 class BrokerIdZNode:
     """``/brokers/ids/<id>``: a live broker (ephemeral), version 5 of Kafka's format.
 
+    ``host``/``port`` hold the PLAINTEXT listener's address, null and -1 when there is none,
+    ``endpoints`` every advertised listener (``NAME://host:port``) and
+    ``listener_security_protocol_map`` their protocols, as Kafka's ``BrokerIdZNode.encode``.
     The znode's creation zxid (czxid) is the broker epoch (KIP-380).
     """
 
@@ -225,14 +312,18 @@ class BrokerIdZNode:
 
     @staticmethod
     def encode(info: BrokerRegistrationInfo, timestamp_ms: int) -> bytes:
+        endpoints = info.all_endpoints
+        plaintext = next((e for e in endpoints if e.security_protocol == "PLAINTEXT"), None)
         obj: dict[str, Any] = {
             "version": 5,
-            "host": info.host,
-            "port": info.port,
+            "host": plaintext.host if plaintext is not None else None,
+            "port": plaintext.port if plaintext is not None else -1,
             "jmx_port": -1,
             "timestamp": str(timestamp_ms),
-            "endpoints": [f"PLAINTEXT://{info.host}:{info.port}"],
-            "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+            "endpoints": [e.connection_string for e in endpoints],
+            "listener_security_protocol_map": {
+                e.listener_name: e.security_protocol for e in endpoints
+            },
             "features": {},
         }
         if info.rack is not None:
@@ -240,28 +331,43 @@ class BrokerIdZNode:
         return _json(obj)
 
     @staticmethod
-    def decode(node_id: int, data: bytes | None) -> BrokerRegistrationInfo:
-        """Reads ``host``/``port``, or the first endpoint when they are null (as Kafka writes
-        them when there is no PLAINTEXT listener)."""
+    def decode(
+        node_id: int, data: bytes | None, listener_name: str | None = None
+    ) -> BrokerRegistrationInfo:
+        """The registration, with ``host``/``port`` taken from the endpoint of
+        ``listener_name`` when it has one; else ``host``/``port`` of the JSON, else its first
+        endpoint (Kafka writes them null when there is no PLAINTEXT listener)."""
         what = f"/brokers/ids/{node_id}"
         obj = _load(data, what)
+        raw_map = obj.get("listener_security_protocol_map") or {}
+        if not isinstance(raw_map, dict):
+            raise ValueError(f"{what}: listener_security_protocol_map is not an object")
+        protocols = {str(k): str(v) for k, v in raw_map.items()}
+        raw_endpoints = obj.get("endpoints") or []
+        if not isinstance(raw_endpoints, list) or not all(
+            isinstance(e, str) for e in raw_endpoints
+        ):
+            raise ValueError(f"{what}: endpoints is not a list of strings")
+        # a listener named after a protocol needs no map entry (Kafka's default map)
+        protocols = {**{p: p for p in SECURITY_PROTOCOLS}, **protocols}
+        endpoints = tuple(EndPoint.parse(e, protocols, what) for e in raw_endpoints)
         host = obj.get("host")
         port = obj.get("port")
-        if not isinstance(host, str) or not isinstance(port, int) or port < 0:
-            endpoints = obj.get("endpoints") or []
-            if not endpoints or not isinstance(endpoints[0], str) or "://" not in endpoints[0]:
+        chosen = next((e for e in endpoints if e.listener_name == listener_name), None)
+        if chosen is not None:
+            host, port = chosen.host, chosen.port
+        elif not isinstance(host, str) or not isinstance(port, int) or port < 0:
+            if not endpoints:
                 raise ValueError(f"{what}: no host and port and no endpoints")
-            address = endpoints[0].split("://", 1)[1]
-            host, _, port_text = address.rpartition(":")
-            try:
-                port = int(port_text)
-            except ValueError:
-                raise ValueError(f"{what}: bad endpoint {endpoints[0]!r}") from None
-            host = host.strip("[]")
+            host, port = endpoints[0].host, endpoints[0].port
         rack = obj.get("rack")
         if rack is not None and not isinstance(rack, str):
             raise ValueError(f"{what}: rack is not a string: {rack!r}")
-        return BrokerRegistrationInfo(node_id=node_id, host=host, port=port, rack=rack)
+        if endpoints == (EndPoint("PLAINTEXT", host, port, "PLAINTEXT"),):
+            endpoints = ()  # the single default listener: the same as no endpoints
+        return BrokerRegistrationInfo(
+            node_id=node_id, host=host, port=port, rack=rack, endpoints=endpoints
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -446,6 +552,28 @@ class ConfigEntityZNode:
         return {str(k): str(v) for k, v in config.items()}
 
 
+class UserConfigZNode:
+    """``/config/users/<sanitized user>``: a user's SCRAM credentials (and quotas), as
+    ``{"version":1,"config":{"SCRAM-SHA-256":"salt=...,stored_key=...,server_key=...,
+    iterations=4096"}}``; the name is URL-encoded (Kafka's ``Sanitizer.sanitize``). Encoded and
+    decoded with :class:`ConfigEntityZNode`."""
+
+    path_root = "/config/users"
+
+    @staticmethod
+    def path(user: str) -> str:
+        return f"{UserConfigZNode.path_root}/{UserConfigZNode.sanitize(user)}"
+
+    @staticmethod
+    def sanitize(user: str) -> str:
+        """URL-encoding with ``*`` and ``~`` kept and spaces as ``%20`` (Kafka's Sanitizer)."""
+        return urllib.parse.quote(user, safe="*~")
+
+    @staticmethod
+    def desanitize(name: str) -> str:
+        return urllib.parse.unquote(name)
+
+
 class ConfigEntityChangeNotificationZNode:
     """``/config/changes``: sequential notifications that a config changed."""
 
@@ -464,6 +592,11 @@ class ConfigEntityChangeNotificationSequenceZNode:
     @staticmethod
     def encode(topic: str) -> bytes:
         return _json({"version": 2, "entity_path": f"topics/{topic}"})
+
+    @staticmethod
+    def encode_user(user: str) -> bytes:
+        """The notice of a change to ``/config/users/<user>``."""
+        return _json({"version": 2, "entity_path": f"users/{UserConfigZNode.sanitize(user)}"})
 
     @staticmethod
     def decode(data: bytes | None) -> str | None:
@@ -606,6 +739,156 @@ class ClusterIdZNode:
 
 
 # ---------------------------------------------------------------------------------------------
+# ACLs (Kafka's ZkAclStore, ResourceZNode and the ACL change stores)
+
+
+class AclZNode:
+    """The ACLs of one resource pattern: ``/kafka-acl/<Type>/<name>`` (LITERAL) or
+    ``/kafka-acl-extended/prefixed/<Type>/<name>`` (PREFIXED), updated conditionally on the
+    znode's version; an empty one is deleted."""
+
+    LITERAL_ROOT = "/kafka-acl"
+    PREFIXED_ROOT = "/kafka-acl-extended/prefixed"
+
+    @staticmethod
+    def root(pattern_type: PatternType) -> str:
+        if pattern_type is PatternType.PREFIXED:
+            return AclZNode.PREFIXED_ROOT
+        return AclZNode.LITERAL_ROOT
+
+    @staticmethod
+    def path(pattern: ResourcePattern) -> str:
+        if "/" in pattern.name:
+            raise ValueError(f"an ACL's resource name cannot hold '/': {pattern.name!r}")
+        root = AclZNode.root(pattern.pattern_type)
+        return f"{root}/{pattern.resource_type.kafka_name}/{pattern.name}"
+
+    @staticmethod
+    def encode(entries: Iterable[AccessControlEntry]) -> bytes:
+        return _json(
+            {
+                "version": 1,
+                "acls": [
+                    {
+                        "principal": e.principal,
+                        "permissionType": e.permission_type.kafka_name,
+                        "operation": e.operation.kafka_name,
+                        "host": e.host,
+                    }
+                    for e in sorted(entries)
+                ],
+            }
+        )
+
+    @staticmethod
+    def decode(data: bytes | None, what: str) -> frozenset[AccessControlEntry]:
+        """The entries; an empty znode has none. Raises ``ValueError``."""
+        if not data:
+            return frozenset()
+        entries = []
+        for item in _load(data, what).get("acls") or []:
+            if not isinstance(item, dict):
+                raise ValueError(f"{what}: an ACL is not an object")
+            try:
+                entries.append(
+                    AccessControlEntry(
+                        principal=str(item["principal"]),
+                        host=str(item["host"]),
+                        operation=AclOperation.parse(str(item["operation"])),
+                        permission_type=AclPermissionType.parse(str(item["permissionType"])),
+                    )
+                )
+            except KeyError as e:
+                raise ValueError(f"{what}: an ACL has no {e}") from None
+        return frozenset(entries)
+
+
+class AclChangeNotificationZNode:
+    """Sequential change notices, one per changed resource pattern, that every broker watches:
+    ``/kafka-acl-changes/acl_changes_<seq>`` holding ``Topic:orders`` for a literal pattern,
+    ``/kafka-acl-extended-changes/acl_changes_<seq>`` holding JSON for a prefixed one."""
+
+    LITERAL_PATH = "/kafka-acl-changes"
+    EXTENDED_PATH = "/kafka-acl-extended-changes"
+    PREFIX = "acl_changes_"
+
+    @staticmethod
+    def path_prefix(pattern: ResourcePattern) -> str:
+        if pattern.pattern_type is PatternType.LITERAL:
+            return f"{AclChangeNotificationZNode.LITERAL_PATH}/{AclChangeNotificationZNode.PREFIX}"
+        return f"{AclChangeNotificationZNode.EXTENDED_PATH}/{AclChangeNotificationZNode.PREFIX}"
+
+    @staticmethod
+    def encode(pattern: ResourcePattern) -> bytes:
+        if pattern.pattern_type is PatternType.LITERAL:
+            return f"{pattern.resource_type.kafka_name}:{pattern.name}".encode()
+        return _json(
+            {
+                "version": 1,
+                "resourceType": pattern.resource_type.kafka_name,
+                "name": pattern.name,
+                "patternType": pattern.pattern_type.name,
+            }
+        )
+
+    @staticmethod
+    def decode(data: bytes | None, extended: bool) -> ResourcePattern:
+        """Raises ``ValueError`` for a notice it cannot read."""
+        if not data:
+            raise ValueError("empty ACL change notification")
+        if not extended:
+            kind, sep, name = data.decode(errors="replace").partition(":")
+            if not sep:
+                raise ValueError(f"bad ACL change notification {data!r}")
+            return ResourcePattern(ResourceType.parse(kind), name)
+        obj = _load(data, "ACL change notification")
+        return ResourcePattern(
+            ResourceType.parse(str(obj.get("resourceType"))),
+            str(obj.get("name")),
+            PatternType.parse(str(obj.get("patternType"))),
+        )
+
+
+PERSISTENT_PATHS = (
+    BrokerIdsZNode.path,
+    TopicsZNode.path,
+    ConfigEntityTypeZNode.path,
+    ConfigEntityChangeNotificationZNode.path,
+    DeleteTopicsZNode.path,
+    ClusterZNode.path,
+)
+"""The persistent parents Kafka creates at startup (``KafkaZkClient.createTopLevelPaths``)."""
+
+
+def _uuid_text(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def new_topic_id(random_bytes: bytes | None = None) -> str:
+    """A topic id as Kafka prints its ``Uuid``: 16 random bytes, URL-safe base64, no padding.
+
+    Like Kafka's ``Uuid.randomUuid`` it never returns the all-zero id, the metadata topic's
+    id (1) or an id starting with ``-`` (unreadable on a command line). ``random_bytes`` (16
+    bytes) makes it deterministic for tests.
+    """
+    while True:
+        raw = random_bytes if random_bytes is not None else os.urandom(16)
+        if len(raw) != 16:
+            raise ValueError("a topic id is 16 bytes")
+        text = _uuid_text(raw)
+        value = int.from_bytes(raw, "big")
+        if value > 1 and not text.startswith("-"):
+            return text
+        if random_bytes is not None:
+            raise ValueError(f"reserved or unprintable topic id {text!r}")
+
+
+def new_cluster_id() -> str:
+    """A fresh cluster id, in the same form as a topic id (Kafka's ``CoreUtils.generateUuid``)."""
+    return new_topic_id()
+
+
+# ---------------------------------------------------------------------------------------------
 # Producer ids
 
 
@@ -659,42 +942,3 @@ class ProducerIdBlockZNode:
         if last < first:
             raise ValueError(f"{what}: block_end {last} is below block_start {first}")
         return ProducerIdsBlock(_int(obj, "broker", what), first, last - first + 1)
-
-
-PERSISTENT_PATHS = (
-    BrokerIdsZNode.path,
-    TopicsZNode.path,
-    ConfigEntityTypeZNode.path,
-    ConfigEntityChangeNotificationZNode.path,
-    DeleteTopicsZNode.path,
-    ClusterZNode.path,
-)
-"""The persistent parents Kafka creates at startup (``KafkaZkClient.createTopLevelPaths``)."""
-
-
-def _uuid_text(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def new_topic_id(random_bytes: bytes | None = None) -> str:
-    """A topic id as Kafka prints its ``Uuid``: 16 random bytes, URL-safe base64, no padding.
-
-    Like Kafka's ``Uuid.randomUuid`` it never returns the all-zero id, the metadata topic's
-    id (1) or an id starting with ``-`` (unreadable on a command line). ``random_bytes`` (16
-    bytes) makes it deterministic for tests.
-    """
-    while True:
-        raw = random_bytes if random_bytes is not None else os.urandom(16)
-        if len(raw) != 16:
-            raise ValueError("a topic id is 16 bytes")
-        text = _uuid_text(raw)
-        value = int.from_bytes(raw, "big")
-        if value > 1 and not text.startswith("-"):
-            return text
-        if random_bytes is not None:
-            raise ValueError(f"reserved or unprintable topic id {text!r}")
-
-
-def new_cluster_id() -> str:
-    """A fresh cluster id, in the same form as a topic id (Kafka's ``CoreUtils.generateUuid``)."""
-    return new_topic_id()

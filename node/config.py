@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from node.authorizer import AuthorizerConfig
 from node.kafka_config import (
     BROKER_TOPIC_NAMES,
     IGNORED_KAFKA_CONFIGS,
@@ -25,6 +26,14 @@ from node.kafka_config import (
     translate_kafka_names,
     unknown_config_message,
 )
+from node.listeners import (
+    DEFAULT_PROTOCOL_MAP,
+    Listener,
+    parse_listeners,
+    parse_protocol_map,
+    validate_listeners,
+)
+from node.tls import SslConfig
 from odradek.errors import InvalidConfigError
 from storage import LogConfig, LogManagerConfig
 from storage.config import InvalidConfigValueError
@@ -84,6 +93,27 @@ class NodeConfig:
     well above ``replica.fetch.wait.max.ms``: a live follower fetches at least that often."""
     ignored_kafka_configs: tuple[str, ...] = ()
     """Kafka broker settings given that odradek has no use for; the node logs them once."""
+    # -- listeners and security (node/listeners.py, docs/security.md) --------------------------
+    listeners: tuple[Listener, ...] = ()
+    """Named listeners to bind (``listeners``, ``NAME://host:port,...``); empty: one
+    PLAINTEXT listener on ``host``:``port`` (``listen.address``)."""
+    advertised_listeners: tuple[Listener, ...] = ()
+    """What to register and tell clients, per listener (``advertised.listeners``); a listener
+    not named here advertises its bound address (an empty or 0.0.0.0 host: the host name)."""
+    listener_security_protocol_map: tuple[tuple[str, str], ...] = ()
+    """``listener.security.protocol.map`` (``NAME:PROTOCOL,...``); empty: Kafka's default, each
+    of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL names itself."""
+    inter_broker_listener_name: str | None = None
+    """The listener for replication and controller requests (``inter.broker.listener.name``);
+    ``None``: the listener named PLAINTEXT, or the only listener."""
+    ssl: SslConfig = field(default_factory=SslConfig)
+    """TLS settings of SSL listeners (``ssl.*``, PEM; node/tls.py)."""
+    listener_ssl: tuple[tuple[str, SslConfig], ...] = ()
+    """Per-listener TLS settings (``listener.name.<name>.ssl.*`` over ``ssl.*``)."""
+    authorizer: AuthorizerConfig = field(default_factory=AuthorizerConfig)
+    """ACLs: ``authorizer.class.name``, ``super.users``, ``allow.everyone.if.no.acl.found``."""
+    sasl_enabled_mechanisms: tuple[str, ...] = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+    """SASL mechanisms SASL_SSL listeners accept (``sasl.enabled.mechanisms``)."""
 
     def __post_init__(self) -> None:
         if self.node_id < 0:
@@ -110,10 +140,53 @@ class NodeConfig:
         ):
             if getattr(self, name) <= 0:
                 raise InvalidConfigError(f"{name.replace('_', '.')} must be positive")
+        validate_listeners(
+            self.effective_listeners,
+            self.advertised_listeners,
+            self.protocol_map,
+            self.inter_broker_listener_name,
+        )
+        for listener in self.effective_listeners:
+            protocol = self.protocol_map[listener.name]
+            if protocol != "PLAINTEXT" and not self.ssl_for(listener.name).has_keystore:
+                raise InvalidConfigError(
+                    f"listener {listener.name} is {protocol} but has no keystore "
+                    "(ssl.keystore.location)"
+                )
+        for mechanism in self.sasl_enabled_mechanisms:
+            if mechanism not in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                raise InvalidConfigError(
+                    f"sasl.enabled.mechanisms: {mechanism!r} is not supported "
+                    "(SCRAM-SHA-256, SCRAM-SHA-512)"
+                )
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def effective_listeners(self) -> tuple[Listener, ...]:
+        """``listeners``, or the single PLAINTEXT listener of ``listen.address``."""
+        return self.listeners or (Listener("PLAINTEXT", self.host, self.port),)
+
+    @property
+    def protocol_map(self) -> dict[str, str]:
+        """Listener name → security protocol."""
+        return dict(self.listener_security_protocol_map or DEFAULT_PROTOCOL_MAP.items())
+
+    def ssl_for(self, listener_name: str) -> SslConfig:
+        """The TLS settings of ``listener_name``."""
+        return dict(self.listener_ssl).get(listener_name, self.ssl)
+
+    @property
+    def inter_broker_listener(self) -> str:
+        """The inter-broker listener's name (validated on creation)."""
+        return validate_listeners(
+            self.effective_listeners,
+            self.advertised_listeners,
+            self.protocol_map,
+            self.inter_broker_listener_name,
+        )
 
     def topic_config(self, overrides: Mapping[str, str]) -> LogConfig:
         """The log config of a topic with ``overrides`` (Kafka names). ``InvalidConfigError``."""
@@ -152,6 +225,7 @@ _LOG_MANAGER = {
     "log.initial.task.delay.ms": "initial_task_delay_ms",
     "producer.id.expiration.check.interval.ms": "producer_id_expiration_check_interval_ms",
 }
+_AUTHORIZER = ("authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found")
 _UNPREFIXED_TOPIC_CONFIGS = (
     "min.insync.replicas",
     "unclean.leader.election.enable",
@@ -215,6 +289,9 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
     topic_defaults: dict[str, str] = {}
     spelled: dict[str, str] = {}  # a topic config's name -> the node config it came from
     manager: dict[str, int] = {}
+    ssl_props: dict[str, str] = {}
+    authorizer: dict[str, str] = {}
+    listener_ssl_props: dict[str, dict[str, str]] = {}
     types = {f.name: f.type for f in dataclasses.fields(NodeConfig)}
     props, renamed = translate_kafka_names(props)
     ignored: list[str] = []
@@ -238,10 +315,33 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
                 manager[_LOG_MANAGER[key]] = int(raw)
             elif key == "log.dirs" or key == "log.dir":
                 values["log_dirs"] = tuple(Path(p) for p in raw.split(",") if p.strip())
-            elif key == "listen.address" or key == "listeners":
+            elif key == "listen.address":
                 address = raw.split("://", 1)[-1]
                 host, _, port = address.rpartition(":")
                 values["host"], values["port"] = host or "127.0.0.1", int(port)
+            elif key == "listeners":
+                values["listeners"] = parse_listeners(raw, key)
+                if not values["listeners"]:
+                    raise InvalidConfigError("listeners: no listener given")
+                first = values["listeners"][0]
+                values["host"], values["port"] = first.host or "0.0.0.0", first.port
+            elif key == "advertised.listeners":
+                values["advertised_listeners"] = parse_listeners(raw, key)
+            elif key == "listener.security.protocol.map":
+                values["listener_security_protocol_map"] = parse_protocol_map(raw)
+            elif key == "inter.broker.listener.name":
+                values["inter_broker_listener_name"] = raw.strip().upper() or None
+            elif key == "sasl.enabled.mechanisms":
+                values["sasl_enabled_mechanisms"] = tuple(
+                    m.strip().upper() for m in raw.split(",") if m.strip()
+                )
+            elif key in _AUTHORIZER:
+                authorizer[key] = raw.strip()
+            elif key.startswith("ssl."):
+                ssl_props[key] = raw
+            elif key.startswith("listener.name.") and ".ssl." in key:
+                name, _, setting = key[len("listener.name.") :].partition(".")
+                listener_ssl_props.setdefault(name.upper(), {})[setting] = raw
             elif key in _UNPREFIXED_TOPIC_CONFIGS:
                 topic_defaults[key] = raw
             elif key.startswith("log.") and key[len("log.") :].replace(".", "_") in log_fields:
@@ -260,6 +360,23 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
             raise InvalidConfigError(f"{name} is required")
     if topic_defaults:
         values["log"] = LogConfig.from_kafka(topic_defaults, spelled=spelled, kind="node config")
+    if authorizer:
+        everyone = authorizer.get("allow.everyone.if.no.acl.found", "false").lower()
+        if everyone not in ("true", "false"):
+            raise InvalidConfigError(
+                f"invalid value {everyone!r} for 'allow.everyone.if.no.acl.found'"
+            )
+        values["authorizer"] = AuthorizerConfig(
+            authorizer_class_name=authorizer.get("authorizer.class.name", ""),
+            super_users=AuthorizerConfig.parse_super_users(authorizer.get("super.users", "")),
+            allow_everyone_if_no_acl_found=everyone == "true",
+        )
+    if ssl_props or listener_ssl_props:
+        values["ssl"] = SslConfig.from_properties(ssl_props)
+        values["listener_ssl"] = tuple(
+            (name, SslConfig.from_properties(overrides, base=values["ssl"]))
+            for name, overrides in sorted(listener_ssl_props.items())
+        )
     if manager:
         try:
             values["log_manager"] = LogManagerConfig(**manager)

@@ -14,8 +14,8 @@ Kafka's broker names are accepted where odradek has the meaning:
 * the broker names of topic defaults whose ``log.`` + topic-config name differs
   (``message.max.bytes``, ``log.index.size.max.bytes``, ``log.flush.interval.ms``,
   ``log.cleaner.delete.retention.ms``, ...), see :data:`BROKER_TOPIC_NAMES`;
-* ``listeners`` and ``advertised.listeners`` while odradek serves one plaintext address: a single
-  ``PLAINTEXT://host:port`` listener is the node's listen (and advertised) address.
+* ``listeners`` and ``advertised.listeners`` pass through unchanged: the node reads them as
+  Kafka does (:mod:`node.listeners`, several named listeners, PLAINTEXT, SSL or SASL_SSL).
 
 A Kafka broker setting odradek has no use for (:data:`IGNORED_KAFKA_CONFIGS`, e.g.
 ``num.network.threads``) is accepted and reported once by the node at startup; any other unknown
@@ -200,42 +200,7 @@ def translate_kafka_names(props: Mapping[str, str]) -> tuple[dict[str, str], dic
         if kafka in out and kafka != ours:
             out[ours] = out.pop(kafka)
             spelled[ours] = kafka
-    listeners = {
-        name: parse_listener(name, out.pop(name)) for name in LISTENER_NAMES if name in out
-    }
-    if listeners:
-        listen = listeners.get("listeners")
-        advertised = listeners.get("advertised.listeners")
-        if listen is not None and advertised is not None and listen != advertised:
-            # a node advertises the address it listens on: the two must agree (or one of them
-            # be left out), until odradek serves more than one listener
-            raise InvalidConfigError(
-                f"advertised.listeners {advertised} differs from listeners {listen}: "
-                "odradek advertises the address it listens on"
-            )
-        address = listen or advertised
-        assert address is not None
-        if "listen.address" not in out:
-            out["listen.address"] = address
-            spelled["listen.address"] = "listeners" if listen else "advertised.listeners"
     return out, spelled
-
-
-def parse_listener(name: str, raw: str) -> str:
-    """``PLAINTEXT://host:port`` (or ``host:port``) → ``host:port``; an empty host is
-    127.0.0.1. Raises ``InvalidConfigError`` for several listeners or another protocol."""
-    entries = [e.strip() for e in raw.split(",") if e.strip()]
-    if len(entries) != 1:
-        raise InvalidConfigError(
-            f"{name} {raw!r}: odradek serves one PLAINTEXT listener, not {len(entries)}"
-        )
-    protocol, sep, address = entries[0].rpartition("://")
-    if sep and protocol.upper() != "PLAINTEXT":
-        raise InvalidConfigError(f"{name} {raw!r}: odradek serves one PLAINTEXT listener")
-    host, colon, port = address.rpartition(":")
-    if not colon or not port.isdigit():
-        raise InvalidConfigError(f"{name} {raw!r}: expected PLAINTEXT://HOST:PORT")
-    return f"{host or '127.0.0.1'}:{port}"
 
 
 def unknown_config_message(key: str, known: Iterable[str]) -> str:

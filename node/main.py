@@ -121,7 +121,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"odradek node: error: cannot start node {config.node_id}: {e}", file=sys.stderr)
         node.stop(controlled=False)
         return 1
-    print(f"odradek node {config.node_id} listening on {config.host}:{node.port}", flush=True)
+    listening = ", ".join(
+        f"{listener.name}://{listener.host}:{node.ports[listener.name]}"
+        for listener in config.effective_listeners
+    )
+    print(f"odradek node {config.node_id} listening on {listening}", flush=True)
     while not node.wait(1.0):
         pass
     return 0

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from odradek.errors import (
     LeaderNotAvailableError,
+    ListenerNotFoundError,
     StaleControllerEpochError,
     UnknownTopicOrPartitionError,
 )
@@ -69,9 +70,22 @@ class MetadataCache:
         s = self._snapshot
         return s.brokers.get(s.controller_id)
 
-    def metadata_response(self, topics: list[str], all_topics: bool) -> pb.MetadataResponse:
-        """The Metadata answer: live brokers, the controller, and the asked-for topics."""
+    def metadata_response(
+        self, topics: list[str], all_topics: bool, listener_name: str | None = None
+    ) -> pb.MetadataResponse:
+        """The Metadata answer: live brokers, the controller, and the asked-for topics.
+
+        With ``listener_name`` (the listener the request came in on), each broker is given
+        with its endpoint on that listener, and brokers without one are left out, as Kafka
+        does; a partition whose leader is left out has LISTENER_NOT_FOUND (72)."""
         s = self._snapshot
+        brokers = {
+            node_id: b
+            for node_id, b in (
+                (i, _on_listener(b, listener_name)) for i, b in sorted(s.brokers.items())
+            )
+            if b is not None
+        }
         by_topic: dict[str, list[pb.PartitionState]] = {}
         for (topic, _), state in s.partitions.items():
             by_topic.setdefault(topic, []).append(state)
@@ -87,10 +101,16 @@ class MetadataCache:
             partitions = []
             for p in states:
                 offline = [r for r in p.replicas if r not in s.brokers]
+                if p.leader < 0:
+                    error = LeaderNotAvailableError.code
+                elif p.leader in s.brokers and p.leader not in brokers:
+                    error = ListenerNotFoundError.code
+                else:
+                    error = 0
                 partitions.append(
                     pb.PartitionMetadata(
                         partition=p.partition,
-                        error_code=LeaderNotAvailableError.code if p.leader < 0 else 0,
+                        error_code=error,
                         leader=p.leader,
                         leader_epoch=p.leader_epoch,
                         replicas=list(p.replicas),
@@ -102,8 +122,22 @@ class MetadataCache:
                 pb.TopicMetadata(name=name, partitions=partitions, topic_id=states[0].topic_id)
             )
         return pb.MetadataResponse(
-            brokers=[s.brokers[i] for i in sorted(s.brokers)],
-            controller_id=s.controller_id if s.controller_id in s.brokers else -1,
+            brokers=list(brokers.values()),
+            controller_id=s.controller_id if s.controller_id in brokers else -1,
             cluster_id=s.cluster_id,
             topics=out,
         )
+
+
+def _on_listener(broker: pb.BrokerInfo, listener_name: str | None) -> pb.BrokerInfo | None:
+    """``broker`` as a client of ``listener_name`` reaches it, without its other listeners;
+    ``None`` if it has no such listener. A broker registered without endpoints (one PLAINTEXT
+    listener) is reached at its host and port."""
+    if listener_name is None or not broker.endpoints:
+        return pb.BrokerInfo(
+            node_id=broker.node_id, host=broker.host, port=broker.port, rack=broker.rack
+        )
+    for e in broker.endpoints:
+        if e.listener == listener_name:
+            return pb.BrokerInfo(node_id=broker.node_id, host=e.host, port=e.port, rack=broker.rack)
+    return None

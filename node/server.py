@@ -10,9 +10,11 @@ clean-shutdown marker, and only then leaves ZooKeeper.
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import threading
+from collections.abc import Callable
 from concurrent import futures
 from typing import Any
 
@@ -26,13 +28,25 @@ from controller.controller import Controller, ControllerConfig
 from controller.registration import BrokerRegistration
 from controller.service import ControllerServicer
 from node.alter_partition import AlterPartitionManager
+from node.authentication import AuthenticationInterceptor
+from node.authorizer import AclAuthorizer
+from node.authorizing_services import (
+    AclAdminServicer,
+    AuthorizingBrokerServicer,
+    AuthorizingControllerServicer,
+    AuthorizingReplicationServicer,
+)
 from node.config import NodeConfig
 from node.fetcher import ReplicaFetcherManager
+from node.listeners import RefuseInterBrokerServices, advertised_endpoints
 from node.metadata_cache import MetadataCache
 from node.metrics import MetricsEndpoint
 from node.producer_id_manager import ProducerIdManager
 from node.replica_manager import ReplicaManager
+from node.sasl import SaslServicer, SaslSessions
+from node.scram_store import ScramCredentialStore
 from node.service import BrokerServicer, ReplicationServicer
+from node.tls import CertificateReloader, channel_credentials, server_credentials
 from odradek.client.connection import RECONNECT_OPTIONS
 from odradek.clock import Clock, SystemClock
 from odradek.v1 import odradek_pb2 as pb
@@ -57,22 +71,38 @@ SERVICE_NAMES = (
 TICK_MS = 100
 
 
-def new_channel(target: str) -> grpc.Channel:
-    return grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+def new_channel(target: str, credentials: grpc.ChannelCredentials | None = None) -> grpc.Channel:
+    """A channel to another node: TLS with ``credentials`` (the inter-broker listener is SSL),
+    else plaintext."""
+    if credentials is None:
+        return grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+    return grpc.secure_channel(target, credentials, options=CHANNEL_OPTIONS)
+
+
+def inter_broker_channel_factory(config: NodeConfig) -> Callable[[str], grpc.Channel]:
+    """How this node connects to the others' inter-broker listener: over TLS, with its own
+    keystore as client certificate, when that listener is SSL. The certificates are read
+    here, once; raises ``InvalidConfigError`` for bad ones."""
+    listener = config.inter_broker_listener
+    if config.protocol_map[listener] == "PLAINTEXT":
+        return new_channel
+    credentials = channel_credentials(config.ssl_for(listener), listener)
+    return functools.partial(new_channel, credentials=credentials)
 
 
 class Channels:
     """One gRPC channel per ``host:port``, shared by every sender in the node. Thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, factory: Callable[[str], grpc.Channel] = new_channel) -> None:
         self._lock = threading.Lock()
+        self._factory = factory
         self._channels: dict[str, grpc.Channel] = {}
 
     def __call__(self, target: str) -> grpc.Channel:
         with self._lock:
             channel = self._channels.get(target)
             if channel is None:
-                channel = new_channel(target)
+                channel = self._factory(target)
                 self._channels[target] = channel
             return channel
 
@@ -114,6 +144,9 @@ class Node:
         self.config = config
         self.clock = clock or SystemClock()
         self.port = config.port
+        """The bound port of the first listener."""
+        self.ports: dict[str, int] = {}
+        """Bound port per listener name."""
         self.broker_epoch = -1
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
@@ -127,7 +160,11 @@ class Node:
         self.zk: KazooClient | None = None
         self.registration: BrokerRegistration | None = None
         self.controller: Controller | None = None
-        self._server: grpc.Server | None = None
+        self._servers: list[grpc.Server] = []
+        self.certificates: dict[str, CertificateReloader] = {}
+        self.authorizer: AclAuthorizer | None = None
+        self.sasl_sessions: SaslSessions | None = None
+        """The certificate reloader of each SSL listener."""
         self._health = health.HealthServicer()
         self._ticker: threading.Thread | None = None
         self.metrics: MetricsEndpoint | None = None
@@ -144,6 +181,8 @@ class Node:
         """Open the logs, serve, register and campaign. Raises on any failure (the caller
         exits with the message); ``stop()`` releases what was started."""
         c = self.config
+        channel_factory = inter_broker_channel_factory(c)
+        self.channels = Channels(channel_factory)
         self.log_manager = LogManager(list(c.log_dirs), c.log, self.clock, c.log_manager)
         self.replicas = ReplicaManager(c, self.log_manager, self.metadata, self.clock, self._epoch)
         self.fetchers = ReplicaFetcherManager(c, self.clock, self.channels, self._epoch)
@@ -166,50 +205,123 @@ class Node:
             self.zk,
             c.node_id,
             self.clock,
-            ControllerConfig(request_timeout_ms=c.request_timeout_ms),
+            ControllerConfig(
+                request_timeout_ms=c.request_timeout_ms,
+                inter_broker_listener_name=c.inter_broker_listener,
+            ),
             # the controller owns (and closes) its channels: not the node's shared pool
-            channel_factory=new_channel,
+            channel_factory=channel_factory,
         )
 
-        interceptors: list[grpc.ServerInterceptor[Any, Any]] = []
+        executor = futures.ThreadPoolExecutor(
+            max_workers=c.request_handler_threads, thread_name_prefix="request"
+        )
+        metrics_interceptors: list[grpc.ServerInterceptor[Any, Any]] = []
         if c.metrics_port is not None:
             self.metrics = MetricsEndpoint(self, self.clock)
             self.zk.add_listener(self.metrics.collector.on_zookeeper_state)
-            interceptors.append(self.metrics.interceptor)
-        server = grpc.server(
-            futures.ThreadPoolExecutor(
-                max_workers=c.request_handler_threads, thread_name_prefix="request"
-            ),
-            # gRPC sets SO_REUSEPORT by default: a second node on a taken port would bind it
-            # too and share its clients; refuse the port instead
-            options=[*GRPC_OPTIONS, ("grpc.so_reuseport", 0)],
-            interceptors=interceptors,
-        )
+            metrics_interceptors.append(self.metrics.interceptor)
         producer_ids = ProducerIdManager(self.zk, c.node_id)
-        pb_grpc.add_BrokerServicer_to_server(BrokerServicer(self.replicas, producer_ids), server)
-        pb_grpc.add_ReplicationServicer_to_server(ReplicationServicer(self.replicas), server)
-        pb_grpc.add_ControllerServicer_to_server(ControllerServicer(self.controller), server)
-        admin = AdminServicer(
-            self.zk,
-            self.clock,
-            default_num_partitions=c.num_partitions,
-            default_replication_factor=c.default_replication_factor,
-            log_defaults=c.log,
+        if c.authorizer.enabled:
+            self.authorizer = AclAuthorizer(self.zk, c.authorizer, self.clock)
+            self.authorizer.start()
+        authorizer = self.authorizer
+        scram_store = ScramCredentialStore(self.zk)
+        self.sasl_sessions = SaslSessions(
+            self.clock, scram_store.credential, c.sasl_enabled_mechanisms
         )
-        pb_grpc.add_AdminServicer_to_server(admin, server)
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        reflection.enable_server_reflection(
-            (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+        sasl = SaslServicer(self.sasl_sessions)
+        admin: pb_grpc.AdminServicer = AclAdminServicer(
+            AdminServicer(
+                self.zk,
+                self.clock,
+                default_num_partitions=c.num_partitions,
+                default_replication_factor=c.default_replication_factor,
+                log_defaults=c.log,
+            ),
+            authorizer,
+            scram_store,
         )
-        try:
-            self.port = server.add_insecure_port(f"{c.host}:{c.port}")
-        except RuntimeError:  # gRPC's "Failed to bind": taken (or not an address of this host)
-            self.port = 0
-        if self.port == 0:
-            raise OSError(f"cannot listen on {c.host}:{c.port}: {_bind_error(c.host, c.port)}")
-        self._server = server
+        replication: pb_grpc.ReplicationServicer = ReplicationServicer(self.replicas)
+        controller: pb_grpc.ControllerServicer = ControllerServicer(self.controller)
+        if authorizer is not None:
+            replication = AuthorizingReplicationServicer(
+                ReplicationServicer(self.replicas), authorizer
+            )
+            controller = AuthorizingControllerServicer(
+                ControllerServicer(self.controller), authorizer
+            )
+        inter_broker = c.inter_broker_listener
+        # one server per listener (sharing the worker threads), so that each knows its
+        # listener: Metadata answers with that listener's endpoints, and only the inter-broker
+        # listener serves the replication and controller services
+        for listener in c.effective_listeners:
+            protocol = c.protocol_map[listener.name]
+            ssl_config = c.ssl_for(listener.name)
+            server = grpc.server(
+                executor,
+                # gRPC sets SO_REUSEPORT by default: a second node on a taken port would bind
+                # it too and share its clients; refuse the port instead
+                options=[*GRPC_OPTIONS, ("grpc.so_reuseport", 0)],
+                interceptors=[
+                    AuthenticationInterceptor(
+                        listener.name, protocol, ssl_config.principal_mapper, self.sasl_sessions
+                    ),
+                    *metrics_interceptors,
+                ],
+            )
+            self._servers.append(server)
+            broker: pb_grpc.BrokerServicer = BrokerServicer(
+                self.replicas, producer_ids, listener.name
+            )
+            if authorizer is not None:
+                broker = AuthorizingBrokerServicer(
+                    BrokerServicer(self.replicas, producer_ids, listener.name), authorizer
+                )
+            pb_grpc.add_BrokerServicer_to_server(broker, server)
+            pb_grpc.add_AdminServicer_to_server(admin, server)
+            if protocol == "SASL_SSL":
+                pb_grpc.add_SaslServicer_to_server(sasl, server)
+            if listener.name == inter_broker:
+                pb_grpc.add_ReplicationServicer_to_server(replication, server)
+                pb_grpc.add_ControllerServicer_to_server(controller, server)
+            else:
+                server.add_generic_rpc_handlers(
+                    (RefuseInterBrokerServices(listener.name, inter_broker),)
+                )
+            health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+            reflection.enable_server_reflection(
+                (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+            )
+            host = listener.host or "0.0.0.0"
+            bind = f"{host}:{listener.port}"
+            try:
+                if protocol == "PLAINTEXT":
+                    port = server.add_insecure_port(bind)
+                else:
+                    credentials, reloader = server_credentials(ssl_config, listener.name)
+                    self.certificates[listener.name] = reloader
+                    port = server.add_secure_port(bind, credentials)
+            except RuntimeError:  # gRPC's "Failed to bind": taken, or not this host's address
+                port = 0
+            if port == 0:
+                raise OSError(
+                    f"cannot listen on {bind} (listener {listener.name}): "
+                    f"{_bind_error(host, listener.port)}"
+                )
+            self.ports[listener.name] = port
+        self.port = self.ports[c.effective_listeners[0].name]
         if self.metrics is not None and c.metrics_port is not None:
-            self.metrics.start(c.host, c.metrics_port)
+            # on the host of the first listener, as the gRPC port
+            self.metrics.start(c.effective_listeners[0].host or "0.0.0.0", c.metrics_port)
+        endpoints = advertised_endpoints(
+            c.effective_listeners,
+            c.advertised_listeners,
+            c.protocol_map,
+            self.ports,
+            socket.getfqdn(),
+        )
+        advertised = next(e for e in endpoints if e.listener_name == inter_broker)
 
         # Register before serving, as Kafka enables request processing only after
         # registerBroker: the controller sees the znode and sends LeaderAndIsr at once, and a
@@ -219,26 +331,27 @@ class Node:
         self.registration = BrokerRegistration(
             self.zk,
             c.node_id,
-            c.host,
-            self.port,
+            advertised.host,
+            advertised.port,
             c.rack,
             on_epoch_change=self._on_epoch_change,
+            endpoints=endpoints,
         )
         # a previous process of this node that did not stop cleanly holds the id until its
         # session times out: wait that out (twice the timeout: ZooKeeper expires sessions on
         # its ticks), and fail only if the id is still taken, by another live node
         self.broker_epoch = self.registration.register(wait_ms=2 * c.zookeeper_session_timeout_ms)
-        server.start()
+        for server in self._servers:
+            server.start()
         self.controller.startup()
         self._ticker = threading.Thread(target=self._tick_loop, name="node-ticker", daemon=True)
         self._ticker.start()
         for name in ("", *SERVICE_NAMES):
             self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
         log.info(
-            "node %d serving on %s:%d (broker epoch %d)",
+            "node %d serving on %s (broker epoch %d)",
             c.node_id,
-            c.host,
-            self.port,
+            ", ".join(f"{e.connection_string} ({e.security_protocol})" for e in endpoints),
             self.broker_epoch,
         )
 
@@ -300,14 +413,15 @@ class Node:
             controlled = self.config.controlled_shutdown_enable
         for name in ("", *SERVICE_NAMES):
             self._health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
-        if controlled and self._server is not None and self.registration is not None:
+        if controlled and self._servers and self.registration is not None:
             self.controlled_shutdown()
         if self.controller is not None:
             self.controller.shutdown()
         if self.replicas is not None:
             self.replicas.shutdown()
-        if self._server is not None:
-            self._server.stop(grace=1).wait()
+        stopping = [server.stop(grace=1) for server in self._servers]
+        for done in stopping:
+            done.wait()
         self._stopped.set()
         if self.fetchers is not None:
             self.fetchers.shutdown()

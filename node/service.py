@@ -23,10 +23,16 @@ class BrokerServicer(pb_grpc.BrokerServicer):
     """Produce, Fetch, ListOffsets, Metadata, DeleteRecords and InitProducerId for clients."""
 
     def __init__(
-        self, replicas: ReplicaManager, producer_ids: ProducerIdManager | None = None
+        self,
+        replicas: ReplicaManager,
+        producer_ids: ProducerIdManager | None = None,
+        listener_name: str | None = None,
     ) -> None:
+        """``listener_name``: the listener this instance serves (Metadata answers with its
+        endpoints); ``None``: the brokers' registered host and port."""
         self._replicas = replicas
         self._producer_ids = producer_ids
+        self._listener_name = listener_name
 
     def Produce(  # noqa: N802  (gRPC method names)
         self, request: pb.ProduceRequest, context: grpc.ServicerContext
@@ -46,7 +52,9 @@ class BrokerServicer(pb_grpc.BrokerServicer):
     def Metadata(  # noqa: N802
         self, request: pb.MetadataRequest, context: grpc.ServicerContext
     ) -> pb.MetadataResponse:
-        return self._replicas.metadata.metadata_response(list(request.topics), request.all_topics)
+        return self._replicas.metadata.metadata_response(
+            list(request.topics), request.all_topics, self._listener_name
+        )
 
     def DeleteRecords(  # noqa: N802
         self, request: pb.DeleteRecordsRequest, context: grpc.ServicerContext

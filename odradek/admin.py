@@ -29,17 +29,27 @@ goes to each partition's leader. Thread-safe.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Literal, Self, TypeVar
+from typing import Literal, Self, TypeVar, Unpack
 
 import grpc
 
+from odradek import scram
+from odradek.acl import (
+    AclBinding,
+    AclBindingFilter,
+    acl_binding_from_wire,
+    acl_binding_to_wire,
+    acl_filter_to_wire,
+)
 from odradek.client.connection import ConnectionPool, parse_bootstrap_servers, wait
 from odradek.client.errors import NetworkError, error_from_code
 from odradek.client.leaders import Answer, LeaderTarget, send_to_leaders
 from odradek.client.metadata import BrokerInfo, ClusterMetadata, MetadataCache, TopicMetadata
+from odradek.client.security import SecurityConfig, SecurityOptions
 from odradek.client.types import TopicPartition
 from odradek.clock import Clock, SystemClock
 from odradek.errors import OdradekError
@@ -53,11 +63,32 @@ __all__ = [
     "NewPartitions",
     "NewTopic",
     "OngoingReassignment",
+    "ScramDeletion",
+    "ScramUpsertion",
 ]
 
 Resp = TypeVar("Resp")
 
 _INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class ScramUpsertion:
+    """Set ``user``'s credential for ``mechanism`` (SCRAM-SHA-256 or SCRAM-SHA-512) from
+    ``password``, with ``iterations`` (4096 to 16384)."""
+
+    user: str
+    mechanism: str
+    password: str = field(repr=False)
+    iterations: int = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class ScramDeletion:
+    """Delete ``user``'s credential for ``mechanism``."""
+
+    user: str
+    mechanism: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +227,7 @@ class Admin:
         default_api_timeout_ms: int = 60_000,
         retry_backoff_ms: int = 100,
         clock: Clock | None = None,
+        **security: Unpack[SecurityOptions],
     ) -> None:
         for name, value in (
             ("request_timeout_ms", request_timeout_ms),
@@ -208,7 +240,7 @@ class Admin:
         self._default_api_timeout_ms = default_api_timeout_ms
         self._retry_backoff_ms = retry_backoff_ms
         self._clock: Clock = clock or SystemClock()
-        self._pool = ConnectionPool()
+        self._pool = ConnectionPool(SecurityConfig(**security))
         self._metadata = MetadataCache(
             parse_bootstrap_servers(bootstrap_servers),
             self._pool,
@@ -458,6 +490,126 @@ class Admin:
                 tuple(r.replicas), tuple(r.adding_replicas), tuple(r.removing_replicas)
             )
             for r in response.reassignments
+        }
+
+    # --- ACLs (docs/security.md) ---------------------------------------------------------------
+
+    def create_acls(self, acls: Iterable[AclBinding]) -> list[OdradekError | None]:
+        """Add ACLs: per ACL, in order, ``None`` or its error
+        (:class:`~odradek.errors.ClusterAuthorizationFailedError` without ALTER on the
+        cluster, :class:`~odradek.errors.SecurityDisabledError` without an authorizer)."""
+        wanted = list(acls)
+        request = pb.CreateAclsRequest(creations=[acl_binding_to_wire(a) for a in wanted])
+        response = self._call_any(
+            lambda address: self._pool.admin(address).CreateAcls.future(
+                request, timeout=self._request_timeout_ms / 1000
+            )
+        )
+        results = list(response.results)
+        return [
+            error_from_code(r.error_code, r.error_message, str(a.pattern)) if r.error_code else None
+            for a, r in zip(wanted, results, strict=False)
+        ] + [
+            error_from_code(-1, "the answer has no result for it", str(a.pattern))
+            for a in wanted[len(results) :]
+        ]
+
+    def describe_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
+        """The ACLs matching ``acl_filter`` (all of them by default). Raises the answer's
+        error."""
+        request = pb.DescribeAclsRequest(
+            filter=acl_filter_to_wire(acl_filter or AclBindingFilter())
+        )
+        response = self._call_any(
+            lambda address: self._pool.admin(address).DescribeAcls.future(
+                request, timeout=self._request_timeout_ms / 1000
+            )
+        )
+        if response.error_code:
+            raise error_from_code(response.error_code, response.error_message, "describe ACLs")
+        return [acl_binding_from_wire(a) for a in response.acls]
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter]) -> list[list[AclBinding]]:
+        """Delete the ACLs each filter matches; returns the deleted ACLs per filter. Raises the
+        first filter's error."""
+        wanted = list(filters)
+        request = pb.DeleteAclsRequest(filters=[acl_filter_to_wire(f) for f in wanted])
+        response = self._call_any(
+            lambda address: self._pool.admin(address).DeleteAcls.future(
+                request, timeout=self._request_timeout_ms / 1000
+            )
+        )
+        out = []
+        for r in response.filter_results:
+            if r.error_code:
+                raise error_from_code(r.error_code, r.error_message, "delete ACLs")
+            out.append([acl_binding_from_wire(a) for a in r.matching_acls])
+        return out
+
+    # --- SCRAM credentials (docs/security.md) -----------------------------------------------
+
+    def describe_user_scram_credentials(
+        self, users: Iterable[str] | None = None
+    ) -> dict[str, dict[str, int]]:
+        """Per user, mechanism → iterations of its SCRAM credentials (every user with some
+        when ``users`` is ``None``). Raises the first error (e.g.
+        :class:`~odradek.errors.ResourceNotFoundError` for a user without any)."""
+        request = pb.DescribeUserScramCredentialsRequest(users=list(users or ()))
+        response = self._call_any(
+            lambda address: self._pool.admin(address).DescribeUserScramCredentials.future(
+                request, timeout=self._request_timeout_ms / 1000
+            )
+        )
+        if response.error_code:
+            raise error_from_code(response.error_code, response.error_message, "describe users")
+        out: dict[str, dict[str, int]] = {}
+        for r in response.results:
+            if r.error_code:
+                raise error_from_code(r.error_code, r.error_message, f"user {r.user!r}")
+            out[r.user] = {i.mechanism: i.iterations for i in r.credential_infos}
+        return out
+
+    def alter_user_scram_credentials(
+        self,
+        upsertions: Iterable[ScramUpsertion] = (),
+        deletions: Iterable[ScramDeletion] = (),
+    ) -> dict[str, OdradekError | None]:
+        """Set and delete SCRAM credentials: per user ``None`` or its error. The password is
+        salted here (Kafka's KIP-554): only the salted password goes to the node."""
+        wire_upsertions = []
+        for u in upsertions:
+            salt = secrets.token_bytes(32)
+            hash_name = scram.MECHANISMS[u.mechanism][0] if u.mechanism in scram.MECHANISMS else ""
+            salted = (
+                scram.salted_password(u.password, salt, u.iterations, hash_name)
+                if hash_name and u.iterations > 0
+                else b""
+            )
+            wire_upsertions.append(
+                pb.ScramCredentialUpsertion(
+                    name=u.user,
+                    mechanism=u.mechanism,
+                    iterations=u.iterations,
+                    salt=salt,
+                    salted_password=salted,
+                )
+            )
+        request = pb.AlterUserScramCredentialsRequest(
+            deletions=[
+                pb.ScramCredentialDeletion(name=d.user, mechanism=d.mechanism) for d in deletions
+            ],
+            upsertions=wire_upsertions,
+        )
+        response = self._call_any(
+            lambda address: self._pool.admin(address).AlterUserScramCredentials.future(
+                request, timeout=self._request_timeout_ms / 1000
+            )
+        )
+        return {
+            r.user: error_from_code(r.error_code, r.error_message, f"user {r.user!r}")
+            if r.error_code
+            else None
+            for r in response.results
         }
 
     def delete_records(

@@ -37,7 +37,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Literal, Self
+from typing import Literal, Self, Unpack
 
 import grpc
 
@@ -50,6 +50,7 @@ from odradek.client.errors import (
 from odradek.client.fetcher import parse_fetched
 from odradek.client.leaders import Answer, LeaderTarget, send_to_leaders
 from odradek.client.metadata import MetadataCache
+from odradek.client.security import SecurityConfig, SecurityOptions
 from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from odradek.clock import Clock, SystemClock
 from odradek.errors import OdradekError, OffsetOutOfRangeError
@@ -170,6 +171,7 @@ class Consumer:
         metadata_max_age_ms: int = 300_000,
         check_crcs: bool = True,
         clock: Clock | None = None,
+        **security: Unpack[SecurityOptions],
     ) -> None:
         self.config = ConsumerConfig(
             bootstrap_servers=tuple(parse_bootstrap_servers(bootstrap_servers)),
@@ -186,7 +188,7 @@ class Consumer:
             check_crcs=check_crcs,
         )
         self._clock: Clock = clock or SystemClock()
-        self._pool = ConnectionPool()
+        self._pool = ConnectionPool(SecurityConfig(**security))
         self._metadata = MetadataCache(
             self.config.bootstrap_servers,
             self._pool,

@@ -59,6 +59,17 @@ __all__ = [
     "DuplicateSequenceError",
     "InvalidProducerEpochError",
     "UnknownProducerIdError",
+    "TopicAuthorizationFailedError",
+    "GroupAuthorizationFailedError",
+    "ClusterAuthorizationFailedError",
+    "TransactionalIdAuthorizationFailedError",
+    "UnsupportedSaslMechanismError",
+    "IllegalSaslStateError",
+    "SaslAuthenticationFailedError",
+    "ListenerNotFoundError",
+    "SecurityDisabledError",
+    "ResourceNotFoundError",
+    "UnacceptableCredentialError",
     "ERRORS_BY_CODE",
     "error_for_code",
 ]
@@ -272,6 +283,58 @@ class UnknownProducerIdError(OdradekError):
     batch instead, as Kafka does since KIP-360)."""
 
     code, name = 59, "UNKNOWN_PRODUCER_ID"
+
+
+# -- security (docs/security.md); none is retriable
+
+
+class TopicAuthorizationFailedError(OdradekError):
+    code, name = 29, "TOPIC_AUTHORIZATION_FAILED"
+
+
+class GroupAuthorizationFailedError(OdradekError):
+    code, name = 30, "GROUP_AUTHORIZATION_FAILED"
+
+
+class ClusterAuthorizationFailedError(OdradekError):
+    code, name = 31, "CLUSTER_AUTHORIZATION_FAILED"
+
+
+class UnsupportedSaslMechanismError(OdradekError):
+    code, name = 33, "UNSUPPORTED_SASL_MECHANISM"
+
+
+class IllegalSaslStateError(OdradekError):
+    code, name = 34, "ILLEGAL_SASL_STATE"
+
+
+class SecurityDisabledError(OdradekError):
+    """An ACL request to a cluster without an authorizer (``authorizer.class.name``)."""
+
+    code, name = 54, "SECURITY_DISABLED"
+
+
+class TransactionalIdAuthorizationFailedError(OdradekError):
+    code, name = 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+
+
+class SaslAuthenticationFailedError(OdradekError):
+    code, name = 58, "SASL_AUTHENTICATION_FAILED"
+
+
+class ListenerNotFoundError(OdradekError):
+    """A partition's leader has no endpoint on the listener the client connected on (the
+    brokers' listeners differ, e.g. during a rolling change of ``listeners``)."""
+
+    code, name, retriable = 72, "LISTENER_NOT_FOUND", True
+
+
+class ResourceNotFoundError(OdradekError):
+    code, name = 91, "RESOURCE_NOT_FOUND"
+
+
+class UnacceptableCredentialError(OdradekError):
+    code, name = 93, "UNACCEPTABLE_CREDENTIAL"
 
 
 def _collect() -> dict[int, type[OdradekError]]:

@@ -44,7 +44,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, Unpack
 
 from odradek.client.accumulator import RecordAccumulator
 from odradek.client.connection import ConnectionPool, parse_bootstrap_servers
@@ -52,6 +52,7 @@ from odradek.client.errors import ProducerClosedError
 from odradek.client.futures import FutureRecordMetadata, ProduceRequestResult
 from odradek.client.idempotence import MAX_IN_FLIGHT_FOR_IDEMPOTENCE, IdempotenceState
 from odradek.client.metadata import ClusterMetadata, MetadataCache
+from odradek.client.security import SecurityConfig, SecurityOptions
 from odradek.client.sender import Sender
 from odradek.client.types import RecordMetadata, TopicPartition
 from odradek.clock import Clock, SystemClock
@@ -302,6 +303,7 @@ class Producer:
         enable_idempotence: bool | None = None,
         partitioner: Partitioner | None = None,
         clock: Clock | None = None,
+        **security: Unpack[SecurityOptions],
     ) -> None:
         if enable_idempotence is None:
             # Kafka's rule: on by default, but settings that conflict with it, given without
@@ -347,7 +349,7 @@ class Producer:
         self._partitioner: Partitioner = partitioner or DefaultPartitioner()
         self._default_partitioner = type(self._partitioner) is DefaultPartitioner
         self._key_hashes: dict[bytes, int] = {}
-        self._pool = ConnectionPool()
+        self._pool = ConnectionPool(SecurityConfig(**security))
         self._metadata = MetadataCache(
             cfg.bootstrap_servers,
             self._pool,

@@ -7,12 +7,14 @@ operator would.
 
 Command line (the README's first command runs ``demo``)::
 
-    python -m deploy.local.cluster demo [--dir DIR] [--ports P,P,P] [--zookeeper-port P]
+    python -m deploy.local.cluster demo [--dir DIR] [--ports P,P,P] [--zookeeper-port P] [--tls]
         start ZooKeeper and three nodes (ports 2181 and 9092-9094 unless given), create a
         topic, produce (only into a topic never written to: a demo started again on the same
         data does not append its records again), consume, describe; leave it running. A failed
         start leaves nothing running. [--stop-command TEXT] is how its messages name the way
-        to stop it (scripts/cluster.sh gives 'bash scripts/cluster.sh stop').
+        to stop it (scripts/cluster.sh gives 'bash scripts/cluster.sh stop'). With --tls the nodes serve mutual TLS, between them too, on certificates
+        scripts/dev-certs.sh makes in DIR/certs (docs/security.md); the commands it prints
+        take --command-config DIR/certs/admin.properties.
     python -m deploy.local.cluster stop [--dir DIR]
         stop the cluster started in DIR
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -237,8 +240,30 @@ DEMO_PORTS = (9092, 9093, 9094)
 DEMO_ZK_PORT = 2181
 
 
-def _run_cli(args: list[str], bootstrap: str, stdin: str | None = None) -> str:
-    cmd = [sys.executable, "-m", "odradek", "--bootstrap-server", bootstrap, *args]
+def tls_overrides(directory: Path) -> dict[str, str]:
+    """Makes development certificates in ``directory/certs`` (once) and returns the node
+    settings that turn the nodes' one listener into mutual TLS."""
+    certs = directory / "certs"
+    if not (certs / "ca.crt").exists():
+        subprocess.run(
+            ["bash", str(ROOT / "scripts" / "dev-certs.sh"), str(certs), "3"],
+            check=True,
+            capture_output=True,
+        )
+    return {
+        # the one listener of listen.address is named PLAINTEXT: map it to SSL
+        "listener.security.protocol.map": "PLAINTEXT:SSL",
+        "ssl.keystore.location": str(certs / "node-1.pem"),
+        "ssl.truststore.location": str(certs / "ca.crt"),
+        "ssl.client.auth": "required",
+    }
+
+
+def _run_cli(
+    args: list[str], bootstrap: str, stdin: str | None = None, command_config: Path | None = None
+) -> str:
+    config = ["--command-config", str(command_config)] if command_config else []
+    cmd = [sys.executable, "-m", "odradek", "--bootstrap-server", bootstrap, *config, *args]
     print("$ odradek " + " ".join(args), flush=True)
     result = subprocess.run(cmd, input=stdin, capture_output=True, text=True, cwd=ROOT, check=False)
     sys.stdout.write(result.stdout)
@@ -248,22 +273,13 @@ def _run_cli(args: list[str], bootstrap: str, stdin: str | None = None) -> str:
     return result.stdout
 
 
-def _records_ever_written(bootstrap: str, topic: str) -> int:
-    """The sum of the end offsets of ``topic``'s partitions: 0 for a topic never written to."""
-    from odradek import Admin, Consumer, TopicPartition
-
-    with Admin(bootstrap) as admin:
-        partitions = admin.describe_topics([topic])[topic].partitions
-    with Consumer(bootstrap) as consumer:
-        ends = consumer.end_offsets([TopicPartition(topic, p.partition) for p in partitions])
-    return sum(ends.values())
-
-
 def demo(
     directory: Path,
     ports: Sequence[int] = DEMO_PORTS,
     zookeeper_port: int = DEMO_ZK_PORT,
     stop_command: str | None = None,
+    *,
+    tls: bool = False,
 ) -> int:
     """The README's demo; ``stop_command`` is how its messages name the way to stop it (by
     default this module's ``stop --dir DIRECTORY``; scripts/cluster.sh names itself)."""
@@ -284,7 +300,11 @@ def demo(
             print(f"stop it with: {stop_command}")
             return 1
     directory.mkdir(parents=True, exist_ok=True)
-    cluster = LocalCluster(directory, 3, ports=ports, zookeeper_port=zookeeper_port)
+    overrides = tls_overrides(directory) if tls else None
+    command_config = directory / "certs" / "admin.properties" if tls else None
+    cluster = LocalCluster(
+        directory, 3, ports=ports, zookeeper_port=zookeeper_port, overrides=overrides
+    )
     print(
         f"starting ZooKeeper on 127.0.0.1:{zookeeper_port} and 3 nodes on "
         f"{cluster.bootstrap_servers}"
@@ -308,9 +328,11 @@ def demo(
         json.dumps({"pids": pids, "cmdlines": cmdlines, "bootstrap": cluster.bootstrap_servers})
     )
     bootstrap = cluster.bootstrap_servers
-    topics = _run_cli(["topics", "list"], bootstrap)
+
+    cli = functools.partial(_run_cli, command_config=command_config)
+    topics = cli(["topics", "list"], bootstrap)
     if "demo" not in topics.split():
-        _run_cli(
+        cli(
             [
                 "topics",
                 "create",
@@ -325,13 +347,14 @@ def demo(
             bootstrap,
         )
     # the records once: a demo started again on the same data shows the ones it has
-    written = _records_ever_written(bootstrap, "demo")
+    offsets = cli(["get-offsets", "--topic", "demo", "--time", "latest"], bootstrap)
+    written = sum(int(line.rsplit(":", 1)[1]) for line in offsets.split() if line.count(":") == 2)
     if written:
         print(f"the topic demo already has its records ({written}): not producing them again")
     else:
         lines = "".join(f"user{i}:hello {i}\n" for i in range(6))
-        _run_cli(["produce", "demo", "--key-separator", ":", "--acks", "-1"], bootstrap, lines)
-    _run_cli(
+        cli(["produce", "demo", "--key-separator", ":", "--acks", "-1"], bootstrap, lines)
+    cli(
         [
             "consume",
             "demo",
@@ -343,10 +366,11 @@ def demo(
         ],
         bootstrap,
     )
-    _run_cli(["cluster", "describe"], bootstrap)
+    cli(["cluster", "describe"], bootstrap)
     print()
     print(f"the cluster is running (data in {directory}).")
-    print(f"  use it:   .venv/bin/odradek --bootstrap-server {bootstrap} topics list")
+    config = f" --command-config {command_config}" if command_config else ""
+    print(f"  use it:   .venv/bin/odradek --bootstrap-server {bootstrap}{config} topics list")
     print(f"  stop it:  {stop_command}")
     print("  starting it again keeps the data.")
     return 0
@@ -438,9 +462,20 @@ def main(argv: list[str] | None = None) -> int:
         help="demo: the command its messages give for stopping the cluster "
         "(default: python -m deploy.local.cluster stop --dir DIR)",
     )
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="demo: mutual TLS on development certificates (scripts/dev-certs.sh)",
+    )
     args = parser.parse_args(argv)
     if args.command == "demo":
-        return demo(args.dir.resolve(), args.ports, args.zookeeper_port, args.stop_command)
+        return demo(
+            args.dir.resolve(),
+            args.ports,
+            args.zookeeper_port,
+            args.stop_command,
+            tls=args.tls,
+        )
     return stop(args.dir.resolve())
 
 

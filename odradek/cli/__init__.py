@@ -36,6 +36,8 @@ _CLIENT_COMMANDS = frozenset(
         "delete-records",
         "leader-election",
         "reassign",
+        "acls",
+        "users",
     }
 )
 
@@ -55,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
         dest="command", metavar="COMMAND", required=True, parser_class=_Parser
     )
     from odradek.cli import (
+        acls,
         cluster,
         consume,
         dump_log,
@@ -64,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
         produce,
         reassign,
         topics,
+        users,
     )
 
     topics.add_parser(sub)
@@ -73,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     offsets.add_parser(sub)
     leader_election.add_parser(sub)
     reassign.add_parser(sub)
+    acls.add_parser(sub)
+    users.add_parser(sub)
     node.add_parser(sub)
     dump_log.add_parser(sub)
     return parser

@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from odradek.cli.common import add_bootstrap_option, table
+from odradek.cli.common import add_bootstrap_option, client_security, table
 
 if TYPE_CHECKING:
     from odradek.client.metadata import ClusterMetadata, PartitionMetadata
@@ -86,7 +86,7 @@ def _count(n: int, noun: str) -> str:
 def run_describe(args: argparse.Namespace) -> int:
     from odradek.admin import Admin
 
-    with Admin(args.bootstrap_server) as admin:
+    with Admin(args.bootstrap_server, **client_security(args)) as admin:
         cluster = admin.cluster_metadata()
     describe(cluster, sys.stdout)
     return 0

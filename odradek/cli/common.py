@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from odradek.errors import OdradekError
 
@@ -19,6 +21,7 @@ __all__ = [
     "DEFAULT_BOOTSTRAP",
     "add_bootstrap_option",
     "bootstrap_servers",
+    "client_security",
     "config_pair",
     "error_line",
     "non_negative_int",
@@ -68,6 +71,38 @@ def add_bootstrap_option(parser: argparse.ArgumentParser, *, top_level: bool) ->
         default=default,
         help=help_text,
     )
+    parser.add_argument(
+        "--command-config",
+        dest="command_config",
+        metavar="FILE",
+        type=Path,
+        default=None if top_level else argparse.SUPPRESS,
+        help="Kafka client properties: security.protocol, ssl.truststore.location, "
+        "ssl.keystore.location (PEM), ... (docs/security.md)",
+    )
+
+
+def client_security(args: argparse.Namespace) -> dict[str, Any]:
+    """The SDK's security keywords from ``--command-config`` (empty without one). Raises
+    :class:`InputError` for an unreadable file, an unknown property or an unreadable
+    certificate."""
+    path: Path | None = getattr(args, "command_config", None)
+    if path is None:
+        return {}
+    from odradek.client.security import (
+        SecurityConfig,
+        from_kafka_properties,
+        parse_properties,
+    )
+
+    try:
+        options = from_kafka_properties(parse_properties(path.read_text()))
+        SecurityConfig(**options).channel_credentials()  # check the files now
+    except OSError as exc:
+        raise InputError(f"--command-config {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise InputError(f"--command-config {path}: {exc}") from None
+    return options
 
 
 def _int(text: str) -> int:

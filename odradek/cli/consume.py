@@ -35,7 +35,13 @@ from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
-from odradek.cli.common import add_bootstrap_option, config_pair, non_negative_int, positive_int
+from odradek.cli.common import (
+    add_bootstrap_option,
+    client_security,
+    config_pair,
+    non_negative_int,
+    positive_int,
+)
 
 if TYPE_CHECKING:
     from odradek.client.types import ConsumerRecord, TopicPartition
@@ -166,7 +172,7 @@ def consume(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         start = "earliest"
     if isinstance(start, int) and args.partition is None:
         args.parser.error("--offset N needs --partition (the offsets of partitions differ)")
-    with Admin(args.bootstrap_server) as admin:
+    with Admin(args.bootstrap_server, **client_security(args)) as admin:
         topic = admin.describe_topics([args.topic])[args.topic]
     ids = [p.partition for p in topic.partitions]
     if args.partition is not None:
@@ -182,7 +188,7 @@ def consume(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     write = _writer(args, out)
     kwargs = client_kwargs(args.consumer_property, CONSUMER_PROPERTIES, "consumer")
     try:
-        consumer = Consumer(args.bootstrap_server, **kwargs)
+        consumer = Consumer(args.bootstrap_server, **kwargs, **client_security(args))
     except ValueError as exc:
         args.parser.error(f"--consumer-property: {exc}")
     count = 0

@@ -19,7 +19,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from odradek.cli.common import InputError, add_bootstrap_option, non_negative_int
+from odradek.cli.common import (
+    InputError,
+    add_bootstrap_option,
+    client_security,
+    non_negative_int,
+)
 
 if TYPE_CHECKING:
     from odradek.client.types import TopicPartition
@@ -90,7 +95,7 @@ def elect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         partitions = None
     kind = args.election_type
-    with Admin(args.bootstrap_server) as admin:
+    with Admin(args.bootstrap_server, **client_security(args)) as admin:
         results = admin.elect_leaders(
             partitions, election_type=kind, timeout_ms=args.admin_timeout_ms
         )

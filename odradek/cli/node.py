@@ -8,6 +8,8 @@ the broker's code (or its dependencies) is absent.
 here: it asks each node's gRPC health service (grpc.health.v1), prints ``HOST:PORT: SERVING``
 for each that serves, and exits 0 if all do, else prints one line per other node and exits 1.
 ``--address`` is its old, deprecated name. Container health checks run it (``deploy/docker``).
+A TLS listener needs ``--command-config FILE`` (Kafka client properties, as the client
+commands take).
 """
 
 from __future__ import annotations
@@ -60,6 +62,12 @@ def health(argv: list[str], default_bootstrap: str = DEFAULT_BOOTSTRAP) -> int:
     )
     parser.add_argument("--timeout", type=float, default=3.0, help="seconds (default 3)")
     parser.add_argument("positional", nargs="*", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="Kafka client properties for a TLS listener (security.protocol=SSL, "
+        "ssl.truststore.location, ssl.keystore.location)",
+    )
     args = parser.parse_args(argv)
     if args.positional:
         parser.exit(
@@ -79,9 +87,28 @@ def health(argv: list[str], default_bootstrap: str = DEFAULT_BOOTSTRAP) -> int:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+    credentials = None
+    if args.command_config:
+        from odradek.client.security import (
+            SecurityConfig,
+            from_kafka_properties,
+            parse_properties,
+        )
+
+        try:
+            with open(args.command_config) as f:
+                options = from_kafka_properties(parse_properties(f.read()))
+            credentials = SecurityConfig(**options).channel_credentials()
+        except (OSError, ValueError) as exc:
+            print(f"{parser.prog}: error: --command-config: {exc}", file=sys.stderr)
+            return 1
     serving = 0
     for address in servers:
-        with grpc.insecure_channel(address) as channel:
+        with (
+            grpc.secure_channel(address, credentials)
+            if credentials is not None
+            else grpc.insecure_channel(address)
+        ) as channel:
             try:
                 response = health_pb2_grpc.HealthStub(channel).Check(
                     health_pb2.HealthCheckRequest(service=""), timeout=args.timeout

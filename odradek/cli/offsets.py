@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from odradek.cli.common import InputError, add_bootstrap_option
+from odradek.cli.common import InputError, add_bootstrap_option, client_security
 
 if TYPE_CHECKING:
     from odradek.client.types import TopicPartition
@@ -95,7 +95,7 @@ def get_offsets(args: argparse.Namespace, out: TextIO) -> int:
     from odradek.consumer import Consumer
     from odradek.errors import UnknownTopicOrPartitionError
 
-    with Admin(args.bootstrap_server) as admin:
+    with Admin(args.bootstrap_server, **client_security(args)) as admin:
         cluster = admin.cluster_metadata()
     tps: list[TopicPartition] = []
     for name in sorted(cluster.topics):
@@ -110,7 +110,7 @@ def get_offsets(args: argparse.Namespace, out: TextIO) -> int:
         raise UnknownTopicOrPartitionError(
             "Could not match any topic-partitions with the specified filters"
         )
-    with Consumer(args.bootstrap_server) as consumer:
+    with Consumer(args.bootstrap_server, **client_security(args)) as consumer:
         if args.time == EARLIEST:
             offsets: dict[TopicPartition, int | None] = dict(consumer.beginning_offsets(tps))
         elif args.time == LATEST:
@@ -173,7 +173,7 @@ def delete_records(args: argparse.Namespace, out: TextIO) -> int:
 
     offsets = read_offset_json(args.offset_json_file)
     print("Executing records delete operation", file=out)
-    with Admin(args.bootstrap_server) as admin:
+    with Admin(args.bootstrap_server, **client_security(args)) as admin:
         results = admin.delete_records(offsets)
     print("Records delete operation completed:", file=out)
     failed = 0

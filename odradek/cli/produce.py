@@ -26,7 +26,13 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from odradek.cli.common import InputError, add_bootstrap_option, config_pair, non_negative_int
+from odradek.cli.common import (
+    InputError,
+    add_bootstrap_option,
+    client_security,
+    config_pair,
+    non_negative_int,
+)
 from odradek.client.futures import FutureRecordMetadata
 from odradek.producer import SendManyFuture
 
@@ -102,7 +108,7 @@ def produce_lines(args: argparse.Namespace, lines: BinaryIO) -> int:
     reader = _reader(args)
     kwargs = _producer_kwargs(args)
     extra_headers = tuple((name, value.encode()) for name, value in args.header)
-    with Admin(args.bootstrap_server) as admin:
+    with Admin(args.bootstrap_server, **client_security(args)) as admin:
         topic = admin.describe_topics([args.topic])[args.topic]
     if args.partition is not None and args.partition >= len(topic.partitions):
         raise UnknownTopicOrPartitionError(
@@ -110,7 +116,7 @@ def produce_lines(args: argparse.Namespace, lines: BinaryIO) -> int:
             f"(it has {len(topic.partitions)})"
         )
     try:
-        producer = Producer(args.bootstrap_server, **kwargs)
+        producer = Producer(args.bootstrap_server, **kwargs, **client_security(args))
     except ValueError as exc:
         args.parser.error(f"--producer-property: {exc}")
     show_retry_warnings()

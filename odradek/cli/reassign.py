@@ -25,7 +25,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from odradek.cli.common import InputError, add_bootstrap_option
+from odradek.cli.common import InputError, add_bootstrap_option, client_security
 
 if TYPE_CHECKING:
     from odradek.admin import Admin
@@ -150,7 +150,7 @@ def reassign(args: argparse.Namespace, out: TextIO) -> int:
             parser.error("--generate needs --topics-to-move-json-file and --broker-list")
     elif not args.list and args.reassignment_json_file is None:
         parser.error("--execute, --verify and --cancel need --reassignment-json-file")
-    with Admin(args.bootstrap_server) as admin:
+    with Admin(args.bootstrap_server, **client_security(args)) as admin:
         if args.generate:
             return _generate(args, admin, out)
         if args.list:

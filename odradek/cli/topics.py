@@ -13,7 +13,12 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from odradek.cli.common import add_bootstrap_option, config_pair, positive_int
+from odradek.cli.common import (
+    add_bootstrap_option,
+    client_security,
+    config_pair,
+    positive_int,
+)
 
 if TYPE_CHECKING:
     from odradek.admin import Admin
@@ -25,7 +30,7 @@ __all__ = ["add_parser", "format_partition", "format_topic", "parse_replica_assi
 def _admin(args: argparse.Namespace) -> Admin:
     from odradek.admin import Admin
 
-    return Admin(args.bootstrap_server)
+    return Admin(args.bootstrap_server, **client_security(args))
 
 
 def _ids(ids: tuple[int, ...] | list[int]) -> str:

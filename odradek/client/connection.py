@@ -5,7 +5,9 @@ gRPC multiplexes calls over a channel, so one channel per node is enough (as Kaf
 reconnect backoff is capped at one second (Kafka's ``reconnect.backoff.max.ms``) so a node that
 comes back is used again soon, and a connection may take 10 s to set up (Kafka's
 ``socket.connection.setup.timeout.ms``). Message size limits are lifted: a fetch answer may carry
-``fetch_max_bytes`` (50 MiB by default), above gRPC's default of 4 MiB.
+``fetch_max_bytes`` (50 MiB by default), above gRPC's default of 4 MiB. With a
+:class:`~odradek.client.security.SecurityConfig` of protocol SSL the channels are TLS (mTLS with a
+client certificate); with SASL_SSL, also SCRAM-authenticated (:mod:`odradek.client.sasl`).
 
 :func:`call` waits for an answer in short steps, so Ctrl-C interrupts a waiting command line,
 and turns gRPC failures into the typed errors of :mod:`odradek.client.errors`.
@@ -21,6 +23,8 @@ import grpc
 
 from odradek.client.addresses import format_address, parse_bootstrap_servers
 from odradek.client.errors import NetworkError, error_from_rpc
+from odradek.client.sasl import SaslAuthenticator, SaslTokenInterceptor
+from odradek.client.security import SecurityConfig
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
 __all__ = [
@@ -65,7 +69,11 @@ _CHANNEL_OPTIONS: list[tuple[str, int]] = [
 class ConnectionPool:
     """One channel, with its stubs, per node address. Thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, security: SecurityConfig | None = None) -> None:
+        """``security``: how to connect (default PLAINTEXT). Its files are read here: raises
+        ``ValueError`` for one that cannot be read or holds no key or certificate."""
+        self.security = security or SecurityConfig()
+        self._credentials = self.security.channel_credentials()
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
         self._brokers: dict[str, pb_grpc.BrokerStub] = {}
@@ -77,7 +85,18 @@ class ConnectionPool:
         if channel is None:
             if self._closed:
                 raise RuntimeError("the connection pool is closed")
-            channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+            if self._credentials is None:
+                channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+            else:
+                channel = grpc.secure_channel(address, self._credentials, options=_CHANNEL_OPTIONS)
+            s = self.security
+            if s.security_protocol == "SASL_SSL":
+                assert s.sasl_mechanism and s.sasl_plain_username and s.sasl_plain_password
+                authenticator = SaslAuthenticator(
+                    channel, address, s.sasl_mechanism, s.sasl_plain_username, s.sasl_plain_password
+                )
+                # closing the intercepted channel closes the one it wraps
+                channel = grpc.intercept_channel(channel, SaslTokenInterceptor(authenticator))
             self._channels[address] = channel
         return channel
 

@@ -122,5 +122,29 @@ def error_from_rpc(exc: grpc.RpcError, address: str) -> OdradekError:
         return InvalidRequestError(f"node {address} refused the request: {text}")
     if status is grpc.StatusCode.RESOURCE_EXHAUSTED:
         return MessageTooLargeError(f"node {address}: {text}")
+    code = _error_code(exc)
+    if code is not None:
+        return error_from_code(code, text, f"node {address}")
     name = status.name if status is not None else "UNKNOWN"
     return UnknownServerError(f"node {address} failed the call ({name}): {text}")
+
+
+ERROR_CODE_METADATA_KEY = "odradek-error-code"
+"""Trailing metadata a node sets when it refuses a call as a whole with a Kafka error code
+(e.g. CLUSTER_AUTHORIZATION_FAILED, 31, for a replication request on a client listener)."""
+
+
+def _error_code(exc: grpc.RpcError) -> int | None:
+    trailers_of = getattr(exc, "trailing_metadata", None)
+    try:
+        trailers = trailers_of() if callable(trailers_of) else None
+    except NotImplementedError:  # an RpcError that is not a call's
+        return None
+    for key, value in trailers or ():
+        if key == ERROR_CODE_METADATA_KEY:
+            try:
+                code = int(value)
+            except (TypeError, ValueError):
+                return None
+            return code if code != 0 else None
+    return None

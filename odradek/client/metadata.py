@@ -24,7 +24,13 @@ from odradek.client.connection import ConnectionPool, call, format_address
 from odradek.client.errors import NetworkError, error_from_code
 from odradek.client.types import TopicPartition
 from odradek.clock import Clock
-from odradek.errors import OdradekError, RequestTimedOutError
+from odradek.errors import (
+    OdradekError,
+    RequestTimedOutError,
+    SaslAuthenticationFailedError,
+    TopicAuthorizationFailedError,
+    UnsupportedSaslMechanismError,
+)
 from odradek.v1 import odradek_pb2 as pb
 
 __all__ = [
@@ -334,6 +340,8 @@ class MetadataCache:
                     address=address,
                     timeout_ms=self._request_timeout_ms,
                 )
+            except (SaslAuthenticationFailedError, UnsupportedSaslMechanismError):
+                raise  # wrong credentials: another node or a retry will not help (Kafka's too)
             except OdradekError as exc:
                 last = exc
                 continue
@@ -375,11 +383,16 @@ class MetadataCache:
             try:
                 self.refresh()
                 last = None
+            except (SaslAuthenticationFailedError, UnsupportedSaslMechanismError):
+                raise
             except OdradekError as exc:
                 last = exc
             known = self._snapshot.topics.get(topic)
             if known is not None and known.error_code == 0 and known.partitions:
                 return known
+            if known is not None and known.error_code == TopicAuthorizationFailedError.code:
+                # waiting will not help, as Kafka's Metadata.maybeThrowExceptionForTopic says
+                raise error_from_code(known.error_code, "not authorized", f"topic {topic!r}")
             pause = min(self._retry_backoff_ms, max(deadline - self._clock.monotonic_ms(), 0))
             time.sleep(pause / 1000)
         known = self._snapshot.topics.get(topic)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from odradek.client.connection import parse_bootstrap_servers
+from odradek.client.security import SecurityConfig, from_kafka_properties
 from odradek.client.types import TopicPartition
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "parse_read_options",
     "parse_write_options",
     "parse_servers",
+    "parse_security",
 ]
 
 EARLIEST = -2
@@ -118,6 +120,8 @@ class ReadOptions:
     poll_timeout_ms: int = 120_000
     # The most bytes one fetch asks for per partition.
     fetch_max_bytes: int = 8 * 1024 * 1024
+    # How to connect: kafka.security.protocol, kafka.ssl.*, kafka.sasl.* (TLS, mTLS, SCRAM).
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +136,8 @@ class WriteOptions:
     linger_ms: int = 5
     batch_size: int = 1_048_576  # the SDK producer's default (docs/sdk.md: chosen by bench/sdk.py)
     compression: str = "none"
+    # How to connect: kafka.security.protocol, kafka.ssl.* (TLS, mTLS).
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
 
 # --- small parsers ------------------------------------------------------------------------------
@@ -163,6 +169,27 @@ def _positive_int(options: Mapping[str, str], name: str) -> int | None:
             name, f"option '{name}' must be a positive integer, not {raw!r}"
         )
     return value
+
+
+_SECURITY_PREFIXES = ("kafka.security.", "kafka.ssl.", "kafka.sasl.")
+
+
+def parse_security(options: Mapping[str, str]) -> SecurityConfig:
+    """Kafka's client security properties with Spark's ``kafka.`` prefix, as Spark's Kafka
+    source passes them on: ``kafka.security.protocol``, ``kafka.ssl.truststore.location``
+    (PEM CA file), ``kafka.ssl.keystore.location`` (PEM key and chain), ``kafka.sasl.*``.
+    Raises :class:`OdradekSparkOptionError` naming the first bad option; the files are read
+    when a client is made."""
+    props = {
+        key[len("kafka.") :]: value
+        for key, value in options.items()
+        if key.startswith(_SECURITY_PREFIXES)
+    }
+    try:
+        return SecurityConfig(**from_kafka_properties(props))
+    except ValueError as exc:
+        name = "kafka." + next(iter(props), "security.protocol")
+        raise OdradekSparkOptionError(name, f"option '{name}': {exc}") from None
 
 
 def parse_servers(options: Mapping[str, str]) -> str:
@@ -343,6 +370,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
     Raises :class:`OdradekSparkOptionError`.
     """
     servers = parse_servers(options)
+    security = parse_security(options)
     for name in _UNSUPPORTED:
         if name.lower() in options:
             raise OdradekSparkOptionError(
@@ -404,6 +432,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
         by_timestamp_strategy="latest" if strategy == "latest" else "error",
         poll_timeout_ms=poll_timeout if poll_timeout is not None else 120_000,
         fetch_max_bytes=fetch_max_bytes if fetch_max_bytes is not None else 8 * 1024 * 1024,
+        security=security,
     )
 
 
@@ -454,6 +483,7 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     if numbers["batch.size"] < 1:
         raise OdradekSparkOptionError("kafka.batch.size", "option 'kafka.batch.size' must be > 0")
     return WriteOptions(
+        security=parse_security(options),
         bootstrap_servers=servers,
         topic=topic.strip() if topic is not None else None,
         acks=acks,

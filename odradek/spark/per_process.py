@@ -10,28 +10,29 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 __all__ = ["PerProcess"]
 
+K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-class PerProcess(Generic[V]):
-    """``get(servers)``: this process's value for ``servers``, made by ``make`` once.
-    Thread-safe."""
+class PerProcess(Generic[K, V]):
+    """``get(key)``: this process's value for ``key`` (the bootstrap servers and security
+    settings), made by ``make`` once. Thread-safe."""
 
-    def __init__(self, make: Callable[[str], V]) -> None:
+    def __init__(self, make: Callable[[K], V]) -> None:
         self._make = make
-        self._values: dict[tuple[int, str], V] = {}
+        self._values: dict[tuple[int, K], V] = {}
         self._lock = threading.Lock()
 
-    def get(self, servers: str) -> V:
-        key = (os.getpid(), servers)
+    def get(self, key: K) -> V:
+        pid_key = (os.getpid(), key)
         with self._lock:
-            value = self._values.get(key)
+            value = self._values.get(pid_key)
             if value is None:
-                value = self._make(servers)
-                self._values[key] = value
+                value = self._make(key)
+                self._values[pid_key] = value
             return value

@@ -26,12 +26,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.client.connection import ConnectionPool, call, parse_bootstrap_servers
 from odradek.client.errors import error_from_code, is_invalid_metadata
 from odradek.client.metadata import MetadataCache
+from odradek.client.security import SecurityConfig
 from odradek.client.types import TopicPartition
 from odradek.clock import Clock, SystemClock
 from odradek.errors import (
@@ -84,15 +85,17 @@ class RangeRead:
     fail_on_data_loss: bool = True
     poll_timeout_ms: int = 120_000
     fetch_max_bytes: int = 8 * 1024 * 1024
+    # How to connect (kafka.security.protocol, kafka.ssl.*, kafka.sasl.*).
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
 
 class FetchClient:
     """A connection pool and the metadata of one cluster, for the reads of one process.
     Thread-safe."""
 
-    def __init__(self, servers: str, clock: Clock) -> None:
+    def __init__(self, servers: str, clock: Clock, security: SecurityConfig | None = None) -> None:
         self.clock = clock
-        self.pool = ConnectionPool()
+        self.pool = ConnectionPool(security)
         self.metadata = MetadataCache(parse_bootstrap_servers(servers), self.pool, clock)
 
     def leader(self, tp: TopicPartition, hint: str | None = None) -> tuple[str, int] | None:
@@ -117,12 +120,14 @@ class FetchClient:
         return address, part.leader_epoch
 
 
-_clients = PerProcess(lambda servers: FetchClient(servers, SystemClock()))
+_clients: PerProcess[tuple[str, SecurityConfig], FetchClient] = PerProcess(
+    lambda key: FetchClient(key[0], SystemClock(), key[1])
+)
 
 
-def fetch_client(servers: str) -> FetchClient:
+def fetch_client(servers: str, security: SecurityConfig | None = None) -> FetchClient:
     """This process's :class:`FetchClient` for ``servers`` (made on first use)."""
-    return _clients.get(servers)
+    return _clients.get((servers, security or SecurityConfig()))
 
 
 def read_range(spec: RangeRead) -> Iterator[Any]:
@@ -135,7 +140,7 @@ def read_range(spec: RangeRead) -> Iterator[Any]:
     ``poll_timeout_ms``.
     """
     tp = TopicPartition(spec.topic, spec.partition)
-    client = fetch_client(spec.servers)
+    client = fetch_client(spec.servers, spec.security)
     clock = client.clock
     builder = ArrowBatchBuilder(spec.topic, spec.partition, spec.include_headers)
     offset = spec.start

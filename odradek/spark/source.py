@@ -42,6 +42,7 @@ from pyspark.sql.types import StructType
 
 from odradek.admin import Admin
 from odradek.client.metadata import ClusterMetadata
+from odradek.client.security import SecurityConfig
 from odradek.client.types import TopicPartition
 from odradek.consumer import Consumer
 from odradek.errors import OdradekError, UnknownTopicOrPartitionError
@@ -83,10 +84,11 @@ class Planner:
     """The driver's questions to the cluster: which partitions, which offsets. Not
     thread-safe (one per process, used by one planning thread at a time)."""
 
-    def __init__(self, servers: str) -> None:
+    def __init__(self, servers: str, security: SecurityConfig | None = None) -> None:
         self.servers = servers
-        self.admin = Admin(servers)
-        self.consumer = Consumer(servers)
+        options = (security or SecurityConfig()).options()
+        self.admin = Admin(servers, **options)
+        self.consumer = Consumer(servers, **options)
         self.cluster = ClusterMetadata()
 
     def topic_partitions(self, subscription: Subscription) -> list[TopicPartition]:
@@ -183,18 +185,19 @@ class Planner:
         return out
 
 
-_planners = PerProcess(Planner)
+_planners: PerProcess[tuple[str, SecurityConfig], Planner] = PerProcess(lambda key: Planner(*key))
 
 
-def planner(servers: str) -> Planner:
+def planner(servers: str, security: SecurityConfig | None = None) -> Planner:
     """This process's :class:`Planner` for ``servers`` (made on first use)."""
-    return _planners.get(servers)
+    return _planners.get((servers, security or SecurityConfig()))
 
 
 def _range_read(opts: ReadOptions, r: OffsetRange, leader: str | None) -> RangePartition:
     return RangePartition(
         RangeRead(
             servers=opts.bootstrap_servers,
+            security=opts.security,
             topic=r.tp.topic,
             partition=r.tp.partition,
             start=r.start,
@@ -233,7 +236,7 @@ class OdradekBatchReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         opts = self.opts
         assert opts.ending is not None
-        plan = planner(opts.bootstrap_servers)
+        plan = planner(opts.bootstrap_servers, opts.security)
         tps = plan.topic_partitions(opts.subscription)
         starts = plan.resolve(opts.starting, tps, opts.by_timestamp_strategy)
         ends = plan.resolve(opts.ending, tps)
@@ -264,7 +267,7 @@ class OdradekStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[TopicPartition, int] | None = None
 
     def _plan(self) -> Planner:
-        return planner(self.opts.bootstrap_servers)
+        return planner(self.opts.bootstrap_servers, self.opts.security)
 
     def initialOffset(self) -> dict[str, dict[str, int]]:  # noqa: N802  (Spark's name)
         # Spark asks twice for the first batch: the second answer must be the same.
@@ -337,7 +340,7 @@ class OdradekDataSource(DataSource):
         # Validate here: errors raised by schema() surface at load().
         opts = parse_read_options(self.options, streaming=None)
         try:
-            planner(opts.bootstrap_servers).topic_partitions(opts.subscription)
+            planner(opts.bootstrap_servers, opts.security).topic_partitions(opts.subscription)
         except OdradekSparkOptionError:
             raise
         except OdradekError as exc:

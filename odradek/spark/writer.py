@@ -98,6 +98,7 @@ def write_rows(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
     sent = 0
     with Producer(
         opts.bootstrap_servers,
+        **opts.security.options(),
         acks=opts.acks,
         linger_ms=opts.linger_ms,
         batch_size=opts.batch_size,

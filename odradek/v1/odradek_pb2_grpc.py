@@ -381,6 +381,31 @@ class AdminStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.CreatePartitionsRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.CreatePartitionsResponse.FromString,
                 _registered_method=True)
+        self.CreateAcls = channel.unary_unary(
+                '/odradek.v1.Admin/CreateAcls',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.CreateAclsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.CreateAclsResponse.FromString,
+                _registered_method=True)
+        self.DescribeAcls = channel.unary_unary(
+                '/odradek.v1.Admin/DescribeAcls',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeAclsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeAclsResponse.FromString,
+                _registered_method=True)
+        self.DeleteAcls = channel.unary_unary(
+                '/odradek.v1.Admin/DeleteAcls',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.DeleteAclsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.DeleteAclsResponse.FromString,
+                _registered_method=True)
+        self.DescribeUserScramCredentials = channel.unary_unary(
+                '/odradek.v1.Admin/DescribeUserScramCredentials',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeUserScramCredentialsResponse.FromString,
+                _registered_method=True)
+        self.AlterUserScramCredentials = channel.unary_unary(
+                '/odradek.v1.Admin/AlterUserScramCredentials',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.AlterUserScramCredentialsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.AlterUserScramCredentialsResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -438,6 +463,40 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateAcls(self, request, context):
+        """ACLs (docs/security.md): need ALTER / DESCRIBE / ALTER on the Cluster; without an
+        authorizer every result is SECURITY_DISABLED (54).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeUserScramCredentials(self, request, context):
+        """SCRAM credentials (Kafka's KIP-554): need DESCRIBE / ALTER on the Cluster under an
+        authorizer. The client salts the password; the node stores only derived keys.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterUserScramCredentials(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -480,6 +539,31 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.CreatePartitions,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.CreatePartitionsRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.CreatePartitionsResponse.SerializeToString,
+            ),
+            'CreateAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateAcls,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.CreateAclsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.CreateAclsResponse.SerializeToString,
+            ),
+            'DescribeAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeAcls,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeAclsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeAclsResponse.SerializeToString,
+            ),
+            'DeleteAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteAcls,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.DeleteAclsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.DeleteAclsResponse.SerializeToString,
+            ),
+            'DescribeUserScramCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeUserScramCredentials,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeUserScramCredentialsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeUserScramCredentialsResponse.SerializeToString,
+            ),
+            'AlterUserScramCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterUserScramCredentials,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.AlterUserScramCredentialsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.AlterUserScramCredentialsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -702,6 +786,141 @@ class Admin:
             '/odradek.v1.Admin/CreatePartitions',
             odradek_dot_v1_dot_odradek__pb2.CreatePartitionsRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.CreatePartitionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Admin/CreateAcls',
+            odradek_dot_v1_dot_odradek__pb2.CreateAclsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.CreateAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Admin/DescribeAcls',
+            odradek_dot_v1_dot_odradek__pb2.DescribeAclsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.DescribeAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Admin/DeleteAcls',
+            odradek_dot_v1_dot_odradek__pb2.DeleteAclsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.DeleteAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeUserScramCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Admin/DescribeUserScramCredentials',
+            odradek_dot_v1_dot_odradek__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.DescribeUserScramCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterUserScramCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Admin/AlterUserScramCredentials',
+            odradek_dot_v1_dot_odradek__pb2.AlterUserScramCredentialsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.AlterUserScramCredentialsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1130,6 +1349,130 @@ class Controller:
             '/odradek.v1.Controller/ControlledShutdown',
             odradek_dot_v1_dot_odradek__pb2.ControlledShutdownRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.ControlledShutdownResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class SaslStub:
+    """SASL/SCRAM authentication on a SASL_SSL listener (docs/security.md). The client runs the
+    RFC 5802 exchange through SaslAuthenticate, then passes the token it gets in the metadata
+    "odradek-sasl-token" of every call to that node.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.SaslHandshake = channel.unary_unary(
+                '/odradek.v1.Sasl/SaslHandshake',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.SaslHandshakeRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.SaslHandshakeResponse.FromString,
+                _registered_method=True)
+        self.SaslAuthenticate = channel.unary_unary(
+                '/odradek.v1.Sasl/SaslAuthenticate',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.SaslAuthenticateRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.SaslAuthenticateResponse.FromString,
+                _registered_method=True)
+
+
+class SaslServicer:
+    """SASL/SCRAM authentication on a SASL_SSL listener (docs/security.md). The client runs the
+    RFC 5802 exchange through SaslAuthenticate, then passes the token it gets in the metadata
+    "odradek-sasl-token" of every call to that node.
+    """
+
+    def SaslHandshake(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SaslAuthenticate(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_SaslServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'SaslHandshake': grpc.unary_unary_rpc_method_handler(
+                    servicer.SaslHandshake,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.SaslHandshakeRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.SaslHandshakeResponse.SerializeToString,
+            ),
+            'SaslAuthenticate': grpc.unary_unary_rpc_method_handler(
+                    servicer.SaslAuthenticate,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.SaslAuthenticateRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.SaslAuthenticateResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'odradek.v1.Sasl', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('odradek.v1.Sasl', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Sasl:
+    """SASL/SCRAM authentication on a SASL_SSL listener (docs/security.md). The client runs the
+    RFC 5802 exchange through SaslAuthenticate, then passes the token it gets in the metadata
+    "odradek-sasl-token" of every call to that node.
+    """
+
+    @staticmethod
+    def SaslHandshake(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Sasl/SaslHandshake',
+            odradek_dot_v1_dot_odradek__pb2.SaslHandshakeRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.SaslHandshakeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SaslAuthenticate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Sasl/SaslAuthenticate',
+            odradek_dot_v1_dot_odradek__pb2.SaslAuthenticateRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.SaslAuthenticateResponse.FromString,
             options,
             channel_credentials,
             insecure,

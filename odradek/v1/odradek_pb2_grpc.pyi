@@ -160,6 +160,17 @@ class AdminStub:
     AlterPartitionReassignments: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.AlterPartitionReassignmentsRequest, _odradek_pb2.AlterPartitionReassignmentsResponse]
     ListPartitionReassignments: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ListPartitionReassignmentsRequest, _odradek_pb2.ListPartitionReassignmentsResponse]
     CreatePartitions: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.CreatePartitionsRequest, _odradek_pb2.CreatePartitionsResponse]
+    CreateAcls: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.CreateAclsRequest, _odradek_pb2.CreateAclsResponse]
+    """ACLs (docs/security.md): need ALTER / DESCRIBE / ALTER on the Cluster; without an
+    authorizer every result is SECURITY_DISABLED (54).
+    """
+    DescribeAcls: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DescribeAclsRequest, _odradek_pb2.DescribeAclsResponse]
+    DeleteAcls: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DeleteAclsRequest, _odradek_pb2.DeleteAclsResponse]
+    DescribeUserScramCredentials: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DescribeUserScramCredentialsRequest, _odradek_pb2.DescribeUserScramCredentialsResponse]
+    """SCRAM credentials (Kafka's KIP-554): need DESCRIBE / ALTER on the Cluster under an
+    authorizer. The client salts the password; the node stores only derived keys.
+    """
+    AlterUserScramCredentials: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.AlterUserScramCredentialsRequest, _odradek_pb2.AlterUserScramCredentialsResponse]
 
 @_typing.type_check_only
 class AdminAsyncStub(AdminStub):
@@ -177,6 +188,17 @@ class AdminAsyncStub(AdminStub):
     AlterPartitionReassignments: _aio.UnaryUnaryMultiCallable[_odradek_pb2.AlterPartitionReassignmentsRequest, _odradek_pb2.AlterPartitionReassignmentsResponse]  # type: ignore[assignment]
     ListPartitionReassignments: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ListPartitionReassignmentsRequest, _odradek_pb2.ListPartitionReassignmentsResponse]  # type: ignore[assignment]
     CreatePartitions: _aio.UnaryUnaryMultiCallable[_odradek_pb2.CreatePartitionsRequest, _odradek_pb2.CreatePartitionsResponse]  # type: ignore[assignment]
+    CreateAcls: _aio.UnaryUnaryMultiCallable[_odradek_pb2.CreateAclsRequest, _odradek_pb2.CreateAclsResponse]  # type: ignore[assignment]
+    """ACLs (docs/security.md): need ALTER / DESCRIBE / ALTER on the Cluster; without an
+    authorizer every result is SECURITY_DISABLED (54).
+    """
+    DescribeAcls: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DescribeAclsRequest, _odradek_pb2.DescribeAclsResponse]  # type: ignore[assignment]
+    DeleteAcls: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DeleteAclsRequest, _odradek_pb2.DeleteAclsResponse]  # type: ignore[assignment]
+    DescribeUserScramCredentials: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DescribeUserScramCredentialsRequest, _odradek_pb2.DescribeUserScramCredentialsResponse]  # type: ignore[assignment]
+    """SCRAM credentials (Kafka's KIP-554): need DESCRIBE / ALTER on the Cluster under an
+    authorizer. The client salts the password; the node stores only derived keys.
+    """
+    AlterUserScramCredentials: _aio.UnaryUnaryMultiCallable[_odradek_pb2.AlterUserScramCredentialsRequest, _odradek_pb2.AlterUserScramCredentialsResponse]  # type: ignore[assignment]
 
 class AdminServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
@@ -239,6 +261,47 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
         request: _odradek_pb2.CreatePartitionsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_odradek_pb2.CreatePartitionsResponse, _abc.Awaitable[_odradek_pb2.CreatePartitionsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def CreateAcls(
+        self,
+        request: _odradek_pb2.CreateAclsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.CreateAclsResponse, _abc.Awaitable[_odradek_pb2.CreateAclsResponse]]:
+        """ACLs (docs/security.md): need ALTER / DESCRIBE / ALTER on the Cluster; without an
+        authorizer every result is SECURITY_DISABLED (54).
+        """
+
+    @_abc_1.abstractmethod
+    def DescribeAcls(
+        self,
+        request: _odradek_pb2.DescribeAclsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.DescribeAclsResponse, _abc.Awaitable[_odradek_pb2.DescribeAclsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DeleteAcls(
+        self,
+        request: _odradek_pb2.DeleteAclsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.DeleteAclsResponse, _abc.Awaitable[_odradek_pb2.DeleteAclsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DescribeUserScramCredentials(
+        self,
+        request: _odradek_pb2.DescribeUserScramCredentialsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.DescribeUserScramCredentialsResponse, _abc.Awaitable[_odradek_pb2.DescribeUserScramCredentialsResponse]]:
+        """SCRAM credentials (Kafka's KIP-554): need DESCRIBE / ALTER on the Cluster under an
+        authorizer. The client salts the password; the node stores only derived keys.
+        """
+
+    @_abc_1.abstractmethod
+    def AlterUserScramCredentials(
+        self,
+        request: _odradek_pb2.AlterUserScramCredentialsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.AlterUserScramCredentialsResponse, _abc.Awaitable[_odradek_pb2.AlterUserScramCredentialsResponse]]: ...
 
 def add_AdminServicer_to_server(servicer: AdminServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 
@@ -393,3 +456,49 @@ class ControllerServicer(metaclass=_abc_1.ABCMeta):
         """A stopping broker asks for its leaderships to move; it repeats until none remain."""
 
 def add_ControllerServicer_to_server(servicer: ControllerServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
+
+class SaslStub:
+    """SASL/SCRAM authentication on a SASL_SSL listener (docs/security.md). The client runs the
+    RFC 5802 exchange through SaslAuthenticate, then passes the token it gets in the metadata
+    "odradek-sasl-token" of every call to that node.
+    """
+
+    @_typing.overload
+    def __new__(cls, channel: _grpc.Channel) -> _Self: ...
+    @_typing.overload
+    def __new__(cls, channel: _aio.Channel) -> SaslAsyncStub: ...
+    SaslHandshake: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.SaslHandshakeRequest, _odradek_pb2.SaslHandshakeResponse]
+    SaslAuthenticate: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.SaslAuthenticateRequest, _odradek_pb2.SaslAuthenticateResponse]
+
+@_typing.type_check_only
+class SaslAsyncStub(SaslStub):
+    """SASL/SCRAM authentication on a SASL_SSL listener (docs/security.md). The client runs the
+    RFC 5802 exchange through SaslAuthenticate, then passes the token it gets in the metadata
+    "odradek-sasl-token" of every call to that node.
+    """
+
+    def __init__(self, channel: _aio.Channel) -> None: ...
+    SaslHandshake: _aio.UnaryUnaryMultiCallable[_odradek_pb2.SaslHandshakeRequest, _odradek_pb2.SaslHandshakeResponse]  # type: ignore[assignment]
+    SaslAuthenticate: _aio.UnaryUnaryMultiCallable[_odradek_pb2.SaslAuthenticateRequest, _odradek_pb2.SaslAuthenticateResponse]  # type: ignore[assignment]
+
+class SaslServicer(metaclass=_abc_1.ABCMeta):
+    """SASL/SCRAM authentication on a SASL_SSL listener (docs/security.md). The client runs the
+    RFC 5802 exchange through SaslAuthenticate, then passes the token it gets in the metadata
+    "odradek-sasl-token" of every call to that node.
+    """
+
+    @_abc_1.abstractmethod
+    def SaslHandshake(
+        self,
+        request: _odradek_pb2.SaslHandshakeRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.SaslHandshakeResponse, _abc.Awaitable[_odradek_pb2.SaslHandshakeResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def SaslAuthenticate(
+        self,
+        request: _odradek_pb2.SaslAuthenticateRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.SaslAuthenticateResponse, _abc.Awaitable[_odradek_pb2.SaslAuthenticateResponse]]: ...
+
+def add_SaslServicer_to_server(servicer: SaslServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -14,6 +14,7 @@ from controller.zk_data import (
     ConfigEntityZNode,
     ControllerEpochZNode,
     ControllerZNode,
+    EndPoint,
     LeaderIsrAndControllerEpoch,
     PreferredReplicaElectionZNode,
     ReassignPartitionsZNode,
@@ -119,7 +120,42 @@ def test_broker_registration_written_by_kafka_without_a_plaintext_listener():
         b'{"listener_security_protocol_map":{"SSL":"SSL"},"endpoints":["SSL://b3.example:9093"],'
         b'"rack":"dc1","jmx_port":9999,"port":-1,"host":null,"timestamp":"1","version":4}'
     )
-    assert BrokerIdZNode.decode(3, data) == BrokerRegistrationInfo(3, "b3.example", 9093, "dc1")
+    ssl = EndPoint("SSL", "b3.example", 9093, "SSL")
+    assert BrokerIdZNode.decode(3, data) == BrokerRegistrationInfo(
+        3, "b3.example", 9093, "dc1", (ssl,)
+    )
+
+
+def test_broker_registration_with_several_listeners():
+    client = EndPoint("CLIENT", "b1.example", 9092, "SSL")
+    replication = EndPoint("REPLICATION", "10.0.0.1", 9093, "PLAINTEXT")
+    info = BrokerRegistrationInfo(1, "10.0.0.1", 9093, None, (client, replication))
+    data = BrokerIdZNode.encode(info, 0)
+    obj = as_json(data)
+    assert obj["endpoints"] == ["CLIENT://b1.example:9092", "REPLICATION://10.0.0.1:9093"]
+    assert obj["listener_security_protocol_map"] == {"CLIENT": "SSL", "REPLICATION": "PLAINTEXT"}
+    # Kafka's host and port: the PLAINTEXT listener's
+    assert (obj["host"], obj["port"]) == ("10.0.0.1", 9093)
+    # the reader picks the address of the listener it connects through
+    assert BrokerIdZNode.decode(1, data, "REPLICATION") == info
+    on_client = BrokerIdZNode.decode(1, data, "CLIENT")
+    assert on_client.target == "b1.example:9092"
+    assert on_client.endpoint("REPLICATION") == replication
+    assert on_client.endpoint("OTHER") is None
+    only_ssl = BrokerRegistrationInfo(1, "b1.example", 9092, None, (client,))
+    obj = as_json(BrokerIdZNode.encode(only_ssl, 0))
+    assert (obj["host"], obj["port"]) == (None, -1)
+    assert BrokerIdZNode.decode(1, BrokerIdZNode.encode(only_ssl, 0)) == only_ssl
+    assert EndPoint("X", "::1", 1).connection_string == "X://[::1]:1"
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["CLIENT://h:1", "nohost", "SSL://h", "SSL://h:x", "SSL://h:70000"]
+)
+def test_malformed_broker_endpoints(endpoint):
+    data = json.dumps({"version": 5, "host": None, "port": -1, "endpoints": [endpoint]}).encode()
+    with pytest.raises(ValueError):
+        BrokerIdZNode.decode(1, data)
 
 
 def test_topic_znode_version_3():

@@ -341,6 +341,24 @@ class _NodeServicer(pb_grpc.BrokerServicer, pb_grpc.AdminServicer):
         self.cluster = cluster
         self.node = node_id
 
+    # the ACL calls of a cluster without an authorizer: SECURITY_DISABLED (54)
+    def CreateAcls(self, request, context):  # noqa: N802
+        return pb.CreateAclsResponse(results=[pb.AclResult(error_code=54)] * len(request.creations))
+
+    def DescribeAcls(self, request, context):  # noqa: N802
+        return pb.DescribeAclsResponse(error_code=54)
+
+    def DeleteAcls(self, request, context):  # noqa: N802
+        return pb.DeleteAclsResponse(
+            filter_results=[pb.DeleteAclsFilterResult(error_code=54)] * len(request.filters)
+        )
+
+    def DescribeUserScramCredentials(self, request, context):  # noqa: N802
+        return pb.DescribeUserScramCredentialsResponse(error_code=35)
+
+    def AlterUserScramCredentials(self, request, context):  # noqa: N802
+        return pb.AlterUserScramCredentialsResponse()
+
     def _enter(self, rpc: str, request: Any, context: grpc.ServicerContext) -> None:
         c = self.cluster
         with c.cond:
