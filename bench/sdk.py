@@ -60,11 +60,12 @@ LATENCY_SAMPLE = 16
 
 
 # -- the producer's figures --------------------------------------------------------------------
-def send_loop(servers: str, topic: str, acks: int, records: int) -> float:
-    """``records`` sends in a tight loop with the default settings, then a flush; the
-    records/s from the first send to the flush's return (a warm-up send goes first)."""
+def send_loop(servers: str, topic: str, acks: int, records: int, **settings: Any) -> float:
+    """``records`` sends in a tight loop with the default settings (or ``settings``), then a
+    flush; the records/s from the first send to the flush's return (a warm-up send goes
+    first)."""
     value = os.urandom(RECORD_BYTES)
-    with Producer(servers, acks=acks) as producer:
+    with Producer(servers, acks=acks, **settings) as producer:
         producer.send(topic, value).result(timeout=60)
         send = producer.send
         start = time.perf_counter()
@@ -280,6 +281,36 @@ def end_offset(stub: pb_grpc.BrokerStub, topic: str) -> int:
     return int(response.partitions[0].offset)
 
 
+# -- choosing the defaults ---------------------------------------------------------------------
+SWEEP = [
+    {"batch_size": 16_384, "linger_ms": 5},  # Kafka's producer defaults (4.0: linger 5 ms)
+    {"batch_size": 65_536, "linger_ms": 5},
+    {"batch_size": 262_144, "linger_ms": 5},
+    {"batch_size": 1_048_576, "linger_ms": 5},
+    {"batch_size": 1_048_576, "linger_ms": 0},
+    {"batch_size": 1_048_576, "linger_ms": 20},
+]
+
+
+def sweep(servers: str, topic: str, acks: int, records: int, rate: float, seconds: float) -> None:
+    """The settings the defaults were chosen among, each measured twice (interleaved): the
+    send() loop's rate and p50/p99 latency at ``rate`` records/s. Prints one line each and a
+    JSON line."""
+    results: dict[str, list[tuple[float, float, float]]] = {}
+    for _ in range(2):
+        for settings in SWEEP:
+            name = " ".join(f"{k}={v}" for k, v in settings.items())
+            loop = send_loop(servers, topic, acks, records, **settings)
+            p50, p99 = paced_latency(servers, topic, acks, rate, seconds, **settings)
+            results.setdefault(name, []).append((loop, p50, p99))
+    for name, runs in results.items():
+        print(
+            f"{name:>36}: send() loop {[round(r[0]) for r in runs]} records/s; at {rate:.0f}/s "
+            f"p50 {[round(r[1], 1) for r in runs]} ms, p99 {[round(r[2], 1) for r in runs]} ms"
+        )
+    print(json.dumps({"sweep_topic": topic, "sweep_rate": rate, "sweep": results}))
+
+
 # -- the run -----------------------------------------------------------------------------------
 def _rounds(
     repeat: int, baseline: Callable[[], float], figures: dict[str, Callable[[], float]]
@@ -313,6 +344,13 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--no-spark", action="store_true")
     parser.add_argument("--spark-records", type=int, default=1_000_000)
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument(
+        "--sweep",
+        type=float,
+        metavar="RATE",
+        help="instead: compare the candidate defaults (batch_size, linger_ms) on the RF 3 topic "
+        "(send() loop rate, and latency at RATE records/s)",
+    )
     args = parser.parse_args(argv)
     batch, per_batch = make_batch()
     out: dict[str, object] = {
@@ -328,6 +366,10 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             address = cluster.nodes[0].address
             _create_topic(address, 1, "rf1")
             _create_topic(address, 3, "rf3")
+            if args.sweep is not None:
+                _leader_stub(cluster, "rf3")  # the topic is led, with a full ISR
+                sweep(servers, "rf3", -1, args.records, args.sweep, args.latency_s)
+                return out
             for rf, topic, acks in ((1, "rf1", 1), (3, "rf3", -1)):
                 stub = _leader_stub(cluster, topic)
 

@@ -177,23 +177,27 @@ def test_a_misspelt_setting_fails_naming_the_nearest_one(line, message):
         config_from_properties(parse_properties(_BASE + line + "\n"))
 
 
-def test_one_plaintext_listener_is_the_listen_and_advertised_address():
-    def config(lines):
-        return config_from_properties(parse_properties(_BASE + lines))
+def test_the_files_listeners_are_read_as_kafka_reads_them():
+    def listeners(lines):
+        config = config_from_properties(parse_properties(_BASE + lines))
+        bound = [(x.name, x.host, x.port) for x in config.effective_listeners]
+        return bound, [(x.name, x.host, x.port) for x in config.advertised_listeners]
 
-    assert config("listeners=PLAINTEXT://127.0.0.3:9095\n").address == "127.0.0.3:9095"
-    assert config("listeners=PLAINTEXT://:9095\n").address == "127.0.0.1:9095"
-    assert config("advertised.listeners=PLAINTEXT://h:9\n").address == "h:9"
-    both = "listeners=PLAINTEXT://h:9\nadvertised.listeners=PLAINTEXT://h:9\n"
-    assert config(both).address == "h:9"
-    # listen.address (--listen) wins over the file's listeners
-    assert config("listeners=PLAINTEXT://h:9\nlisten.address=k:8\n").address == "k:8"
-    with pytest.raises(InvalidConfigError, match="differs from listeners"):
-        config("listeners=PLAINTEXT://h:9\nadvertised.listeners=PLAINTEXT://k:9\n")
-    with pytest.raises(InvalidConfigError, match="one PLAINTEXT listener, not 2"):
-        config("listeners=PLAINTEXT://h:9,PLAINTEXT://h:10\n")
-    with pytest.raises(InvalidConfigError, match="one PLAINTEXT listener"):
-        config("listeners=SSL://h:9\n")
+    assert listeners("listeners=PLAINTEXT://127.0.0.3:9095\n") == (
+        [("PLAINTEXT", "127.0.0.3", 9095)],
+        [],
+    )
+    # an empty host binds every interface, as in Kafka
+    assert listeners("listeners=PLAINTEXT://:9095\n")[0] == [("PLAINTEXT", "", 9095)]
+    assert listeners("advertised.listeners=PLAINTEXT://h:9\n")[1] == [("PLAINTEXT", "h", 9)]
+    named = (
+        "listeners=CLIENT://127.0.0.1:9,REPLICATION://127.0.0.1:10\n"
+        "listener.security.protocol.map=CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT\n"
+        "inter.broker.listener.name=REPLICATION\n"
+    )
+    assert listeners(named)[0] == [("CLIENT", "127.0.0.1", 9), ("REPLICATION", "127.0.0.1", 10)]
+    with pytest.raises(InvalidConfigError, match="PLAINTEXT is given twice"):
+        listeners("listeners=PLAINTEXT://h:9,PLAINTEXT://h:10\n")
 
 
 def test_metrics_port_and_log_format():
