@@ -98,6 +98,9 @@ class _Echo(pb_grpc.BrokerServicer):
     def DeleteRecords(self, request, context):  # noqa: N802
         context.abort(grpc.StatusCode.UNIMPLEMENTED, "echo")
 
+    def InitProducerId(self, request, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "echo")
+
 
 def serve_echo(port: int, fetch_bytes: int) -> None:
     """Runs the echo server (in its own process) until killed."""

@@ -23,6 +23,8 @@ The layout, as Kafka's ZooKeeper-mode cluster keeps it::
                                                   "partition":..}]}
     /admin/unclean_leader_election                odradek's: same shape as the preferred one
     /cluster/id                                   {"version":"1","id":"<cluster id>"}
+    /latest_producer_id_block                     {"version":1,"broker":<id>,
+                                                   "block_start":"<first>","block_end":"<last>"}
 
 Two odradek extensions, both readable by Kafka's decoders where Kafka has the znode: a
 reassignment entry may carry ``"cancel": true`` (cancel the ongoing reassignment; Kafka's
@@ -80,6 +82,9 @@ __all__ = [
     "PERSISTENT_PATHS",
     "new_topic_id",
     "new_cluster_id",
+    "PRODUCER_ID_BLOCK_SIZE",
+    "ProducerIdsBlock",
+    "ProducerIdBlockZNode",
 ]
 
 NO_LEADER = -1
@@ -598,6 +603,62 @@ class ClusterIdZNode:
         if not isinstance(cluster_id, str) or not cluster_id:
             raise ValueError("/cluster/id: no id")
         return cluster_id
+
+
+# ---------------------------------------------------------------------------------------------
+# Producer ids
+
+
+PRODUCER_ID_BLOCK_SIZE = 1000
+"""Producer ids a broker claims at a time (Kafka's ``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdsBlock:
+    """Producer ids ``first..last`` (inclusive) claimed by broker ``broker_id``."""
+
+    broker_id: int
+    first: int
+    size: int = PRODUCER_ID_BLOCK_SIZE
+
+    @property
+    def last(self) -> int:
+        return self.first + self.size - 1
+
+    @property
+    def next_block_first_id(self) -> int:
+        return self.first + self.size
+
+
+class ProducerIdBlockZNode:
+    """``/latest_producer_id_block``: the last block any broker claimed (Kafka's
+    ``ProducerIdBlockZNode``). Start and end are decimal *strings*, end inclusive."""
+
+    path = "/latest_producer_id_block"
+
+    @staticmethod
+    def encode(block: ProducerIdsBlock) -> bytes:
+        return _json(
+            {
+                "version": 1,
+                "broker": block.broker_id,
+                "block_start": str(block.first),
+                "block_end": str(block.last),
+            }
+        )
+
+    @staticmethod
+    def decode(data: bytes | None) -> ProducerIdsBlock:
+        what = ProducerIdBlockZNode.path
+        obj = _load(data, what)
+        try:
+            first = int(obj["block_start"])
+            last = int(obj["block_end"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"{what}: block_start/block_end are not integers: {obj!r}") from None
+        if last < first:
+            raise ValueError(f"{what}: block_end {last} is below block_start {first}")
+        return ProducerIdsBlock(_int(obj, "broker", what), first, last - first + 1)
 
 
 PERSISTENT_PATHS = (

@@ -119,8 +119,13 @@ _LOG_MANAGER = {
     "log.flush.start.offset.checkpoint.interval.ms": "flush_start_offset_checkpoint_interval_ms",
     "replica.high.watermark.checkpoint.interval.ms": "high_watermark_checkpoint_interval_ms",
     "log.initial.task.delay.ms": "initial_task_delay_ms",
+    "producer.id.expiration.check.interval.ms": "producer_id_expiration_check_interval_ms",
 }
-_UNPREFIXED_TOPIC_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable")
+_UNPREFIXED_TOPIC_CONFIGS = (
+    "min.insync.replicas",
+    "unclean.leader.election.enable",
+    "producer.id.expiration.ms",
+)
 ENV_PREFIX = "ODRADEK_"
 
 

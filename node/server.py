@@ -27,6 +27,7 @@ from node.alter_partition import AlterPartitionManager
 from node.config import NodeConfig
 from node.fetcher import ReplicaFetcherManager
 from node.metadata_cache import MetadataCache
+from node.producer_id_manager import ProducerIdManager
 from node.replica_manager import ReplicaManager
 from node.service import BrokerServicer, ReplicationServicer
 from odradek.client.connection import RECONNECT_OPTIONS
@@ -160,7 +161,8 @@ class Node:
             ),
             options=GRPC_OPTIONS,
         )
-        pb_grpc.add_BrokerServicer_to_server(BrokerServicer(self.replicas), server)
+        producer_ids = ProducerIdManager(self.zk, c.node_id)
+        pb_grpc.add_BrokerServicer_to_server(BrokerServicer(self.replicas, producer_ids), server)
         pb_grpc.add_ReplicationServicer_to_server(ReplicationServicer(self.replicas), server)
         pb_grpc.add_ControllerServicer_to_server(ControllerServicer(self.controller), server)
         admin = AdminServicer(

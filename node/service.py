@@ -12,16 +12,21 @@ from collections.abc import Iterator
 
 import grpc
 
-from node.replica_manager import ReplicaManager
+from node.producer_id_manager import ProducerIdManager
+from node.replica_manager import ReplicaManager, error_of
+from odradek.errors import InvalidRequestError, OdradekError
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
 
 class BrokerServicer(pb_grpc.BrokerServicer):
-    """Produce, Fetch, ListOffsets, Metadata and DeleteRecords for clients."""
+    """Produce, Fetch, ListOffsets, Metadata, DeleteRecords and InitProducerId for clients."""
 
-    def __init__(self, replicas: ReplicaManager) -> None:
+    def __init__(
+        self, replicas: ReplicaManager, producer_ids: ProducerIdManager | None = None
+    ) -> None:
         self._replicas = replicas
+        self._producer_ids = producer_ids
 
     def Produce(  # noqa: N802  (gRPC method names)
         self, request: pb.ProduceRequest, context: grpc.ServicerContext
@@ -47,6 +52,28 @@ class BrokerServicer(pb_grpc.BrokerServicer):
         self, request: pb.DeleteRecordsRequest, context: grpc.ServicerContext
     ) -> pb.DeleteRecordsResponse:
         return self._replicas.delete_records(request)
+
+    def InitProducerId(  # noqa: N802
+        self, request: pb.InitProducerIdRequest, context: grpc.ServicerContext
+    ) -> pb.InitProducerIdResponse:
+        """Idempotent producers only (no transactional id): a new producer id, epoch 0, as
+        Kafka's ``TransactionCoordinator.handleInitProducerId`` answers them."""
+        try:
+            if request.HasField("transactional_id"):
+                if not request.transactional_id:
+                    raise InvalidRequestError("the transactional id must not be empty")
+                raise InvalidRequestError(
+                    "transactions are not supported: send no transactional id"
+                )
+            if self._producer_ids is None:
+                raise InvalidRequestError("this node hands out no producer ids")
+            pid = self._producer_ids.generate_producer_id()
+        except Exception as e:
+            err: OdradekError = error_of(e)
+            return pb.InitProducerIdResponse(
+                error_code=err.code, error_message=err.message, producer_id=-1, producer_epoch=-1
+            )
+        return pb.InitProducerIdResponse(producer_id=pid, producer_epoch=0)
 
 
 class ReplicationServicer(pb_grpc.ReplicationServicer):

@@ -54,6 +54,11 @@ __all__ = [
     "NoReassignmentInProgressError",
     "InvalidRecordError",
     "InvalidUpdateVersionError",
+    "CoordinatorLoadInProgressError",
+    "OutOfOrderSequenceError",
+    "DuplicateSequenceError",
+    "InvalidProducerEpochError",
+    "UnknownProducerIdError",
     "ERRORS_BY_CODE",
     "error_for_code",
 ]
@@ -236,6 +241,37 @@ class InvalidUpdateVersionError(OdradekError):
 
 class IneligibleReplicaError(OdradekError):
     code, name = 107, "INELIGIBLE_REPLICA"
+
+
+class CoordinatorLoadInProgressError(OdradekError):
+    """InitProducerId while the node is still fetching a producer-id block."""
+
+    code, name, retriable = 14, "COORDINATOR_LOAD_IN_PROGRESS", True
+
+
+class OutOfOrderSequenceError(OdradekError):
+    """A producer's batch does not follow its last one (a gap, or a new epoch not at 0)."""
+
+    code, name = 45, "OUT_OF_ORDER_SEQUENCE_NUMBER"
+
+
+class DuplicateSequenceError(OdradekError):
+    """Defined by Kafka but not sent: brokers answer a duplicate batch with success."""
+
+    code, name = 46, "DUPLICATE_SEQUENCE_NUMBER"
+
+
+class InvalidProducerEpochError(OdradekError):
+    """A producer's batch has an epoch below the one the partition last saw."""
+
+    code, name = 47, "INVALID_PRODUCER_EPOCH"
+
+
+class UnknownProducerIdError(OdradekError):
+    """The partition has no state for the producer id (old brokers; odradek accepts the
+    batch instead, as Kafka does since KIP-360)."""
+
+    code, name = 59, "UNKNOWN_PRODUCER_ID"
 
 
 def _collect() -> dict[int, type[OdradekError]]:

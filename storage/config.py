@@ -92,6 +92,9 @@ class LogConfig:
     """acks=all needs at least this many in-sync replicas (min 1)."""
     unclean_leader_election_enable: bool = False
     """Allow an out-of-sync replica to become leader (losing data)."""
+    producer_id_expiration_ms: int = 86_400_000
+    """Forget an idempotent producer this long after its last batch's timestamp (Kafka's
+    broker config ``producer.id.expiration.ms``; min 1)."""
 
     def __post_init__(self) -> None:
         _at_least("segment_bytes", self.segment_bytes, 14)
@@ -109,6 +112,7 @@ class LogConfig:
         _at_least("max_compaction_lag_ms", self.max_compaction_lag_ms, 1)
         _at_least("delete_retention_ms", self.delete_retention_ms, 0)
         _at_least("min_insync_replicas", self.min_insync_replicas, 1)
+        _at_least("producer_id_expiration_ms", self.producer_id_expiration_ms, 1)
         if self.cleanup_policy not in CLEANUP_POLICIES:
             raise InvalidConfigValueError(
                 "cleanup_policy",
@@ -234,6 +238,9 @@ class LogManagerConfig:
     """How often ``replication-offset-checkpoint`` is written."""
     initial_task_delay_ms: int = 30_000
     """Delay before the first retention pass after startup (``log.initial.task.delay.ms``)."""
+    producer_id_expiration_check_interval_ms: int = 600_000
+    """How often idle idempotent producers are forgotten
+    (``producer.id.expiration.check.interval.ms``)."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -16,6 +16,16 @@ lie outside the CRC — and writes the bytes as they came: records are neither d
 re-encoded, and the CRC is not recomputed (except with ``log_append_time``, which rewrites a
 covered field). Reads return whole batches as raw bytes.
 
+Idempotent producers (:mod:`storage.producer_state`): the leader checks each batch that has
+a producer id against the producer's stored epoch and sequences before anything is written; a
+batch that exactly repeats one of the producer's last five is not appended and the append
+reports the original offsets (a retry whose first response was lost). Followers and recovery
+update the state without checks. The state is snapshotted to ``<offset>.snapshot`` at each
+segment roll (at the new base offset) and at close; opening or truncating the log loads the
+latest snapshot at or below the recovery point (the log end offset after a clean stop) and
+replays the batches after it. Snapshots below the log start offset are deleted when it moves
+up, and producers whose batches all lie below it are forgotten.
+
 Compaction (:mod:`storage.log_cleaner`) works on the non-active segments without the lock and
 takes it only to snapshot them (:meth:`Log.begin_cleaning`) and to swap a cleaned segment in
 for the ones it replaces (:meth:`Log.replace_segments`); a truncation or :meth:`Log.close`
@@ -43,6 +53,7 @@ from odradek.errors import (
 )
 from odradek.records import (
     CONTROL_FLAG_MASK,
+    NO_PRODUCER_ID,
     NO_TIMESTAMP,
     RecordBatch,
     set_log_append_time,
@@ -74,6 +85,13 @@ from storage.log_segment import (
     filename_prefix_from_offset,
 )
 from storage.log_segments import LogSegments
+from storage.producer_state import (
+    AppendAnalysis,
+    AppendOrigin,
+    ProducerBatch,
+    ProducerStateEntry,
+    ProducerStateManager,
+)
 from storage.retention import RetentionReason, SegmentSummary, deletable_segments
 
 __all__ = [
@@ -117,6 +135,9 @@ class LogAppendInfo(NamedTuple):
     log_start_offset: int
     batch_count: int
     valid_bytes: int
+    duplicate: bool = False
+    """The append repeated an idempotent producer's batch already in the log: nothing was
+    written, and the offsets are the original batch's."""
 
     @property
     def record_count(self) -> int:
@@ -156,6 +177,7 @@ class Log:
         self._hw_position: tuple[int, int, int] | None = None  # (offset, segment base, position)
         self._closed = False
         self._leader_epoch_cache = LeaderEpochCache.in_dir(directory)
+        self._producer_state = ProducerStateManager(directory, config.producer_id_expiration_ms)
         # Compaction (storage.log_cleaner): whether a pass is running, whether something it
         # cannot survive happened meanwhile, and the lowest active-segment base a truncation
         # left since the cleaner last looked (its checkpoint must not stay above it).
@@ -216,7 +238,73 @@ class Log:
         log._leader_epoch_cache.truncate_from_start(log._log_start_offset)
         if high_watermark is not None:
             log.update_high_watermark(high_watermark)
+        log._rebuild_producer_state(loaded.recovery_point)
         return log
+
+    # -- producer state --
+    def _rebuild_producer_state(self, reload_limit: int, *, snapshot: bool = True) -> None:
+        """Load the latest producer snapshot at or below ``reload_limit`` (and the LEO) and
+        replay the batches after it, without validation; then (with ``snapshot``) snapshot at
+        the LEO.
+        Called with the lock held (or before the log is shared)."""
+        psm = self._producer_state
+        log_start = self._log_start_offset
+        psm.truncate_and_reload(
+            log_start, min(reload_limit, self._next_offset), self._clock.wall_ms()
+        )
+        start = max(psm.map_end_offset, log_start)
+        batches: list[ProducerBatch] = []
+        for segment in self._segments.values(from_offset=start):
+            for _, batch in segment.log.batch_headers():
+                if batch.last_offset < start or batch.producer_id == NO_PRODUCER_ID:
+                    continue
+                if batch.is_control:
+                    continue
+                batches.append(
+                    ProducerBatch(
+                        batch.producer_id,
+                        batch.producer_epoch,
+                        batch.base_sequence,
+                        batch.base_offset,
+                        batch.last_offset,
+                        batch.max_timestamp,
+                    )
+                )
+        psm.apply(psm.analyze(batches, AppendOrigin.REPLICATION), self._next_offset)
+        psm.remove_producers_below(log_start)
+        if snapshot:
+            psm.take_snapshot()
+
+    def producer_state(self) -> dict[int, ProducerStateEntry]:
+        """The idempotent producers this log knows, by producer id (a copy). Thread-safe."""
+        with self._lock:
+            return dict(self._producer_state.producers)
+
+    def producer_snapshot_offsets(self) -> list[int]:
+        """Offsets of the ``.snapshot`` files, ascending. Thread-safe."""
+        with self._lock:
+            return self._producer_state.snapshots
+
+    def remove_expired_producers(self) -> list[int]:
+        """Forget producers idle for ``producer_id_expiration_ms`` (by their last batch's
+        timestamp against the wall clock); returns their ids. Thread-safe."""
+        with self._lock:
+            if self._closed:
+                return []
+            self._producer_state.producer_id_expiration_ms = self._config.producer_id_expiration_ms
+            return self._producer_state.remove_expired_producers(self._clock.wall_ms())
+
+    def active_producer_last_offsets(self) -> dict[int, int]:
+        """Each unexpired producer's last data offset: the batches compaction must keep
+        (Kafka's ``lastRecordsOfActiveProducers``). Thread-safe."""
+        with self._lock:
+            now = self._clock.wall_ms()
+            psm = self._producer_state
+            return {
+                pid: e.last_data_offset
+                for pid, e in psm.producers.items()
+                if e.last_data_offset >= 0 and not psm.is_expired(e, now)
+            }
 
     def _new_segment(self, base_offset: int) -> LogSegment:
         return LogSegment.for_config(
@@ -368,6 +456,7 @@ class Log:
             next_offset = self._next_offset
             first_offset = next_offset
             infos: list[BatchInfo] = []
+            producer_batches: list[ProducerBatch] = []
             max_ts, offset_of_max = NO_TIMESTAMP, -1
             for h in headers:
                 stamp_batch(buf, h.position, next_offset, leader_epoch)
@@ -379,10 +468,35 @@ class Log:
                 if batch_max_ts > max_ts:
                     max_ts, offset_of_max = batch_max_ts, last
                 infos.append(BatchInfo(last, batch_max_ts, h.size_in_bytes))
+                if h.producer_id != NO_PRODUCER_ID:
+                    producer_batches.append(
+                        ProducerBatch(
+                            h.producer_id,
+                            h.producer_epoch,
+                            h.base_sequence,
+                            next_offset,
+                            last,
+                            batch_max_ts,
+                        )
+                    )
                 next_offset = last + 1
+            analysis = self._producer_state.analyze(producer_batches, AppendOrigin.CLIENT)
+            duplicate = analysis.duplicate
+            if duplicate is not None:
+                return LogAppendInfo(
+                    duplicate.first_offset,
+                    duplicate.last_offset,
+                    duplicate.timestamp,
+                    duplicate.last_offset,
+                    duplicate.timestamp if log_append_time else -1,
+                    self._log_start_offset,
+                    0,
+                    0,
+                    True,
+                )
             self._leader_epoch_cache.assign(leader_epoch, first_offset)
             return self._append(
-                buf, infos, first_offset, max_ts, offset_of_max, append_time, len(buf)
+                buf, infos, first_offset, max_ts, offset_of_max, append_time, len(buf), analysis
             )
 
     def append_as_follower(self, batches: bytes | bytearray | memoryview) -> LogAppendInfo:
@@ -431,6 +545,21 @@ class Log:
                     first_offset,
                     infos[-1].last_offset,
                 )
+            analysis = self._producer_state.analyze(
+                [
+                    ProducerBatch(
+                        h.producer_id,
+                        h.producer_epoch,
+                        h.base_sequence,
+                        h.base_offset,
+                        h.last_offset,
+                        h.max_timestamp,
+                    )
+                    for h in headers
+                    if h.producer_id != NO_PRODUCER_ID and not h.is_control
+                ],
+                AppendOrigin.REPLICATION,
+            )
             cache = self._leader_epoch_cache
             for h in headers:
                 if h.partition_leader_epoch > cache.latest_epoch:
@@ -443,6 +572,7 @@ class Log:
                 offset_of_max,
                 -1,
                 valid_bytes,
+                analysis,
             )
 
     def _append(
@@ -454,6 +584,7 @@ class Log:
         offset_of_max: int,
         append_time: int,
         valid_bytes: int,
+        analysis: AppendAnalysis,
     ) -> LogAppendInfo:
         # Called with the lock held.
         config = self._config
@@ -471,6 +602,7 @@ class Log:
             self._leader_epoch_cache.truncate_from_end(self._next_offset)
             raise
         self._next_offset = last_offset + 1
+        self._producer_state.apply(analysis, self._next_offset)
         if self.unflushed_messages >= config.flush_messages:
             self.flush()
         return LogAppendInfo(
@@ -534,6 +666,11 @@ class Log:
         segment = self._new_segment(new_offset)
         self._segments.add(segment)
         self._dir_dirty = True
+        # Kafka takes the producer snapshot at the new base offset on every roll: recovery then
+        # replays at most the active segment. (The state covers the LEO, which is new_offset
+        # unless the roll was asked for a higher offset.)
+        self._producer_state.update_map_end_offset(self._next_offset)
+        self._producer_state.take_snapshot()
         # Kafka flushes up to the new segment asynchronously; the old segments are complete,
         # so flushing them now moves the recovery point to the new base offset.
         self._flush_up_to(new_offset)
@@ -711,6 +848,8 @@ class Log:
         if offset > self._log_start_offset:
             self._log_start_offset = offset
             self._leader_epoch_cache.truncate_from_start(offset)
+            self._producer_state.delete_snapshots_before(offset)
+            self._producer_state.remove_producers_below(offset)
             self._high_watermark = max(self._high_watermark, offset)
             self._recovery_point = max(self._recovery_point, offset)
 
@@ -746,6 +885,8 @@ class Log:
             active.resize_indexes(self._config.segment_index_bytes)
             self._next_offset = active.read_next_offset()
             self._after_truncation()
+            self._producer_state.delete_snapshots_after(self._next_offset)
+            self._rebuild_producer_state(self._next_offset, snapshot=False)
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -767,6 +908,7 @@ class Log:
         self._high_watermark = new_offset
         self._recovery_point = new_offset
         self._after_truncation()
+        self._producer_state.truncate_fully_and_start_at(new_offset)
 
     def _after_truncation(self) -> None:
         self._leader_epoch_cache.truncate_from_end(self._next_offset)
@@ -848,6 +990,10 @@ class Log:
         with self._lock:
             if self._closed:
                 return
+            try:
+                self._producer_state.take_snapshot()
+            except OSError as e:
+                _log.warning("could not snapshot the producer state of %s: %s", self._dir, e)
             self._closed = True
             self._cleaning_aborted = self._cleaning_aborted or self._cleaning
             for segment in self._segments:

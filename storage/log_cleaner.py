@@ -28,9 +28,11 @@ loader deletes ``.cleaned`` files and any ``.swap`` at or above them); once the 
 files exist the loader completes the swap, deleting the regular segments in
 ``[swap base, swap next offset)``. A group's last batch is always kept — as a header with no
 records if nothing in it survives — so the new segment's next offset covers every old segment
-it replaces. Groups are swapped one at a time, oldest first, and each is the compaction of the
-same map: after a crash every key still has its latest record. The checkpoint is written only
-after the whole pass, so a pass cut short is redone.
+it replaces. So is each active idempotent producer's last batch (Kafka's
+``lastRecordsOfActiveProducers``): its header keeps the producer's epoch and last sequence for
+the state rebuilt after a restart. Groups are swapped one at a time, oldest first, and each
+is the compaction of the same map: after a crash every key still has its latest record. The
+checkpoint is written only after the whole pass, so a pass cut short is redone.
 
 Concurrency: passes run without the log's lock — reads, appends, rolls and retention go on —
 except to take a snapshot and for each swap. The cleaner reads the old segments through its
@@ -68,6 +70,7 @@ from storage.batch_filter import (
     H_BASE_OFFSET,
     H_LAST_OFFSET_DELTA,
     H_LENGTH,
+    H_PRODUCER_ID,
     H_RECORDS_COUNT,
     check_crc,
     filter_batch,
@@ -203,6 +206,9 @@ class Cleaner:
         stats.map_entries = self._map.size
         stats.map_utilization = self._map.utilization
         by_base = {s.base_offset: s for s in segments}
+        # Kafka's cleaner keeps, at least as an empty batch, each active idempotent producer's
+        # last batch, so that its sequence and epoch survive a reload of the state.
+        producers_last = log.active_producer_last_offsets()
         groups = group_segments_by_size(
             snapshot.between(0, end_offset),
             max_size=config.segment_bytes,
@@ -211,7 +217,7 @@ class Cleaner:
         )
         for group in groups:
             old = [by_base[s.base_offset] for s in group]
-            self._clean_group(log, config, group, old, now, stats)
+            self._clean_group(log, config, group, old, now, stats, producers_last)
         stats.end_ms = self._clock.monotonic_ms()
         _log.info(
             "cleaned %s up to offset %d in %d groups: %d of %d records kept, %d bytes → %d",
@@ -320,6 +326,7 @@ class Cleaner:
         old_segments: list[LogSegment],
         now: int,
         stats: CleanerStats,
+        producers_last: Mapping[int, int],
     ) -> None:
         base = group[0].base_offset
         prefix = filename_prefix_from_offset(base)
@@ -330,7 +337,7 @@ class Cleaner:
             log.dir, base, config, created_ms=now, file_suffix=CLEANED_SUFFIX
         )
         try:
-            self._recopy(config, group, cleaned, now, stats)
+            self._recopy(config, group, cleaned, now, stats, producers_last)
             cleaned.on_become_inactive_segment()
             cleaned.flush()
             cleaned.log.set_last_modified_ms(group[-1].last_modified_ms)
@@ -355,6 +362,7 @@ class Cleaner:
         cleaned: LogSegment,
         now: int,
         stats: CleanerStats,
+        producers_last: Mapping[int, int],
     ) -> None:
         flush_at = self._config.io_buffer_bytes
         offset_map = self._map
@@ -370,6 +378,8 @@ class Cleaner:
             for buf, view, off, file_position, header in self._batches(segment.log_path, size):
                 check_crc(view, off, header)
                 batch_size = header[H_LENGTH] + LOG_OVERHEAD
+                last_offset = header[H_BASE_OFFSET] + header[H_LAST_OFFSET_DELTA]
+                producer_last = producers_last.get(header[H_PRODUCER_ID], -2)
                 data, max_timestamp, read, retained, was_rewritten = filter_batch(
                     buf,
                     view,
@@ -378,7 +388,8 @@ class Cleaner:
                     offset_map,
                     now,
                     delete_retention_ms,
-                    i == last_nonempty and file_position + batch_size == size,
+                    (i == last_nonempty and file_position + batch_size == size)
+                    or producer_last == last_offset,
                 )
                 bytes_read += batch_size
                 records_read += read
@@ -387,7 +398,6 @@ class Cleaner:
                 if data is None:
                     continue
                 out += data
-                last_offset = header[H_BASE_OFFSET] + header[H_LAST_OFFSET_DELTA]
                 infos.append(BatchInfo(last_offset, max_timestamp, len(data)))
                 if len(out) >= flush_at:
                     self._append(cleaned, out, infos)

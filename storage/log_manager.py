@@ -139,6 +139,7 @@ class LogManager:
         self._next_recovery_checkpoint_ms = now + mc.flush_offset_checkpoint_interval_ms
         self._next_start_checkpoint_ms = now + mc.flush_start_offset_checkpoint_interval_ms
         self._next_hw_checkpoint_ms = now + mc.high_watermark_checkpoint_interval_ms
+        self._next_producer_expiration_ms = now + mc.producer_id_expiration_check_interval_ms
         self.cleaner_config = cleaner_config or CleanerConfig()
         self.cleaner: LogCleaner | None = (
             LogCleaner(dirs, self.cleaner_config, clock) if self.cleaner_config.enable else None
@@ -299,6 +300,10 @@ class LogManager:
         if now >= self._next_hw_checkpoint_ms:
             self._next_hw_checkpoint_ms = now + mc.high_watermark_checkpoint_interval_ms
             self.checkpoint_high_watermarks()
+        if now >= self._next_producer_expiration_ms:
+            self._next_producer_expiration_ms = now + mc.producer_id_expiration_check_interval_ms
+            for log in logs:
+                log.remove_expired_producers()
 
     def cleanup_logs(self) -> int:
         """Run retention on every log whose policy does not include ``compact`` (compacted

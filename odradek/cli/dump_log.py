@@ -1,8 +1,10 @@
 """``odradek dump-log``: print what is in segment files, as Kafka's ``kafka-dump-log.sh`` does.
 
-Given ``.log``, ``.index`` and ``.timeindex`` files (also with a ``.deleted``, ``.cleaned`` or
-``.swap`` suffix) or directories holding them, print every batch of a log (and, with
-``--deep-iteration`` or ``--print-data-log``, every record), every entry of an index, or check
+Given ``.log``, ``.index``, ``.timeindex`` and ``.snapshot`` files (also with a ``.deleted``,
+``.cleaned`` or ``.swap`` suffix) or directories holding them, print every batch of a log (with
+its producer id, epoch and sequences) and, with
+``--deep-iteration`` or ``--print-data-log``, every record; every entry of an index; every
+producer of a producer-state snapshot (as Kafka's ``dumpProducerIdSnapshot``); or check
 an index against the log beside it (``--verify-index``) or with storage's sanity check
 (``--index-sanity-check``). ``--json`` prints one JSON object per file instead of text.
 ``docs/dump-log.md`` shows the output and the exit codes.
@@ -64,6 +66,12 @@ from storage.log_segment import (
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
 )
+from storage.producer_state import (
+    SNAPSHOT_SUFFIX,
+    CorruptSnapshotError,
+    ProducerStateEntry,
+    decode_snapshot,
+)
 
 __all__ = ["DumpOptions", "SegmentFileKind", "add_parser", "dump", "run"]
 
@@ -91,18 +99,22 @@ _CONTROL_TYPES = {
 
 
 class SegmentFileKind(enum.Enum):
-    """The three files of a segment; the value is the ``type`` of the JSON output."""
+    """The three files of a segment and the producer-state snapshot; the value is the ``type``
+    of the JSON output."""
 
     LOG = "log"
     OFFSET_INDEX = "offset_index"
     TIME_INDEX = "time_index"
+    PRODUCER_SNAPSHOT = "producer_snapshot"
 
 
 _KIND_BY_SUFFIX = {
     LOG_SUFFIX: SegmentFileKind.LOG,
     INDEX_SUFFIX: SegmentFileKind.OFFSET_INDEX,
     TIME_INDEX_SUFFIX: SegmentFileKind.TIME_INDEX,
+    SNAPSHOT_SUFFIX: SegmentFileKind.PRODUCER_SNAPSHOT,
 }
+_KINDS = "(.log, .index, .timeindex, .snapshot)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +262,13 @@ class Verified:
 
 
 @dataclass(frozen=True, slots=True)
+class SnapshotEntry:
+    """One producer of a ``.snapshot`` file."""
+
+    entry: ProducerStateEntry
+
+
+@dataclass(frozen=True, slots=True)
 class SanityResult:
     passed: bool
     message: str
@@ -268,6 +287,7 @@ Event: TypeAlias = (
     | Mismatch
     | Verified
     | SanityResult
+    | SnapshotEntry
 )
 
 
@@ -762,6 +782,8 @@ class TextOutput:
                 self._line(f"Verified {counted} against {log_path}: {found}")
             case SanityResult(message=message):
                 self._line(message)
+            case SnapshotEntry(entry=entry):
+                self._line(snapshot_entry_line(entry))
 
     def abort(self, message: str) -> None:
         """The file could not be read to its end (``message`` went to stderr)."""
@@ -879,6 +901,8 @@ class JsonOutput:
                 doc["verification"]["entries_checked"] = checked
             case SanityResult(passed=passed, message=message):
                 doc["sanity_check"] = {"passed": passed, "message": message}
+            case SnapshotEntry(entry=entry):
+                doc["entries"].append(_snapshot_entry_json(entry))
             case EmptyIndex():
                 pass
             case _:  # pragma: no cover - every event is handled above
@@ -909,6 +933,9 @@ class JsonOutput:
         }
         if seg.kind is SegmentFileKind.LOG:
             doc.update(batches=[], gaps=[], max_bytes_reached=None)
+            return doc
+        if seg.kind is SegmentFileKind.PRODUCER_SNAPSHOT:
+            doc["entries"] = []
             return doc
         opts = self._opts
         doc["entries"] = None if opts.index_sanity_check else []
@@ -1007,13 +1034,13 @@ def expand(path: Path) -> list[SegmentFile]:
             raise PathError(f"{path}: cannot read: {exc.strerror or exc}") from None
         found = [seg for p in children if (seg := classify(p)) is not None and p.is_file()]
         if not found:
-            raise PathError(f"{path}: no segment files (.log, .index, .timeindex) in directory")
+            raise PathError(f"{path}: no segment files {_KINDS} in directory")
         return found
     if not stat.S_ISREG(mode):
         raise PathError(f"{path}: not a regular file")
     seg = classify(path)
     if seg is None:
-        raise PathError(f"{path}: not a segment file (.log, .index, .timeindex)")
+        raise PathError(f"{path}: not a segment file {_KINDS}")
     return [seg]
 
 
@@ -1028,6 +1055,10 @@ def _events(seg: SegmentFile, opts: DumpOptions) -> Iterator[Event]:
         return
     with open(seg.path, "rb") as f:
         data = f.read()
+    if seg.kind is SegmentFileKind.PRODUCER_SNAPSHOT:
+        yield FileStart(seg, len(data))
+        yield from _dump_snapshot(data)
+        return
     log: _LogSummary | None = None
     if opts.verify_index and not opts.index_sanity_check:
         log_path = seg.sibling_log()
@@ -1035,6 +1066,54 @@ def _events(seg: SegmentFile, opts: DumpOptions) -> Iterator[Event]:
             raise PathError(f"{seg.path}: cannot verify: no log file {log_path} beside it")
         log = read_log_summary(log_path)
     yield from _dump_index(seg, data, opts, log)
+
+
+def _dump_snapshot(data: bytes) -> Iterator[Event]:
+    """The producers of a snapshot, or a Problem if it is corrupt (bad version, CRC, size)."""
+    try:
+        entries = decode_snapshot(data)
+    except CorruptSnapshotError as exc:
+        yield Problem("corrupt_snapshot", 0, f"Corrupt producer snapshot: {exc}", len(data))
+        return
+    for entry in entries:
+        yield SnapshotEntry(entry)
+
+
+def snapshot_entry_line(entry: ProducerStateEntry) -> str:
+    """A snapshot entry as Kafka's ``DumpLogSegments.dumpProducerIdSnapshot`` prints it
+    (``currentTxnFirstOffset`` is Java's ``OptionalLong``)."""
+    txn = entry.current_txn_first_offset
+    line = (
+        f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
+        f"coordinatorEpoch: {entry.coordinator_epoch} currentTxnFirstOffset: "
+        f"{'OptionalLong.empty' if txn < 0 else f'OptionalLong[{txn}]'} "
+        f"lastTimestamp: {entry.last_timestamp} "
+    )
+    if entry.batches:
+        b = entry.batches[0]
+        line += (
+            f"firstSequence: {b.first_seq} lastSequence: {b.last_seq} "
+            f"lastOffset: {b.last_offset} offsetDelta: {b.offset_delta} timestamp: {b.timestamp}"
+        )
+    return line
+
+
+def _snapshot_entry_json(entry: ProducerStateEntry) -> dict[str, Any]:
+    b = entry.batches[0] if entry.batches else None
+    return {
+        "producer_id": entry.producer_id,
+        "producer_epoch": entry.producer_epoch,
+        "coordinator_epoch": entry.coordinator_epoch,
+        "current_txn_first_offset": (
+            entry.current_txn_first_offset if entry.current_txn_first_offset >= 0 else None
+        ),
+        "last_timestamp": entry.last_timestamp,
+        "first_sequence": b.first_seq if b else None,
+        "last_sequence": b.last_seq if b else None,
+        "last_offset": b.last_offset if b else None,
+        "offset_delta": b.offset_delta if b else None,
+        "timestamp": b.timestamp if b else None,
+    }
 
 
 def dump(paths: Sequence[str], opts: DumpOptions, out: TextIO, err: TextIO) -> int:
@@ -1109,10 +1188,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     """Register ``dump-log`` on the ``odradek`` command's subparsers."""
     p = sub.add_parser(
         "dump-log",
-        help="print the contents of segment files (.log, .index, .timeindex)",
+        help="print the contents of segment files (.log, .index, .timeindex, .snapshot)",
         description=(
-            "Print the batches and records of .log files and the entries of .index and "
-            ".timeindex files, or check indexes. Files are only read, never changed. "
+            "Print the batches and records of .log files, the entries of .index and "
+            ".timeindex files and the producers of .snapshot files, or check indexes. "
+            "Files are only read, never changed. "
             "Exit code: 0 all valid, 1 something invalid or unreadable, 2 usage error."
         ),
     )

@@ -2015,3 +2015,74 @@ class ControlledShutdownResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ControlledShutdownResponse: _TypeAlias = ControlledShutdownResponse  # noqa: Y015
+
+@_typing.final
+class InitProducerIdRequest(_message.Message):
+    """------------------------------------------------------------------------------------------
+    Idempotent producers (Kafka's InitProducerIdRequest/Response.json).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TRANSACTIONAL_ID_FIELD_NUMBER: _builtins.int
+    TRANSACTION_TIMEOUT_MS_FIELD_NUMBER: _builtins.int
+    PRODUCER_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_EPOCH_FIELD_NUMBER: _builtins.int
+    transactional_id: _builtins.str
+    """Absent (null) for an idempotent producer. Empty is INVALID_REQUEST; a transactional id is
+    refused with INVALID_REQUEST too (transactions are not supported).
+    """
+    transaction_timeout_ms: _builtins.int
+    """the Java client sends Integer.MAX_VALUE; ignored"""
+    producer_id: _builtins.int
+    """-1: none (KIP-360; ignored for idempotent producers)"""
+    producer_epoch: _builtins.int
+    """-1: none (int16 in Kafka)"""
+    def __init__(
+        self,
+        *,
+        transactional_id: _builtins.str | None = ...,
+        transaction_timeout_ms: _builtins.int = ...,
+        producer_id: _builtins.int = ...,
+        producer_epoch: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_transactional_id", b"_transactional_id", "transactional_id", b"transactional_id"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_transactional_id", b"_transactional_id", "producer_epoch", b"producer_epoch", "producer_id", b"producer_id", "transaction_timeout_ms", b"transaction_timeout_ms", "transactional_id", b"transactional_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__transactional_id: _TypeAlias = _typing.Literal["transactional_id"]  # noqa: Y015
+    _WhichOneofArgType__transactional_id: _TypeAlias = _typing.Literal["_transactional_id", b"_transactional_id"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__transactional_id) -> _WhichOneofReturnType__transactional_id | None: ...
+
+Global___InitProducerIdRequest: _TypeAlias = InitProducerIdRequest  # noqa: Y015
+
+@_typing.final
+class InitProducerIdResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    PRODUCER_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_EPOCH_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    """COORDINATOR_LOAD_IN_PROGRESS (retriable), INVALID_REQUEST"""
+    error_message: _builtins.str
+    producer_id: _builtins.int
+    """-1 on error"""
+    producer_epoch: _builtins.int
+    """0 for a new id; -1 on error"""
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+        producer_id: _builtins.int = ...,
+        producer_epoch: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "error_message", b"error_message", "producer_epoch", b"producer_epoch", "producer_id", b"producer_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___InitProducerIdResponse: _TypeAlias = InitProducerIdResponse  # noqa: Y015

@@ -62,6 +62,11 @@ class BrokerStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.DeleteRecordsRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.DeleteRecordsResponse.FromString,
                 _registered_method=True)
+        self.InitProducerId = channel.unary_unary(
+                '/odradek.v1.Broker/InitProducerId',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.InitProducerIdRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.InitProducerIdResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -105,6 +110,14 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def InitProducerId(self, request, context):
+        """Kafka's InitProducerId (API 22), idempotent producers only: a new producer id, epoch 0,
+        from any node (docs/idempotence.md).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -132,6 +145,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.DeleteRecords,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.DeleteRecordsRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.DeleteRecordsResponse.SerializeToString,
+            ),
+            'InitProducerId': grpc.unary_unary_rpc_method_handler(
+                    servicer.InitProducerId,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.InitProducerIdRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.InitProducerIdResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -272,6 +290,33 @@ class Broker:
             '/odradek.v1.Broker/DeleteRecords',
             odradek_dot_v1_dot_odradek__pb2.DeleteRecordsRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.DeleteRecordsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def InitProducerId(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/InitProducerId',
+            odradek_dot_v1_dot_odradek__pb2.InitProducerIdRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.InitProducerIdResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -58,6 +58,10 @@ class BrokerStub:
     """Brokers, the active controller, topics and their partitions."""
     DeleteRecords: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DeleteRecordsRequest, _odradek_pb2.DeleteRecordsResponse]
     """Move the log start offset of partitions up (sent to each partition's leader)."""
+    InitProducerId: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.InitProducerIdRequest, _odradek_pb2.InitProducerIdResponse]
+    """Kafka's InitProducerId (API 22), idempotent producers only: a new producer id, epoch 0,
+    from any node (docs/idempotence.md).
+    """
 
 @_typing.type_check_only
 class BrokerAsyncStub(BrokerStub):
@@ -76,6 +80,10 @@ class BrokerAsyncStub(BrokerStub):
     """Brokers, the active controller, topics and their partitions."""
     DeleteRecords: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DeleteRecordsRequest, _odradek_pb2.DeleteRecordsResponse]  # type: ignore[assignment]
     """Move the log start offset of partitions up (sent to each partition's leader)."""
+    InitProducerId: _aio.UnaryUnaryMultiCallable[_odradek_pb2.InitProducerIdRequest, _odradek_pb2.InitProducerIdResponse]  # type: ignore[assignment]
+    """Kafka's InitProducerId (API 22), idempotent producers only: a new producer id, epoch 0,
+    from any node (docs/idempotence.md).
+    """
 
 class BrokerServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
@@ -121,6 +129,16 @@ class BrokerServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_odradek_pb2.DeleteRecordsResponse, _abc.Awaitable[_odradek_pb2.DeleteRecordsResponse]]:
         """Move the log start offset of partitions up (sent to each partition's leader)."""
+
+    @_abc_1.abstractmethod
+    def InitProducerId(
+        self,
+        request: _odradek_pb2.InitProducerIdRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.InitProducerIdResponse, _abc.Awaitable[_odradek_pb2.InitProducerIdResponse]]:
+        """Kafka's InitProducerId (API 22), idempotent producers only: a new producer id, epoch 0,
+        from any node (docs/idempotence.md).
+        """
 
 def add_BrokerServicer_to_server(servicer: BrokerServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

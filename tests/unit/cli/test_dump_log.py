@@ -958,16 +958,22 @@ def test_directory_dumps_its_segment_files_in_name_order(tmp_path, capsys):
     ("make", "message"),
     [
         (lambda d: d / "missing.log", "no such file or directory"),
-        (lambda d: d / "notes.txt", "not a segment file (.log, .index, .timeindex)"),
-        (lambda d: d / "foo.log", "not a segment file (.log, .index, .timeindex)"),
-        (lambda d: d / f"{SEG}.snapshot", "not a segment file (.log, .index, .timeindex)"),
-        (lambda d: d / "empty", "no segment files (.log, .index, .timeindex) in directory"),
+        (lambda d: d / "notes.txt", "not a segment file (.log, .index, .timeindex, .snapshot)"),
+        (lambda d: d / "foo.log", "not a segment file (.log, .index, .timeindex, .snapshot)"),
+        (
+            lambda d: d / f"{SEG}.checkpoint",
+            "not a segment file (.log, .index, .timeindex, .snapshot)",
+        ),
+        (
+            lambda d: d / "empty",
+            "no segment files (.log, .index, .timeindex, .snapshot) in directory",
+        ),
     ],
 )
 def test_bad_paths_give_one_line_and_exit_1(tmp_path, capsys, make, message):
     (tmp_path / "notes.txt").write_text("hi")
     (tmp_path / "foo.log").write_bytes(b"")
-    (tmp_path / f"{SEG}.snapshot").write_bytes(b"")
+    (tmp_path / f"{SEG}.checkpoint").write_bytes(b"")
     (tmp_path / "empty").mkdir()
     path = make(tmp_path)
 

@@ -670,6 +670,18 @@ class _NodeServicer(pb_grpc.BrokerServicer, pb_grpc.AdminServicer):
             )
         return resp
 
+    def InitProducerId(  # noqa: N802
+        self, request: pb.InitProducerIdRequest, context: grpc.ServicerContext
+    ) -> Any:
+        """A new producer id per call: ``node * 1000 + n`` (a scripted error code wins)."""
+        self._enter("InitProducerId", request, context)
+        code = self._request_level("InitProducerId")
+        if code:
+            return pb.InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
+        with self.cluster.cond:
+            calls = sum(1 for rpc, node, _ in self.cluster.calls if rpc == "InitProducerId")
+        return pb.InitProducerIdResponse(producer_id=self.node * 1000 + calls, producer_epoch=0)
+
 
 def running_cluster(num_nodes: int = 3) -> Iterator[FakeCluster]:
     """For fixtures: a started cluster, stopped afterwards."""

@@ -177,6 +177,7 @@ def test_orphan_and_temporary_files_are_removed(tmp_path, clock):
         f"{0:020d}.index",
         f"{0:020d}.log",
         f"{0:020d}.timeindex",
+        f"{15:020d}.snapshot",  # the producer state, taken at close (as Kafka does)
         "leader-epoch-checkpoint",
     ]
     assert reopened.log_end_offset == 15
