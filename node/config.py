@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from node.group_coordinator_config import GROUP_COORDINATOR_PROPERTIES, GroupCoordinatorConfig
 from odradek.errors import InvalidConfigError
 from storage import LogConfig, LogManagerConfig
 from storage.config import InvalidConfigValueError
@@ -65,6 +66,8 @@ class NodeConfig:
     log: LogConfig = field(default_factory=LogConfig)
     """Default topic configs; a topic's overrides apply on top."""
     log_manager: LogManagerConfig = field(default_factory=LogManagerConfig)
+    group_coordinator: GroupCoordinatorConfig = field(default_factory=GroupCoordinatorConfig)
+    """The group coordinator's settings (``offsets.*``, ``group.consumer.*``)."""
 
     def __post_init__(self) -> None:
         if self.node_id < 0:
@@ -170,6 +173,7 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
     topic_defaults: dict[str, str] = {}
     spelled: dict[str, str] = {}  # a topic config's name -> the node config it came from
     manager: dict[str, int] = {}
+    groups: dict[str, int] = {}
     types = {f.name: f.type for f in dataclasses.fields(NodeConfig)}
     for key, raw in props.items():
         try:
@@ -192,6 +196,8 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
                 address = raw.split("://", 1)[-1]
                 host, _, port = address.rpartition(":")
                 values["host"], values["port"] = host or "127.0.0.1", int(port)
+            elif key in GROUP_COORDINATOR_PROPERTIES:
+                groups[GROUP_COORDINATOR_PROPERTIES[key]] = int(raw)
             elif key in _UNPREFIXED_TOPIC_CONFIGS:
                 topic_defaults[key] = raw
             elif key.startswith("log."):
@@ -207,6 +213,8 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
             raise InvalidConfigError(f"{name} is required")
     if topic_defaults:
         values["log"] = LogConfig.from_kafka(topic_defaults, spelled=spelled, kind="node config")
+    if groups:
+        values["group_coordinator"] = GroupCoordinatorConfig(**groups)
     if manager:
         try:
             values["log_manager"] = LogManagerConfig(**manager)

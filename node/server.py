@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Mapping
 from concurrent import futures
 
 import grpc
@@ -26,12 +27,15 @@ from controller.service import ControllerServicer
 from node.alter_partition import AlterPartitionManager
 from node.config import NodeConfig
 from node.fetcher import ReplicaFetcherManager
+from node.group_coordinator import GroupCoordinator
+from node.group_service import GroupBrokerServicer
 from node.metadata_cache import MetadataCache
 from node.producer_id_manager import ProducerIdManager
 from node.replica_manager import ReplicaManager
-from node.service import BrokerServicer, ReplicationServicer
+from node.service import ReplicationServicer
 from odradek.client.connection import RECONNECT_OPTIONS
 from odradek.clock import Clock, SystemClock
+from odradek.errors import TopicAlreadyExistsError
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 from storage import LogManager
@@ -93,6 +97,36 @@ def _ensure_chroot(connect: str, timeout_s: float) -> None:
         client.close()
 
 
+def _topic_creator(
+    admin: Callable[[], AdminServicer],
+) -> Callable[[str, int, int, Mapping[str, str]], None]:
+    """Creates an internal topic through the node's Admin servicer (in-process, as Kafka's
+    ``AutoTopicCreationManager`` does in ZooKeeper mode): an existing topic is fine."""
+
+    def create(name: str, partitions: int, replication: int, configs: Mapping[str, str]) -> None:
+        request = pb.CreateTopicsRequest(
+            topics=[
+                pb.CreatableTopic(
+                    name=name,
+                    num_partitions=partitions,
+                    replication_factor=replication,
+                    configs=dict(configs),
+                )
+            ]
+        )
+        try:
+            (result,) = admin().CreateTopics(request, None).topics  # type: ignore[arg-type]
+        except Exception:
+            log.exception("creating %s failed", name)
+            return
+        if result.error_code not in (0, TopicAlreadyExistsError.code):
+            log.warning("creating %s failed: %s", name, result.error_message)
+        elif result.error_code == 0:
+            log.info("created %s (%d partitions, replication %d)", name, partitions, replication)
+
+    return create
+
+
 class Node:
     """One broker node. ``start()`` then ``stop()``; not restartable."""
 
@@ -113,6 +147,7 @@ class Node:
         self.zk: KazooClient | None = None
         self.registration: BrokerRegistration | None = None
         self.controller: Controller | None = None
+        self.groups: GroupCoordinator | None = None
         self._server: grpc.Server | None = None
         self._health = health.HealthServicer()
         self._ticker: threading.Thread | None = None
@@ -162,7 +197,17 @@ class Node:
             options=GRPC_OPTIONS,
         )
         producer_ids = ProducerIdManager(self.zk, c.node_id)
-        pb_grpc.add_BrokerServicer_to_server(BrokerServicer(self.replicas, producer_ids), server)
+        self.groups = GroupCoordinator(
+            c.group_coordinator,
+            self.replicas,
+            self.metadata,
+            self.clock,
+            _topic_creator(lambda: admin),
+        )
+        self.replicas.leadership_listeners.append(self.groups.on_leadership_change)
+        pb_grpc.add_BrokerServicer_to_server(
+            GroupBrokerServicer(self.groups, self.replicas, producer_ids), server
+        )
         pb_grpc.add_ReplicationServicer_to_server(ReplicationServicer(self.replicas), server)
         pb_grpc.add_ControllerServicer_to_server(ControllerServicer(self.controller), server)
         admin = AdminServicer(
@@ -200,6 +245,7 @@ class Node:
         # its ticks), and fail only if the id is still taken, by another live node
         self.broker_epoch = self.registration.register(wait_ms=2 * c.zookeeper_session_timeout_ms)
         server.start()
+        self.groups.start()
         self.controller.startup()
         self._ticker = threading.Thread(target=self._tick_loop, name="node-ticker", daemon=True)
         self._ticker.start()
@@ -271,6 +317,8 @@ class Node:
             self.controlled_shutdown()
         if self.controller is not None:
             self.controller.shutdown()
+        if self.groups is not None:
+            self.groups.shutdown()
         if self.replicas is not None:
             self.replicas.shutdown()
         if self._server is not None:
