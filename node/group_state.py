@@ -164,7 +164,10 @@ class ConsumerGroup:
             return "Empty"
         if self.assignment_epoch < self.group_epoch:
             return "Assigning"
-        if any(m.member_epoch != self.assignment_epoch for m in self.members.values()):
+        if any(
+            m.member_epoch != self.assignment_epoch or m.state is not MemberState.STABLE
+            for m in self.members.values()
+        ):
             return "Reconciling"
         return "Stable"
 

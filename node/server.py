@@ -28,11 +28,10 @@ from node.alter_partition import AlterPartitionManager
 from node.config import NodeConfig
 from node.fetcher import ReplicaFetcherManager
 from node.group_coordinator import GroupCoordinator
-from node.group_service import GroupBrokerServicer
 from node.metadata_cache import MetadataCache
 from node.producer_id_manager import ProducerIdManager
 from node.replica_manager import ReplicaManager
-from node.service import ReplicationServicer
+from node.service import BrokerServicer, ReplicationServicer
 from odradek.client.connection import RECONNECT_OPTIONS
 from odradek.clock import Clock, SystemClock
 from odradek.errors import TopicAlreadyExistsError
@@ -206,7 +205,7 @@ class Node:
         )
         self.replicas.leadership_listeners.append(self.groups.on_leadership_change)
         pb_grpc.add_BrokerServicer_to_server(
-            GroupBrokerServicer(self.groups, self.replicas, producer_ids), server
+            BrokerServicer(self.replicas, producer_ids, groups=self.groups), server
         )
         pb_grpc.add_ReplicationServicer_to_server(ReplicationServicer(self.replicas), server)
         pb_grpc.add_ControllerServicer_to_server(ControllerServicer(self.controller), server)
