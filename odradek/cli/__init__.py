@@ -25,7 +25,7 @@ from odradek.errors import OdradekError
 
 __all__ = ["main"]
 
-_CLIENT_COMMANDS = frozenset({"topics", "produce", "consume", "cluster"})
+_CLIENT_COMMANDS = frozenset({"topics", "produce", "consume", "cluster", "groups"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -50,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     cluster.add_parser(sub)
     node.add_parser(sub)
     dump_log.add_parser(sub)
+    from odradek.cli import groups
+
+    groups.add_parser(sub)
     return parser
 
 
