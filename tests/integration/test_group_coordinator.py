@@ -4,10 +4,13 @@ node being killed, and Kafka's typed errors for bad input."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 
 import grpc
 
+from node.group_coordinator import partition_for
 from odradek import Admin, NewTopic
 from odradek.errors import (
     FencedMemberEpochError,
@@ -167,6 +170,20 @@ def test_members_share_partitions_and_commits_survive_a_coordinator_crash(make_c
                 assert _commit(bootstrap, m, p, 100 + p) == 0
                 commits[p] = 100 + p
     assert _fetch(bootstrap) == commits
+
+    # dump-log --offsets-decoder reads the commits and group records from the replicas' files
+    partition = partition_for(GROUP, 4)
+    node_id, _ = _coordinator(bootstrap, GROUP)
+    directory = cluster.node(node_id).directory / "data" / f"__consumer_offsets-{partition}"
+    out = subprocess.run(
+        [sys.executable, "-m", "odradek", "dump-log", "--offsets-decoder", str(directory)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert f'"data":{{"group":"{GROUP}","topic":"{TOPIC}","partition":0}}' in out
+    assert '"type":"3","data":{"groupId":"orders"}' in out  # the group epoch record
+    assert '"type":"8"' in out and '"state":"STABLE"' in out
 
     # bad input gets Kafka's typed errors
     first = members[0]
