@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -118,6 +119,11 @@ class ReadOptions:
     poll_timeout_ms: int = 120_000
     # The most bytes one fetch asks for per partition.
     fetch_max_bytes: int = 8 * 1024 * 1024
+    # Streaming: the consumer group each finished micro-batch's end offsets are committed to
+    # (commitOffsetsToGroup), so that lag tools see the query's progress; None: no commits.
+    # kafka.group.id, else groupIdPrefix (default "spark-kafka-source") and a random suffix,
+    # as Spark's Kafka source names its consumer groups.
+    commit_group_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,7 +410,30 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
         by_timestamp_strategy="latest" if strategy == "latest" else "error",
         poll_timeout_ms=poll_timeout if poll_timeout is not None else 120_000,
         fetch_max_bytes=fetch_max_bytes if fetch_max_bytes is not None else 8 * 1024 * 1024,
+        commit_group_id=_commit_group_id(options, streaming),
     )
+
+
+def _commit_group_id(options: Mapping[str, str], streaming: bool | None) -> str | None:
+    """``commitOffsetsToGroup``'s group: ``kafka.group.id``, else ``groupIdPrefix`` (Spark's
+    default ``spark-kafka-source``) and a random suffix. Raises for an empty group id or
+    prefix, and for the option on a batch read (only micro-batches are committed)."""
+    group_id = options.get("kafka.group.id")
+    prefix = options.get("groupidprefix")
+    if group_id is not None and not group_id.strip():
+        raise OdradekSparkOptionError("kafka.group.id", "option 'kafka.group.id' is empty")
+    if prefix is not None and not prefix.strip():
+        raise OdradekSparkOptionError("groupIdPrefix", "option 'groupIdPrefix' is empty")
+    if not parse_bool(options, "commitOffsetsToGroup", False):
+        return None
+    if streaming is False:
+        raise OdradekSparkOptionError(
+            "commitOffsetsToGroup",
+            "option 'commitOffsetsToGroup' commits micro-batches: it is for streaming queries",
+        )
+    if group_id is not None:
+        return group_id.strip()
+    return f"{(prefix or 'spark-kafka-source').strip()}-{uuid.uuid4()}"
 
 
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:

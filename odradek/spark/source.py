@@ -136,6 +136,16 @@ class Planner:
         """The offset ``spec`` means for each of ``tps``. For timestamps with no record at or
         after them: the latest offset for ending options or with ``strategy`` "latest", else
         :class:`OdradekSparkOptionError` (Spark's ``startingOffsetsByTimestampStrategy``)."""
+        named = set(spec.offsets) | set(spec.timestamps)
+        absent = sorted(named - set(tps))
+        if absent:
+            # Spark's Kafka source fails too ("you must specify all TopicPartitions"): a read
+            # silently narrower than the JSON says would hide a typo or a shrunk topic
+            raise OdradekSparkOptionError(
+                spec.option,
+                f"option '{spec.option}' names {', '.join(map(str, absent))}, which the topic "
+                "does not have; it must name exactly the partitions read",
+            )
         if not tps:
             return {}
         if spec.kind == "earliest":
@@ -323,7 +333,22 @@ class OdradekStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _read(partition)
 
     def commit(self, end: dict[str, dict[str, int]]) -> None:
-        """Nothing to do: the offsets live in Spark's checkpoint, not in the cluster."""
+        """The query's offsets live in Spark's checkpoint. With ``commitOffsetsToGroup`` the
+        finished micro-batch's end offsets are also committed to the consumer group (an admin
+        commit: the group has no members), for lag tools; a failed commit is logged, never
+        fails the query."""
+        group = self.opts.commit_group_id
+        if group is None:
+            return
+        offsets = offsets_from_json(end)
+        try:
+            results = self._plan().admin.alter_consumer_group_offsets(group, offsets)
+        except OdradekError as exc:
+            log.warning("committing %s to group %s failed: %s", end, group, exc)
+            return
+        failed = {str(tp): str(e) for tp, e in results.items() if e is not None}
+        if failed:
+            log.warning("committing to group %s failed for %s", group, failed)
 
 
 class OdradekDataSource(DataSource):

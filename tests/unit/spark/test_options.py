@@ -149,3 +149,19 @@ def test_unsupported_spark_options_are_refused_not_ignored():
     e = error(streaming=True, minOffsetsPerTrigger="100")
     assert e.option == "minOffsetsPerTrigger" and "not supported" in str(e)
     assert error(streaming=True, maxTriggerDelay="5 minutes").option == "maxTriggerDelay"
+
+
+def test_group_options_for_commits() -> None:
+    assert read(streaming=True).commit_group_id is None
+    assert read(streaming=True, **{"kafka.group.id": "g"}).commit_group_id is None
+    opts = read(streaming=True, commitOffsetsToGroup="true", **{"kafka.group.id": "lag-view"})
+    assert opts.commit_group_id == "lag-view"
+    generated = read(streaming=True, commitOffsetsToGroup="true", groupIdPrefix="q1")
+    assert generated.commit_group_id is not None and generated.commit_group_id.startswith("q1-")
+    default = read(streaming=True, commitOffsetsToGroup="true").commit_group_id
+    assert default is not None and default.startswith("spark-kafka-source-")
+    with pytest.raises(OdradekSparkOptionError) as info:
+        read(streaming=False, commitOffsetsToGroup="true")
+    assert info.value.option == "commitOffsetsToGroup"
+    with pytest.raises(OdradekSparkOptionError):
+        read(streaming=True, **{"kafka.group.id": " "})
