@@ -45,11 +45,6 @@ LATEST = -1
 """In offsets JSON: the partition's high watermark (Spark's ``-1``)."""
 
 
-_UNSUPPORTED = ("minOffsetsPerTrigger", "maxTriggerDelay")
-"""Options of Spark's Kafka source this source refuses rather than ignores: a job relying on
-them would silently behave differently."""
-
-
 class OdradekSparkOptionError(ValueError):
     """An option of the ``odradek`` data source is missing, malformed or contradicts another.
 
@@ -124,6 +119,10 @@ class ReadOptions:
     # kafka.group.id, else groupIdPrefix (default "spark-kafka-source") and a random suffix,
     # as Spark's Kafka source names its consumer groups.
     commit_group_id: str | None = None
+    # Streaming: wait for at least this many new records before a micro-batch...
+    min_offsets_per_trigger: int | None = None
+    # ...but no longer than this since the last one (Spark's maxTriggerDelay, default 15m).
+    max_trigger_delay_ms: int = 15 * 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,13 +348,6 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
     Raises :class:`OdradekSparkOptionError`.
     """
     servers = parse_servers(options)
-    for name in _UNSUPPORTED:
-        if name.lower() in options:
-            raise OdradekSparkOptionError(
-                name,
-                f"option '{name}' of Spark's Kafka source is not supported by the odradek "
-                "source (use maxOffsetsPerTrigger to bound micro-batches)",
-            )
     subscription = _subscription(options)
     starting = _offset_spec(options, "starting")
     starting_given = any(
@@ -395,6 +387,14 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
             "option 'startingOffsetsByTimestampStrategy' must be 'error' or 'latest', "
             f"not {strategy!r}",
         )
+    min_offsets = _positive_int(options, "minOffsetsPerTrigger")
+    max_offsets = _positive_int(options, "maxOffsetsPerTrigger")
+    if min_offsets is not None and max_offsets is not None and min_offsets > max_offsets:
+        raise OdradekSparkOptionError(
+            "minOffsetsPerTrigger",
+            f"value of minOffsetsPerTrigger ({min_offsets}) is higher than the "
+            f"maxOffsetsPerTrigger ({max_offsets})",
+        )
     poll_timeout = _positive_int(options, "kafkaConsumer.pollTimeoutMs")
     fetch_max_bytes = _positive_int(options, "fetch.max.bytes")
     return ReadOptions(
@@ -411,7 +411,29 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
         poll_timeout_ms=poll_timeout if poll_timeout is not None else 120_000,
         fetch_max_bytes=fetch_max_bytes if fetch_max_bytes is not None else 8 * 1024 * 1024,
         commit_group_id=_commit_group_id(options, streaming),
+        min_offsets_per_trigger=min_offsets,
+        max_trigger_delay_ms=_duration_ms(options, "maxTriggerDelay", 15 * 60_000),
     )
+
+
+_DURATION = re.compile(r"\s*(\d+)\s*(us|ms|s|m|min|h|d)?\s*", re.IGNORECASE)
+_UNIT_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+
+
+def _duration_ms(options: Mapping[str, str], name: str, default: int) -> int:
+    """A duration as Spark's ``JavaUtils.timeStringAsMs`` reads it: a number with an optional
+    unit (us, ms, s, m or min, h, d; none: milliseconds)."""
+    raw = options.get(name.lower())
+    if raw is None:
+        return default
+    match = _DURATION.fullmatch(str(raw))
+    if match is None:
+        raise OdradekSparkOptionError(
+            name, f"option '{name}' must be a duration such as 15m, 30s or 500ms, not {raw!r}"
+        )
+    unit = (match.group(2) or "ms").lower()
+    scale = 86_400_000 if unit == "d" else _UNIT_MS[unit]
+    return int(int(match.group(1)) * scale)
 
 
 def _commit_group_id(options: Mapping[str, str], streaming: bool | None) -> str | None:

@@ -43,6 +43,7 @@ from pyspark.sql.types import StructType
 from odradek.admin import Admin
 from odradek.client.metadata import ClusterMetadata
 from odradek.client.types import TopicPartition
+from odradek.clock import SystemClock
 from odradek.consumer import Consumer
 from odradek.errors import OdradekError, UnknownTopicOrPartitionError
 from odradek.spark.arrow import spark_ddl
@@ -58,6 +59,7 @@ from odradek.spark.options import (
 from odradek.spark.per_process import PerProcess
 from odradek.spark.planning import (
     OffsetRange,
+    delay_batch,
     offsets_from_json,
     offsets_to_json,
     rate_limit,
@@ -272,6 +274,8 @@ class OdradekStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.opts = parse_read_options(options, streaming=True)
         self._initial: dict[str, dict[str, int]] | None = None
         self._target: dict[TopicPartition, int] | None = None
+        self._clock = SystemClock()
+        self._last_trigger_ms = self._clock.monotonic_ms()
 
     def _plan(self) -> Planner:
         return planner(self.opts.bootstrap_servers)
@@ -310,6 +314,15 @@ class OdradekStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Never move backwards (a high watermark below the checkpoint is reported by read()).
         latest = {tp: max(latest[tp], begin[tp]) for tp in tps}
         begin = {tp: begin[tp] for tp in tps}
+        min_offsets = self.opts.min_offsets_per_trigger
+        if min_offsets is not None and self._target is None:  # not with availableNow
+            now = self._clock.monotonic_ms()
+            if delay_batch(
+                begin, latest, min_offsets, self._last_trigger_ms, now,
+                self.opts.max_trigger_delay_ms,
+            ):  # fmt: skip
+                return start  # no new batch yet
+            self._last_trigger_ms = now
         if isinstance(limit, ReadMaxRows):
             end = rate_limit(begin, latest, limit.max_rows)
         else:

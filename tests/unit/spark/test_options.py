@@ -145,10 +145,15 @@ def test_write_options():
         parse_write_options({"kafka.bootstrap.servers": "h:1", "kafka.compression.type": "x"})
 
 
-def test_unsupported_spark_options_are_refused_not_ignored():
-    e = error(streaming=True, minOffsetsPerTrigger="100")
-    assert e.option == "minOffsetsPerTrigger" and "not supported" in str(e)
+def test_min_offsets_per_trigger_and_max_trigger_delay():
+    opts = read(streaming=True, minOffsetsPerTrigger="100", maxTriggerDelay="30s")
+    assert (opts.min_offsets_per_trigger, opts.max_trigger_delay_ms) == (100, 30_000)
+    assert read(streaming=True).max_trigger_delay_ms == 15 * 60_000  # Spark's default
+    assert read(streaming=True, maxTriggerDelay="250").max_trigger_delay_ms == 250
+    assert read(streaming=True, maxTriggerDelay="2min").max_trigger_delay_ms == 120_000
     assert error(streaming=True, maxTriggerDelay="5 minutes").option == "maxTriggerDelay"
+    e = error(streaming=True, minOffsetsPerTrigger="100", maxOffsetsPerTrigger="10")
+    assert e.option == "minOffsetsPerTrigger" and "higher than" in str(e)
 
 
 def test_group_options_for_commits() -> None:
