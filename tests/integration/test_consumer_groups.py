@@ -82,13 +82,16 @@ def _describe(bootstrap: str, group: str) -> pb.DescribedGroup:
 def _coordinator_id(bootstrap: str, group: str) -> int:
     def find() -> int | None:
         for address in bootstrap.split(","):
+            channel = grpc.insecure_channel(address)
             try:
-                response = pb_grpc.BrokerStub(grpc.insecure_channel(address)).FindCoordinator(
+                response = pb_grpc.BrokerStub(channel).FindCoordinator(
                     pb.FindCoordinatorRequest(group_ids=[group]), timeout=10
                 )
             except grpc.RpcError as e:
                 seen.append(f"{address}: {e.code()}")
                 continue
+            finally:
+                channel.close()
             (c,) = response.coordinators
             if c.error_code == 0:
                 return c.node_id
@@ -97,7 +100,7 @@ def _coordinator_id(bootstrap: str, group: str) -> int:
 
     seen: list[str] = []
     try:
-        return wait_for(find, f"the coordinator of {group}")
+        return wait_for(find, f"the coordinator of {group}", 120)
     except AssertionError:
         raise AssertionError(f"no coordinator for {group}: {seen[-6:]}") from None
 
@@ -251,10 +254,15 @@ def test_the_group_survives_its_coordinator_s_node(make_cluster):
         consumer.commit(offsets)
         node = _coordinator_id(bootstrap, group)
         cluster.node(node).kill()
-        assert {tp: om.offset for tp, om in consumer.committed(list(offsets)).items() if om} == (
-            offsets
+        after = consumer.committed(list(offsets), timeout_ms=120_000)
+        assert {tp: om.offset for tp, om in after.items() if om} == offsets
+        # a new leader for the group's partition may wait for the killed node's ZooKeeper
+        # session to expire (and a new controller, if it was the controller)
+        wait_for(
+            lambda: (consumer.poll(timeout_ms=100), _stable(bootstrap, group, 1))[1],
+            "the group stable on its new coordinator",
+            120,
         )
-        wait_for(lambda: (consumer.poll(timeout_ms=100), _stable(bootstrap, group, 1))[1], "stable")
         consumer.commit({TopicPartition(TOPIC, 0): 7})
         assert consumer.committed([TopicPartition(TOPIC, 0)])[TopicPartition(TOPIC, 0)].offset == 7  # type: ignore[union-attr]
     finally:
