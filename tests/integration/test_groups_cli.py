@@ -113,4 +113,28 @@ def test_groups_commands(make_cluster, capsys):
     assert code == 0 and "successful" in lines[0]
     code, _, err = run(capsys, "groups", "describe", "g1", "--bootstrap-server", bootstrap)
     assert code == 1 and GroupIdNotFoundError.name in err
+
+    # iteration, and pause/resume of one partition
+    with Consumer(bootstrap, group_id="g2", auto_offset_reset="earliest") as reader:
+        reader.subscribe([TOPIC])
+        got = []
+        for record in reader:
+            got.append(record.value)
+            if len(got) == 10:
+                break
+        assert set(got) <= {f"v{i}".encode() for i in range(10)} | {b"late"}
+        p0 = TopicPartition(TOPIC, 0)
+        reader.pause(p0)
+        assert reader.paused() == {p0}
+        with Producer(bootstrap, acks=-1) as producer:
+            for value, partition in ((b"p0", 0), (b"p1", 1)):
+                producer.send(TOPIC, value, partition=partition)
+            producer.flush()
+        seen: list[int] = []
+        wait_for(
+            lambda: seen.extend(r.partition for r in reader.poll(timeout_ms=200)) or seen, "p1"
+        )
+        assert set(seen) == {1}  # nothing of the paused partition
+        reader.resume(p0)
+        wait_for(lambda: [r for r in reader.poll(timeout_ms=200) if r.partition == 0], "p0")
     admin.close()
