@@ -220,14 +220,16 @@ def figures_for(
     }
 
 
-def _create_topic(address: str, replication_factor: int, topic: str = TOPIC) -> None:
+def _create_topic(
+    address: str, replication_factor: int, topic: str = TOPIC, partitions: int = 1
+) -> None:
     admin = pb_grpc.AdminStub(grpc.insecure_channel(address, options=OPTIONS))
     response = admin.CreateTopics(
         pb.CreateTopicsRequest(
             topics=[
                 pb.CreatableTopic(
                     name=topic,
-                    num_partitions=1,
+                    num_partitions=partitions,
                     replication_factor=replication_factor,
                     configs={"min.insync.replicas": str(min(2, replication_factor))},
                 )

@@ -36,7 +36,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from concurrent import futures
@@ -149,6 +148,18 @@ class _SlowBroker(pb_grpc.BrokerServicer):
             ],
         )
 
+    def InitProducerId(self, request, context):  # noqa: N802
+        return pb.InitProducerIdResponse(producer_id=1, producer_epoch=0)
+
+    def Fetch(self, request, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "slow broker")
+
+    def ListOffsets(self, request, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "slow broker")
+
+    def DeleteRecords(self, request, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "slow broker")
+
     def Produce(self, request, context):  # noqa: N802
         time.sleep(SLOW_BROKER_DELAY_S)
         return pb.ProduceResponse(
@@ -159,16 +170,22 @@ class _SlowBroker(pb_grpc.BrokerServicer):
         )
 
 
-def rss_child(records: int) -> None:
-    """In its own process: a slow broker and a producer sending ``records`` records to it as
-    fast as ``send()`` returns; prints the RSS before sending and the peak, in KiB."""
-    port = free_port()
+def serve_slow_broker(port: int) -> None:
+    """In its own process: the slow broker on ``port`` until killed."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    pb_grpc.add_BrokerServicer_to_server(_SlowBroker(port), server)
+    pb_grpc.add_BrokerServicer_to_server(_SlowBroker(port), server)  # type: ignore[abstract]
     server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()
+    print("slow broker ready", flush=True)
+    server.wait_for_termination()
+
+
+def rss_child(port: int, records: int) -> None:
+    """In its own process: a producer with the default settings sending ``records`` records
+    to the slow broker on ``port`` as fast as ``send()`` returns; prints its RSS before
+    sending and its peak, in KiB."""
     value = os.urandom(RECORD_BYTES)
-    with Producer(f"127.0.0.1:{port}", acks=1) as producer:
+    with Producer(f"127.0.0.1:{port}") as producer:  # the defaults: idempotent, acks=-1
         producer.send("slow", value).result(timeout=60)
         before = _rss_kib()
         start = time.perf_counter()
@@ -178,7 +195,6 @@ def rss_child(records: int) -> None:
         seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"rss_before_kib": before, "rss_peak_kib": peak, "seconds": seconds}))
-    server.stop(0)
 
 
 def _rss_kib() -> int:
@@ -190,24 +206,54 @@ def _rss_kib() -> int:
 
 
 def peak_rss(records: int) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, "-c", f"from bench.sdk import rss_child; rss_child({records})"],
+    """The producer's RSS growth sending ``records`` and twice as many records to the slow
+    broker (separate processes): bounded memory shows as the same growth for both."""
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    broker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"from bench.sdk import serve_slow_broker; serve_slow_broker({port})",
+        ],
         cwd=ROOT,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=True,
+        env=env,
+        stdout=subprocess.PIPE,
     )
-    figures = json.loads(out.stdout.strip().splitlines()[-1])
-    growth_mib = (figures["rss_peak_kib"] - figures["rss_before_kib"]) / 1024
+    try:
+        assert broker.stdout is not None
+        broker.stdout.readline()
+        growth: list[float] = []
+        peaks: list[float] = []
+        for count in (records, 2 * records):
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    f"from bench.sdk import rss_child; rss_child({port}, {count})",
+                ],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=900,
+                check=True,
+            )
+            figures = json.loads(out.stdout.strip().splitlines()[-1])
+            growth.append((figures["rss_peak_kib"] - figures["rss_before_kib"]) / 1024)
+            peaks.append(figures["rss_peak_kib"] / 1024)
+    finally:
+        broker.kill()
+        broker.wait()
+        if broker.stdout is not None:
+            broker.stdout.close()
     return {
         "rss_records_sent": records,
         "rss_mb_sent": round(records * RECORD_BYTES / 1e6),
-        "rss_before_mib": round(figures["rss_before_kib"] / 1024, 1),
-        "rss_peak_mib": round(figures["rss_peak_kib"] / 1024, 1),
-        "rss_growth_mib": round(growth_mib, 1),
-        "rss_growth_over_buffer_memory": round(growth_mib / 32, 2),
+        "rss_peak_mib": round(peaks[0], 1),
+        "rss_growth_mib": round(growth[0], 1),
+        "rss_growth_twice_the_records_mib": round(growth[1], 1),
+        "rss_growth_over_buffer_memory": round(growth[0] / 32, 2),
     }
 
 
@@ -265,6 +311,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--latency-s", type=float, default=5.0)
     parser.add_argument("--rss-records", type=int, default=10_000_000)
     parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--spark-records", type=int, default=1_000_000)
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args(argv)
     batch, per_batch = make_batch()
@@ -284,10 +331,10 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             for rf, topic, acks in ((1, "rf1", 1), (3, "rf3", -1)):
                 stub = _leader_stub(cluster, topic)
 
-                def baseline(stub: pb_grpc.BrokerStub = stub, topic: str = topic) -> float:
-                    seconds, _ = run_producers(
-                        stub, batch, BASELINE_BATCHES, INFLIGHT, acks, topic
-                    )
+                def baseline(
+                    stub: pb_grpc.BrokerStub = stub, topic: str = topic, acks: int = acks
+                ) -> float:
+                    seconds, _ = run_producers(stub, batch, BASELINE_BATCHES, INFLIGHT, acks, topic)
                     return BASELINE_BATCHES * per_batch / seconds
 
                 def send(topic: str = topic, acks: int = acks) -> float:
@@ -313,7 +360,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             out["consumer_records_per_s"] = round(consumer)
             out["consumer_ratio"] = round(consumer / broker_consume, 3)
             if not args.no_spark:
-                out.update(spark_figures(servers, "rf3", consumer, end))
+                out.update(spark_figures(cluster, args.spark_records))
         finally:
             cluster.stop()
     if args.rss_records:
@@ -322,21 +369,46 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     return out
 
 
-def spark_figures(servers: str, topic: str, consumer: float, end: int) -> dict[str, object]:
+def spark_figures(cluster: LocalCluster, records: int) -> dict[str, object]:
+    """The Spark reader (batch, and a streaming ``availableNow`` run) beside one SDK consumer
+    on a four-partition topic: ``bench/spark.py``'s measurements on this run's cluster."""
     from bench import spark as spark_bench
 
+    partitions = 4
+    spark_bench.TOPIC = "spark"
+    servers = cluster.bootstrap_servers
+    _create_topic(cluster.nodes[0].address, 1, "spark", partitions=partitions)
+    value = os.urandom(RECORD_BYTES)
+    with Producer(servers, acks=1) as producer:  # the bulk path, sticky over the partitions
+        chunk = [value] * BULK_CHUNK
+        for _ in range(records // BULK_CHUNK):
+            producer.send_many("spark", chunk)
+        producer.flush()
+    records = records // BULK_CHUNK * BULK_CHUNK
+    consumer = records / spark_bench.consume(servers, records, partitions)
     spark = spark_bench.spark_session()
     try:
         import odradek.spark
 
         odradek.spark.register(spark)
-        spark_bench.TOPIC = topic
-        spark_bench.batch_read(spark, servers, json.dumps({topic: {"0": 1}}))  # warm-up
-        seconds = spark_bench.batch_read(spark, servers)
+        warm = json.dumps({"spark": {str(p): 1 for p in range(partitions)}})
+        spark_bench.batch_read(spark, servers, warm)  # the JVM's and the workers' first run
+        batch = records / spark_bench.batch_read(spark, servers)
+        with tempfile.TemporaryDirectory() as checkpoint:
+            stream = records / spark_bench.stream_read(
+                spark, servers, max(1, records // 4), Path(checkpoint)
+            )
     finally:
         spark.stop()
-    rate = end / seconds
-    return {"spark_records_per_s": round(rate), "spark_ratio": round(rate / consumer, 3)}
+    return {
+        "spark_topic_partitions": partitions,
+        "spark_records": records,
+        "spark_consumer_records_per_s": round(consumer),
+        "spark_records_per_s": round(batch),
+        "spark_ratio": round(batch / consumer, 3),
+        "spark_stream_records_per_s": round(stream),
+        "spark_stream_ratio": round(stream / consumer, 3),
+    }
 
 
 def report(out: dict[str, object]) -> None:
@@ -354,12 +426,17 @@ def report(out: dict[str, object]) -> None:
         f"{out['broker_consume_records_per_s']} (ratio {out['consumer_ratio']})"
     )
     if "spark_records_per_s" in out:
-        print(f"spark reader: {out['spark_records_per_s']} records/s (ratio {out['spark_ratio']})")
+        print(
+            f"spark reader ({out['spark_topic_partitions']} partitions, local[2]): batch "
+            f"{out['spark_records_per_s']} records/s, stream {out['spark_stream_records_per_s']}"
+            f"; one consumer {out['spark_consumer_records_per_s']} (ratios "
+            f"{out['spark_ratio']}, {out['spark_stream_ratio']})"
+        )
     if "rss_peak_mib" in out:
         print(
-            f"peak RSS sending {out['rss_mb_sent']} MB to a slow broker: "
-            f"{out['rss_before_mib']} -> {out['rss_peak_mib']} MiB "
-            f"(+{out['rss_growth_mib']} MiB; buffer_memory 32 MiB)"
+            f"producer RSS sending {out['rss_mb_sent']} MB to a slow broker: +"
+            f"{out['rss_growth_mib']} MiB to {out['rss_peak_mib']} MiB (twice as many records: +"
+            f"{out['rss_growth_twice_the_records_mib']} MiB; buffer_memory 32 MiB)"
         )
     print(
         "targets: send >= 0.3 (RF 1) / 0.6 (RF 3) of the broker; bulk >= 0.6 (RF 1); "

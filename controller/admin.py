@@ -14,6 +14,8 @@ timeout) until ZooKeeper shows the outcome.
   the leaders;
 - AlterPartitionReassignments writes ``/admin/reassign_partitions`` and waits for the
   controller to consume it;
+- CreatePartitions writes the grown partition map into ``/brokers/topics/<t>`` (a conditional
+  set) and waits for every new partition to have a leader;
 - DescribeConfigs and ListPartitionReassignments only read.
 
 A hand-off znode that already exists (another node's request in flight) is waited out first.
@@ -23,7 +25,9 @@ default of 30 s.
 
 Errors are Kafka's, per topic or partition: INVALID_TOPIC_EXCEPTION (17), TOPIC_ALREADY_EXISTS
 (36), INVALID_PARTITIONS (37), INVALID_REPLICATION_FACTOR (38), INVALID_REPLICA_ASSIGNMENT (39),
-INVALID_CONFIG (40), INVALID_REQUEST (42), UNKNOWN_TOPIC_OR_PARTITION (3), REQUEST_TIMED_OUT
+INVALID_CONFIG (40), INVALID_REQUEST (42), POLICY_VIOLATION (44: more than 10,000 new
+partitions in one request, or a topic too large for its znode; see
+:mod:`controller.partition_creation`), UNKNOWN_TOPIC_OR_PARTITION (3), REQUEST_TIMED_OUT
 (7), ELECTION_NOT_NEEDED (84), PREFERRED_LEADER_NOT_AVAILABLE (80),
 ELIGIBLE_LEADERS_NOT_AVAILABLE (83), NO_REASSIGNMENT_IN_PROGRESS (85).
 
@@ -32,6 +36,7 @@ Thread-safety: the servicer keeps no mutable state; every method is thread-safe.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -42,6 +47,11 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from controller.assignment import assign_replicas
 from controller.election import offline_leader, preferred_leader
+from controller.partition_creation import (
+    check_partitions_per_request,
+    check_topic_znode_size,
+    plan_new_partitions,
+)
 from controller.reassignment import ReplicaAssignment, validate_target_replicas
 from controller.zk_data import (
     NO_LEADER,
@@ -245,6 +255,14 @@ class AdminServicer(pb_grpc.AdminServicer):
         brokers = self._brokers()
         results: dict[str, pb.TopicResult] = {}
         created: dict[str, list[int]] = {}
+        try:
+            check_partitions_per_request(sum(self._requested(t) for t in request.topics))
+        except OdradekError as e:
+            for name in names:
+                results[name] = pb.TopicResult(
+                    name=name, error_code=e.code, error_message=e.message
+                )
+            return pb.CreateTopicsResponse(topics=[results[n] for n in dict.fromkeys(names)])
         for topic in request.topics:
             result = pb.TopicResult(name=topic.name)
             try:
@@ -279,6 +297,14 @@ class AdminServicer(pb_grpc.AdminServicer):
                     )
         return pb.CreateTopicsResponse(topics=[results[n] for n in dict.fromkeys(names)])
 
+    def _requested(self, topic: pb.CreatableTopic) -> int:
+        """How many partitions a CreateTopics entry asks for (Kafka's count for its cap)."""
+        if topic.assignments:
+            return len(topic.assignments)
+        if topic.num_partitions == -1:
+            return self._default_num_partitions
+        return max(0, topic.num_partitions)
+
     def _validate_new_topic(
         self,
         topic: pb.CreatableTopic,
@@ -305,6 +331,7 @@ class AdminServicer(pb_grpc.AdminServicer):
             assignment = validate_replica_assignment(
                 [(a.partition, list(a.broker_ids)) for a in topic.assignments], broker_ids
             )
+            self._check_size(topic.name, assignment)
             return assignment, config
         n = topic.num_partitions if topic.num_partitions != -1 else self._default_num_partitions
         rf = (
@@ -320,7 +347,18 @@ class AdminServicer(pb_grpc.AdminServicer):
             raise InvalidReplicationFactorError(
                 f"Replication factor: {rf} larger than available brokers: {len(brokers)}."
             )
-        return assign_replicas(n, rf, brokers), config
+        assignment = assign_replicas(n, rf, brokers)
+        self._check_size(topic.name, assignment)
+        return assignment, config
+
+    @staticmethod
+    def _check_size(topic: str, assignment: Mapping[int, Sequence[int]]) -> None:
+        encoded = TopicZNode.encode(
+            TopicAssignment(
+                partitions={p: tuple(r) for p, r in assignment.items()}, topic_id=new_topic_id()
+            )
+        )
+        check_topic_znode_size(topic, encoded, len(assignment))
 
     def _write_new_topic(
         self, topic: str, assignment: Mapping[int, Sequence[int]], config: Mapping[str, str]
@@ -675,3 +713,99 @@ class AdminServicer(pb_grpc.AdminServicer):
                     )
                 )
         return pb.ListPartitionReassignmentsResponse(reassignments=out)
+
+    # -- partitions -------------------------------------------------------------------------
+
+    def CreatePartitions(  # noqa: N802 - gRPC method name
+        self, request: pb.CreatePartitionsRequest, context: grpc.ServicerContext
+    ) -> pb.CreatePartitionsResponse:
+        """Raise each topic's partition count (Kafka's rules:
+        :mod:`controller.partition_creation`); then wait up to ``timeout_ms`` for every new
+        partition to have a leader (REQUEST_TIMED_OUT otherwise; the partitions exist anyway).
+        A topic being deleted is INVALID_TOPIC_EXCEPTION, an unknown one
+        UNKNOWN_TOPIC_OR_PARTITION, a topic named twice INVALID_REQUEST."""
+        names = [t.name for t in request.topics]
+        deleting = set(self._children(DeleteTopicsZNode.path))
+        brokers = self._brokers()
+        results: dict[str, pb.TopicResult] = {}
+        added: dict[str, list[int]] = {}
+        planned = 0
+        for item in request.topics:
+            result = results.setdefault(item.name, pb.TopicResult(name=item.name))
+            try:
+                if names.count(item.name) > 1:
+                    raise InvalidRequestError(
+                        f"Duplicate topic in request: {item.name!r} appears more than once."
+                    )
+                if not item.name or "/" in item.name:
+                    raise UnknownTopicOrPartitionError(f"Topic {item.name!r} does not exist.")
+                if item.name in deleting:
+                    raise InvalidTopicError(f"The topic '{item.name}' is queued for deletion.")
+                explicit = [list(a.broker_ids) for a in item.assignments]
+                new = self._add_partitions(
+                    item.name, item.count, brokers, explicit, request.validate_only, planned
+                )
+                planned += len(new)
+                if not request.validate_only:
+                    added[item.name] = sorted(new)
+            except OdradekError as e:
+                result.error_code = e.code
+                result.error_message = e.message
+        if added and request.timeout_ms > 0:
+            deadline = self._deadline(request.timeout_ms)
+            for name, partitions in added.items():
+                led = self._wait_until(
+                    lambda name=name, partitions=partitions: all(  # type: ignore[misc]
+                        (s := self._state(TopicPartition(name, p))) is not None
+                        and s.leader != NO_LEADER
+                        for p in partitions
+                    ),
+                    deadline,
+                )
+                if not led:
+                    results[name].error_code = RequestTimedOutError.code
+                    results[
+                        name
+                    ].error_message = (
+                        "the partitions were created but not every new one has a leader yet"
+                    )
+        return pb.CreatePartitionsResponse(topics=[results[n] for n in dict.fromkeys(names)])
+
+    def _add_partitions(
+        self,
+        topic: str,
+        count: int,
+        brokers: Sequence[tuple[int, str | None]],
+        explicit: Sequence[Sequence[int]],
+        validate_only: bool,
+        planned: int = 0,
+    ) -> dict[int, list[int]]:
+        """Plan the new partitions and (unless ``validate_only``) write them with a set
+        conditional on the version read, re-planning if another writer came between.
+        ``planned`` partitions are already being added by this request (its cap counts them).
+        """
+        for _ in range(10):
+            try:
+                data, stat = self._zk.get(TopicZNode.path(topic))
+            except NoNodeError:
+                raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.") from None
+            current = TopicZNode.decode(topic, data)
+            new = plan_new_partitions(topic, current.partitions, count, brokers, explicit)
+            check_partitions_per_request(planned + len(new))
+            grown = dataclasses.replace(
+                current,
+                partitions={**current.partitions, **{p: tuple(r) for p, r in new.items()}},
+            )
+            encoded = TopicZNode.encode(grown)
+            check_topic_znode_size(topic, encoded, len(grown.partitions))
+            if validate_only:
+                return new
+            try:
+                self._zk.set(TopicZNode.path(topic), encoded, int(stat.version))
+            except BadVersionError:
+                continue
+            except NoNodeError:
+                raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.") from None
+            _log.info("topic %s: partitions %s added", topic, sorted(new))
+            return new
+        raise UnknownServerError(f"could not add partitions to {topic!r}: too many races")

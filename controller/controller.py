@@ -66,6 +66,7 @@ from controller.election import (
 )
 from controller.errors import ControllerMovedError, StateWriteConflictError
 from controller.isr import IsrChangeRejected, validate_alter_partition
+from controller.partition_creation import added_partitions
 from controller.reassignment import (
     ReplicaAssignment,
     completed_reassignment_leader,
@@ -89,6 +90,7 @@ from controller.zk_data import (
     TopicAssignment,
     TopicPartition,
     TopicsZNode,
+    TopicZNode,
     UncleanLeaderElectionZNode,
     new_topic_id,
 )
@@ -143,6 +145,11 @@ class _TopicChange:
 @dataclass(frozen=True, slots=True)
 class _TopicDeletion:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class _PartitionModifications:
+    topic: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +223,7 @@ _Event = (
     | _BrokerChange
     | _TopicChange
     | _TopicDeletion
+    | _PartitionModifications
     | _PartitionReassignment
     | _PreferredReplicaElection
     | _UncleanLeaderElection
@@ -281,6 +289,9 @@ class Controller:
         self._deferred: list[_Event] = []
         self._watches_installed = False
         self._next_rebalance_ms: int | None = None
+        # Topics whose znode this process watches for added partitions (kazoo threads too):
+        self._partition_watches: set[str] = set()
+        self._partition_watches_lock = threading.Lock()
         # Read by other threads (single reference reads):
         self._active_controller_id = -1
 
@@ -406,6 +417,25 @@ class Controller:
             return None
 
         DataWatch(self._zk, path, on_data)
+
+    def _watch_partition_modifications(self, topic: str) -> None:
+        """Kafka's ``PartitionModificationsHandler``: a data watch on ``/brokers/topics/<t>``
+        for the partitions CreatePartitions adds; one per topic for the process's life, ended
+        when the znode goes."""
+        with self._partition_watches_lock:
+            if topic in self._partition_watches:
+                return
+            self._partition_watches.add(topic)
+
+        def on_data(data: bytes | None, _stat: Any, _event: Any = None) -> bool | None:
+            if data is None or self._closed:
+                with self._partition_watches_lock:
+                    self._partition_watches.discard(topic)
+                return False
+            self._events.put(_PartitionModifications(topic))
+            return None
+
+        DataWatch(self._zk, TopicZNode.path(topic), on_data)
 
     def _on_controller_data(
         self, data: bytes | None, _stat: Any, _event: Any = None
@@ -535,6 +565,8 @@ class Controller:
             self._on_topic_change()
         elif isinstance(event, _TopicDeletion):
             self._on_topic_deletion()
+        elif isinstance(event, _PartitionModifications):
+            self._on_partition_modifications(event.topic)
         elif isinstance(event, _PartitionReassignment):
             self._on_reassign_partitions_znode()
         elif isinstance(event, _PreferredReplicaElection):
@@ -700,6 +732,7 @@ class Controller:
             state = self._zkc.get_partition_state(tp)
             if state is not None:
                 ctx.states[tp] = state
+        self._watch_partition_modifications(topic)
         return True
 
     def _active(self) -> ControllerContext:
@@ -819,26 +852,26 @@ class Controller:
         ctx = self._active()
         live = ctx.live_broker_ids
         offline = []
+        wanted: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         for tp in partitions:
             live_replicas = [r for r in ctx.replicas(tp) if r in live]
             if not live_replicas:
                 _log.info("%s has no live replica; it stays offline", tp)
                 continue
-            state = LeaderIsrAndControllerEpoch(
+            wanted[tp] = LeaderIsrAndControllerEpoch(
                 leader=live_replicas[0],
                 leader_epoch=INITIAL_LEADER_EPOCH,
                 isr=tuple(live_replicas),
                 controller_epoch=ctx.epoch,
             )
-            try:
-                ctx.states[tp] = self._zkc.create_partition_state(tp, state, ctx.epoch_zk_version)
-            except NodeExistsError:
+        created = self._zkc.create_partition_states(wanted, ctx.epoch_zk_version)
+        for tp, outcome in created.items():
+            if isinstance(outcome, NodeExistsError):
                 self._refresh_state(tp)
                 offline.append(tp)
-                continue
-            except NoNodeError:
-                continue  # the topic went away meanwhile
-            self._batch.add_leader_and_isr(ctx.live_replicas(tp), tp)
+            elif not isinstance(outcome, NoNodeError):  # NoNode: the topic went away meanwhile
+                ctx.states[tp] = outcome
+                self._batch.add_leader_and_isr(ctx.live_replicas(tp), tp)
         if offline:
             self._elect_offline(offline)
 
@@ -953,6 +986,30 @@ class Controller:
             _log.info("controller %d: new topics %s", self._node_id, loaded)
             self._trigger_online_partition_state_change(loaded)
             self._batch.add_update_metadata()
+
+    def _on_partition_modifications(self, topic: str) -> None:
+        """Start the partitions CreatePartitions added to ``topic`` (none while it is being
+        deleted, as Kafka skips them)."""
+        ctx = self._active()
+        if topic not in ctx.topic_ids:
+            return  # not loaded yet: the topic change event loads every partition
+        assignment = self._zkc.get_topic_assignment(topic)
+        if assignment is None:
+            return
+        known = {tp.partition for tp in ctx.partitions_of(topic)}
+        new = added_partitions(known, assignment.partitions)
+        if not new:
+            return
+        if ctx.is_deleting(topic):
+            _log.info("skipping new partitions %s of %s: it is being deleted", new, topic)
+            return
+        _log.info("controller %d: new partitions %s of %s", self._node_id, new, topic)
+        for p in new:
+            ctx.assignments[TopicPartition(topic, p)] = ReplicaAssignment(
+                replicas=tuple(assignment.partitions[p])
+            )
+        self._initialize_partitions([TopicPartition(topic, p) for p in new])
+        self._batch.add_update_metadata()
 
     def _on_topic_deletion(self) -> None:
         ctx = self._active()

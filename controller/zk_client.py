@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
@@ -31,6 +31,7 @@ from kazoo.exceptions import (
 
 from controller.context import LiveBroker
 from controller.errors import ControllerMovedError, StateWriteConflictError
+from controller.partition_creation import chunks, op_bytes
 from controller.zk_data import (
     INITIAL_CONTROLLER_EPOCH,
     PERSISTENT_PATHS,
@@ -263,6 +264,47 @@ class ControllerZkClient:
         self._commit([_create(path, TopicPartitionStateZNode.encode(state))], epoch_zk_version)
         return _with_version(state, 0)
 
+    def create_partition_states(
+        self,
+        states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+        epoch_zk_version: int,
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch | NodeExistsError | NoNodeError]:
+        """Create many partitions' state znodes (and parents) in fenced multis of bounded size
+        (:func:`controller.partition_creation.chunks`: one znode per partition-state write,
+        whatever the count, stays far under ``jute.maxbuffer``), in partition order. A chunk
+        that fails because a znode exists or the topic is gone is redone one partition at a
+        time, so each partition gets its own outcome: the state with its version, or the
+        ``NodeExistsError`` / ``NoNodeError``. A controller that stops half-way leaves whole
+        partitions created or not (never a state without its parents); its successor creates
+        the rest. Raises :class:`ControllerMovedError`."""
+        for topic in sorted({tp.topic for tp in states}):
+            try:
+                self._commit([_create(TopicPartitionsZNode.path(topic), b"")], epoch_zk_version)
+            except (NodeExistsError, NoNodeError):
+                pass  # exists already / the topic is gone: the per-partition path says which
+        items = []
+        for tp in sorted(states):
+            data = TopicPartitionStateZNode.encode(states[tp])
+            parent, path = TopicPartitionZNode.path(tp), TopicPartitionStateZNode.path(tp)
+            items.append((tp, parent, path, data, op_bytes(parent) + op_bytes(path, len(data))))
+        out: dict[TopicPartition, LeaderIsrAndControllerEpoch | NodeExistsError | NoNodeError] = {}
+        for chunk in chunks(items, size=lambda item: item[4], ops=lambda _item: 2):
+            ops: list[Op] = []
+            for _, parent, path, data, _ in chunk:
+                ops.extend((_create(parent, b""), _create(path, data)))
+            try:
+                self._commit(ops, epoch_zk_version)
+            except (NodeExistsError, NoNodeError):
+                for tp, *_ in chunk:
+                    try:
+                        out[tp] = self.create_partition_state(tp, states[tp], epoch_zk_version)
+                    except (NodeExistsError, NoNodeError) as e:
+                        out[tp] = e
+                continue
+            for tp, *_ in chunk:
+                out[tp] = _with_version(states[tp], 0)
+        return out
+
     def update_partition_state(
         self,
         tp: TopicPartition,
@@ -299,14 +341,24 @@ class ControllerZkClient:
         return True
 
     def delete_topic(self, topic: str, epoch_zk_version: int) -> None:
-        """Remove a deleted topic's znodes in one fenced multi: its assignment and partition
-        states, its config and its deletion marker."""
-        ops = [_delete(path) for path in self._subtree(TopicZNode.path(topic))]
-        ops.extend(
+        """Remove a deleted topic's znodes: its partition states (children before parents) in
+        fenced multis of bounded size, then, in one last multi, its assignment znode, its config
+        and its deletion marker. A controller that stops half-way leaves the topic (and its
+        marker) in place with fewer partition znodes; its successor resumes the deletion and
+        removes what is left."""
+        topic_path = TopicZNode.path(topic)
+        below = [path for path in self._subtree(topic_path) if path != topic_path]
+        for chunk in chunks(below, size=op_bytes):
+            self._commit([_delete(path) for path in chunk], epoch_zk_version)
+        ops = [
             _delete(path)
-            for path in (ConfigEntityZNode.path(topic), DeleteTopicsTopicZNode.path(topic))
+            for path in (
+                topic_path,
+                ConfigEntityZNode.path(topic),
+                DeleteTopicsTopicZNode.path(topic),
+            )
             if self._zk.exists(path) is not None
-        )
+        ]
         if ops:
             self._commit(ops, epoch_zk_version)
 

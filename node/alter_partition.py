@@ -51,6 +51,8 @@ class AlterPartitionManager:
         self._cond = threading.Condition()
         self._queue: dict[tuple[str, int], IsrChange] = {}
         self._running = True
+        self.isr_shrinks = 0  # ISR changes committed (written by this manager's thread only)
+        self.isr_expands = 0
         self._failures = 0  # sends retried in a row: only the first of a streak logs at INFO
         self._thread = threading.Thread(target=self._run, name="alter-partition", daemon=True)
         self._thread.start()
@@ -148,6 +150,7 @@ class AlterPartitionManager:
             else:
                 partition = self._partition_for(change.topic, change.partition)
                 if partition is not None:
+                    before = len(partition.isr)
                     partition.complete_isr_change(
                         change,
                         error=None,
@@ -155,6 +158,10 @@ class AlterPartitionManager:
                         leader_epoch=r.leader_epoch,
                         partition_epoch=r.partition_epoch,
                     )
+                    # counted as committed, for the metrics (IsrShrinks/ExpandsPerSec)
+                    after = len(partition.isr)
+                    self.isr_shrinks += after < before
+                    self.isr_expands += after > before
         return []
 
     def _retry_level(self) -> int:

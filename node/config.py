@@ -18,6 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from node.group_coordinator_config import GROUP_COORDINATOR_PROPERTIES, GroupCoordinatorConfig
+from node.kafka_config import (
+    BROKER_TOPIC_NAMES,
+    IGNORED_KAFKA_CONFIGS,
+    LISTENER_NAMES,
+    load_properties,
+    translate_kafka_names,
+    unknown_config_message,
+)
 from odradek.errors import InvalidConfigError
 from storage import LogConfig, LogManagerConfig
 from storage.config import InvalidConfigValueError
@@ -68,6 +76,17 @@ class NodeConfig:
     log_manager: LogManagerConfig = field(default_factory=LogManagerConfig)
     group_coordinator: GroupCoordinatorConfig = field(default_factory=GroupCoordinatorConfig)
     """The group coordinator's settings (``offsets.*``, ``group.consumer.*``)."""
+    metrics_port: int | None = None
+    """Port of the Prometheus endpoint on the listen host (``metrics.port``); None: no
+    endpoint, 0: any free port."""
+    log_format: str = "text"
+    """``text`` (one line per record) or ``json`` (one JSON object per line) (``log.format``)."""
+    replica_fetch_silence_max_ms: int = 0
+    """An ISR follower that sends no fetch for this long leaves the ISR at once, not after
+    ``replica.lag.time.max.ms`` (``replica.fetch.silence.max.ms``; 0: off, as in Kafka). Set it
+    well above ``replica.fetch.wait.max.ms``: a live follower fetches at least that often."""
+    ignored_kafka_configs: tuple[str, ...] = ()
+    """Kafka broker settings given that odradek has no use for; the node logs them once."""
 
     def __post_init__(self) -> None:
         if self.node_id < 0:
@@ -78,6 +97,14 @@ class NodeConfig:
             raise InvalidConfigError("zookeeper.connect is required")
         if not 0 <= self.port <= 65535:
             raise InvalidConfigError(f"invalid port {self.port}")
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise InvalidConfigError(f"invalid metrics.port {self.metrics_port}")
+        if self.replica_fetch_silence_max_ms < 0:
+            raise InvalidConfigError("replica.fetch.silence.max.ms must be 0 (off) or more")
+        if self.log_format not in LOG_FORMATS:
+            raise InvalidConfigError(
+                f"invalid log.format {self.log_format!r}: must be {' or '.join(LOG_FORMATS)}"
+            )
         for name in (
             "zookeeper_session_timeout_ms",
             "replica_lag_time_max_ms",
@@ -114,7 +141,11 @@ _SCALARS = {
     "default.replication.factor": "default_replication_factor",
     "num.partitions": "num_partitions",
     "num.request.handler.threads": "request_handler_threads",
+    "metrics.port": "metrics_port",
+    "log.format": "log_format",
+    "replica.fetch.silence.max.ms": "replica_fetch_silence_max_ms",
 }
+LOG_FORMATS = ("text", "json")
 _LOG_MANAGER = {
     "log.retention.check.interval.ms": "retention_check_interval_ms",
     "log.flush.scheduler.interval.ms": "flush_scheduler_interval_ms",
@@ -133,19 +164,33 @@ ENV_PREFIX = "ODRADEK_"
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """Kafka's ``.properties`` format: ``key=value`` lines, ``#`` and ``!`` comments."""
-    out: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            key, sep, value = line.partition(":")
-        if not sep:
-            raise InvalidConfigError(f"line {number}: expected key=value, got {raw!r}")
-        out[key.strip()] = value.strip()
-    return out
+    """Kafka's ``.properties`` format, a Java properties file (``node.kafka_config``)."""
+    return load_properties(text)
+
+
+def known_config_names() -> list[str]:
+    """Every name a node's config accepts (for the nearest-name suggestion)."""
+    topic = [
+        "log." + f.name.replace("_", ".")
+        for f in dataclasses.fields(LogConfig)
+        if f.name not in ("min_insync_replicas", "unclean_leader_election_enable")
+    ]
+    return [
+        *_SCALARS,
+        *_LOG_MANAGER,
+        *_UNPREFIXED_TOPIC_CONFIGS,
+        *topic,
+        *BROKER_TOPIC_NAMES,
+        *IGNORED_KAFKA_CONFIGS,
+        *LISTENER_NAMES,
+        "log.dirs",
+        "log.dir",
+        "listen.address",
+        "log.retention.hours",
+        "log.retention.minutes",
+        "log.roll.hours",
+        "log.roll.jitter.hours",
+    ]
 
 
 OTHER_TOOLS_VARIABLES = frozenset(
@@ -175,17 +220,22 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
     manager: dict[str, int] = {}
     groups: dict[str, int] = {}
     types = {f.name: f.type for f in dataclasses.fields(NodeConfig)}
+    props, renamed = translate_kafka_names(props)
+    ignored: list[str] = []
+    log_fields = {f.name for f in dataclasses.fields(LogConfig)}
     for key, raw in props.items():
         try:
             if key in _SCALARS:
                 name = _SCALARS[key]
                 kind = types[name]
-                if kind in ("int", int):
+                if kind in ("int", int, "int | None"):
                     values[name] = int(raw)
                 elif kind in ("bool", bool):
                     if raw.lower() not in ("true", "false"):
                         raise ValueError(raw)
                     values[name] = raw.lower() == "true"
+                elif name == "log_format":
+                    values[name] = raw.strip().lower()
                 else:
                     values[name] = raw or None if name == "rack" else raw
             elif key in _LOG_MANAGER:
@@ -200,13 +250,16 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
                 groups[GROUP_COORDINATOR_PROPERTIES[key]] = int(raw)
             elif key in _UNPREFIXED_TOPIC_CONFIGS:
                 topic_defaults[key] = raw
-            elif key.startswith("log."):
+            elif key.startswith("log.") and key[len("log.") :].replace(".", "_") in log_fields:
                 topic_defaults[key[len("log.") :]] = raw
-                spelled[key[len("log.") :]] = key
+                spelled[key[len("log.") :]] = renamed.get(key, key)
+            elif key in IGNORED_KAFKA_CONFIGS:
+                ignored.append(key)
             else:
-                raise InvalidConfigError(f"unknown node config {key!r}")
+                raise InvalidConfigError(unknown_config_message(key, known_config_names()))
         except ValueError:
-            raise InvalidConfigError(f"invalid value {raw!r} for {key!r}") from None
+            written = renamed.get(key, key)
+            raise InvalidConfigError(f"invalid value {raw!r} for {written!r}") from None
     for required in ("node_id", "log_dirs", "zookeeper_connect"):
         if required not in values:
             name = {"node_id": "node.id", "log_dirs": "log.dirs"}.get(required, "zookeeper.connect")
@@ -223,4 +276,5 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
             raise InvalidConfigError(
                 f"invalid value {props[key]!r} for node config {key!r}: {e.requirement}"
             ) from None
+    values["ignored_kafka_configs"] = tuple(sorted(ignored))
     return NodeConfig(**values)

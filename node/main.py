@@ -1,6 +1,7 @@
 """``odradek node start``: run a node in the foreground until SIGTERM or SIGINT.
 
-Configuration comes from defaults, then ``--config FILE`` (Kafka-style properties), then the
+Configuration comes from defaults, then ``--config FILE`` (a Java properties file such as
+Kafka's ``server.properties``: see ``node.kafka_config``), then the
 environment (``ODRADEK_NODE_ID``, ``ODRADEK_LOG_DIRS``, ``ODRADEK_ZOOKEEPER_CONNECT``,
 ``ODRADEK_LISTEN_ADDRESS``, ``ODRADEK_BROKER_RACK``, ... any property as ``ODRADEK_`` plus its
 name in upper case with ``_`` for ``.``), then flags and ``--override key=value``. Once serving,
@@ -19,7 +20,13 @@ import sys
 import threading
 from pathlib import Path
 
-from node.config import config_from_properties, parse_properties, properties_from_env
+from node.config import (
+    LOG_FORMATS,
+    config_from_properties,
+    parse_properties,
+    properties_from_env,
+)
+from node.log_format import configure_logging
 from node.server import Node
 from odradek.errors import OdradekError
 
@@ -33,7 +40,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="odradek node", description="Run an odradek broker node.")
     sub = parser.add_subparsers(dest="command", required=True)
     start = sub.add_parser("start", help="start a node in the foreground")
-    start.add_argument("--config", type=Path, help="a Kafka-style .properties file")
+    start.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "a Java properties file such as Kafka's config/server.properties (key=value, "
+            "key: value or key value; # comments; \\ continuations); Kafka's broker names are "
+            "read where odradek has the setting, Kafka settings it has no use for are logged "
+            "once and ignored, any other unknown name fails"
+        ),
+    )
     start.add_argument("--node-id", type=int, help="node.id")
     start.add_argument("--listen", help="listen.address, HOST:PORT (port 0: any free port)")
     start.add_argument("--log-dirs", help="log.dirs, comma-separated")
@@ -47,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="any node property (repeatable)",
     )
     start.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    start.add_argument(
+        "--log-format", choices=LOG_FORMATS, help="log.format: text (default) or json lines"
+    )
     return parser
 
 
@@ -61,6 +81,7 @@ def properties_from_args(args: argparse.Namespace) -> dict[str, str]:
         "log.dirs": args.log_dirs,
         "zookeeper.connect": args.zookeeper,
         "broker.rack": args.rack,
+        "log.format": args.log_format,
     }
     props.update({k: str(v) for k, v in flags.items() if v is not None})
     for item in args.override:
@@ -73,17 +94,17 @@ def properties_from_args(args: argparse.Namespace) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        format="%(asctime)s %(levelname)s [%(threadName)s] %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    logging.getLogger("kazoo").setLevel(logging.WARNING)
     try:
         config = config_from_properties(properties_from_args(args))
     except (OdradekError, OSError) as e:
         print(f"odradek node: error: {e}", file=sys.stderr)
         return 1
+    configure_logging(args.log_level, config.log_format, config.node_id)
+    if config.ignored_kafka_configs:
+        logging.getLogger(__name__).warning(
+            "ignoring Kafka settings odradek has no use for: %s",
+            ", ".join(config.ignored_kafka_configs),
+        )
     node = Node(config)
 
     def _stop(signum: int, frame: object) -> None:

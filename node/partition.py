@@ -85,6 +85,7 @@ class Partition:
         replica_lag_time_max_ms: int,
         live_brokers: Callable[[], Collection[int]],
         on_progress: Callable[[int], None],
+        replica_fetch_silence_max_ms: int = 0,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -92,6 +93,7 @@ class Partition:
         self.log = log
         self._clock = clock
         self._lag_ms = replica_lag_time_max_ms
+        self._silence_ms = replica_fetch_silence_max_ms
         self._live_brokers = live_brokers
         self._on_progress = on_progress
         self._lock = threading.RLock()
@@ -104,6 +106,7 @@ class Partition:
         self._pending_isr: frozenset[int] | None = None
         self.leader_epoch_start_offset = -1
         self._followers: dict[int, FollowerFetchState] = {}
+        self._leader_since_ms = 0  # when this leadership's epoch began (silent followers)
 
     # -- state --
     @property
@@ -152,6 +155,7 @@ class Partition:
             self.leader_id = self.node_id
             if new_epoch:
                 self.leader_epoch = state.leader_epoch
+                self._leader_since_ms = now
                 leo = self.log.log_end_offset
                 self.leader_epoch_start_offset = leo
                 self.log.assign_epoch_start_offset(state.leader_epoch, leo)
@@ -257,14 +261,16 @@ class Partition:
             if not self.is_leader:
                 return False
             log = self.log
+            now = self._clock.monotonic_ms()
             candidate = rules.high_watermark_candidate(
                 leader_id=self.node_id,
                 leader_leo=log.log_end_offset,
                 followers=self._followers,
                 maximal_isr=self.maximal_isr,
                 eligible=self._eligible(),
-                now_ms=self._clock.monotonic_ms(),
+                now_ms=now,
                 replica_lag_time_max_ms=self._lag_ms,
+                silent=self._silent(self._followers, now) if self._silence_ms else (),
             )
             current = log.high_watermark
             new = rules.next_high_watermark(
@@ -274,19 +280,31 @@ class Partition:
                 return log.maybe_increment_high_watermark(new)
             return False
 
+    def _silent(self, replicas: Collection[int], now_ms: int) -> set[int]:
+        return rules.silent_replicas(
+            leader_id=self.node_id,
+            isr=replicas,
+            followers=self._followers,
+            leader_since_ms=self._leader_since_ms,
+            now_ms=now_ms,
+            silence_max_ms=self._silence_ms,
+        )
+
     def maybe_shrink_isr(self) -> IsrChange | None:
-        """The ISR shrink to propose, if a follower fell behind (Kafka's ``maybeShrinkIsr``)."""
+        """The ISR shrink to propose, if a follower fell behind (Kafka's ``maybeShrinkIsr``)
+        or sent no fetch for ``replica.fetch.silence.max.ms`` (``rules.silent_replicas``)."""
         with self._lock:
             if not self.is_leader or self._pending_isr is not None:
                 return None
+            now = self._clock.monotonic_ms()
             out = rules.out_of_sync_replicas(
                 leader_id=self.node_id,
                 isr=self.isr,
                 followers=self._followers,
                 leader_leo=self.log.log_end_offset,
-                now_ms=self._clock.monotonic_ms(),
+                now_ms=now,
                 replica_lag_time_max_ms=self._lag_ms,
-            )
+            ) | self._silent(self.isr, now)
             if not out:
                 return None
             new_isr = tuple(sorted(self.isr - out))

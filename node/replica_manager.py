@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from node.config import NodeConfig
 from node.metadata_cache import MetadataCache
+from node.metrics import add_remote_time_ms
 from node.partition import IsrChange, LeaderAndIsrState, Partition
 from node.wakeups import DATA, HIGH_WATERMARK, LOG_START, Wakeups
 from odradek.clock import Clock
@@ -122,7 +123,9 @@ class ReplicaManager:
                 remaining = deadline_ms - self._clock.monotonic_ms()
                 if remaining <= 0 or self._shutting_down:
                     return False
+                waited_from = self._clock.monotonic_ms()
                 waiter.wait(min(remaining, 1000) / 1000)
+                add_remote_time_ms(self._clock.monotonic_ms() - waited_from)
 
     # -- partitions --
     def partition(self, topic: str, partition: int) -> Partition | None:
@@ -156,6 +159,7 @@ class ReplicaManager:
             log=log_,
             clock=self._clock,
             replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
+            replica_fetch_silence_max_ms=self.config.replica_fetch_silence_max_ms,
             live_brokers=self.metadata.live_broker_ids,
             on_progress=lambda kinds: self._wakeups.notify(
                 key, kinds, log_.high_watermark if kinds & HIGH_WATERMARK else None
@@ -395,7 +399,9 @@ class ReplicaManager:
                 remaining = deadline - self._clock.monotonic_ms()
                 if remaining <= 0 or self._shutting_down:
                     return response
+                waited_from = self._clock.monotonic_ms()
                 waiter.wait(min(remaining, 1000) / 1000)
+                add_remote_time_ms(self._clock.monotonic_ms() - waited_from)
 
     def _read_once(
         self, req: pb.FetchRequest, from_follower: bool, *, update_state: bool
@@ -532,6 +538,11 @@ class ReplicaManager:
         return pb.DeleteRecordsResponse(partitions=out)
 
     # -- periodic --
+    def purgatory_sizes(self) -> dict[str, int]:
+        """Requests waiting, by Kafka's purgatory name (``Produce``, ``Fetch``)."""
+        produces, fetches = self._wakeups.waiter_counts()
+        return {"Produce": produces, "Fetch": fetches}
+
     def maybe_shrink_isrs(self) -> None:
         """Propose ISR shrinks for lagging followers (Kafka's ``isr-expiration`` task)."""
         for partition in self.partitions().values():

@@ -86,12 +86,15 @@ def high_watermark_candidate(
     eligible: Collection[int],
     now_ms: int,
     replica_lag_time_max_ms: int,
+    silent: Collection[int] = (),
 ) -> int:
     """The offset the high watermark may rise to (Kafka's ``maybeIncrementLeaderHW``).
 
     The leader's LEO, lowered to the LEO of every follower that is in the maximal ISR (the
     committed ISR plus replicas a pending change adds), or that is caught up and eligible to
     join it. A follower whose LEO is unknown (-1) holds the high watermark where it is.
+    ``silent`` followers (:func:`silent_replicas`) outside the maximal ISR do not count: one
+    dropped for its silence would otherwise still hold the high watermark until the lag limit.
     """
     candidate = leader_leo
     for replica_id, state in followers.items():
@@ -99,6 +102,7 @@ def high_watermark_candidate(
             continue
         counts = replica_id in maximal_isr or (
             replica_id in eligible
+            and replica_id not in silent
             and is_caught_up(
                 state,
                 leader_leo=leader_leo,
@@ -151,6 +155,38 @@ def out_of_sync_replicas(
             now_ms=now_ms,
             replica_lag_time_max_ms=replica_lag_time_max_ms,
         ):
+            out.add(replica_id)
+    return out
+
+
+def silent_replicas(
+    *,
+    leader_id: int,
+    isr: Collection[int],
+    followers: Mapping[int, FollowerFetchState],
+    leader_since_ms: int,
+    now_ms: int,
+    silence_max_ms: int,
+) -> set[int]:
+    """ISR members (other than the leader) that have sent no fetch for longer than
+    ``silence_max_ms`` (counting from ``leader_since_ms`` for one that has not fetched since
+    this leadership began); none when ``silence_max_ms`` is 0 (off).
+
+    Not a Kafka rule (``replica.fetch.silence.max.ms`` is odradek's): a live follower fetches
+    at least every ``replica.fetch.wait.max.ms`` (its long poll), so silence much longer than
+    that means a dead or cut-off follower, which Kafka only drops after
+    ``replica.lag.time.max.ms`` or its ZooKeeper session's expiry, stalling acks=-1 writes
+    meanwhile. Dropping it early is as safe as any ISR shrink: the controller commits the new
+    ISR before the high watermark may use it, and the follower rejoins once caught up.
+    """
+    if silence_max_ms <= 0:
+        return set()
+    out: set[int] = set()
+    for replica_id in isr:
+        if replica_id == leader_id:
+            continue
+        state = followers.get(replica_id, FollowerFetchState())
+        if now_ms - max(state.last_fetch_ms, leader_since_ms) > silence_max_ms:
             out.add(replica_id)
     return out
 

@@ -11,9 +11,11 @@ clean-shutdown marker, and only then leaves ZooKeeper.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from collections.abc import Callable, Mapping
 from concurrent import futures
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -29,6 +31,7 @@ from node.config import NodeConfig
 from node.fetcher import ReplicaFetcherManager
 from node.group_coordinator import GroupCoordinator
 from node.metadata_cache import MetadataCache
+from node.metrics import MetricsEndpoint
 from node.producer_id_manager import ProducerIdManager
 from node.replica_manager import ReplicaManager
 from node.service import BrokerServicer, ReplicationServicer
@@ -126,6 +129,17 @@ def _topic_creator(
     return create
 
 
+def _bind_error(host: str, port: int) -> str:
+    """Why ``host:port`` cannot be bound, as the OS says it (gRPC's error does not say)."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((host.strip("[]"), port))
+    except OSError as e:
+        return (e.strerror or str(e)).lower()
+    return "gRPC could not bind it"
+
+
 class Node:
     """One broker node. ``start()`` then ``stop()``; not restartable."""
 
@@ -150,6 +164,8 @@ class Node:
         self._server: grpc.Server | None = None
         self._health = health.HealthServicer()
         self._ticker: threading.Thread | None = None
+        self.metrics: MetricsEndpoint | None = None
+        """The Prometheus endpoint (``metrics.port``), when configured."""
 
     def _epoch(self) -> int:
         return self.broker_epoch
@@ -189,11 +205,19 @@ class Node:
             channel_factory=new_channel,
         )
 
+        interceptors: list[grpc.ServerInterceptor[Any, Any]] = []
+        if c.metrics_port is not None:
+            self.metrics = MetricsEndpoint(self, self.clock)
+            self.zk.add_listener(self.metrics.collector.on_zookeeper_state)
+            interceptors.append(self.metrics.interceptor)
         server = grpc.server(
             futures.ThreadPoolExecutor(
                 max_workers=c.request_handler_threads, thread_name_prefix="request"
             ),
-            options=GRPC_OPTIONS,
+            # gRPC sets SO_REUSEPORT by default: a second node on a taken port would bind it
+            # too and share its clients; refuse the port instead
+            options=[*GRPC_OPTIONS, ("grpc.so_reuseport", 0)],
+            interceptors=interceptors,
         )
         producer_ids = ProducerIdManager(self.zk, c.node_id)
         self.groups = GroupCoordinator(
@@ -221,10 +245,15 @@ class Node:
         reflection.enable_server_reflection(
             (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
         )
-        self.port = server.add_insecure_port(f"{c.host}:{c.port}")
+        try:
+            self.port = server.add_insecure_port(f"{c.host}:{c.port}")
+        except RuntimeError:  # gRPC's "Failed to bind": taken (or not an address of this host)
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot listen on {c.host}:{c.port}")
+            raise OSError(f"cannot listen on {c.host}:{c.port}: {_bind_error(c.host, c.port)}")
         self._server = server
+        if self.metrics is not None and c.metrics_port is not None:
+            self.metrics.start(c.host, c.metrics_port)
 
         # Register before serving, as Kafka enables request processing only after
         # registerBroker: the controller sees the znode and sends LeaderAndIsr at once, and a
@@ -261,6 +290,10 @@ class Node:
     def _tick_loop(self) -> None:
         assert self.log_manager is not None and self.replicas is not None
         isr_interval = max(TICK_MS, self.config.replica_lag_time_max_ms // 2)
+        if self.config.replica_fetch_silence_max_ms > 0:  # notice a silent follower promptly
+            isr_interval = min(
+                isr_interval, max(TICK_MS, self.config.replica_fetch_silence_max_ms // 4)
+            )
         next_isr_check = self.clock.monotonic_ms() + isr_interval
         while not self._stopped.wait(TICK_MS / 1000):
             try:
@@ -337,6 +370,8 @@ class Node:
             self.zk.stop()
             self.zk.close()
         self.channels.close()
+        if self.metrics is not None:
+            self.metrics.stop()
         log.info("node %d stopped", self.config.node_id)
 
     def wait(self, timeout_s: float | None = None) -> bool:

@@ -142,6 +142,14 @@ class Wakeups:
             self._closed = True
         self.notify_all()
 
+    def waiter_counts(self) -> tuple[int, int]:
+        """``(produces, fetches)`` waiting: a produce waits for a high watermark to reach an
+        offset (``required``), a fetch for data or a high watermark to move."""
+        with self._lock:
+            waiters = {w for waiters in self._waiters.values() for w in waiters}
+        produces = sum(1 for w in waiters if w.required is not None)
+        return produces, len(waiters) - produces
+
     def waiter_count(self) -> int:
         """How many requests are waiting (for tests and diagnostics)."""
         with self._lock:

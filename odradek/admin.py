@@ -11,11 +11,11 @@ Kafka's ``Admin`` client over the ``Admin`` and ``Broker`` services::
 Errors, one rule for every method:
 
 * Operations that change several items at once (:meth:`Admin.create_topics`,
-  :meth:`Admin.delete_topics`, :meth:`Admin.alter_configs`, :meth:`Admin.elect_leaders`,
-  :meth:`Admin.alter_partition_reassignments`, :meth:`Admin.delete_records`) return one result
-  per item: ``None`` (or the new value) on success, the typed
-  :class:`~odradek.errors.OdradekError` otherwise. One item failing does not hide the others'
-  outcome — as Kafka's per-topic result futures.
+  :meth:`Admin.create_partitions`, :meth:`Admin.delete_topics`, :meth:`Admin.alter_configs`,
+  :meth:`Admin.elect_leaders`, :meth:`Admin.alter_partition_reassignments`,
+  :meth:`Admin.delete_records`) return one result per item: ``None`` (or the new value) on
+  success, the typed :class:`~odradek.errors.OdradekError` otherwise. One item failing does
+  not hide the others' outcome — as Kafka's per-topic result futures.
 * Questions (:meth:`Admin.list_topics`, :meth:`Admin.describe_topics`,
   :meth:`Admin.describe_configs`, :meth:`Admin.describe_cluster`,
   :meth:`Admin.list_partition_reassignments`) raise the typed error of the first item that
@@ -51,6 +51,7 @@ __all__ = [
     "ClusterDescription",
     "ConfigChange",
     "ConfigEntry",
+    "NewPartitions",
     "NewTopic",
     "OngoingReassignment",
 ]
@@ -107,6 +108,39 @@ class NewTopic:
             replication_factor=self.replication_factor,
             assignments=assignments,
             configs=dict(self.configs),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NewPartitions:
+    """Kafka's ``NewPartitions.increaseTo``: grow a topic to ``total_count`` partitions.
+
+    ``new_assignments`` optionally places the new partitions: one broker id list per new
+    partition (preferred leader first); ``None`` lets the cluster assign them rack-aware,
+    continuing the existing spread. Raises ``ValueError`` for a count below 1 or an empty
+    broker list (the cluster checks the rest: INVALID_PARTITIONS for a count that does not
+    grow, INVALID_REPLICA_ASSIGNMENT for a bad placement).
+    """
+
+    total_count: int
+    new_assignments: Sequence[Sequence[int]] | None = None
+
+    def __post_init__(self) -> None:
+        count = self.total_count
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 < count <= _INT32_MAX:
+            raise ValueError(f"total_count must be a positive integer, not {count!r}")
+        for brokers in self.new_assignments or ():
+            if not brokers:
+                raise ValueError("every new partition's assignment must name a broker")
+
+    def to_proto(self, topic: str) -> pb.CreatePartitionsTopic:
+        return pb.CreatePartitionsTopic(
+            name=topic,
+            count=self.total_count,
+            assignments=[
+                pb.CreatePartitionsAssignment(broker_ids=list(b))
+                for b in self.new_assignments or ()
+            ],
         )
 
 
@@ -210,6 +244,33 @@ class Admin(ConsumerGroupAdmin):
             )
         )
         return self._topic_results([t.name for t in topics], response.topics)
+
+    def create_partitions(
+        self,
+        new_partitions: Mapping[str, NewPartitions],
+        *,
+        timeout_ms: int | None = None,
+        validate_only: bool = False,
+    ) -> dict[str, OdradekError | None]:
+        """Add partitions to topics; per topic ``None`` or its error
+        (:class:`~odradek.errors.InvalidPartitionsError` when the count would not grow,
+        :class:`~odradek.errors.InvalidReplicaAssignmentError`,
+        :class:`~odradek.errors.UnknownTopicOrPartitionError`). The broker waits up to
+        ``timeout_ms`` for every new partition to have a leader. ``validate_only`` checks
+        without adding. Producers and consumers learn the new partitions at their next
+        metadata refresh (``metadata_max_age_ms``)."""
+        wait_ms = self._wait_ms(timeout_ms)
+        request = pb.CreatePartitionsRequest(
+            topics=[n.to_proto(topic) for topic, n in new_partitions.items()],
+            timeout_ms=wait_ms,
+            validate_only=validate_only,
+        )
+        response = self._call_any(
+            lambda address: self._pool.admin(address).CreatePartitions.future(
+                request, timeout=self._deadline_s(wait_ms)
+            )
+        )
+        return self._topic_results(list(new_partitions), response.topics)
 
     def delete_topics(
         self, names: Iterable[str], *, timeout_ms: int | None = None

@@ -36,7 +36,6 @@ import logging
 import re
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -146,18 +145,22 @@ class ConsumerConfig:
 class _PartitionState:
     """Where a partition's consumption stands. ``offset`` is the position (``None``: not
     known); ``reset`` a pending lookup ("earliest"/"latest"/a timestamp); ``buffer`` fetched
-    records not yet returned and ``next_fetch_offset`` the offset after them."""
+    records, of which the first ``taken`` were returned (empty once all were: a buffer is
+    handed out in slices, not record by record), and ``next_fetch_offset`` the offset after
+    them."""
 
     offset: int | None = None
     reset: str | int | None = None
-    buffer: deque[ConsumerRecord] = field(default_factory=deque)
+    buffer: list[ConsumerRecord] = field(default_factory=list)
+    taken: int = 0
     next_fetch_offset: int | None = None
     backoff_until_ms: int = 0
     high_watermark: int | None = None
     fetching: bool = False  # a fetch for it is in flight
 
     def clear_buffer(self) -> None:
-        self.buffer.clear()
+        self.buffer = []
+        self.taken = 0
         self.next_fetch_offset = None
 
 
@@ -536,10 +539,18 @@ class Consumer:
             if tp in self._paused:
                 continue
             state = self._states[tp]
-            while state.buffer and len(out) < limit:
-                record = state.buffer.popleft()
-                out.append(record)
-                state.offset = record.offset + 1
+            buffer = state.buffer
+            if buffer:
+                taken = state.taken
+                chunk = buffer[taken : taken + limit - len(out)]
+                out += chunk
+                state.offset = chunk[-1].offset + 1
+                taken += len(chunk)
+                if taken == len(buffer):
+                    state.buffer = []
+                    state.taken = 0
+                else:
+                    state.taken = taken
             if not state.buffer and state.next_fetch_offset is not None:
                 if state.offset is None or state.next_fetch_offset > state.offset:
                     state.offset = state.next_fetch_offset
@@ -665,7 +676,8 @@ class Consumer:
                     tp, p.records, requested[tp], check_crcs=self.config.check_crcs
                 )
                 state.high_watermark = p.high_watermark
-                state.buffer.extend(fetched.records)
+                state.buffer = fetched.records  # empty before: only such partitions fetch
+                state.taken = 0
                 state.next_fetch_offset = fetched.next_offset
             elif p.error_code == _OFFSET_OUT_OF_RANGE:
                 self._out_of_range(tp, state, p)

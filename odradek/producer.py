@@ -50,6 +50,7 @@ from odradek.client.accumulator import RecordAccumulator
 from odradek.client.connection import ConnectionPool, parse_bootstrap_servers
 from odradek.client.errors import ProducerClosedError
 from odradek.client.futures import FutureRecordMetadata, ProduceRequestResult
+from odradek.client.idempotence import MAX_IN_FLIGHT_FOR_IDEMPOTENCE, IdempotenceState
 from odradek.client.metadata import ClusterMetadata, MetadataCache
 from odradek.client.sender import Sender
 from odradek.client.types import RecordMetadata, TopicPartition
@@ -73,7 +74,7 @@ _KEY_HASH_CACHE = 65_536
 # The defaults chosen by measurement (docs/sdk.md gives the figures).
 DEFAULT_BATCH_SIZE = 1_048_576
 DEFAULT_LINGER_MS = 5
-DEFAULT_MAX_IN_FLIGHT = 1
+DEFAULT_MAX_IN_FLIGHT = 5  # with idempotence (the default); 1 without it, to keep order
 DEFAULT_BUFFER_MEMORY = 33_554_432
 
 
@@ -105,7 +106,8 @@ class ProducerConfig:
     # How long to wait for a node's answer (and, with acks=-1, how long the leader waits for
     # the ISR).
     request_timeout_ms: int = 30_000
-    # Batches of one partition in flight at once; 1 keeps send order across retries.
+    # Batches of one partition in flight at once. The idempotent producer keeps send order
+    # across retries with up to 5; without idempotence only 1 does.
     max_in_flight_per_partition: int = DEFAULT_MAX_IN_FLIGHT
     # The largest Produce request in bytes; a record that cannot fit fails with
     # MESSAGE_TOO_LARGE.
@@ -117,10 +119,26 @@ class ProducerConfig:
     max_block_ms: int = 60_000
     # Metadata older than this is refreshed even without errors.
     metadata_max_age_ms: int = 300_000
+    # Producer id and sequence numbers on every batch, so that a retry is stored once and in
+    # order (Kafka's enable.idempotence, on by default since 3.0; needs acks=-1).
+    enable_idempotence: bool = True
 
     def __post_init__(self) -> None:
         if self.acks not in (-1, 0, 1):
             raise ValueError(f"acks must be -1, 0 or 1, not {self.acks!r}")
+        if self.enable_idempotence:
+            if self.acks != -1:
+                raise ValueError(
+                    f"enable_idempotence=True needs acks=-1 (all), not acks={self.acks}: "
+                    "set enable_idempotence=False to send with acks 0 or 1"
+                )
+            if self.max_in_flight_per_partition > MAX_IN_FLIGHT_FOR_IDEMPOTENCE:
+                raise ValueError(
+                    "enable_idempotence=True needs max_in_flight_per_partition of at most "
+                    f"{MAX_IN_FLIGHT_FOR_IDEMPOTENCE}, not {self.max_in_flight_per_partition}"
+                )
+            if self.retries == 0:
+                raise ValueError("enable_idempotence=True needs retries > 0")
         try:
             Compression.from_name(self.compression)
         except OdradekError:
@@ -276,14 +294,35 @@ class Producer:
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 1_000,
         request_timeout_ms: int = 30_000,
-        max_in_flight_per_partition: int = DEFAULT_MAX_IN_FLIGHT,
+        max_in_flight_per_partition: int | None = None,
         max_request_size: int = 1_048_576,
         buffer_memory: int = DEFAULT_BUFFER_MEMORY,
         max_block_ms: int = 60_000,
         metadata_max_age_ms: int = 300_000,
+        enable_idempotence: bool | None = None,
         partitioner: Partitioner | None = None,
         clock: Clock | None = None,
     ) -> None:
+        if enable_idempotence is None:
+            # Kafka's rule: on by default, but settings that conflict with it, given without
+            # asking for idempotence, turn it off rather than fail.
+            enable_idempotence = (
+                acks == -1
+                and retries != 0
+                and (
+                    max_in_flight_per_partition is None
+                    or max_in_flight_per_partition <= MAX_IN_FLIGHT_FOR_IDEMPOTENCE
+                )
+            )
+            if not enable_idempotence:
+                log.info(
+                    "idempotence is off: acks=%s, retries=%s, max_in_flight_per_partition=%s",
+                    acks,
+                    retries,
+                    max_in_flight_per_partition,
+                )
+        if max_in_flight_per_partition is None:
+            max_in_flight_per_partition = DEFAULT_MAX_IN_FLIGHT if enable_idempotence else 1
         self.config = ProducerConfig(
             bootstrap_servers=tuple(parse_bootstrap_servers(bootstrap_servers)),
             acks=acks,
@@ -300,6 +339,7 @@ class Producer:
             buffer_memory=buffer_memory,
             max_block_ms=max_block_ms,
             metadata_max_age_ms=metadata_max_age_ms,
+            enable_idempotence=enable_idempotence,
         )
         cfg = self.config
         self._clock: Clock = clock or SystemClock()
@@ -331,6 +371,8 @@ class Producer:
             max_block_ms=cfg.max_block_ms,
             now_ms=self._clock.monotonic_ms,
         )
+        idempotence = IdempotenceState() if cfg.enable_idempotence else None
+        self._accumulator.idempotence = idempotence
         self._sender = Sender(
             self._accumulator,
             self._metadata,
@@ -342,6 +384,8 @@ class Producer:
             request_timeout_ms=cfg.request_timeout_ms,
             max_request_size=cfg.max_request_size,
             on_metadata=self._on_metadata,
+            idempotence=idempotence,
+            retry_backoff_ms=cfg.retry_backoff_ms,
         )
         self._accumulator.on_batch_change = self._sender.wakeup
         self._closed = False
@@ -503,7 +547,7 @@ class Producer:
             while start < len(values):
                 chosen = partition if partition is not None else info.sticky
                 stop, moved = append_many(
-                    topic, chosen, timestamp_ms, None, values, start, len(values), parts
+                    topic, chosen, timestamp_ms, keys, values, start, len(values), parts
                 )
                 if moved and partition is None:
                     self._next_sticky(topic, info, chosen)

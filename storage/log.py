@@ -40,7 +40,7 @@ import logging
 import random
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -68,6 +68,7 @@ from storage.errors import (
     OffsetsOutOfOrderError,
     UnexpectedAppendOffsetError,
 )
+from storage.flush_stats import LogFlushStats
 from storage.leader_epoch_cache import LeaderEpochCache
 from storage.log_loader import load_segments
 from storage.log_segment import (
@@ -172,6 +173,8 @@ class Log:
         self._rng = rng
         self._lock = threading.RLock()
         self._last_flush_ms = clock.monotonic_ms()
+        self.flush_stats: LogFlushStats | None = None
+        """Where flush durations go (the ``LogManager``'s, set when it opens the log)."""
         self._dir_dirty = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._hw_position: tuple[int, int, int] | None = None  # (offset, segment base, position)
@@ -238,7 +241,20 @@ class Log:
         log._leader_epoch_cache.truncate_from_start(log._log_start_offset)
         if high_watermark is not None:
             log.update_high_watermark(high_watermark)
-        log._rebuild_producer_state(loaded.recovery_point)
+        # Kafka's removeStraySnapshots: a snapshot neither at a segment's base nor the latest
+        # (an older close's, say) is of no further use.
+        bases = {seg.base_offset for seg in log._segments}
+        log._producer_state.delete_snapshots(
+            snap for snap in log._producer_state.snapshots[:-1] if snap not in bases
+        )
+        if had_clean_shutdown and not log._producer_state.snapshots:
+            # Kafka's upgrade shortcut: a log cleanly closed with no snapshot was written
+            # before producer state existed (the close writes one), so there is none to rebuild:
+            # scanning every segment would only slow the first start.
+            log._producer_state.truncate_fully_and_start_at(log._next_offset)
+            log._producer_state.take_snapshot()
+        else:
+            log._rebuild_producer_state(loaded.recovery_point)
         return log
 
     # -- producer state --
@@ -253,15 +269,16 @@ class Log:
             log_start, min(reload_limit, self._next_offset), self._clock.wall_ms()
         )
         start = max(psm.map_end_offset, log_start)
-        batches: list[ProducerBatch] = []
-        for segment in self._segments.values(from_offset=start):
-            for _, batch in segment.log.batch_headers():
-                if batch.last_offset < start or batch.producer_id == NO_PRODUCER_ID:
-                    continue
-                if batch.is_control:
-                    continue
-                batches.append(
-                    ProducerBatch(
+
+        def batches() -> Iterator[ProducerBatch]:
+            # a generator: the replay holds one segment's headers at a time, not the log's
+            for segment in self._segments.values(from_offset=start):
+                for _, batch in segment.log.batch_headers():
+                    if batch.last_offset < start or batch.producer_id <= NO_PRODUCER_ID:
+                        continue
+                    if batch.is_control:
+                        continue
+                    yield ProducerBatch(
                         batch.producer_id,
                         batch.producer_epoch,
                         batch.base_sequence,
@@ -269,8 +286,8 @@ class Log:
                         batch.last_offset,
                         batch.max_timestamp,
                     )
-                )
-        psm.apply(psm.analyze(batches, AppendOrigin.REPLICATION), self._next_offset)
+
+        psm.apply(psm.analyze(batches(), AppendOrigin.REPLICATION), self._next_offset)
         psm.remove_producers_below(log_start)
         if snapshot:
             psm.take_snapshot()
@@ -291,7 +308,6 @@ class Log:
         with self._lock:
             if self._closed:
                 return []
-            self._producer_state.producer_id_expiration_ms = self._config.producer_id_expiration_ms
             return self._producer_state.remove_expired_producers(self._clock.wall_ms())
 
     def active_producer_last_offsets(self) -> dict[int, int]:
@@ -334,6 +350,7 @@ class Log:
         """Apply a new topic configuration (takes effect for later appends and rolls)."""
         with self._lock:
             self._config = config
+            self._producer_state.producer_id_expiration_ms = config.producer_id_expiration_ms
 
     @property
     def log_start_offset(self) -> int:
@@ -415,11 +432,16 @@ class Log:
         """Validate client batches, assign offsets from the LEO and append them.
 
         Each batch must have a valid CRC-32C, magic 2, base offset 0 (offsets are the leader's
-        to assign), a record count matching its offset delta and no control flag. Raises
+        to assign), a record count matching its offset delta, no control flag and, with a
+        producer id, a sequence number ≥ 0. Batches with a producer id are then checked by the
+        producer state (:mod:`storage.producer_state`): a duplicate of one of the producer's
+        last five batches writes nothing and returns the original offsets with ``duplicate``
+        set. Raises
         ``CorruptRecordError``, ``InvalidRecordError`` (also for a record without a key on a
-        compacted log), ``MessageTooLargeError`` (a batch over ``max_message_bytes``) or
-        ``RecordListTooLargeError`` (more than ``segment_bytes`` in one append); on any error
-        nothing is written.
+        compacted log), ``MessageTooLargeError`` (a batch over ``max_message_bytes``),
+        ``RecordListTooLargeError`` (more than ``segment_bytes`` in one append),
+        ``OutOfOrderSequenceError`` or ``InvalidProducerEpochError``; on any error nothing is
+        written.
         """
         buf = bytearray(batches)
         headers = validated_headers(buf)
@@ -444,6 +466,11 @@ class Log:
                 )
             if h.attributes & CONTROL_FLAG_MASK:
                 raise InvalidRecordError("clients are not allowed to write control batches")
+            if h.producer_id > NO_PRODUCER_ID and h.base_sequence < 0:
+                raise InvalidRecordError(
+                    f"batch {index} of producer {h.producer_id} has the invalid sequence "
+                    f"number {h.base_sequence}"
+                )
             if config.compact:
                 # Compaction needs a key on every record: the one check that decodes records.
                 for record in RecordBatch(buf, h.position).records():
@@ -468,7 +495,7 @@ class Log:
                 if batch_max_ts > max_ts:
                     max_ts, offset_of_max = batch_max_ts, last
                 infos.append(BatchInfo(last, batch_max_ts, h.size_in_bytes))
-                if h.producer_id != NO_PRODUCER_ID:
+                if h.producer_id > NO_PRODUCER_ID:
                     producer_batches.append(
                         ProducerBatch(
                             h.producer_id,
@@ -556,7 +583,7 @@ class Log:
                         h.max_timestamp,
                     )
                     for h in headers
-                    if h.producer_id != NO_PRODUCER_ID and not h.is_control
+                    if h.producer_id > NO_PRODUCER_ID and not h.is_control
                 ],
                 AppendOrigin.REPLICATION,
             )
@@ -669,8 +696,10 @@ class Log:
         # Kafka takes the producer snapshot at the new base offset on every roll: recovery then
         # replays at most the active segment. (The state covers the LEO, which is new_offset
         # unless the roll was asked for a higher offset.)
+        # Not fsynced (Kafka fsyncs it later, off the append path): a snapshot lost or torn by
+        # a crash fails its CRC and an older one is used.
         self._producer_state.update_map_end_offset(self._next_offset)
-        self._producer_state.take_snapshot()
+        self._producer_state.take_snapshot(sync=False)
         # Kafka flushes up to the new segment asynchronously; the old segments are complete,
         # so flushing them now moves the recovery point to the new base offset.
         self._flush_up_to(new_offset)
@@ -685,6 +714,7 @@ class Log:
 
     def _flush_up_to(self, offset: int, include_active_empty: bool = False) -> None:
         if offset > self._recovery_point or include_active_empty:
+            started = self._clock.monotonic_ms()
             for segment in self._segments.values(self._recovery_point, offset):
                 segment.flush()
             if include_active_empty:
@@ -693,6 +723,8 @@ class Log:
                 fsync_dir(self._dir)
                 self._dir_dirty = False
             self._recovery_point = max(self._recovery_point, min(offset, self._next_offset))
+            if self.flush_stats is not None:
+                self.flush_stats.record(self._clock.monotonic_ms() - started)
         self._last_flush_ms = self._clock.monotonic_ms()
 
     def maybe_flush(self) -> bool:
@@ -991,7 +1023,8 @@ class Log:
             if self._closed:
                 return
             try:
-                self._producer_state.take_snapshot()
+                if self._producer_state.take_snapshot() is not None:
+                    fsync_dir(self._dir)  # before the clean-shutdown marker trusts it
             except OSError as e:
                 _log.warning("could not snapshot the producer state of %s: %s", self._dir, e)
             self._closed = True
@@ -1078,6 +1111,9 @@ class Log:
            are removed ``file_delete_delay_ms`` later);
         3. the ``.swap`` suffix is dropped and the directory fsynced.
 
+        The producer snapshots at the replaced segments' base offsets (other than the new
+        segment's) are deleted.
+
         Readers never see a mix: they hold the lock too. Raises ``LogCleaningAbortedError``,
         having changed nothing, if the pass was aborted, the log is closed, or an old segment
         is no longer in the log (retention removed it). Thread-safe.
@@ -1100,6 +1136,11 @@ class Log:
                 self._segments.remove(old.base_offset)
             self._segments.add(new_segment)
             self._schedule_delete(list(old_segments))
+            # The snapshots taken when the replaced segments were rolled go with them (Kafka's
+            # replaceSegments), or a compacted log would keep one per roll forever.
+            self._producer_state.delete_snapshots(
+                s.base_offset for s in old_segments if s.base_offset != new_segment.base_offset
+            )
             new_segment.change_file_suffixes(SWAP_SUFFIX, "")
             fsync_dir(self._dir)
             self._hw_position = None

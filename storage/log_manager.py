@@ -47,6 +47,7 @@ from odradek.errors import InvalidTopicError
 from storage.checkpoint_file import OffsetCheckpointFile, fsync_dir, write_atomically
 from storage.config import CleanerConfig, LogConfig, LogManagerConfig
 from storage.errors import CheckpointError, LogDirLockedError
+from storage.flush_stats import LogFlushStats
 from storage.log import Log, parse_topic_partition_name
 from storage.log_cleaner import CleanerStats, LogCleaner
 
@@ -122,6 +123,8 @@ class LogManager:
         self._lock_fds: list[int] = []
         self._topic_configs: dict[str, LogConfig] = {}
         self._shut_down = False
+        self.flush_stats = LogFlushStats()
+        """Flush durations of every log of this manager (``LogFlushRateAndTimeMs``)."""
         self.had_clean_shutdown: dict[Path, bool] = {}
         for d in dirs:
             d.mkdir(parents=True, exist_ok=True)
@@ -204,6 +207,7 @@ class LogManager:
                 had_clean_shutdown=clean,
                 high_watermark=high_watermarks.get(tp),
             )
+            log.flush_stats = self.flush_stats
             self._logs[tp] = log
 
     # -- logs --
@@ -238,6 +242,7 @@ class LogManager:
                 self._clock,
                 had_clean_shutdown=True,
             )
+            log.flush_stats = self.flush_stats
             self._logs[(topic, partition)] = log
             return log
 

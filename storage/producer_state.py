@@ -27,10 +27,11 @@ version 1, big-endian)::
              current_txn_first_offset int64)
 
 Only each producer's last batch is saved, so after a restart duplicates are detected for that
-batch only. Crash policy: a snapshot is written in place and fsynced; a torn or corrupt one
-fails its CRC when read, is deleted, and loading falls back to an older snapshot (and the log
-replays the batches after it). Transactions are not supported: ``coordinator_epoch`` is always
--1 and ``current_txn_first_offset`` -1.
+batch only. Crash policy: a snapshot is written in place, fsynced when the caller asks (the log
+does at close, not at a roll); a torn or corrupt one fails its CRC when read, is deleted, and
+loading falls back to an older snapshot (and the log replays the batches after it).
+Transactions are not supported: ``coordinator_epoch`` is always -1 and
+``current_txn_first_offset`` -1.
 
 Not thread-safe: the owning :class:`storage.log.Log` serialises every call under its lock.
 """
@@ -481,6 +482,12 @@ class ProducerStateManager:
         """Delete the snapshot files above ``offset`` (truncation)."""
         for snap in [s for s in self._snapshots if s > offset]:
             self._delete(snap)
+
+    def delete_snapshots(self, offsets: Iterable[int]) -> None:
+        """Delete the snapshot files at these offsets (those that exist)."""
+        for offset in offsets:
+            if offset in self._snapshots:
+                self._delete(offset)
 
     def _delete(self, offset: int) -> None:
         self._snapshots.remove(offset)

@@ -30,7 +30,7 @@ case $command in
         exec odradek node start "$@"
         ;;
     health)
-        exec odradek node health --address "$ODRADEK_LISTEN_ADDRESS" "$@"
+        exec odradek node health --bootstrap-server "$ODRADEK_LISTEN_ADDRESS" "$@"
         ;;
     *)
         exec "$command" "$@"

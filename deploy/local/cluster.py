@@ -9,8 +9,10 @@ Command line (the README's first command runs ``demo``)::
 
     python -m deploy.local.cluster demo [--dir DIR] [--ports P,P,P] [--zookeeper-port P]
         start ZooKeeper and three nodes (ports 2181 and 9092-9094 unless given), create a
-        topic, produce, consume, describe; leave it running. A failed start leaves nothing
-        running.
+        topic, produce (only into a topic never written to: a demo started again on the same
+        data does not append its records again), consume, describe; leave it running. A failed
+        start leaves nothing running. [--stop-command TEXT] is how its messages name the way
+        to stop it (scripts/cluster.sh gives 'bash scripts/cluster.sh stop').
     python -m deploy.local.cluster stop [--dir DIR]
         stop the cluster started in DIR
 """
@@ -246,9 +248,26 @@ def _run_cli(args: list[str], bootstrap: str, stdin: str | None = None) -> str:
     return result.stdout
 
 
+def _records_ever_written(bootstrap: str, topic: str) -> int:
+    """The sum of the end offsets of ``topic``'s partitions: 0 for a topic never written to."""
+    from odradek import Admin, Consumer, TopicPartition
+
+    with Admin(bootstrap) as admin:
+        partitions = admin.describe_topics([topic])[topic].partitions
+    with Consumer(bootstrap) as consumer:
+        ends = consumer.end_offsets([TopicPartition(topic, p.partition) for p in partitions])
+    return sum(ends.values())
+
+
 def demo(
-    directory: Path, ports: Sequence[int] = DEMO_PORTS, zookeeper_port: int = DEMO_ZK_PORT
+    directory: Path,
+    ports: Sequence[int] = DEMO_PORTS,
+    zookeeper_port: int = DEMO_ZK_PORT,
+    stop_command: str | None = None,
 ) -> int:
+    """The README's demo; ``stop_command`` is how its messages name the way to stop it (by
+    default this module's ``stop --dir DIRECTORY``; scripts/cluster.sh names itself)."""
+    stop_command = stop_command or f"python -m deploy.local.cluster stop --dir {directory}"
     state = directory / STATE_FILE
     if state.exists():
         info = json.loads(state.read_text())
@@ -262,7 +281,7 @@ def demo(
                     f"{' and '.join(down)} {'is' if len(down) == 1 else 'are'} not running: "
                     "stop the cluster and start it again to bring back every process"
                 )
-            print(f"stop it with: python -m deploy.local.cluster stop --dir {directory}")
+            print(f"stop it with: {stop_command}")
             return 1
     directory.mkdir(parents=True, exist_ok=True)
     cluster = LocalCluster(directory, 3, ports=ports, zookeeper_port=zookeeper_port)
@@ -305,8 +324,13 @@ def demo(
             ],
             bootstrap,
         )
-    lines = "".join(f"user{i}:hello {i}\n" for i in range(6))
-    _run_cli(["produce", "demo", "--key-separator", ":", "--acks", "-1"], bootstrap, lines)
+    # the records once: a demo started again on the same data shows the ones it has
+    written = _records_ever_written(bootstrap, "demo")
+    if written:
+        print(f"the topic demo already has its records ({written}): not producing them again")
+    else:
+        lines = "".join(f"user{i}:hello {i}\n" for i in range(6))
+        _run_cli(["produce", "demo", "--key-separator", ":", "--acks", "-1"], bootstrap, lines)
     _run_cli(
         [
             "consume",
@@ -323,7 +347,7 @@ def demo(
     print()
     print(f"the cluster is running (data in {directory}).")
     print(f"  use it:   .venv/bin/odradek --bootstrap-server {bootstrap} topics list")
-    print(f"  stop it:  .venv/bin/python -m deploy.local.cluster stop --dir {directory}")
+    print(f"  stop it:  {stop_command}")
     print("  starting it again keeps the data.")
     return 0
 
@@ -409,9 +433,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--zookeeper-port", type=int, default=DEMO_ZK_PORT, help="demo: ZooKeeper's port"
     )
+    parser.add_argument(
+        "--stop-command",
+        help="demo: the command its messages give for stopping the cluster "
+        "(default: python -m deploy.local.cluster stop --dir DIR)",
+    )
     args = parser.parse_args(argv)
     if args.command == "demo":
-        return demo(args.dir.resolve(), args.ports, args.zookeeper_port)
+        return demo(args.dir.resolve(), args.ports, args.zookeeper_port, args.stop_command)
     return stop(args.dir.resolve())
 
 

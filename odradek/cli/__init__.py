@@ -6,7 +6,8 @@ handler returning the exit code. Errors a user can cause print one line on stder
 :class:`~odradek.errors.OdradekError` (or ``TimeoutError``): the dispatcher prints it as
 ``odradek topics create: error: TOPIC_ALREADY_EXISTS: <message>`` and exits 1.
 
-Commands: ``topics``, ``produce``, ``consume``, ``cluster`` (the client SDK; ``docs/cli.md``),
+Commands: ``topics``, ``produce``, ``consume``, ``cluster``, ``get-offsets``,
+``delete-records``, ``leader-election``, ``reassign`` (the client SDK; ``docs/cli.md``),
 ``node`` (runs a broker), ``dump-log`` (reads segment files). ``--bootstrap-server`` may come
 before the command or after it.
 """
@@ -25,7 +26,19 @@ from odradek.errors import OdradekError
 
 __all__ = ["main"]
 
-_CLIENT_COMMANDS = frozenset({"topics", "produce", "consume", "cluster", "groups"})
+_CLIENT_COMMANDS = frozenset(
+    {
+        "topics",
+        "produce",
+        "consume",
+        "cluster",
+        "get-offsets",
+        "delete-records",
+        "leader-election",
+        "reassign",
+        "groups",
+    }
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,12 +55,25 @@ def _parser() -> argparse.ArgumentParser:
     sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=_Parser
     )
-    from odradek.cli import cluster, consume, dump_log, node, produce, topics
+    from odradek.cli import (
+        cluster,
+        consume,
+        dump_log,
+        leader_election,
+        node,
+        offsets,
+        produce,
+        reassign,
+        topics,
+    )
 
     topics.add_parser(sub)
     produce.add_parser(sub)
     consume.add_parser(sub)
     cluster.add_parser(sub)
+    offsets.add_parser(sub)
+    leader_election.add_parser(sub)
+    reassign.add_parser(sub)
     node.add_parser(sub)
     dump_log.add_parser(sub)
     from odradek.cli import groups

@@ -15,7 +15,14 @@ stops after N records either way.
 Each line is the value, preceded, when asked, by Kafka's console-consumer fields separated by
 tabs: ``CreateTime:1700000000000``, ``Partition:0``, ``Offset:42``, the key. Bytes that are not
 UTF-8 are printed as ``\\xNN`` escapes; a null key or value prints as ``null``. A summary
-(``Processed a total of N messages``) goes to standard error.
+(``Processed a total of N messages``) goes to standard error. A start offset past the end
+says where the partition's log ends.
+
+Kafka's console-consumer ``--property`` (``print.key``, ``print.headers``, ``key.separator``,
+``line.separator``, ``null.literal``, ...: :class:`odradek.cli.properties.MessageFormatter`)
+and ``--consumer-property`` (Kafka consumer configs mapped to the SDK's ``Consumer``
+arguments); kcat's ``-f FORMAT`` (``%t %p %o %k %s %S %K %R %T %h``) and ``-J`` (its JSON
+envelope, one line per record) replace that layout.
 """
 
 from __future__ import annotations
@@ -28,10 +35,10 @@ from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
-from odradek.cli.common import add_bootstrap_option, non_negative_int, positive_int
+from odradek.cli.common import add_bootstrap_option, config_pair, non_negative_int, positive_int
 
 if TYPE_CHECKING:
-    from odradek.client.types import ConsumerRecord
+    from odradek.client.types import ConsumerRecord, TopicPartition
 
 __all__ = ["add_parser", "consume", "format_record", "run"]
 
@@ -47,18 +54,98 @@ def _text(data: bytes | None) -> str:
 
 
 def format_record(record: ConsumerRecord, args: argparse.Namespace) -> str:
-    """The output line of ``record``."""
-    fields = []
-    if args.print_timestamp:
-        fields.append(f"{record.timestamp_type.name.title().replace('_', '')}:{record.timestamp}")
-    if args.print_partition:
-        fields.append(f"Partition:{record.partition}")
-    if args.print_offset:
-        fields.append(f"Offset:{record.offset}")
-    if args.print_key:
-        fields.append(_text(record.key))
-    fields.append(_text(record.value))
-    return "\t".join(fields)
+    """The output line of ``record`` (without its line separator) with the default layout."""
+    from odradek.cli.properties import MessageFormatter
+
+    formatter = MessageFormatter(
+        print_timestamp=args.print_timestamp,
+        print_partition=args.print_partition,
+        print_offset=args.print_offset,
+        print_key=args.print_key,
+        line_separator="",
+    )
+    return formatter.format(record)
+
+
+def _writer(args: argparse.Namespace, out: TextIO) -> Callable[[list[ConsumerRecord]], None]:
+    """How a poll's records are written: kcat's -J or -f, else Kafka's formatter."""
+    from odradek.cli.properties import (
+        CONSUMER_PROPERTIES,
+        MessageFormatter,
+        client_kwargs,
+        kcat_format,
+        kcat_json,
+    )
+
+    parser: argparse.ArgumentParser = args.parser
+    try:
+        client_kwargs(args.consumer_property, CONSUMER_PROPERTIES, "consumer")
+        formatter = MessageFormatter.from_properties(
+            args.property,
+            print_timestamp=args.print_timestamp,
+            print_partition=args.print_partition,
+            print_offset=args.print_offset,
+            print_key=args.print_key,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.json:
+
+        def write_json(records: list[ConsumerRecord]) -> None:
+            out.write("".join(f"{kcat_json(record)}\n" for record in records))
+
+        return write_json
+    if args.format is not None:
+        fmt: str = args.format
+
+        def write_bytes(records: list[ConsumerRecord]) -> None:
+            data = b"".join(kcat_format(fmt, record) for record in records)
+            buffer = getattr(out, "buffer", None)
+            if buffer is None:
+                out.write(data.decode("utf-8", "backslashreplace"))
+            else:
+                out.flush()
+                buffer.write(data)
+                buffer.flush()
+
+        return write_bytes
+
+    def write_text(records: list[ConsumerRecord]) -> None:
+        # One write per poll, not per record: the terminal or pipe gets a poll's lines at once.
+        out.write("".join(map(formatter.format, records)))
+
+    return write_text
+
+
+def _format_type(text: str) -> str:
+    from odradek.cli.properties import check_kcat_format
+
+    try:
+        return check_kcat_format(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _say_where_the_log_ends(
+    consumer: Any, tp: TopicPartition, start: int, end: int, err: TextIO
+) -> None:
+    """A start offset at or past the end reads nothing: say where the log ends (and starts)."""
+    if start < end:
+        return
+    begin = consumer.beginning_offsets([tp])[tp]
+    if start == end:
+        print(
+            f"{PROG}: offset {start} is the end of {tp.topic}-{tp.partition} (log start "
+            f"{begin}, high watermark {end}): no records after it yet",
+            file=err,
+        )
+    else:
+        print(
+            f"{PROG}: offset {start} is past the end of {tp.topic}-{tp.partition}: its log "
+            f"ends at offset {end} (high watermark; log start {begin}); use --offset "
+            f"{max(begin, end - 1)} or earlier, or --offset earliest",
+            file=err,
+        )
 
 
 def _start_offset(text: str) -> str | int:
@@ -102,10 +189,17 @@ def consume(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         ids = [args.partition]
     tps = [TopicPartition(args.topic, p) for p in ids]
 
+    from odradek.cli.properties import CONSUMER_PROPERTIES, client_kwargs
+
+    write = _writer(args, out)
+    kwargs = client_kwargs(args.consumer_property, CONSUMER_PROPERTIES, "consumer")
+    try:
+        consumer = Consumer(args.bootstrap_server, **kwargs)
+    except ValueError as exc:
+        args.parser.error(f"--consumer-property: {exc}")
     count = 0
     stop = threading.Event()
     previous = _catch_ctrl_c(stop) if args.follow else None
-    consumer = Consumer(args.bootstrap_server)
     try:
         consumer.assign(tps)
         if args.timestamp is not None:
@@ -117,14 +211,18 @@ def consume(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         else:
             consumer.seek_to_beginning()
         ends = None if args.follow else consumer.end_offsets(tps)
+        if isinstance(start, int):
+            end = ends[tps[0]] if ends is not None else consumer.end_offsets(tps)[tps[0]]
+            _say_where_the_log_ends(consumer, tps[0], start, end, err)
         while not stop.is_set() and (args.max_messages is None or count < args.max_messages):
             if ends is not None and all(consumer.position(tp) >= ends[tp] for tp in tps):
                 break
-            for record in consumer.poll(timeout_ms=_POLL_MS):
-                print(format_record(record, args), file=out)
-                count += 1
-                if args.max_messages is not None and count >= args.max_messages:
-                    break
+            records = consumer.poll(timeout_ms=_POLL_MS)
+            if args.max_messages is not None:
+                records = records[: args.max_messages - count]
+            if records:
+                write(records)
+                count += len(records)
             out.flush()
     except KeyboardInterrupt:
         stop.set()
@@ -196,6 +294,38 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--print-partition", action="store_true", help="print Partition:P first")
     p.add_argument(
         "--print-timestamp", action="store_true", help="print CreateTime:MS (or LogAppendTime:MS)"
+    )
+    p.add_argument(
+        "--property",
+        type=config_pair,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="output layout, as Kafka's console consumer: print.timestamp, print.partition, "
+        "print.offset, print.headers, print.key, print.value, key.separator, line.separator, "
+        "headers.separator, null.literal (repeatable)",
+    )
+    p.add_argument(
+        "--consumer-property",
+        type=config_pair,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Kafka consumer config: fetch.max.bytes, max.partition.fetch.bytes, "
+        "fetch.max.wait.ms, max.poll.records, request.timeout.ms, ... (repeatable)",
+    )
+    layout = p.add_mutually_exclusive_group()
+    layout.add_argument(
+        "-f",
+        "--format",
+        type=_format_type,
+        metavar="FORMAT",
+        help="kcat's format string: %%t topic, %%p partition, %%o offset, %%k key, %%s value, "
+        "%%S value length, %%K key length, %%R value length as binary int32, %%T timestamp, "
+        "%%h headers, \\n \\t escapes",
+    )
+    layout.add_argument(
+        "-J", "--json", action="store_true", help="kcat's JSON envelope, one line per record"
     )
     p.add_argument(
         "--group", metavar="GROUP", help="consume as a member of GROUP, committing its offsets"

@@ -1,5 +1,7 @@
 """``odradek topics create|list|describe|delete|alter``: manage topics, as ``kafka-topics.sh``.
 
+``alter --partitions N`` adds partitions (Kafka's CreatePartitions: the count only grows).
+
 ``describe`` prints Kafka's layout (one ``Topic:`` line with the non-default configs, then one
 indented line per partition), so a Kafka operator's eyes and scripts find what they expect.
 Errors print one line (``odradek topics create: error: TOPIC_ALREADY_EXISTS: …``) and exit 1;
@@ -135,18 +137,47 @@ def run_delete(args: argparse.Namespace) -> int:
 def run_alter(args: argparse.Namespace) -> int:
     from odradek.admin import ConfigChange
 
-    if not args.config and not args.delete_config:
-        args.parser.error("nothing to change: give --config KEY=VALUE or --delete-config KEY")
+    if args.replica_assignment is not None and args.partitions is None:
+        args.parser.error("--replica-assignment needs --partitions")
+    if not args.config and not args.delete_config and args.partitions is None:
+        args.parser.error(
+            "nothing to change: give --partitions N, --config KEY=VALUE or --delete-config KEY"
+        )
     both = set(dict(args.config)) & set(args.delete_config)
     if both:
         args.parser.error(f"config {sorted(both)[0]!r} is both set and deleted")
-    change = ConfigChange(set=dict(args.config), delete=list(args.delete_config))
     with _admin(args) as admin:
-        error = admin.alter_configs({args.name: change})[args.name]
+        if args.partitions is not None:
+            _add_partitions(args, admin)
+        if args.config or args.delete_config:
+            change = ConfigChange(set=dict(args.config), delete=list(args.delete_config))
+            error = admin.alter_configs({args.name: change})[args.name]
+            if error is not None:
+                raise error
+            print(f"Altered the configs of topic {args.name}.")
+    return 0
+
+
+def _add_partitions(args: argparse.Namespace, admin: Admin) -> None:
+    """kafka-topics --alter --partitions N [--replica-assignment]: the assignment lists every
+    partition, as at creation; the entries past the current count place the new ones."""
+    from odradek.admin import NewPartitions
+
+    new_assignments = None
+    if args.replica_assignment is not None:
+        current = len(admin.describe_topics([args.name])[args.name].partitions)
+        listed = [args.replica_assignment[p] for p in sorted(args.replica_assignment)]
+        if len(listed) != args.partitions:
+            args.parser.error(
+                f"--replica-assignment lists {len(listed)} partitions, --partitions says "
+                f"{args.partitions}"
+            )
+        new_assignments = listed[current:]
+    request = NewPartitions(args.partitions, new_assignments)
+    error = admin.create_partitions({args.name: request}, timeout_ms=args.timeout_ms)[args.name]
     if error is not None:
         raise error
-    print(f"Altered the configs of topic {args.name}.")
-    return 0
+    print(f"Topic {args.name} now has {args.partitions} partitions.")
 
 
 # --- parsers -------------------------------------------------------------------------------
@@ -226,8 +257,28 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="how long the cluster may take to delete it (default 30000)",
     )
 
-    alter = action("alter", run_alter, "change a topic's configs")
+    alter = action("alter", run_alter, "add partitions to a topic or change its configs")
     alter.add_argument("name", metavar="NAME")
+    alter.add_argument(
+        "--partitions",
+        type=positive_int,
+        metavar="N",
+        help="the new number of partitions (it can only grow)",
+    )
+    alter.add_argument(
+        "--replica-assignment",
+        type=parse_replica_assignment,
+        metavar="B:B,B:B,...",
+        help="with --partitions: per partition (all of them, existing first), colon-separated "
+        "broker ids; the entries past the current count place the new partitions",
+    )
+    alter.add_argument(
+        "--timeout-ms",
+        type=positive_int,
+        default=30_000,
+        metavar="MS",
+        help="how long the cluster may take to elect the new partitions' leaders (default 30000)",
+    )
     alter.add_argument(
         "--config",
         type=config_pair,

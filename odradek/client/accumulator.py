@@ -8,10 +8,11 @@ within ``batch_size`` bytes, else closes it and opens a new batch (a record bigg
 ``send()`` gets a :class:`~odradek.client.futures.FutureRecordMetadata` pointing at the batch's
 one :class:`~odradek.client.futures.ProduceRequestResult`.
 
-**Bounded memory.** The bytes of every batch not yet done (queued or in flight) count against
-``buffer_memory``, exactly as they are encoded (Kafka reserves a whole ``batch_size`` per batch
-from a pool of buffers; odradek has no pool to fill, so a large ``batch_size`` costs nothing
-until records fill it). An append that would pass ``buffer_memory`` waits up to
+**Bounded memory.** Every batch not yet done (queued or in flight) counts against
+``buffer_memory``: its encoded bytes, exactly, plus ``RECORD_MEMORY_OVERHEAD`` per record for
+what holding the record costs in Python (Kafka reserves a whole ``batch_size`` per batch from a
+pool of buffers; odradek has no pool to fill, so a large ``batch_size`` costs nothing until
+records fill it). An append that would pass ``buffer_memory`` waits up to
 ``max_block_ms`` for batches to be acknowledged, then raises
 :class:`~odradek.client.errors.BufferExhaustedError`; nothing already accepted is dropped. So
 the records held never exceed ``buffer_memory``, whatever the caller does.
@@ -50,10 +51,11 @@ from dataclasses import dataclass
 
 from odradek.client.errors import BufferExhaustedError, ProducerClosedError
 from odradek.client.futures import FutureRecordMetadata, ProduceRequestResult
+from odradek.client.idempotence import IdempotenceState
 from odradek.client.types import TopicPartition
 from odradek.errors import OdradekError
 from odradek.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, RECORD_BATCH_OVERHEAD, Compression
-from odradek.records.appender import RecordBatchBuilder
+from odradek.records.appender import RecordBatchBuilder, with_producer_state
 
 __all__ = [
     "ProducerBatch",
@@ -66,6 +68,29 @@ __all__ = [
 # length (5), attributes (1), timestamp delta (10), offset delta (5), key and value lengths and
 # the header count (5 each).
 _RECORD_OVERHEAD_BOUND = 5 + 1 + 10 + 5 + 5 + 5 + 5
+
+
+# What a record costs in memory beyond its encoded bytes while its batch is open: the slots of
+# its parts in the batch's list and its value's object header (the encoded bytes are counted
+# exactly). buffer_memory bounds encoded bytes plus this, so that it bounds the producer's
+# memory, not only the bytes it will send.
+RECORD_MEMORY_OVERHEAD = 112
+# A new batch's header, and the overhead of the record that opens it.
+_NEW_BATCH = RECORD_BATCH_OVERHEAD + RECORD_MEMORY_OVERHEAD
+
+
+def _held(batch: ProducerBatch) -> int:
+    """The bytes of ``buffer_memory`` a batch holds (as counted while it filled)."""
+    builder = batch.builder
+    return builder.size_in_bytes + builder.count * RECORD_MEMORY_OVERHEAD
+
+
+def _sent_before(queued: ProducerBatch, batch: ProducerBatch) -> bool:
+    """Whether ``queued``, at the front of a queue, goes before the retried ``batch``: it is a
+    numbered batch of the same epoch with a lower sequence (modulo the 2**31 wrap)."""
+    if queued.base_sequence < 0 or queued.producer_epoch != batch.producer_epoch:
+        return False
+    return 0 < (batch.base_sequence - queued.base_sequence) % 2**31 < 2**30
 
 
 def estimate_record_size(
@@ -96,6 +121,7 @@ class ProducerBatch:
     """
 
     __slots__ = (
+        "_payload_state",
         "attempts",
         "base_sequence",
         "builder",
@@ -109,6 +135,7 @@ class ProducerBatch:
         "producer_id",
         "result",
         "retry_at_ms",
+        "sent_first_in_line",
         "state",
         "tp",
     )
@@ -125,12 +152,14 @@ class ProducerBatch:
         self.closed = False  # no more appends
         self.state = QUEUED
         self.payload: bytes | None = None
+        self._payload_state = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH, -1)  # what payload carries
         self.last_error: BaseException | None = None  # of the last failed attempt
         # Set when the batch is first drained by an idempotent producer (Kafka assigns them at
         # drain time too) and kept across retries.
         self.producer_id = NO_PRODUCER_ID
         self.producer_epoch = NO_PRODUCER_EPOCH
         self.base_sequence = -1
+        self.sent_first_in_line = False  # every earlier batch acknowledged when last sent
 
     def __repr__(self) -> str:
         return f"ProducerBatch({self.tp}, records={self.record_count}, attempts={self.attempts})"
@@ -146,13 +175,19 @@ class ProducerBatch:
 
     def build(self, compression: Compression) -> bytes:
         """The batch's bytes (base offset 0), built once and reused by retries."""
+        state = (self.producer_id, self.producer_epoch, self.base_sequence)
         if self.payload is None:
             self.payload = self.builder.close(
                 compression=compression,
-                producer_id=self.producer_id,
-                producer_epoch=self.producer_epoch,
-                base_sequence=self.base_sequence,
+                producer_id=state[0],
+                producer_epoch=state[1],
+                base_sequence=state[2],
             )
+            self.builder.release()  # the records live on in the payload only
+            self._payload_state = state
+        elif state != self._payload_state:  # renumbered after an epoch bump
+            self.payload = with_producer_state(self.payload, *state)
+            self._payload_state = state
         return self.payload
 
     def complete(self, base_offset: int, log_append_time_ms: int) -> None:
@@ -210,7 +245,9 @@ class RecordAccumulator:
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._open: dict[tuple[str, int], ProducerBatch] = {}
         self._tps: dict[tuple[str, int], TopicPartition] = {}
-        self._in_flight: dict[TopicPartition, int] = {}
+        self._in_flight: dict[TopicPartition, list[ProducerBatch]] = {}
+        # The idempotent producer's ids and sequences (None: not idempotent).
+        self.idempotence: IdempotenceState | None = None
         self._by_deadline: deque[ProducerBatch] = deque()  # opening order = deadline order
         self._incomplete: dict[int, ProducerBatch] = {}  # every batch not done, by id
         self._retried: list[tuple[int, int, ProducerBatch]] = []  # heap of re-queued batches
@@ -251,15 +288,15 @@ class RecordAccumulator:
             if self._closed:
                 raise ProducerClosedError("cannot send after the producer is closed")
             # Room for the record and, should it need one, a new batch's header.
-            if self._buffered + estimate + RECORD_BATCH_OVERHEAD > self._buffer_memory:
-                self._wait_for_memory(estimate + RECORD_BATCH_OVERHEAD)
+            if self._buffered + estimate + _NEW_BATCH > self._buffer_memory:
+                self._wait_for_memory(estimate + _NEW_BATCH)
             batch = self._open.get(where)
             if batch is not None:
                 builder = batch.builder
                 if builder.size_in_bytes + estimate <= self._batch_size:
                     index = builder.count
                     added = builder.append(timestamp, key, value, headers)
-                    self._buffered += added
+                    self._buffered += added + RECORD_MEMORY_OVERHEAD
                     if builder.size_in_bytes + added > self._batch_size:
                         # The next record of this size would not fit: the batch is full.
                         batch.closed = True
@@ -278,7 +315,8 @@ class RecordAccumulator:
                     future = None
                 else:
                     batch = self._open_batch(where)
-                    self._buffered += batch.builder.append(timestamp, key, value, headers)
+                    added = batch.builder.append(timestamp, key, value, headers)
+                    self._buffered += added + RECORD_MEMORY_OVERHEAD
                     future = FutureRecordMetadata(batch.result, 0, timestamp)
                     if batch.builder.size_in_bytes >= self._batch_size:
                         batch.closed = True
@@ -310,7 +348,7 @@ class RecordAccumulator:
             value = values[start]
             key = keys[start] if keys is not None else None
             estimate = 41 + (len(value) if value else 0) + (len(key) if key else 0)
-            estimate += RECORD_BATCH_OVERHEAD  # should it need a new batch
+            estimate += _NEW_BATCH  # should it need a new batch
             if self._buffered + estimate > self._buffer_memory:
                 self._wait_for_memory(estimate)
             batch = self._open.get(where)
@@ -324,10 +362,18 @@ class RecordAccumulator:
             builder = batch.builder
             first = builder.count
             before = builder.size_in_bytes
-            room = builder.size_in_bytes + self._buffer_memory - self._buffered
-            limit = min(self._batch_size, room)
-            reached = builder.append_many(timestamp, keys, values, start, stop, limit)
+            reached = builder.append_many(
+                timestamp,
+                keys,
+                values,
+                start,
+                stop,
+                self._batch_size,
+                self._buffer_memory - self._buffered,
+                RECORD_MEMORY_OVERHEAD,
+            )
             self._buffered += builder.size_in_bytes - before
+            self._buffered += (builder.count - first) * RECORD_MEMORY_OVERHEAD
             closed = reached < stop or builder.size_in_bytes >= self._batch_size
             if closed:
                 batch.closed = True
@@ -382,7 +428,8 @@ class RecordAccumulator:
 
     @property
     def buffered_bytes(self) -> int:
-        """Bytes of ``buffer_memory`` held by batches not yet done (exact, encoded size)."""
+        """Bytes of ``buffer_memory`` held by batches not yet done: their encoded size plus
+        ``RECORD_MEMORY_OVERHEAD`` per record."""
         return self._buffered
 
     # --- the sender's side ------------------------------------------------------------------
@@ -401,7 +448,7 @@ class RecordAccumulator:
                 if leader is None:
                     unknown.add(tp.topic)
                     continue
-                if leader in nodes or self._in_flight.get(tp, 0) >= self._max_in_flight:
+                if leader in nodes or len(self._in_flight.get(tp, ())) >= self._max_in_flight:
                     continue
                 batch = queue[0]
                 if batch.attempts > 0 and now_ms < batch.retry_at_ms:
@@ -445,7 +492,8 @@ class RecordAccumulator:
                 if node is None or node not in wanted:
                     continue
                 queue = self._queues[tp]
-                if not queue or self._in_flight.get(tp, 0) >= self._max_in_flight:
+                in_flight = self._in_flight.get(tp)
+                if not queue or (in_flight and len(in_flight) >= self._max_in_flight):
                     continue
                 batch = queue[0]
                 if batch.attempts > 0 and now_ms < batch.retry_at_ms:
@@ -459,6 +507,9 @@ class RecordAccumulator:
                 )
                 if not sendable:
                     continue
+                idempotence = self.idempotence
+                if idempotence is not None and not self._may_send(idempotence, batch, in_flight):
+                    continue
                 used = sizes.get(node, 0)
                 if used and used + batch.size_in_bytes > max_request_size:
                     continue
@@ -466,12 +517,39 @@ class RecordAccumulator:
                 if not batch.closed:
                     batch.closed = True
                     self._open.pop((tp.topic, tp.partition), None)
+                if idempotence is not None and not idempotence.is_current(
+                    batch.producer_id, batch.producer_epoch
+                ):
+                    # First sent, or sent in an earlier epoch: number it now, in queue order.
+                    batch.producer_id = idempotence.producer_id
+                    batch.producer_epoch = idempotence.epoch
+                    batch.base_sequence = idempotence.assign(tp, batch.record_count)
+                if idempotence is not None:
+                    batch.sent_first_in_line = idempotence.first_in_line(tp, batch.base_sequence)
                 batch.state = IN_FLIGHT
                 sizes[node] = used + batch.size_in_bytes
-                self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
+                if in_flight is None:
+                    in_flight = self._in_flight[tp] = []
+                in_flight.append(batch)
                 batch.last_attempt_ms = now_ms
                 out.setdefault(node, []).append(batch)
         return out
+
+    @staticmethod
+    def _may_send(
+        idempotence: IdempotenceState, batch: ProducerBatch, in_flight: list[ProducerBatch] | None
+    ) -> bool:
+        """The idempotent producer's order rules (see :mod:`odradek.client.idempotence`): no
+        batch before the producer has an id; a retried batch, or one to be renumbered, only
+        when nothing of its partition is in flight; a new batch only behind batches of the
+        current epoch."""
+        if not idempotence.has_id:
+            return False
+        if batch.attempts > 0 or batch.base_sequence >= 0:
+            return not in_flight
+        if in_flight:
+            return all(idempotence.is_current(b.producer_id, b.producer_epoch) for b in in_flight)
+        return True
 
     def backoff_ms(self, attempts: int) -> int:
         """The wait before retry number ``attempts`` (1, 2, …): ``retry_backoff_ms`` doubling
@@ -479,15 +557,24 @@ class RecordAccumulator:
         exponent = min(max(attempts - 1, 0), 30)
         return int(min(self._retry_backoff_ms * (2**exponent), self._retry_backoff_max_ms))
 
-    def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
+    def reenqueue(self, batch: ProducerBatch, now_ms: int, *, backoff: bool = True) -> None:
         """Put a drained batch back at the front of its queue for another attempt; it waits
-        :meth:`backoff_ms` first. The caller has counted the attempt in ``batch.attempts``."""
+        :meth:`backoff_ms` first (unless ``backoff`` is false: the idempotent producer's batch
+        refused only because one before it failed goes again as soon as that one is stored).
+        The caller has counted the attempt in ``batch.attempts``.
+        Numbered batches (idempotent producer) go back in sequence order among the retried
+        batches at the front, whichever failed first."""
         with self._lock:
-            self._release(batch.tp)
-            batch.retry_at_ms = now_ms + self.backoff_ms(batch.attempts)
+            self._release(batch)
+            batch.retry_at_ms = now_ms + (self.backoff_ms(batch.attempts) if backoff else 0)
             batch.last_attempt_ms = now_ms
             batch.state = QUEUED
-            self._queues.setdefault(batch.tp, deque()).appendleft(batch)
+            queue = self._queues.setdefault(batch.tp, deque())
+            index = 0
+            if batch.base_sequence >= 0:
+                while index < len(queue) and _sent_before(queue[index], batch):
+                    index += 1
+            queue.insert(index, batch)
             heapq.heappush(self._retried, (batch.deadline_ms, next(self._tiebreak), batch))
 
     def reenqueue_all(self, batches: list[ProducerBatch], now_ms: int) -> None:
@@ -500,7 +587,7 @@ class RecordAccumulator:
         """A drained batch finished (delivered or failed for good): its memory is free."""
         with self._lock:
             if batch.state == IN_FLIGHT:
-                self._release(batch.tp)
+                self._release(batch)
             self._finish(batch)
 
     def _finish(self, batch: ProducerBatch) -> None:
@@ -508,16 +595,17 @@ class RecordAccumulator:
             return
         batch.state = DONE
         self._incomplete.pop(id(batch), None)
-        self._buffered -= batch.builder.size_in_bytes
+        self._buffered -= _held(batch)
         if self._memory_waiters:
             self._memory.notify_all()
 
-    def _release(self, tp: TopicPartition) -> None:
-        count = self._in_flight.get(tp, 0) - 1
-        if count > 0:
-            self._in_flight[tp] = count
-        else:
-            self._in_flight.pop(tp, None)
+    def _release(self, batch: ProducerBatch) -> None:
+        in_flight = self._in_flight.get(batch.tp)
+        if in_flight is not None:
+            if batch in in_flight:
+                in_flight.remove(batch)
+            if not in_flight:
+                del self._in_flight[batch.tp]
 
     def expired(self, now_ms: int) -> list[ProducerBatch]:
         """Remove and return the queued batches whose ``delivery_timeout_ms`` has passed
@@ -591,7 +679,7 @@ class RecordAccumulator:
 
     def in_flight_count(self) -> int:
         with self._lock:
-            return sum(self._in_flight.values())
+            return sum(len(batches) for batches in self._in_flight.values())
 
     def pending_results(self) -> list[tuple[ProduceRequestResult, int]]:
         """The result and record count of every batch not yet done (queued or in flight):

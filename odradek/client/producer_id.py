@@ -36,14 +36,15 @@ class ProducerIdAndEpoch:
 
 
 def init_producer_id(
-    channel: grpc.Channel,
+    channel: grpc.Channel | pb_grpc.BrokerStub,
     *,
     address: str,
     timeout_ms: int,
     producer_id: int = -1,
     producer_epoch: int = -1,
 ) -> ProducerIdAndEpoch:
-    """Call InitProducerId on the node behind ``channel`` (``address`` names it in errors).
+    """Call InitProducerId on the node behind ``channel`` (a channel, or a ``Broker`` stub on
+    one; ``address`` names it in errors).
 
     ``producer_id``/``producer_epoch`` are the current ones, if any (KIP-360; an idempotent
     producer gets a new id regardless). Raises the typed error of a non-zero error code
@@ -55,7 +56,7 @@ def init_producer_id(
         producer_id=producer_id,
         producer_epoch=producer_epoch,
     )
-    stub = pb_grpc.BrokerStub(channel)
+    stub = channel if isinstance(channel, pb_grpc.BrokerStub) else pb_grpc.BrokerStub(channel)
     response = call(stub.InitProducerId, request, address=address, timeout_ms=timeout_ms)
     if response.error_code != 0:
         raise error_from_code(response.error_code, response.error_message, f"node {address}")

@@ -34,7 +34,9 @@ from odradek.client.errors import (
     error_from_rpc,
     is_invalid_metadata,
 )
+from odradek.client.idempotence import BUMP_AND_RETRY, FAIL, RETRY, IdempotenceState
 from odradek.client.metadata import ClusterMetadata, MetadataCache
+from odradek.client.producer_id import init_producer_id
 from odradek.clock import Clock
 from odradek.errors import (
     InvalidRecordError,
@@ -80,6 +82,8 @@ class Sender:
         request_timeout_ms: int,
         max_request_size: int,
         on_metadata: Callable[[ClusterMetadata], None] | None = None,
+        idempotence: IdempotenceState | None = None,
+        retry_backoff_ms: int = 100,
     ) -> None:
         self._accumulator = accumulator
         self._metadata = metadata
@@ -91,6 +95,9 @@ class Sender:
         self._request_timeout_ms = request_timeout_ms
         self._max_request_size = max_request_size
         self._on_metadata = on_metadata
+        self._idempotence = idempotence
+        self._retry_backoff_ms = retry_backoff_ms
+        self._next_init_ms = 0  # when to ask InitProducerId again after a failure
         self._seen_metadata: ClusterMetadata | None = None
         self._wakeup = threading.Event()
         self._completions: queue.SimpleQueue[_InFlight] = queue.SimpleQueue()
@@ -169,6 +176,8 @@ class Sender:
             self._seen_metadata = cluster
             if self._on_metadata is not None:
                 self._on_metadata(cluster)
+        if self._idempotence is not None and not self._idempotence.has_id:
+            self._init_producer_id()
         now = self._clock.monotonic_ms()
         check = self._accumulator.ready(cluster.leader_id, now)
         if check.unknown_leader_topics:
@@ -189,9 +198,9 @@ class Sender:
             waits.append(check.next_check_ms)
         if check.unknown_leader_topics or self._metadata.time_to_update_ms(now) < _MAX_IDLE_MS:
             waits.append(self._metadata.time_to_update_ms(now))
-        wait_ms = min(waits)
-        if not drained:
-            wait_ms = max(wait_ms, 1)
+        # After sending, look again at once: a drain takes one batch per partition, and more
+        # may be sendable (up to max_in_flight_per_partition).
+        wait_ms = 0 if drained else max(min(waits), 1)
         if wait_ms > 0 and self._completions.empty():
             self._wakeup.wait(wait_ms / 1000)
         self._wakeup.clear()
@@ -285,15 +294,71 @@ class Sender:
                 missing = UnknownServerError(f"{batch.tp}: the produce answer has no result for it")
                 self._retry_or_fail(batch, missing, now)
             elif result.error_code == 0:
+                idempotence = self._idempotence
+                if idempotence is not None and idempotence.is_current(
+                    batch.producer_id, batch.producer_epoch
+                ):
+                    idempotence.acknowledged(batch.tp, batch.base_sequence, batch.record_count)
                 batch.complete(result.base_offset, result.log_append_time_ms)
                 self._accumulator.done(batch)
             else:
                 error = error_from_code(result.error_code, result.error_message, str(batch.tp))
                 self._retry_or_fail(batch, error, now)
 
+    def _init_producer_id(self) -> None:
+        """Ask a node for a producer id (the idempotent producer sends nothing before it has
+        one); on failure try again after ``retry_backoff_ms``, the batches waiting."""
+        idempotence = self._idempotence
+        assert idempotence is not None
+        now = self._clock.monotonic_ms()
+        if now < self._next_init_ms:
+            return
+        current = (idempotence.producer_id, idempotence.epoch)
+        last: OdradekError | None = None
+        for address in self._metadata.candidates():
+            try:
+                ids = init_producer_id(
+                    self._pool.broker(address),
+                    address=address,
+                    timeout_ms=self._request_timeout_ms,
+                    producer_id=current[0],
+                    producer_epoch=current[1],
+                )
+            except OdradekError as exc:
+                last = exc
+                continue
+            idempotence.set_id(ids)
+            log.debug("producer id %d, epoch %d (from %s)", ids.producer_id, ids.epoch, address)
+            return
+        self._next_init_ms = now + self._retry_backoff_ms
+        log.warning("could not get a producer id, retrying: %s", last)
+
+    def _idempotence_verdict(self, batch: ProducerBatch, error: OdradekError) -> str:
+        idempotence = self._idempotence
+        if idempotence is None or batch.base_sequence < 0:
+            return FAIL
+        verdict = idempotence.on_error(
+            batch.tp,
+            batch.producer_id,
+            batch.producer_epoch,
+            batch.base_sequence,
+            error,
+            sent_first_in_line=batch.sent_first_in_line,
+        )
+        if verdict == BUMP_AND_RETRY:
+            log.warning(
+                "%s: the leader lost this producer's sequence state (%s); bumping the producer "
+                "epoch and sending again (KIP-360)",
+                batch.tp,
+                error,
+            )
+            idempotence.bump_epoch()
+        return verdict
+
     def _retry_or_fail(self, batch: ProducerBatch, error: OdradekError, now_ms: int) -> None:
+        verdict = self._idempotence_verdict(batch, error)
         can_retry = (
-            error.retriable
+            (error.retriable or verdict != FAIL)
             and not self._forced
             and batch.attempts < self._retries
             and not self._accumulator.delivery_expired(batch, now_ms)
@@ -301,8 +366,10 @@ class Sender:
         batch.last_error = error
         if can_retry:
             batch.attempts += 1
-            # As Kafka's Sender: a retry is worth a warning, naming the broker's error.
-            log.warning(
+            # As Kafka's Sender: a retry is worth a warning, naming the broker's error — but
+            # not a batch refused only because the one before it is being retried.
+            log.log(
+                logging.DEBUG if verdict == RETRY else logging.WARNING,
                 "retrying %d record(s) for %s (attempt %d) after %s",
                 batch.record_count,
                 batch.tp,
@@ -311,9 +378,12 @@ class Sender:
             )
             if is_invalid_metadata(error):
                 self._metadata.request_update()
-            self._accumulator.reenqueue(batch, now_ms)
+            self._accumulator.reenqueue(batch, now_ms, backoff=verdict == FAIL)
             return
         self._accumulator.done(batch)
+        if self._idempotence is not None and batch.base_sequence >= 0:
+            # The batches behind it were numbered after it: a new epoch numbers them anew.
+            self._idempotence.bump_epoch()
         if error.retriable:
             reason = (
                 "delivery_timeout_ms passed"
@@ -328,6 +398,8 @@ class Sender:
     def _expire(self, batch: ProducerBatch, now_ms: int) -> None:
         """Fail a batch whose ``delivery_timeout_ms`` passed while it was queued: with the
         broker's error if an attempt failed (e.g. NOT_ENOUGH_REPLICAS), else as timed out."""
+        if self._idempotence is not None and batch.base_sequence >= 0:
+            self._idempotence.bump_epoch()  # as for a batch that failed for good
         text = (
             f"{batch.record_count} record(s) for {batch.tp} expired: {now_ms - batch.created_ms}"
             f" ms passed since the batch was created (delivery_timeout_ms)"

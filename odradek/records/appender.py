@@ -30,14 +30,16 @@ from odradek.records.batch import (
     MAGIC_V2,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    PRODUCER_ID_OFFSET,
     RECORD_BATCH_OVERHEAD,
 )
 from odradek.records.compression import Compression, compress
 from odradek.records.varint import INT32_MAX, encode_varint, encode_varlong
 
-__all__ = ["RecordBatchBuilder", "encoded_headers"]
+__all__ = ["RecordBatchBuilder", "encoded_headers", "with_producer_state"]
 
 _UINT32 = struct.Struct(">I")
+_PRODUCER_STATE = struct.Struct(">qhi")  # producer id, producer epoch, base sequence
 # Zig-zag encodings of 0, 1, 2, … 8191 (the value doubled indexes the unsigned table).
 _POSITIVE: list[bytes] = [encode_varint(n) for n in range(8192)]
 _NULL = b"\x01"  # varint(-1): a null key or value
@@ -65,6 +67,18 @@ def encoded_headers(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
         else:
             out += encode_varint(len(header_value))
             out += header_value
+    return bytes(out)
+
+
+def with_producer_state(batch: bytes, producer_id: int, epoch: int, base_sequence: int) -> bytes:
+    """``batch`` (one whole v2 batch) with its producer id, epoch and base sequence replaced
+    and its CRC-32C computed again (the idempotent producer renumbers a batch it already built
+    after an epoch bump)."""
+    out = bytearray(batch)
+    _PRODUCER_STATE.pack_into(out, PRODUCER_ID_OFFSET, producer_id, epoch, base_sequence)
+    with memoryview(out) as view, view[ATTRIBUTES_OFFSET:] as covered:
+        crc = crc32c.crc32c(covered)
+    _UINT32.pack_into(out, CRC_OFFSET, crc)
     return bytes(out)
 
 
@@ -152,11 +166,15 @@ class RecordBatchBuilder:
         start: int,
         stop: int,
         max_size: int,
+        room: int | None = None,
+        per_record: int = 0,
     ) -> int:
         """Append ``values[start:stop]`` (with ``keys[i]``, or no keys) at one ``timestamp`` and
-        no headers, while the batch stays within ``max_size`` bytes — but at least one record;
-        returns the index after the last record appended. The bulk path's loop: the same bytes
-        as :meth:`append` one at a time, without a call per record."""
+        no headers, while the batch stays within ``max_size`` bytes and, with ``room``, while
+        the bytes added plus ``per_record`` for each record stay within it — but at least one
+        record; returns the index after the last record appended. The bulk path's loop: the
+        same bytes as :meth:`append` one at a time, without a call per record."""
+        budget = room if room is not None else max_size
         count = self.count
         if not count:
             self.base_timestamp = timestamp
@@ -199,8 +217,9 @@ class RecordBatchBuilder:
             )
             size_varint = positive[size] if size < 8192 else encode_varint(size)
             added = size + len(size_varint)
-            if count and size_in_bytes + added > max_size:
+            if count and (size_in_bytes + added > max_size or added + per_record > budget):
                 break
+            budget -= added + per_record
             body.extend(
                 (
                     size_varint,
@@ -220,6 +239,10 @@ class RecordBatchBuilder:
         self.count = count
         self.size_in_bytes = size_in_bytes
         return index
+
+    def release(self) -> None:
+        """Drop the encoded records (after :meth:`close`; the caller keeps the bytes)."""
+        self._body = []
 
     def close(
         self,

@@ -195,6 +195,10 @@ def decode_columns(
                 u = (b & 0x7F) | (c << 7)
                 offset_delta = (u >> 1) ^ -(u & 1)
                 pos += 2
+            elif (d := data[pos + 2]) < 0x80:  # deltas of 8192 and up: batches of 1 MiB
+                u = (b & 0x7F) | ((c & 0x7F) << 7) | (d << 14)
+                offset_delta = (u >> 1) ^ -(u & 1)
+                pos += 3
             else:
                 offset_delta, pos = decode_varint(data, pos)
 

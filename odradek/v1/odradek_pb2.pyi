@@ -1422,6 +1422,106 @@ class ListPartitionReassignmentsResponse(_message.Message):
 Global___ListPartitionReassignmentsResponse: _TypeAlias = ListPartitionReassignmentsResponse  # noqa: Y015
 
 @_typing.final
+class CreatePartitionsTopic(_message.Message):
+    """Kafka's CreatePartitions (API 37): raise a topic's partition count to `count`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    ASSIGNMENTS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    count: _builtins.int
+    """the new total number of partitions"""
+    @_builtins.property
+    def assignments(self) -> _containers.RepeatedCompositeFieldContainer[Global___CreatePartitionsAssignment]:
+        """One broker list per *new* partition (preferred leader first); empty: assigned by the
+        cluster, rack-aware, continuing the existing spread.
+        """
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        count: _builtins.int = ...,
+        assignments: _abc.Iterable[Global___CreatePartitionsAssignment] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assignments", b"assignments", "count", b"count", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreatePartitionsTopic: _TypeAlias = CreatePartitionsTopic  # noqa: Y015
+
+@_typing.final
+class CreatePartitionsAssignment(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BROKER_IDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def broker_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        broker_ids: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["broker_ids", b"broker_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreatePartitionsAssignment: _TypeAlias = CreatePartitionsAssignment  # noqa: Y015
+
+@_typing.final
+class CreatePartitionsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPICS_FIELD_NUMBER: _builtins.int
+    TIMEOUT_MS_FIELD_NUMBER: _builtins.int
+    VALIDATE_ONLY_FIELD_NUMBER: _builtins.int
+    timeout_ms: _builtins.int
+    """wait up to this long for every new partition to have a leader"""
+    validate_only: _builtins.bool
+    @_builtins.property
+    def topics(self) -> _containers.RepeatedCompositeFieldContainer[Global___CreatePartitionsTopic]: ...
+    def __init__(
+        self,
+        *,
+        topics: _abc.Iterable[Global___CreatePartitionsTopic] | None = ...,
+        timeout_ms: _builtins.int = ...,
+        validate_only: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["timeout_ms", b"timeout_ms", "topics", b"topics", "validate_only", b"validate_only"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreatePartitionsRequest: _TypeAlias = CreatePartitionsRequest  # noqa: Y015
+
+@_typing.final
+class CreatePartitionsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPICS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def topics(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopicResult]: ...
+    def __init__(
+        self,
+        *,
+        topics: _abc.Iterable[Global___TopicResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["topics", b"topics"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreatePartitionsResponse: _TypeAlias = CreatePartitionsResponse  # noqa: Y015
+
+@_typing.final
 class OffsetForLeaderEpochPartition(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

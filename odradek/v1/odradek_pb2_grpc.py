@@ -724,6 +724,11 @@ class AdminStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.ListPartitionReassignmentsRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.ListPartitionReassignmentsResponse.FromString,
                 _registered_method=True)
+        self.CreatePartitions = channel.unary_unary(
+                '/odradek.v1.Admin/CreatePartitions',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.CreatePartitionsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.CreatePartitionsResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -775,6 +780,12 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreatePartitions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -812,6 +823,11 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.ListPartitionReassignments,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.ListPartitionReassignmentsRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.ListPartitionReassignmentsResponse.SerializeToString,
+            ),
+            'CreatePartitions': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreatePartitions,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.CreatePartitionsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.CreatePartitionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1007,6 +1023,33 @@ class Admin:
             '/odradek.v1.Admin/ListPartitionReassignments',
             odradek_dot_v1_dot_odradek__pb2.ListPartitionReassignmentsRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.ListPartitionReassignmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreatePartitions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Admin/CreatePartitions',
+            odradek_dot_v1_dot_odradek__pb2.CreatePartitionsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.CreatePartitionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

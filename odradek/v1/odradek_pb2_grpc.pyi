@@ -246,6 +246,7 @@ class AdminStub:
     ElectLeaders: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ElectLeadersRequest, _odradek_pb2.ElectLeadersResponse]
     AlterPartitionReassignments: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.AlterPartitionReassignmentsRequest, _odradek_pb2.AlterPartitionReassignmentsResponse]
     ListPartitionReassignments: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ListPartitionReassignmentsRequest, _odradek_pb2.ListPartitionReassignmentsResponse]
+    CreatePartitions: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.CreatePartitionsRequest, _odradek_pb2.CreatePartitionsResponse]
 
 @_typing.type_check_only
 class AdminAsyncStub(AdminStub):
@@ -262,6 +263,7 @@ class AdminAsyncStub(AdminStub):
     ElectLeaders: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ElectLeadersRequest, _odradek_pb2.ElectLeadersResponse]  # type: ignore[assignment]
     AlterPartitionReassignments: _aio.UnaryUnaryMultiCallable[_odradek_pb2.AlterPartitionReassignmentsRequest, _odradek_pb2.AlterPartitionReassignmentsResponse]  # type: ignore[assignment]
     ListPartitionReassignments: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ListPartitionReassignmentsRequest, _odradek_pb2.ListPartitionReassignmentsResponse]  # type: ignore[assignment]
+    CreatePartitions: _aio.UnaryUnaryMultiCallable[_odradek_pb2.CreatePartitionsRequest, _odradek_pb2.CreatePartitionsResponse]  # type: ignore[assignment]
 
 class AdminServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
@@ -317,6 +319,13 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
         request: _odradek_pb2.ListPartitionReassignmentsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_odradek_pb2.ListPartitionReassignmentsResponse, _abc.Awaitable[_odradek_pb2.ListPartitionReassignmentsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def CreatePartitions(
+        self,
+        request: _odradek_pb2.CreatePartitionsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.CreatePartitionsResponse, _abc.Awaitable[_odradek_pb2.CreatePartitionsResponse]]: ...
 
 def add_AdminServicer_to_server(servicer: AdminServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

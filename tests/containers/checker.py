@@ -16,9 +16,14 @@ What must hold (each a list of violations in the ``Verdict``; the scenario asser
 * replicas: every replica holds the same batches (base and last offset, leader epoch, CRC,
   which covers every record) up to the high watermark.
 
-What is counted, not judged: duplicates (a value in the log more than once: the producer is not
-idempotent, so a send retried after a lost answer may be written twice), sends that failed
-(their values may or may not be in the log), and the longest unavailability around the faults.
+With an idempotent producer (the SDK's default, ``History.idempotent``) also:
+
+* duplicated: a value in the log more than once (a retry after a lost answer stored twice);
+* order: a producer's values in one partition not in the order it sent them.
+
+Without idempotence duplicates are counted, not judged (a send retried after a lost answer may
+be written twice). Also counted: sends that failed (their values may or may not be in the log),
+and the longest unavailability around the faults.
 """
 
 from __future__ import annotations
@@ -53,6 +58,12 @@ class Verdict:
     offsets: list[str] = field(default_factory=list)
     consumers: list[str] = field(default_factory=list)
     replicas: list[str] = field(default_factory=list)
+    idempotent: bool = False
+    duplicates: list[str] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
+    stalls_s: list[float] = field(default_factory=list)
+    """Per fault window, in order: the longest time no acks=-1 write was acknowledged around
+    it (:func:`stalls_per_fault`)."""
 
     @property
     def violations(self) -> dict[str, list[str]]:
@@ -62,21 +73,33 @@ class Verdict:
             "offsets": self.offsets,
             "consumers": self.consumers,
             "replicas": self.replicas,
+            "order": self.order,
         }
+        if self.idempotent:
+            found["duplicated"] = self.duplicates
         return {name: items for name, items in found.items() if items}
 
     def row(self) -> tuple[str, ...]:
         return (
-            self.scenario,
+            self.scenario + ("" if self.idempotent else " (idempotence off)"),
             str(self.operations),
             str(self.acknowledged),
             str(len(self.lost)),
             str(self.duplicated),
             f"{self.unavailable_s:.1f} s",
+            ", ".join(f"{stall:.1f}" for stall in self.stalls_s) + " s" if self.stalls_s else "-",
         )
 
 
-TABLE_HEADER = ("scenario", "operations", "acknowledged", "lost", "duplicated", "unavailable")
+TABLE_HEADER = (
+    "scenario",
+    "operations",
+    "acknowledged",
+    "lost",
+    "duplicated",
+    "unavailable",
+    "stall per fault",
+)
 
 
 def table(verdicts: list[Verdict]) -> str:
@@ -108,7 +131,12 @@ def check(
         duplicated=sum(n - 1 for n in values.values() if n > 1),
         unavailable_s=longest_unavailability(history),
         reads=sum(len(r) for r in history.reads.values()),
+        stalls_s=stalls_per_fault(history),
+        idempotent=history.idempotent,
     )
+    verdict.duplicates = [f"{v!r} stored {n} times" for v, n in values.items() if n > 1]
+    if history.idempotent:
+        verdict.order = out_of_order(final)
     at = {p: dict(records) for p, records in final.items()}
     for send in acked:
         found = at.get(send.partition, {}).get(send.offset)
@@ -150,6 +178,25 @@ def check(
     return verdict
 
 
+def out_of_order(final: dict[int, list[tuple[int, bytes]]]) -> list[str]:
+    """Places where a producer's values (``p<producer>-<seq>``) in one partition do not follow
+    the order it sent them in."""
+    problems = []
+    for partition, records in sorted(final.items()):
+        last: dict[bytes, tuple[int, int]] = {}
+        for offset, value in records:
+            producer, _, seq = value.rpartition(b"-")
+            number = int(seq)
+            before = last.get(producer)
+            if before is not None and number <= before[0]:
+                problems.append(
+                    f"partition {partition}: {value!r} at {offset} after "
+                    f"{producer.decode()}-{before[0]} at {before[1]}"
+                )
+            last[producer] = (number, offset)
+    return problems
+
+
 def compare_replicas(
     replicas: dict[int, dict[int, list[Batch]]], high_watermarks: dict[int, int]
 ) -> list[str]:
@@ -189,6 +236,25 @@ def longest_unavailability(history: History) -> float:
         if any(before <= healed and after >= start for start, healed in history.faults):
             longest = max(longest, after - before)
     return longest
+
+
+def stalls_per_fault(history: History) -> list[float]:
+    """For each fault window, the longest gap between consecutive acknowledgements (of any
+    producer) that overlaps it: how long acks=-1 writes stalled because of that fault. A
+    window with no acknowledgement on either side counts the time from its start to the first
+    acknowledgement after it (or to its healing, if none came)."""
+    acks = sorted(s.acked_at for s in history.sends if s.acked_at is not None)
+    stalls = []
+    for start, healed in history.faults:
+        longest = 0.0
+        for before, after in itertools.pairwise(acks):
+            if before <= healed and after >= start:
+                longest = max(longest, after - before)
+        if not acks or acks[0] > healed:
+            first_after = next((a for a in acks if a >= start), healed)
+            longest = max(longest, first_after - start)
+        stalls.append(longest)
+    return stalls
 
 
 def replica_batches(data_dir: Path, topic: str, partition: int) -> list[Batch]:

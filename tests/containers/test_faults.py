@@ -92,16 +92,22 @@ def final_log(bootstrap: str) -> dict[int, list[tuple[int, bytes]]]:
 
 
 def run_scenario(
-    name: str, cluster: ContainerCluster, fault: Fault, verdicts: list[Verdict]
+    name: str,
+    cluster: ContainerCluster,
+    fault: Fault,
+    verdicts: list[Verdict],
+    *,
+    idempotent: bool = True,
 ) -> None:
-    """Workload, ``fault``, healing, then the checks; records and asserts the verdict."""
+    """Workload, ``fault``, healing, then the checks; records and asserts the verdict. With
+    ``idempotent`` (the SDK's default) duplicates and a producer's order are judged too."""
     with Admin(cluster.bootstrap_servers, request_timeout_ms=10_000) as admin:
         created = admin.create_topics(
             [NewTopic(TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": "2"})]
         )
     assert created == {TOPIC: None}
     wait_full_isr(cluster)
-    workload = Workload(cluster.bootstrap_servers)
+    workload = Workload(cluster.bootstrap_servers, idempotent=idempotent)
     workload.start()
     try:
         wait_progress(workload, 100)
@@ -127,28 +133,38 @@ def run_scenario(
         f"{verdict.reads} reads ({history.consumer_errors} consumer restarts), "
         f"longest unavailability {verdict.unavailable_s:.1f} s"
     )
+    stalls = ", ".join(f"{stall:.1f} s" for stall in verdict.stalls_s)
+    print(
+        f"{name}: acks=-1 writes stalled {stalls} (per fault; {sum(verdict.stalls_s):.1f} s in all)"
+    )
     assert verdict.violations == {}, verdict.violations
 
 
 # -- the scenarios ----------------------------------------------------------------------------
 
 
+def _kill_leader_three_times(cluster: ContainerCluster, workload: Workload) -> None:
+    for _ in range(3):
+        wait_full_isr(cluster)
+        leader = leader_of_partition_0(cluster)
+        workload.fault()
+        cluster.kill(leader)
+        wait_leader_moves(cluster, leader)
+        wait_progress(workload, 20)
+        workload.healed()
+        cluster.start_node(leader)
+
+
 def test_leader_killed_repeatedly(cluster, verdicts):
     """SIGKILL of partition 0's leader, three times, each time restarted once another node
     has taken over (Kafka's hard bounce of the leader)."""
+    run_scenario("kill leader (3x)", cluster, _kill_leader_three_times, verdicts)
 
-    def fault(cluster: ContainerCluster, workload: Workload) -> None:
-        for _ in range(3):
-            wait_full_isr(cluster)
-            leader = leader_of_partition_0(cluster)
-            workload.fault()
-            cluster.kill(leader)
-            wait_leader_moves(cluster, leader)
-            wait_progress(workload, 20)
-            workload.healed()
-            cluster.start_node(leader)
 
-    run_scenario("kill leader (3x)", cluster, fault, verdicts)
+def test_leader_killed_repeatedly_without_idempotence(cluster, verdicts):
+    """The same faults with the producers' idempotence off: duplicates are counted, not
+    judged (the table shows what idempotence removes; loss and the rest are still judged)."""
+    run_scenario("kill leader (3x)", cluster, _kill_leader_three_times, verdicts, idempotent=False)
 
 
 def test_controller_killed(cluster, verdicts):

@@ -68,15 +68,17 @@ class History:
     consumer_errors: int = 0
     faults: list[tuple[float, float]] = field(default_factory=list)
     """(start, healed) of each fault, in ``now_s()`` seconds."""
+    idempotent: bool = True
+    """Whether the producers were idempotent (the SDK's default)."""
 
 
 class Workload:
     """Producers and consumers against ``bootstrap_servers`` until ``stop``. Not thread-safe:
     one test thread calls ``start``, ``fault``/``healed`` and ``stop``."""
 
-    def __init__(self, bootstrap_servers: str) -> None:
+    def __init__(self, bootstrap_servers: str, *, idempotent: bool = True) -> None:
         self.bootstrap_servers = bootstrap_servers
-        self.history = History()
+        self.history = History(idempotent=idempotent)
         self._stop = threading.Event()
         self._sends: list[list[Send]] = [[] for _ in range(PRODUCERS)]
         self._reads: list[list[Read]] = [[] for _ in range(CONSUMERS)]
@@ -129,6 +131,7 @@ class Workload:
             request_timeout_ms=REQUEST_TIMEOUT_MS,
             delivery_timeout_ms=120_000,
             metadata_max_age_ms=METADATA_MAX_AGE_MS,
+            enable_idempotence=self.history.idempotent,
         ) as producer:
             seq = 0
             while not self._stop.is_set():

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from deploy.local.cluster import ROOT
 from deploy.local.zookeeper import free_port
+from odradek import Consumer, TopicPartition
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -92,6 +93,10 @@ def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_d
         consumed = sorted(line.split("\t", 1)[1] for line in out if line.startswith("Offset:"))
         assert consumed == [f"user{i}\thello {i}" for i in range(6)]
         assert "3 brokers, 1 topic, 3 partitions: 0 under-replicated, 0 offline" in first.stdout
+        # it says how to stop it, the way it was started (here: this module, this directory)
+        assert (
+            f"  stop it:  python -m deploy.local.cluster stop --dir {directory}\n" in first.stdout
+        )
 
         # a second demo while the first runs refuses, and leaves it running
         again = _run(*demo)
@@ -112,11 +117,18 @@ def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_d
         assert [p for p in pids if _alive(p)] == []
         assert not (directory / "cluster.json").exists()
 
-        # started again on the same directory, the first run's records are still there
-        second = _run(*demo)
+        # started again on the same directory (by scripts/cluster.sh's command), the first
+        # run's records are still there, and are not appended again
+        second = _run(*demo, "--stop-command", "bash scripts/cluster.sh stop")
         assert second.returncode == 0, second.stdout + second.stderr
         pids = json.loads((directory / "cluster.json").read_text())["pids"]
         assert "Created topic" not in second.stdout  # the topic survived the restart
+        assert "$ odradek produce" not in second.stdout
+        assert "already has its records (6): not producing them again" in second.stdout
+        assert "  stop it:  bash scripts/cluster.sh stop\n" in second.stdout
+        again = _run(*demo, "--stop-command", "bash scripts/cluster.sh stop")
+        assert again.returncode == 1
+        assert "stop it with: bash scripts/cluster.sh stop" in again.stdout
         consume = subprocess.run(
             [
                 sys.executable,
@@ -129,7 +141,7 @@ def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_d
                 "--from-beginning",
                 "--print-offset",
                 "--max-messages",
-                "12",
+                "6",
             ],
             capture_output=True,
             text=True,
@@ -139,7 +151,10 @@ def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_d
         )
         assert consume.returncode == 0, consume.stderr
         values = sorted(line.split("\t")[-1] for line in consume.stdout.splitlines())
-        assert values == sorted([f"hello {i}" for i in range(6)] * 2)
+        assert values == sorted(f"hello {i}" for i in range(6))
+        with Consumer(bootstrap) as consumer:
+            ends = consumer.end_offsets([TopicPartition("demo", p) for p in range(3)])
+        assert sum(ends.values()) == 6  # six records in all: the second demo added none
     finally:
         if (directory / "cluster.json").exists():
             _run("stop", "--dir", str(directory))

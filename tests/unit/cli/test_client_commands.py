@@ -445,3 +445,24 @@ def test_ctrl_c_ends_consume_follow_cleanly(cluster):
     assert proc.returncode == 130
     assert out == ""
     assert "Traceback" not in err and "Processed a total of 1 messages" in err
+
+
+def test_produce_reads_lines_in_chunks_without_waiting_for_more():
+    # A line written into a pipe is handed on at once (a producer behind `tail -f` must not
+    # wait for a full chunk); a fast pipe's lines come in large chunks (the bulk path).
+    import os
+
+    from odradek.cli.produce import _chunks
+
+    read_fd, write_fd = os.pipe()
+    with os.fdopen(read_fd, "rb") as reader, os.fdopen(write_fd, "wb", buffering=0) as writer:
+        chunks = _chunks(reader, 1 << 20)
+        writer.write(b"first\r\n")
+        assert next(chunks) == [b"first"]
+        writer.write(b"a\nb\nc")
+        assert next(chunks) == [b"a", b"b"]
+        writer.write(b"d\n")
+        assert next(chunks) == [b"cd"]
+        writer.write(b"last without newline")
+        writer.close()
+        assert list(chunks) == [[b"last without newline"]]

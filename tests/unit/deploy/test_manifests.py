@@ -82,9 +82,36 @@ def test_kubernetes_nodes_are_a_statefulset_with_claims_probes_and_a_budget():
 
 @pytest.mark.parametrize(
     "path",
-    [*sorted((DEPLOY / "k8s").glob("*.yaml")), DEPLOY / "compose" / "compose.yaml"],
+    [
+        *sorted((DEPLOY / "k8s").glob("*.yaml")),
+        DEPLOY / "compose" / "compose.yaml",
+        DEPLOY / "compose" / "monitoring.yaml",
+        DEPLOY / "prometheus" / "prometheus.yml",
+        DEPLOY / "prometheus" / "alerts.yml",
+        *sorted((DEPLOY / "grafana" / "provisioning").glob("*/*.yaml")),
+    ],
     ids=lambda p: p.name,
 )
 def test_every_manifest_parses(path):
     for doc in _documents(path):
         assert isinstance(doc, dict)
+
+
+def test_monitoring_mounts_what_exists_and_scrapes_the_nodes_metrics_ports():
+    (compose,) = _documents(DEPLOY / "compose" / "compose.yaml")
+    ports = {
+        f"127.0.0.1:{s['environment']['ODRADEK_METRICS_PORT']}"
+        for name, s in compose["services"].items()
+        if name.startswith("node-")
+    }
+    (prometheus,) = _documents(DEPLOY / "prometheus" / "prometheus.yml")
+    [job] = prometheus["scrape_configs"]
+    assert set(job["static_configs"][0]["targets"]) == ports
+    (monitoring,) = _documents(DEPLOY / "compose" / "monitoring.yaml")
+    for service in monitoring["services"].values():
+        for volume in service["volumes"]:
+            source = volume.split(":")[0]
+            if source.startswith("."):  # a bind mount, relative to the compose directory
+                assert (DEPLOY / "compose" / source).exists(), source
+            else:
+                assert source in monitoring["volumes"]

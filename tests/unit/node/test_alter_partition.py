@@ -51,9 +51,12 @@ class RecordingPartition:
     def __init__(self) -> None:
         self.answers: list[tuple[object, tuple[int, ...], int]] = []
         self.answered = threading.Event()
+        self.isr: frozenset[int] = frozenset()  # read around a commit (the ISR change metrics)
 
     def complete_isr_change(self, change, *, error, isr=(), leader_epoch=-1, partition_epoch=-1):
         self.answers.append((error, tuple(isr), partition_epoch))
+        if error is None:
+            self.isr = frozenset(isr)
         self.answered.set()
 
 

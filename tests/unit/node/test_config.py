@@ -95,3 +95,112 @@ def test_variables_of_other_tools_are_not_node_settings_but_misspelt_ones_fail()
 def test_bad_configs_are_typed_errors(props, message):
     with pytest.raises(InvalidConfigError, match=message):
         config_from_properties(props)
+
+
+_BASE = "broker.id=0\nlog.dirs=/d\nzookeeper.connect=z:2181\n"
+
+
+def test_the_file_is_read_as_java_reads_properties():
+    props = parse_properties(
+        "! a Java comment\n"
+        "node.id 4\n"  # key value
+        "broker.rack : r\\u0031\n"  # key: value with a unicode escape
+        "log.dirs=/a,\\\n"  # a continuation line
+        "    /b\n"
+        "zookeeper.connect=h\\:2181/x\n"  # an escaped separator
+    )
+    assert props == {
+        "node.id": "4",
+        "broker.rack": "r1",
+        "log.dirs": "/a,/b",
+        "zookeeper.connect": "h:2181/x",
+    }
+    with pytest.raises(InvalidConfigError, match="invalid properties file"):
+        parse_properties("node.id=\\uZZZZ\n")
+
+
+@pytest.mark.parametrize(
+    ("lines", "retention_ms"),
+    [
+        ("log.retention.hours=168\n", 168 * 3_600_000),
+        ("log.retention.hours=168\nlog.retention.minutes=5\n", 5 * 60_000),
+        ("log.retention.hours=1\nlog.retention.minutes=5\nlog.retention.ms=7\n", 7),
+        ("log.retention.hours=-1\n", -1),
+        ("log.retention.minutes=-2\n", -1),
+    ],
+)
+def test_retention_in_hours_minutes_or_ms_with_kafkas_precedence(lines, retention_ms):
+    config = config_from_properties(parse_properties(_BASE + lines))
+    assert config.log.retention_ms == retention_ms
+    assert config.node_id == 0  # broker.id is node.id
+
+
+def test_kafkas_broker_names_for_topic_defaults():
+    config = config_from_properties(
+        parse_properties(
+            _BASE
+            + "log.roll.hours=2\nmessage.max.bytes=2000\nlog.flush.interval.ms=50\n"
+            + "num.partitions=6\ndefault.replication.factor=3\nlog.dir=/single\n"
+        )
+    )
+    assert config.log.segment_ms == 2 * 3_600_000
+    assert config.log.max_message_bytes == 2000
+    assert config.log.flush_ms == 50
+    assert (config.num_partitions, config.default_replication_factor) == (6, 3)
+    assert config.log_dirs == (Path("/single"),)
+    # a bad value is named as the user wrote it
+    with pytest.raises(InvalidConfigError, match=r"'log\.roll\.hours'"):
+        config_from_properties(parse_properties(_BASE + "log.roll.hours=0\n"))
+    with pytest.raises(InvalidConfigError, match=r"invalid value 'x' for node config 'log\.re"):
+        config_from_properties(parse_properties(_BASE + "log.retention.hours=x\n"))
+
+
+def test_kafka_settings_odradek_has_no_use_for_are_ignored_and_listed():
+    config = config_from_properties(
+        parse_properties(_BASE + "num.network.threads=3\nsocket.send.buffer.bytes=102400\n")
+    )
+    assert config.ignored_kafka_configs == ("num.network.threads", "socket.send.buffer.bytes")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("replica.lag.time.mx.ms=1", r"'replica\.lag\.time\.mx\.ms' \(did you mean 'replica\.lag"),
+        ("num.netwrk.threads=1", r"did you mean 'num\.network\.threads'"),
+        ("log.retention.hour=1", r"did you mean 'log\.retention\.hours'"),
+        ("zookeeper.conect=x", r"did you mean 'zookeeper\.connect'"),
+        ("quite.unrelated=1", r"unknown node config 'quite\.unrelated'$"),
+    ],
+)
+def test_a_misspelt_setting_fails_naming_the_nearest_one(line, message):
+    with pytest.raises(InvalidConfigError, match=message):
+        config_from_properties(parse_properties(_BASE + line + "\n"))
+
+
+def test_one_plaintext_listener_is_the_listen_and_advertised_address():
+    def config(lines):
+        return config_from_properties(parse_properties(_BASE + lines))
+
+    assert config("listeners=PLAINTEXT://127.0.0.3:9095\n").address == "127.0.0.3:9095"
+    assert config("listeners=PLAINTEXT://:9095\n").address == "127.0.0.1:9095"
+    assert config("advertised.listeners=PLAINTEXT://h:9\n").address == "h:9"
+    both = "listeners=PLAINTEXT://h:9\nadvertised.listeners=PLAINTEXT://h:9\n"
+    assert config(both).address == "h:9"
+    # listen.address (--listen) wins over the file's listeners
+    assert config("listeners=PLAINTEXT://h:9\nlisten.address=k:8\n").address == "k:8"
+    with pytest.raises(InvalidConfigError, match="differs from listeners"):
+        config("listeners=PLAINTEXT://h:9\nadvertised.listeners=PLAINTEXT://k:9\n")
+    with pytest.raises(InvalidConfigError, match="one PLAINTEXT listener, not 2"):
+        config("listeners=PLAINTEXT://h:9,PLAINTEXT://h:10\n")
+    with pytest.raises(InvalidConfigError, match="one PLAINTEXT listener"):
+        config("listeners=SSL://h:9\n")
+
+
+def test_metrics_port_and_log_format():
+    config = config_from_properties(
+        parse_properties(_BASE + "metrics.port=9404\nlog.format=JSON\n")
+    )
+    assert (config.metrics_port, config.log_format) == (9404, "json")
+    assert config_from_properties(parse_properties(_BASE)).metrics_port is None
+    with pytest.raises(InvalidConfigError, match=r"invalid log\.format 'xml'"):
+        config_from_properties(parse_properties(_BASE + "log.format=xml\n"))

@@ -185,3 +185,24 @@ def test_follower_truncation_cases():
         follower_high_watermark=10,
     )
     assert s.offset == 20
+
+
+def test_a_follower_silent_past_the_limit_leaves_the_isr_when_the_rule_is_on():
+    fetched = FollowerFetchState(last_fetch_ms=10_000)
+    never = FollowerFetchState()  # no fetch since this leadership began
+
+    def silent(now_ms: int, silence_max_ms: int = 1_500, since: int = 9_000) -> set[int]:
+        return rules.silent_replicas(
+            leader_id=0,
+            isr={0, 1, 2},
+            followers={1: fetched, 2: never},
+            leader_since_ms=since,
+            now_ms=now_ms,
+            silence_max_ms=silence_max_ms,
+        )
+
+    assert silent(10_400) == set()  # the leader itself never counts
+    assert silent(10_501) == {2}  # 2 silent since the leadership began at 9000
+    assert silent(11_501) == {1, 2}
+    assert silent(11_501, since=10_200) == set()  # a new leadership gives each its full time
+    assert silent(99_999, silence_max_ms=0) == set()  # off: Kafka's lag rule alone

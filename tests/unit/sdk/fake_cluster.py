@@ -33,6 +33,7 @@ from odradek.errors import (
     FencedLeaderEpochError,
     InvalidConfigError,
     InvalidPartitionsError,
+    InvalidProducerEpochError,
     InvalidRecordError,
     InvalidReplicationFactorError,
     InvalidRequiredAcksError,
@@ -40,6 +41,7 @@ from odradek.errors import (
     NoReassignmentInProgressError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
+    OutOfOrderSequenceError,
     TopicAlreadyExistsError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
@@ -71,10 +73,16 @@ class FakePartition:
     log_end_offset: int = 0
     # (base offset, last offset, batch bytes as stored)
     batches: list[tuple[int, int, bytes]] = field(default_factory=list)
+    # Idempotent producers, as Kafka's ProducerStateManager keeps them (simplified): producer
+    # id -> (epoch, last sequence, the last five batches as (first seq, last seq, base offset)).
+    producers: dict[int, tuple[int, int, list[tuple[int, int, int]]]] = field(default_factory=dict)
 
     def append(self, data: bytes) -> int:
         """Append client batches (base offset 0): assign offsets, stamp the epoch; the base
-        offset of the first. Raises CorruptRecordError / InvalidRecordError."""
+        offset of the first. An idempotent producer's exact retry of one of its last five
+        batches is answered with its first offset and not stored again. Raises
+        CorruptRecordError / InvalidRecordError, OutOfOrderSequenceError,
+        InvalidProducerEpochError."""
         base = self.log_end_offset
         pending = []
         position = 0
@@ -82,6 +90,9 @@ class FakePartition:
             batch.validate()
             if batch.base_offset != 0:
                 raise InvalidRecordError("a client batch must have base offset 0")
+            duplicate = self._check_sequence(batch)
+            if duplicate is not None:
+                return duplicate
             raw = bytearray(data[batch.position : batch.position + batch.size_in_bytes])
             pending.append((raw, batch.last_offset_delta))
             position = batch.position + batch.size_in_bytes
@@ -91,9 +102,46 @@ class FakePartition:
         for raw, delta in pending:
             stamp_batch(raw, 0, next_offset, self.leader_epoch)
             self.batches.append((next_offset, next_offset + delta, bytes(raw)))
+            self._remember(raw, next_offset)
             next_offset += delta + 1
         self.log_end_offset = next_offset
         return base
+
+    def _check_sequence(self, batch: Any) -> int | None:
+        pid = batch.producer_id
+        if pid < 0:
+            return None
+        epoch, first = batch.producer_epoch, batch.base_sequence
+        last = (first + batch.last_offset_delta) % 2**31
+        known = self.producers.get(pid)
+        if known is None:
+            if first != 0:
+                raise OutOfOrderSequenceError(f"producer {pid}: first sequence {first}, not 0")
+            return None
+        stored_epoch, last_seq, recent = known
+        if epoch < stored_epoch:
+            raise InvalidProducerEpochError(f"producer {pid}: epoch {epoch} < {stored_epoch}")
+        if epoch > stored_epoch:
+            if first != 0:
+                raise OutOfOrderSequenceError(f"producer {pid}: new epoch {epoch} at {first}")
+            return None
+        for seq_first, seq_last, offset in recent:
+            if (seq_first, seq_last) == (first, last):
+                return offset  # a retry of a stored batch: its original offset
+        if first != (last_seq + 1) % 2**31:
+            raise OutOfOrderSequenceError(f"producer {pid}: {first} after {last_seq}")
+        return None
+
+    def _remember(self, raw: bytearray, offset: int) -> None:
+        (batch,) = list(read_batches(bytes(raw)))
+        pid = batch.producer_id
+        if pid < 0:
+            return
+        first = batch.base_sequence
+        last = (first + batch.last_offset_delta) % 2**31
+        known = self.producers.get(pid)
+        recent = known[2] if known is not None and known[0] == batch.producer_epoch else []
+        self.producers[pid] = (batch.producer_epoch, last, [*recent, (first, last, offset)][-5:])
 
     def records(self) -> list[Record]:
         out: list[Record] = []
@@ -113,6 +161,7 @@ class Scripted:
     error_code: int = 0
     status: grpc.StatusCode | None = None
     hint: tuple[int, int] | None = None  # current_leader to report with the error
+    after_append: bool = False  # store the records, then answer with the error (a lost answer)
 
 
 class FakeCluster:
@@ -126,6 +175,7 @@ class FakeCluster:
         self.topic_ids: dict[str, str] = {}
         self.configs: dict[str, dict[str, str]] = {}
         self.script: deque[Scripted] = deque()
+        self.produce_delays: deque[tuple[float, int]] = deque()
         self.calls: list[tuple[str, int, Any]] = []
         self.servers: dict[int, grpc.Server] = {}
         self.ports: dict[int, int] = {}
@@ -244,11 +294,20 @@ class FakeCluster:
         tp: TopicPartition | None = None,
         status: grpc.StatusCode | None = None,
         hint: tuple[int, int] | None = None,
+        after_append: bool = False,
     ) -> None:
-        """The next ``times`` matching calls (per partition if ``tp``) fail as given."""
+        """The next ``times`` matching calls (per partition if ``tp``) fail as given; with
+        ``after_append`` a Produce stores its records first (the answer is lost)."""
         with self.cond:
             for _ in range(times):
-                self.script.append(Scripted(rpc, node, tp, error_code, status, hint))
+                self.script.append(Scripted(rpc, node, tp, error_code, status, hint, after_append))
+
+    def delay_next_produce(self, seconds: float, error_code: int = 0) -> None:
+        """The next Produce call is held ``seconds`` before it is handled (the calls after it
+        are handled meanwhile: they overtake it), and then, with ``error_code``, refused with
+        it for every partition (nothing stored)."""
+        with self.cond:
+            self.produce_delays.append((seconds, error_code))
 
     def calls_of(self, rpc: str) -> list[tuple[int, Any]]:
         with self.cond:
@@ -327,6 +386,21 @@ class _NodeServicer(pb_grpc.BrokerServicer, pb_grpc.AdminServicer):
     def Produce(self, request: pb.ProduceRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self._enter("Produce", request, context)
         c = self.cluster
+        with c.cond:
+            delay, delayed_error = c.produce_delays.popleft() if c.produce_delays else (0.0, 0)
+        if delay:
+            threading.Event().wait(delay)  # this call only: others are answered meanwhile
+        if delayed_error:
+            failed = pb.ProduceResponse()
+            for data in request.partitions:
+                failed.partitions.add(
+                    topic=data.topic,
+                    partition=data.partition,
+                    base_offset=-1,
+                    error_code=delayed_error,
+                    error_message="scripted after a delay",
+                )
+            return failed
         resp = pb.ProduceResponse()
         with c.cond:
             self._request_level("Produce")
@@ -338,6 +412,8 @@ class _NodeServicer(pb_grpc.BrokerServicer, pb_grpc.AdminServicer):
                 out.log_append_time_ms = -1
                 scripted = c.take_scripted("Produce", self.node, tp)
                 if scripted is not None:
+                    if scripted.after_append:
+                        c.topics[data.topic][data.partition].append(data.records)
                     out.error_code = scripted.error_code
                     out.error_message = "scripted"
                     continue
@@ -355,7 +431,12 @@ class _NodeServicer(pb_grpc.BrokerServicer, pb_grpc.AdminServicer):
                     continue
                 try:
                     out.base_offset = part.append(data.records)
-                except (CorruptRecordError, InvalidRecordError) as exc:
+                except (
+                    CorruptRecordError,
+                    InvalidRecordError,
+                    OutOfOrderSequenceError,
+                    InvalidProducerEpochError,
+                ) as exc:
                     out.error_code = exc.code
                     out.error_message = exc.message
                     continue
@@ -681,6 +762,32 @@ class _NodeServicer(pb_grpc.BrokerServicer, pb_grpc.AdminServicer):
         with self.cluster.cond:
             calls = sum(1 for rpc, node, _ in self.cluster.calls if rpc == "InitProducerId")
         return pb.InitProducerIdResponse(producer_id=self.node * 1000 + calls, producer_epoch=0)
+
+    def CreatePartitions(  # noqa: N802
+        self, request: pb.CreatePartitionsRequest, context: grpc.ServicerContext
+    ) -> Any:
+        self._enter("CreatePartitions", request, context)
+        c = self.cluster
+        resp = pb.CreatePartitionsResponse()
+        with c.cond:
+            nodes = sorted(c.ports)
+            for t in request.topics:
+                out = resp.topics.add(name=t.name)
+                parts = c.topics.get(t.name)
+                if parts is None:
+                    out.error_code = UnknownTopicOrPartitionError.code
+                    continue
+                if t.count <= len(parts):
+                    out.error_code = InvalidPartitionsError.code
+                    out.error_message = f"Topic already has {len(parts)} partition(s)."
+                    continue
+                if request.validate_only:
+                    continue
+                rf = len(parts[0].replicas)
+                for p in range(len(parts), t.count):
+                    replicas = [nodes[(p + i) % len(nodes)] for i in range(rf)]
+                    parts.append(FakePartition(t.name, p, replicas[0], replicas, list(replicas)))
+        return resp
 
 
 def running_cluster(num_nodes: int = 3) -> Iterator[FakeCluster]:

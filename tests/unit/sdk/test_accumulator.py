@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import random
 import threading
+from typing import Any
 
 import pytest
 
-from odradek.client.accumulator import RecordAccumulator, estimate_record_size
+from odradek.client.accumulator import (
+    RECORD_MEMORY_OVERHEAD,
+    RecordAccumulator,
+    estimate_record_size,
+)
 from odradek.client.errors import BufferExhaustedError, ProducerClosedError
 from odradek.client.types import RecordMetadata, TopicPartition
 from odradek.errors import NotLeaderOrFollowerError
@@ -34,8 +39,8 @@ class Now:
         return self.ms
 
 
-def make(now: Now | None = None, **overrides) -> RecordAccumulator:
-    settings = {
+def make(now: Now | None = None, **overrides: Any) -> RecordAccumulator:
+    settings: dict[str, Any] = {
         "batch_size": 1000,
         "linger_ms": 10,
         "retry_backoff_ms": 100,
@@ -53,8 +58,8 @@ def add(acc, tp, value: bytes, timestamp: int = 0, key: bytes | None = None, **k
     return acc.append(tp.topic, tp.partition, timestamp, key, value, b"\x00", estimate, **kw)
 
 
-def values(batch) -> list[bytes]:
-    (decoded,) = list(read_batches(batch.builder.close()))
+def values(batch) -> list[bytes | None]:
+    (decoded,) = list(read_batches(batch.build(Compression.NONE)))
     return [r.value for r in decoded.records()]
 
 
@@ -106,6 +111,7 @@ def test_batches_are_the_bytes_build_batch_writes_and_within_batch_size():
     ]
     for r in records:
         est = estimate_record_size(r.key, r.value, r.headers)
+        assert r.timestamp is not None
         acc.append("a", 0, r.timestamp, r.key, r.value, encoded_headers(r.headers), est)
     seen: list[Record] = []
     for batch in acc.queued(A0):
@@ -128,7 +134,7 @@ def test_append_many_writes_the_same_bytes_as_appends_one_at_a_time():
         many = make(batch_size=batch_size)
         for k, v in zip(keys, vals, strict=True):
             one.append("a", 0, 77, k, v, b"\x00", estimate_record_size(k, v, ()))
-        parts: list = []
+        parts: list[Any] = []
         start = 0
         while start < len(vals):
             start, _ = many.append_many("a", 0, 77, keys, vals, start, len(vals), parts)
@@ -137,7 +143,9 @@ def test_append_many_writes_the_same_bytes_as_appends_one_at_a_time():
         assert all(len(b) <= batch_size for b in built)
         if batch_size == 100_000:  # one batch either way: the same bytes
             assert built == [b.build(Compression.NONE) for b in one.queued(A0)]
-        decoded = [(r.key, r.value) for raw in built for b in read_batches(raw) for r in b.records()]
+        decoded = [
+            (r.key, r.value) for raw in built for b in read_batches(raw) for r in b.records()
+        ]
         assert decoded == list(zip(keys, vals, strict=True))
 
 
@@ -233,7 +241,7 @@ def test_a_retried_batch_goes_first_and_waits_out_its_backoff():
     (batch,) = acc.drain(leader_of, {1}, 10_000, 0)[1]
     batch.attempts += 1
     acc.reenqueue(batch, 1000)
-    assert [values(b)[0][:5] for b in acc.queued(A0)] == [b"first", b"secon"]
+    assert [(values(b)[0] or b"")[:5] for b in acc.queued(A0)] == [b"first", b"secon"]
     check = acc.ready(leader_of, 1020)
     assert check.nodes == frozenset() and check.next_check_ms == 30
     assert acc.drain(leader_of, {1}, 10_000, 1020) == {}
@@ -301,7 +309,7 @@ def test_completed_batch_resolves_futures_with_consecutive_offsets():
     assert f1.done()
     assert f1.result() == RecordMetadata("a", 0, 40, 111)
     assert f2.result() == RecordMetadata("a", 0, 41, 112)
-    seen = []
+    seen: list[Any] = []
     f2.add_done_callback(seen.append)  # already done: runs at once
     assert seen == [f2]
 
@@ -326,11 +334,12 @@ def test_abort_undrained_fails_queued_futures():
 
 
 def test_a_full_buffer_raises_buffer_exhausted_after_max_block_ms():
-    # A batch header (61 bytes) and two records of 109 bytes hold 279 of 400 bytes; a third
-    # record (estimated at 136, and 61 for the header of the batch it may need) would not fit.
-    acc = make(buffer_memory=400, max_block_ms=50)
+    # A batch header (61 bytes) and two records of 109 bytes, each held at 112 more, hold 503
+    # of 600 bytes; a third record (estimated at 136 + 112, and 61 for the header of the batch
+    # it may need) would not fit.
+    acc = make(buffer_memory=600, max_block_ms=50)
     accepted = [add(acc, A0, b"x" * 100), add(acc, A0, b"x" * 100)]
-    assert acc.buffered_bytes == 279
+    assert acc.buffered_bytes == 61 + 2 * (109 + RECORD_MEMORY_OVERHEAD) == 503
     with pytest.raises(BufferExhaustedError, match="buffer_memory"):
         add(acc, B0, b"z" * 100)
     # Nothing accepted was dropped: the batch is still queued with both records.
@@ -340,7 +349,7 @@ def test_a_full_buffer_raises_buffer_exhausted_after_max_block_ms():
 
 
 def test_a_blocked_send_goes_on_when_a_batch_is_done():
-    acc = make(buffer_memory=400, max_block_ms=60_000, linger_ms=1000)
+    acc = make(buffer_memory=600, max_block_ms=60_000, linger_ms=1000)
     add(acc, A0, b"x" * 100)
     add(acc, A0, b"x" * 100)
     blocked = threading.Event()
@@ -363,11 +372,11 @@ def test_a_blocked_send_goes_on_when_a_batch_is_done():
     thread.join(10)
     assert not thread.is_alive()
     assert counts(acc, A1) == [1]
-    assert acc.buffered_bytes == 170
+    assert acc.buffered_bytes == 61 + 109 + RECORD_MEMORY_OVERHEAD
 
 
 def test_close_releases_a_send_blocked_for_memory():
-    acc = make(buffer_memory=200, max_block_ms=60_000)
+    acc = make(buffer_memory=300, max_block_ms=60_000)
     add(acc, A0, b"x" * 100)
     errors: list[BaseException] = []
 

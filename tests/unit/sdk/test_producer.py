@@ -12,7 +12,7 @@ import grpc
 import pytest
 
 from odradek import Producer, RecordMetadata, TopicPartition
-from odradek.client.errors import NetworkError, ProducerClosedError
+from odradek.client.errors import BufferExhaustedError, NetworkError, ProducerClosedError
 from odradek.errors import (
     MessageTooLargeError,
     NotEnoughReplicasError,
@@ -329,3 +329,50 @@ def test_close_from_a_delivery_callback_does_not_deadlock(cluster):
     with pytest.raises(ProducerClosedError):
         producer.send("t", b"y")
     producer.close()  # idempotent, from the user's thread too
+
+
+def test_a_full_buffer_blocks_send_then_raises_and_loses_nothing_accepted(cluster):
+    cluster.create_topic("t", 1)
+    with make_producer(cluster, buffer_memory=20_000, batch_size=4_000, max_block_ms=300) as p:
+        p.send("t", b"warm-up").result(timeout=10)
+        cluster.delay_next_produce(2.0)  # the leader sits on the next request
+        accepted = []
+        with pytest.raises(BufferExhaustedError, match="max_block_ms"):
+            for i in range(10_000):
+                accepted.append(p.send("t", b"%05d" % i + b"x" * 95))  # noqa: PERF401
+        assert 50 < len(accepted) < 10_000
+        assert p._accumulator.buffered_bytes <= 20_000
+        p.flush(timeout=30)
+        assert all(f.result(timeout=0).offset >= 1 for f in accepted)
+    values = [r.value for r in cluster.records(T0)]
+    assert values == [b"warm-up"] + [b"%05d" % i + b"x" * 95 for i in range(len(accepted))]
+
+
+def test_send_many_sends_values_keys_and_arrow_tables(cluster):
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    cluster.create_topic("t", 3)
+    with make_producer(cluster, batch_size=1_000) as producer:
+        values = [b"v%d" % i for i in range(100)]
+        many = producer.send_many("t", values, timestamp_ms=1234)
+        assert many.result(timeout=10) == 100
+        metadata = many.metadata(timeout=0)
+        assert len(metadata) == 100 and {m.timestamp for m in metadata} == {1234}
+        keys = [b"k%d" % (i % 7) for i in range(50)]
+        keyed = producer.send_many("t", [b"w%d" % i for i in range(50)], keys).metadata(10)
+        # Keyed records land on Kafka's partition for their key, in the order given.
+        assert [m.partition for m in keyed] == [partition_for_key(k, 3) for k in keys]
+        table = pa.table({"key": ["a", None], "value": [b"x", None]})
+        assert producer.send_arrow("t", table, partition=1).result(timeout=10) == 2
+        with pytest.raises(TypeError, match="must be bytes or None"):
+            producer.send_many("t", ["text"])  # type: ignore[list-item]
+        with pytest.raises(TypeError, match="binary or string"):
+            producer.send_arrow("t", pa.table({"value": [1, 2]}))
+        with pytest.raises(MessageTooLargeError):
+            producer.send_many("t", [b"x" * 2_000_000])
+    stored = [r for p in range(3) for r in cluster.records(TopicPartition("t", p))]
+    assert sorted(r.value for r in stored if r.value and r.value.startswith(b"v")) == sorted(values)
+    by_offset = {(m.partition, m.offset): m for m in metadata}
+    assert len(by_offset) == 100  # every record its own offset
+    arrow = [(r.key, r.value) for r in cluster.records(TopicPartition("t", 1))][-2:]
+    assert arrow == [(b"a", b"x"), (None, None)]

@@ -247,3 +247,87 @@ def test_compaction_keeps_each_active_producers_last_batch(
     reopened = Log.open(tmp_path / "t-0", config, clock)
     assert reopened.producer_state()[7].last_seq == 1
     assert reopened.append_as_leader(pbatch(7, 0, 1, ts=now), 0).duplicate
+
+
+def test_a_new_expiration_config_applies_at_once(tmp_path: Path, clock: ManualClock) -> None:
+    log = open_log(tmp_path, clock)
+    log.append_as_leader(pbatch(7, 0, 0, ts=clock.wall_ms()), 0)
+    clock.advance(10_000)
+    assert log.remove_expired_producers() == []
+    log.update_config(LogConfig(producer_id_expiration_ms=5_000))
+    assert log.active_producer_last_offsets() == {}
+    assert log.remove_expired_producers() == [7]
+
+
+def test_clean_open_without_snapshots_skips_the_scan(tmp_path: Path, clock: ManualClock) -> None:
+    # Kafka's upgrade shortcut: a log closed cleanly by a version without producer state
+    log = open_log(tmp_path, clock)
+    log.append_as_leader(pbatch(7, 0, 0), 0)
+    log.flush()
+    log.close()
+    for p in log.dir.glob("*.snapshot"):
+        p.unlink()
+    clean = open_log(tmp_path, clock, recovery_point=1, had_clean_shutdown=True)
+    assert clean.producer_state() == {} and clean.producer_snapshot_offsets() == [1]
+    clean.close()
+    for p in log.dir.glob("*.snapshot"):
+        p.unlink()
+    unclean = open_log(tmp_path, clock, recovery_point=1)
+    assert set(unclean.producer_state()) == {7}
+
+
+def test_compaction_drops_the_snapshots_of_replaced_segments(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    from storage.config import CleanerConfig
+    from storage.log_cleaner import LogCleaner
+
+    config = LogConfig(cleanup_policy="compact", file_delete_delay_ms=0)
+    log = Log.open(tmp_path / "t-0", config, clock)
+    for seq in range(4):  # four one-batch segments, every record under the same key
+        log.append_as_leader(pbatch(7, 0, seq, ts=clock.wall_ms()), 0)
+        log.roll()
+    log.update_high_watermark(log.log_end_offset)
+    assert log.producer_snapshot_offsets() == [1, 2, 3, 4]
+    lc = LogCleaner([tmp_path], CleanerConfig(dedupe_buffer_bytes=1 << 16), clock)
+    stats = lc.clean_log(("t", 0), log)
+    assert stats is not None and stats.groups == 1
+    # segments 0..3 became one segment at 0: their roll snapshots at 1, 2, 3 went with them
+    assert [s.base_offset for s in log.segments()] == [0, 4]
+    assert log.producer_snapshot_offsets() == [4]
+    assert sorted(p.name for p in log.dir.glob("*.snapshot")) == [f"{4:020d}.snapshot"]
+
+
+def test_stray_snapshots_are_removed_at_open(tmp_path: Path, clock: ManualClock) -> None:
+    log = open_log(tmp_path, clock)
+    log.append_as_leader(pbatch(7, 0, 0), 0)
+    log.flush()
+    log.close()  # snapshot at 1: no segment there
+    log = open_log(tmp_path, clock, recovery_point=1, had_clean_shutdown=True)
+    log.append_as_leader(pbatch(7, 0, 1), 0)
+    log.flush()
+    log.close()  # snapshot at 2
+    assert log.producer_snapshot_offsets() == [1, 2]
+    reopened = open_log(tmp_path, clock, recovery_point=2, had_clean_shutdown=True)
+    assert reopened.producer_snapshot_offsets() == [2]  # the latest stays
+    assert reopened.append_as_leader(pbatch(7, 0, 1), 0).duplicate
+
+
+def test_a_producer_batch_without_a_sequence_is_an_invalid_record(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    # Kafka's LogValidator: hasProducerId() && baseSequence() < 0
+    import struct
+
+    import crc32c
+
+    from odradek.errors import InvalidRecordError
+    from odradek.records import BASE_SEQUENCE_OFFSET, CRC_OFFSET
+
+    data = bytearray(pbatch(7, 0, 0))
+    struct.pack_into(">i", data, BASE_SEQUENCE_OFFSET, -1)
+    struct.pack_into(">I", data, CRC_OFFSET, crc32c.crc32c(bytes(data[CRC_OFFSET + 4 :])))
+    log = open_log(tmp_path, clock)
+    with pytest.raises(InvalidRecordError, match="sequence"):
+        log.append_as_leader(bytes(data), 0)
+    assert log.log_end_offset == 0
