@@ -179,6 +179,7 @@ def known_config_names() -> list[str]:
         *_SCALARS,
         *_LOG_MANAGER,
         *_UNPREFIXED_TOPIC_CONFIGS,
+        *GROUP_COORDINATOR_PROPERTIES,
         *topic,
         *BROKER_TOPIC_NAMES,
         *IGNORED_KAFKA_CONFIGS,
