@@ -107,7 +107,7 @@ def serve_echo(port: int, fetch_bytes: int) -> None:
     batch, _ = make_batch()
     payload = (batch * (fetch_bytes // len(batch) + 1))[:fetch_bytes]
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=OPTIONS)
-    pb_grpc.add_BrokerServicer_to_server(_Echo(payload), server)
+    pb_grpc.add_BrokerServicer_to_server(_Echo(payload), server)  # type: ignore[abstract]
     server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()
     print("echo ready", flush=True)

@@ -174,7 +174,7 @@ class _SlowBroker(pb_grpc.BrokerServicer):
 def serve_slow_broker(port: int) -> None:
     """In its own process: the slow broker on ``port`` until killed."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    pb_grpc.add_BrokerServicer_to_server(_SlowBroker(port), server)
+    pb_grpc.add_BrokerServicer_to_server(_SlowBroker(port), server)  # type: ignore[abstract]
     server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()
     print("slow broker ready", flush=True)

@@ -60,6 +60,7 @@ from odradek.acl import (
 )
 from odradek.errors import (
     ClusterAuthorizationFailedError,
+    GroupAuthorizationFailedError,
     InvalidRequestError,
     ResourceNotFoundError,
     SecurityDisabledError,
@@ -81,6 +82,7 @@ __all__ = [
 
 _TOPIC_DENIED = TopicAuthorizationFailedError.code
 _CLUSTER_DENIED = ClusterAuthorizationFailedError.code
+_GROUP_DENIED = GroupAuthorizationFailedError.code
 
 
 class _Checks:
@@ -113,6 +115,22 @@ class _Checks:
             and binding.entry.operation in (AclOperation.WRITE, AclOperation.ALL)
         }
         return any(self.allowed(AclOperation.WRITE, ResourceType.TOPIC, n) for n in candidates)
+
+    def require_groups(
+        self, operation: AclOperation, groups: Iterable[str], context: grpc.ServicerContext
+    ) -> None:
+        """Aborts the call with GROUP_AUTHORIZATION_FAILED unless ``operation`` is allowed
+        on every one of ``groups``."""
+        for group in groups:
+            if not self.allowed(operation, ResourceType.GROUP, group):
+                ctx = current_request()
+                who = ctx.principal if ctx is not None else ANONYMOUS
+                context.set_trailing_metadata(((ERROR_CODE_METADATA_KEY, str(_GROUP_DENIED)),))
+                context.abort(
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    f"{GroupAuthorizationFailedError.name} ({_GROUP_DENIED}): {who} may not "
+                    f"{operation.kafka_name} group {group!r}",
+                )
 
     def require_cluster(self, operation: AclOperation, context: grpc.ServicerContext) -> None:
         """Aborts the call with CLUSTER_AUTHORIZATION_FAILED unless allowed."""
@@ -218,6 +236,65 @@ class AuthorizingBrokerServicer(pb_grpc.BrokerServicer):
             producer_id=-1,
             producer_epoch=-1,
         )
+
+    # -- consumer groups: Kafka's KafkaApis checks on the group (and READ on the topics of a
+    # commit); a refusal is GROUP_AUTHORIZATION_FAILED for the call.
+
+    def FindCoordinator(  # noqa: N802
+        self, request: pb.FindCoordinatorRequest, context: grpc.ServicerContext
+    ) -> pb.FindCoordinatorResponse:
+        self._checks.require_groups(AclOperation.DESCRIBE, request.group_ids, context)
+        return self._inner.FindCoordinator(request, context)
+
+    def ConsumerGroupHeartbeat(  # noqa: N802
+        self, request: pb.ConsumerGroupHeartbeatRequest, context: grpc.ServicerContext
+    ) -> pb.ConsumerGroupHeartbeatResponse:
+        self._checks.require_groups(AclOperation.READ, [request.group_id], context)
+        return self._inner.ConsumerGroupHeartbeat(request, context)
+
+    def OffsetCommit(  # noqa: N802
+        self, request: pb.OffsetCommitRequest, context: grpc.ServicerContext
+    ) -> pb.OffsetCommitResponse:
+        self._checks.require_groups(AclOperation.READ, [request.group_id], context)
+        return self._inner.OffsetCommit(request, context)
+
+    def OffsetFetch(  # noqa: N802
+        self, request: pb.OffsetFetchRequest, context: grpc.ServicerContext
+    ) -> pb.OffsetFetchResponse:
+        self._checks.require_groups(AclOperation.DESCRIBE, [request.group_id], context)
+        return self._inner.OffsetFetch(request, context)
+
+    def ListGroups(  # noqa: N802
+        self, request: pb.ListGroupsRequest, context: grpc.ServicerContext
+    ) -> pb.ListGroupsResponse:
+        """Every group with DESCRIBE on the cluster, else those the caller may describe."""
+        answer = self._inner.ListGroups(request, context)
+        if self._checks.cluster(AclOperation.DESCRIBE):
+            return answer
+        visible = [
+            g
+            for g in answer.groups
+            if self._checks.allowed(AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id)
+        ]
+        return pb.ListGroupsResponse(error_code=answer.error_code, groups=visible)
+
+    def ConsumerGroupDescribe(  # noqa: N802
+        self, request: pb.ConsumerGroupDescribeRequest, context: grpc.ServicerContext
+    ) -> pb.ConsumerGroupDescribeResponse:
+        self._checks.require_groups(AclOperation.DESCRIBE, request.group_ids, context)
+        return self._inner.ConsumerGroupDescribe(request, context)
+
+    def DeleteGroups(  # noqa: N802
+        self, request: pb.DeleteGroupsRequest, context: grpc.ServicerContext
+    ) -> pb.DeleteGroupsResponse:
+        self._checks.require_groups(AclOperation.DELETE, request.group_ids, context)
+        return self._inner.DeleteGroups(request, context)
+
+    def OffsetDelete(  # noqa: N802
+        self, request: pb.OffsetDeleteRequest, context: grpc.ServicerContext
+    ) -> pb.OffsetDeleteResponse:
+        self._checks.require_groups(AclOperation.DELETE, [request.group_id], context)
+        return self._inner.OffsetDelete(request, context)
 
     def ListOffsets(  # noqa: N802
         self, request: pb.ListOffsetsRequest, context: grpc.ServicerContext

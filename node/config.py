@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from node.authorizer import AuthorizerConfig
+from node.group_coordinator_config import GROUP_COORDINATOR_PROPERTIES, GroupCoordinatorConfig
 from node.kafka_config import (
     BROKER_TOPIC_NAMES,
     IGNORED_KAFKA_CONFIGS,
@@ -82,6 +83,8 @@ class NodeConfig:
     log: LogConfig = field(default_factory=LogConfig)
     """Default topic configs; a topic's overrides apply on top."""
     log_manager: LogManagerConfig = field(default_factory=LogManagerConfig)
+    group_coordinator: GroupCoordinatorConfig = field(default_factory=GroupCoordinatorConfig)
+    """The group coordinator's settings (``offsets.*``, ``group.consumer.*``)."""
     metrics_port: int | None = None
     """Port of the Prometheus endpoint on the listen host (``metrics.port``); None: no
     endpoint, 0: any free port."""
@@ -250,6 +253,7 @@ def known_config_names() -> list[str]:
         *_SCALARS,
         *_LOG_MANAGER,
         *_UNPREFIXED_TOPIC_CONFIGS,
+        *GROUP_COORDINATOR_PROPERTIES,
         *topic,
         *BROKER_TOPIC_NAMES,
         *IGNORED_KAFKA_CONFIGS,
@@ -292,6 +296,7 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
     ssl_props: dict[str, str] = {}
     authorizer: dict[str, str] = {}
     listener_ssl_props: dict[str, dict[str, str]] = {}
+    groups: dict[str, int] = {}
     types = {f.name: f.type for f in dataclasses.fields(NodeConfig)}
     props, renamed = translate_kafka_names(props)
     ignored: list[str] = []
@@ -342,6 +347,8 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
             elif key.startswith("listener.name.") and ".ssl." in key:
                 name, _, setting = key[len("listener.name.") :].partition(".")
                 listener_ssl_props.setdefault(name.upper(), {})[setting] = raw
+            elif key in GROUP_COORDINATOR_PROPERTIES:
+                groups[GROUP_COORDINATOR_PROPERTIES[key]] = int(raw)
             elif key in _UNPREFIXED_TOPIC_CONFIGS:
                 topic_defaults[key] = raw
             elif key.startswith("log.") and key[len("log.") :].replace(".", "_") in log_fields:
@@ -377,6 +384,8 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
             (name, SslConfig.from_properties(overrides, base=values["ssl"]))
             for name, overrides in sorted(listener_ssl_props.items())
         )
+    if groups:
+        values["group_coordinator"] = GroupCoordinatorConfig(**groups)
     if manager:
         try:
             values["log_manager"] = LogManagerConfig(**manager)

@@ -121,14 +121,9 @@ IGNORED_KAFKA_CONFIGS = frozenset(
         "create.topic.policy.class.name",
         "alter.config.policy.class.name",
         "client.quota.callback.class",
-        # group coordinator, offsets and transactions: internal topics odradek does not have
-        "offsets.topic.replication.factor",
-        "offsets.topic.num.partitions",
-        "offsets.topic.segment.bytes",
+        # group coordinator settings odradek does not use (node/group_coordinator_config.py
+        # has those it does), and transactions: an internal topic odradek does not have
         "offsets.topic.compression.codec",
-        "offsets.retention.minutes",
-        "offsets.retention.check.interval.ms",
-        "offsets.commit.timeout.ms",
         "offsets.load.buffer.size",
         "offset.metadata.max.bytes",
         "transaction.state.log.replication.factor",

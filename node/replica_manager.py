@@ -86,6 +86,17 @@ class ReplicaManager:
         self.fetchers: ReplicaFetcherManager | None = None
         self.alter_partitions: AlterPartitionManager | None = None
         self._shutting_down = False
+        self.leadership_listeners: list[Callable[[str, int, bool, int], None]] = []
+        """Called with (topic, partition, is_leader, leader_epoch) after this node becomes
+        leader or follower of a partition, or stops hosting it (the group coordinator loads
+        and unloads its groups from them). They must not block."""
+
+    def _leadership_changed(self, topic: str, partition: int, leader: bool, epoch: int) -> None:
+        for listener in self.leadership_listeners:
+            try:
+                listener(topic, partition, leader, epoch)
+            except Exception:
+                log.exception("leadership listener failed for %s-%d", topic, partition)
 
     # -- waiting --
     def notify_progress(self) -> None:
@@ -230,8 +241,10 @@ class ReplicaManager:
                 self.fetchers.remove_partitions([tp])
             partition.make_leader(state)
             log.info("leader of %s-%d at epoch %d, ISR %s", *tp, ps.leader_epoch, list(ps.isr))
+            self._leadership_changed(*tp, True, ps.leader_epoch)
         else:
             changed = partition.make_follower(state)
+            self._leadership_changed(*tp, False, ps.leader_epoch)
             log.info(
                 "follower of %s-%d, leader %d at epoch %d%s",
                 *tp,
@@ -262,6 +275,7 @@ class ReplicaManager:
                     partition = self._partitions.get(tp)
                     if partition is not None:
                         partition.make_offline()
+                        self._leadership_changed(*tp, False, -1)
                     if sp.delete_partition:
                         self._partitions.pop(tp, None)
                         self.log_manager.delete_log(*tp)

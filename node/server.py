@@ -14,7 +14,7 @@ import functools
 import logging
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent import futures
 from typing import Any
 
@@ -38,6 +38,7 @@ from node.authorizing_services import (
 )
 from node.config import NodeConfig
 from node.fetcher import ReplicaFetcherManager
+from node.group_coordinator import GroupCoordinator
 from node.listeners import RefuseInterBrokerServices, advertised_endpoints
 from node.metadata_cache import MetadataCache
 from node.metrics import MetricsEndpoint
@@ -49,6 +50,7 @@ from node.service import BrokerServicer, ReplicationServicer
 from node.tls import CertificateReloader, channel_credentials, server_credentials
 from odradek.client.connection import RECONNECT_OPTIONS
 from odradek.clock import Clock, SystemClock
+from odradek.errors import TopicAlreadyExistsError
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 from storage import LogManager
@@ -126,6 +128,36 @@ def _ensure_chroot(connect: str, timeout_s: float) -> None:
         client.close()
 
 
+def _topic_creator(
+    admin: Callable[[], AdminServicer],
+) -> Callable[[str, int, int, Mapping[str, str]], None]:
+    """Creates an internal topic through the node's Admin servicer (in-process, as Kafka's
+    ``AutoTopicCreationManager`` does in ZooKeeper mode): an existing topic is fine."""
+
+    def create(name: str, partitions: int, replication: int, configs: Mapping[str, str]) -> None:
+        request = pb.CreateTopicsRequest(
+            topics=[
+                pb.CreatableTopic(
+                    name=name,
+                    num_partitions=partitions,
+                    replication_factor=replication,
+                    configs=dict(configs),
+                )
+            ]
+        )
+        try:
+            (result,) = admin().CreateTopics(request, None).topics  # type: ignore[arg-type]
+        except Exception:
+            log.exception("creating %s failed", name)
+            return
+        if result.error_code not in (0, TopicAlreadyExistsError.code):
+            log.warning("creating %s failed: %s", name, result.error_message)
+        elif result.error_code == 0:
+            log.info("created %s (%d partitions, replication %d)", name, partitions, replication)
+
+    return create
+
+
 def _bind_error(host: str, port: int) -> str:
     """Why ``host:port`` cannot be bound, as the OS says it (gRPC's error does not say)."""
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
@@ -165,6 +197,7 @@ class Node:
         self.authorizer: AclAuthorizer | None = None
         self.sasl_sessions: SaslSessions | None = None
         """The certificate reloader of each SSL listener."""
+        self.groups: GroupCoordinator | None = None
         self._health = health.HealthServicer()
         self._ticker: threading.Thread | None = None
         self.metrics: MetricsEndpoint | None = None
@@ -231,17 +264,23 @@ class Node:
             self.clock, scram_store.credential, c.sasl_enabled_mechanisms
         )
         sasl = SaslServicer(self.sasl_sessions)
-        admin: pb_grpc.AdminServicer = AclAdminServicer(
-            AdminServicer(
-                self.zk,
-                self.clock,
-                default_num_partitions=c.num_partitions,
-                default_replication_factor=c.default_replication_factor,
-                log_defaults=c.log,
-            ),
-            authorizer,
-            scram_store,
+        plain_admin = AdminServicer(
+            self.zk,
+            self.clock,
+            default_num_partitions=c.num_partitions,
+            default_replication_factor=c.default_replication_factor,
+            log_defaults=c.log,
         )
+        admin: pb_grpc.AdminServicer = AclAdminServicer(plain_admin, authorizer, scram_store)
+        # The group coordinator creates __consumer_offsets itself (in-process, no ACL check).
+        self.groups = GroupCoordinator(
+            c.group_coordinator,
+            self.replicas,
+            self.metadata,
+            self.clock,
+            _topic_creator(lambda: plain_admin),
+        )
+        self.replicas.leadership_listeners.append(self.groups.on_leadership_change)
         replication: pb_grpc.ReplicationServicer = ReplicationServicer(self.replicas)
         controller: pb_grpc.ControllerServicer = ControllerServicer(self.controller)
         if authorizer is not None:
@@ -272,11 +311,12 @@ class Node:
             )
             self._servers.append(server)
             broker: pb_grpc.BrokerServicer = BrokerServicer(
-                self.replicas, producer_ids, listener.name
+                self.replicas, producer_ids, listener.name, groups=self.groups
             )
             if authorizer is not None:
                 broker = AuthorizingBrokerServicer(
-                    BrokerServicer(self.replicas, producer_ids, listener.name), authorizer
+                    BrokerServicer(self.replicas, producer_ids, listener.name, groups=self.groups),
+                    authorizer,
                 )
             pb_grpc.add_BrokerServicer_to_server(broker, server)
             pb_grpc.add_AdminServicer_to_server(admin, server)
@@ -343,6 +383,8 @@ class Node:
         self.broker_epoch = self.registration.register(wait_ms=2 * c.zookeeper_session_timeout_ms)
         for server in self._servers:
             server.start()
+        if self.groups is not None:
+            self.groups.start()
         self.controller.startup()
         self._ticker = threading.Thread(target=self._tick_loop, name="node-ticker", daemon=True)
         self._ticker.start()
@@ -417,6 +459,8 @@ class Node:
             self.controlled_shutdown()
         if self.controller is not None:
             self.controller.shutdown()
+        if self.groups is not None:
+            self.groups.shutdown()
         if self.replicas is not None:
             self.replicas.shutdown()
         stopping = [server.stop(grace=1) for server in self._servers]

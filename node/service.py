@@ -12,6 +12,8 @@ from collections.abc import Iterator
 
 import grpc
 
+from node.group_coordinator import GroupCoordinator
+from node.group_service import GroupRpcs
 from node.producer_id_manager import ProducerIdManager
 from node.replica_manager import ReplicaManager, error_of
 from odradek.errors import InvalidRequestError, OdradekError
@@ -19,20 +21,23 @@ from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
 
-class BrokerServicer(pb_grpc.BrokerServicer):
-    """Produce, Fetch, ListOffsets, Metadata, DeleteRecords and InitProducerId for clients."""
+class BrokerServicer(GroupRpcs, pb_grpc.BrokerServicer):
+    """Produce, Fetch, ListOffsets, Metadata, DeleteRecords and InitProducerId for clients;
+    the consumer group RPCs (:class:`GroupRpcs`) with a ``groups`` coordinator."""
 
     def __init__(
         self,
         replicas: ReplicaManager,
         producer_ids: ProducerIdManager | None = None,
         listener_name: str | None = None,
+        groups: GroupCoordinator | None = None,
     ) -> None:
         """``listener_name``: the listener this instance serves (Metadata answers with its
         endpoints); ``None``: the brokers' registered host and port."""
         self._replicas = replicas
         self._producer_ids = producer_ids
         self._listener_name = listener_name
+        self._groups = groups
 
     def Produce(  # noqa: N802  (gRPC method names)
         self, request: pb.ProduceRequest, context: grpc.ServicerContext

@@ -47,6 +47,7 @@ from odradek.acl import (
 )
 from odradek.client.connection import ConnectionPool, parse_bootstrap_servers, wait
 from odradek.client.errors import NetworkError, error_from_code
+from odradek.client.group_admin import ConsumerGroupAdmin
 from odradek.client.leaders import Answer, LeaderTarget, send_to_leaders
 from odradek.client.metadata import BrokerInfo, ClusterMetadata, MetadataCache, TopicMetadata
 from odradek.client.security import SecurityConfig, SecurityOptions
@@ -210,8 +211,9 @@ class OngoingReassignment:
     removing_replicas: tuple[int, ...]
 
 
-class Admin:
-    """Administers an odradek cluster (see the module docstring for the error rules).
+class Admin(ConsumerGroupAdmin):
+    """Administers an odradek cluster (see the module docstring for the error rules); the
+    consumer group methods come from :class:`~odradek.client.group_admin.ConsumerGroupAdmin`.
 
     ``request_timeout_ms`` bounds each call; ``default_api_timeout_ms`` bounds operations that
     retry (``delete_records``); operations that wait on the cluster (create, delete, elect,

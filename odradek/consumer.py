@@ -31,10 +31,12 @@ Not thread-safe: use a consumer from one thread at a time (as Kafka's).
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
+import re
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Literal, Self, Unpack
@@ -48,6 +50,13 @@ from odradek.client.errors import (
     is_invalid_metadata,
 )
 from odradek.client.fetcher import parse_fetched
+from odradek.client.group import (
+    GroupClient,
+    GroupMember,
+    OffsetAndMetadata,
+    close_group_member,
+    new_group_member,
+)
 from odradek.client.leaders import Answer, LeaderTarget, send_to_leaders
 from odradek.client.metadata import MetadataCache
 from odradek.client.security import SecurityConfig, SecurityOptions
@@ -98,6 +107,15 @@ class ConsumerConfig:
     metadata_max_age_ms: int = 300_000
     # Check each fetched batch's CRC-32C.
     check_crcs: bool = True
+    # The consumer group to join with subscribe() and commit to (None: no group).
+    group_id: str | None = None
+    # A static member's id (KIP-345): a restarted member with it gets its partitions back.
+    group_instance_id: str | None = None
+    # Commit the positions of owned partitions every auto_commit_interval_ms from poll().
+    enable_auto_commit: bool = True
+    auto_commit_interval_ms: int = 5_000
+    # Sent to the coordinator and shown by describe.
+    client_id: str = "odradek-consumer"
 
     def __post_init__(self) -> None:
         if self.auto_offset_reset not in ("earliest", "latest", "none"):
@@ -159,7 +177,7 @@ class Consumer:
         self,
         bootstrap_servers: str | Sequence[str],
         *,
-        auto_offset_reset: OffsetReset = "earliest",
+        auto_offset_reset: OffsetReset | None = None,
         fetch_max_wait_ms: int = 500,
         fetch_min_bytes: int = 1,
         max_partition_fetch_bytes: int = 1_048_576,
@@ -171,8 +189,16 @@ class Consumer:
         metadata_max_age_ms: int = 300_000,
         check_crcs: bool = True,
         clock: Clock | None = None,
+        group_id: str | None = None,
+        group_instance_id: str | None = None,
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 5_000,
+        client_id: str = "odradek-consumer",
         **security: Unpack[SecurityOptions],
     ) -> None:
+        if auto_offset_reset is None:
+            # Kafka's default is "latest"; without a group the consumer keeps its old default
+            auto_offset_reset = "latest" if group_id is not None else "earliest"
         self.config = ConsumerConfig(
             bootstrap_servers=tuple(parse_bootstrap_servers(bootstrap_servers)),
             auto_offset_reset=auto_offset_reset,
@@ -186,6 +212,11 @@ class Consumer:
             retry_backoff_ms=retry_backoff_ms,
             metadata_max_age_ms=metadata_max_age_ms,
             check_crcs=check_crcs,
+            group_id=group_id,
+            group_instance_id=group_instance_id,
+            enable_auto_commit=enable_auto_commit,
+            auto_commit_interval_ms=auto_commit_interval_ms,
+            client_id=client_id,
         )
         self._clock: Clock = clock or SystemClock()
         self._pool = ConnectionPool(SecurityConfig(**security))
@@ -201,6 +232,29 @@ class Consumer:
         self._fetches: list[tuple[str, list[pb.FetchPartition], grpc.Future[pb.FetchResponse]]] = []
         self._next_drain = 0
         self._closed = False
+        self._commit_executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._paused: set[TopicPartition] = set()
+        self._group: GroupMember | None = (
+            None
+            if group_id is None
+            else new_group_member(
+                self,
+                GroupClient(
+                    group_id,
+                    self._pool,
+                    self._metadata,
+                    self._clock,
+                    request_timeout_ms=request_timeout_ms,
+                    retry_backoff_ms=retry_backoff_ms,
+                ),
+                self._metadata,
+                self._clock,
+                self.config.group_instance_id,
+                self.config.client_id,
+                self.config.enable_auto_commit,
+                self.config.auto_commit_interval_ms,
+            )
+        )
 
     # --- assignment and positions -------------------------------------------------------------
 
@@ -437,20 +491,28 @@ class Consumer:
             raise ValueError(f"timeout_ms must be an integer >= 0, not {timeout_ms!r}")
         deadline = self._clock.monotonic_ms() + timeout_ms
         while True:
+            if self._group is not None:
+                self._group.poll()
             self._settle_fetches(block_ms=0)
             records = self._drain()
             if records:
                 self._prefetch()
                 return records
-            if not self._states:
+            if not self._states and not (self._group is not None and self._group.subscribed):
                 raise RuntimeError("poll() needs partitions to read: call assign() first")
             self._metadata.maybe_refresh()
             remaining = max(deadline - self._clock.monotonic_ms(), 0)
             self._resolve_positions(list(self._states), remaining, raise_retriable=False)
             remaining = max(deadline - self._clock.monotonic_ms(), 0)
             sent = self._send_fetches(min(self.config.fetch_max_wait_ms, remaining))
+            # a group member must not block past its next heartbeat or auto-commit
+            wake = (
+                deadline
+                if self._group is None
+                else min(deadline, self._clock.monotonic_ms() + self._group.time_to_next_ms())
+            )
             if self._fetches:
-                self._settle_fetches(block_ms=max(deadline - self._clock.monotonic_ms(), 0))
+                self._settle_fetches(block_ms=max(wake - self._clock.monotonic_ms(), 0))
             records = self._drain()
             if records:
                 self._prefetch()
@@ -459,7 +521,7 @@ class Consumer:
             if now >= deadline:
                 return []
             if not sent and not self._fetches:
-                time.sleep(min(self.config.retry_backoff_ms, deadline - now) / 1000)
+                time.sleep(max(min(self.config.retry_backoff_ms, wake - now), 0) / 1000)
 
     def _prefetch(self) -> None:
         """Ask for the next records of every partition whose buffer is empty, now, so that
@@ -476,6 +538,8 @@ class Consumer:
         start = self._next_drain % len(tps)
         self._next_drain += 1
         for tp in tps[start:] + tps[:start]:
+            if tp in self._paused:
+                continue
             state = self._states[tp]
             buffer = state.buffer
             if buffer:
@@ -508,6 +572,7 @@ class Consumer:
             if (
                 state.offset is None
                 or state.buffer
+                or tp in self._paused
                 or state.fetching
                 or now < state.backoff_until_ms
             ):
@@ -662,6 +727,144 @@ class Consumer:
             if state is not None:
                 state.backoff_until_ms = until
 
+    # --- groups (odradek.client.group does the work; docs/groups.md) -------------------------
+
+    def subscribe(
+        self,
+        topics: Iterable[str] | str | re.Pattern[str] = (),
+        listener: object | None = None,
+        *,
+        pattern: str | re.Pattern[str] | None = None,
+    ) -> None:
+        """Join the consumer group and consume the partitions it assigns: of ``topics`` (a
+        list of names), or of every topic whose name matches ``pattern`` (a compiled regular
+        expression may also be passed as ``topics``). ``listener`` may have
+        ``on_partitions_assigned``, ``on_partitions_revoked`` and ``on_partitions_lost``
+        (called from :meth:`poll`). Raises ``ValueError`` without ``group_id``, with neither
+        topics nor pattern, or after :meth:`assign`."""
+        self._check_open()
+        if self._group is None:
+            raise ValueError("subscribe() needs a group_id (Kafka's InvalidGroupIdException)")
+        if self._states and not self._group.subscribed:
+            raise ValueError("subscribe() after assign(): call assign([]) first")
+        if isinstance(topics, re.Pattern):
+            pattern, topics = topics, ()
+        elif isinstance(topics, str):
+            topics = [topics]
+        compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+        names = list(topics)
+        if not names and compiled is None:
+            raise ValueError("subscribe() needs topics or a pattern")
+        self._group.subscribe(names, compiled, listener)
+
+    def unsubscribe(self) -> None:
+        """Leave the group and stop consuming (positions are committed first with
+        auto-commit)."""
+        if self._group is not None and self._group.subscribed:
+            close_group_member(self._group, self._group_positions())
+            self._group_set_assignment(set(), {})
+
+    def subscription(self) -> set[str]:
+        """The topics subscribed to (the pattern's matches so far)."""
+        return set() if self._group is None else self._group.subscription()
+
+    def commit(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+        timeout_ms: int | None = None,
+    ) -> None:
+        """Commit ``offsets`` (default: the positions of every assigned partition) to the
+        group, waiting for the answer. Raises ``ValueError`` without ``group_id``, or the typed
+        error of the commit (e.g. :class:`~odradek.errors.UnknownMemberIdError`,
+        :class:`~odradek.errors.StaleMemberEpochError` for a partition not owned)."""
+        group = self._require_group()
+        chosen = self._group_positions() if offsets is None else offsets
+        timeout = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
+        group.commit(
+            {
+                tp: o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(o)
+                for tp, o in chosen.items()
+            },
+            timeout,
+        )
+
+    def commit_async(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+        callback: Callable[
+            [Mapping[TopicPartition, OffsetAndMetadata | int], Exception | None], None
+        ]
+        | None = None,
+    ) -> concurrent.futures.Future[None]:
+        """Commit without waiting; the returned future (and ``callback(offsets, error)``,
+        called from the commit's thread) tell the outcome."""
+        chosen = dict(self._group_positions() if offsets is None else offsets)
+        self._require_group()
+        if self._commit_executor is None:
+            self._commit_executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="odradek-commit"
+            )
+        future = self._commit_executor.submit(self.commit, chosen)
+        if callback is not None:
+            future.add_done_callback(lambda f: callback(chosen, f.exception()))  # type: ignore[arg-type]
+        return future
+
+    def committed(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offsets of ``partitions`` (None where nothing is committed)."""
+        group = self._require_group()
+        timeout = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
+        wanted = list(partitions)
+        found = group.client.committed(wanted, timeout)
+        return {tp: found.get(tp) for tp in wanted}
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Stop fetching from ``partitions`` (and returning their buffered records) until
+        :meth:`resume`; their positions and the group's assignment stay."""
+        for tp in partitions:
+            self._state(tp)
+            self._paused.add(tp)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        for tp in partitions:
+            self._paused.discard(tp)
+
+    def paused(self) -> set[TopicPartition]:
+        return set(self._paused)
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        """Records forever (until the consumer is closed), polling as needed."""
+        while not self._closed:
+            yield from self.poll(timeout_ms=1_000)
+
+    def _require_group(self) -> GroupMember:
+        self._check_open()
+        if self._group is None:
+            raise ValueError("this needs a consumer with a group_id")
+        return self._group
+
+    # hooks for odradek.client.group
+    def _group_assignment(self) -> set[TopicPartition]:
+        return set(self._states)
+
+    def _group_set_assignment(
+        self, partitions: set[TopicPartition], positions: Mapping[TopicPartition, int]
+    ) -> None:
+        """The group's assignment changed: keep the states (positions, buffers, fetches in
+        flight) of partitions that stay, start new ones at ``positions`` (else
+        ``auto_offset_reset``)."""
+        self._states = {tp: self._states.get(tp) or _PartitionState() for tp in sorted(partitions)}
+        for tp, offset in positions.items():
+            state = self._states.get(tp)
+            if state is not None and state.offset is None:
+                state.offset = offset
+        self._paused &= partitions
+        self._metadata.add_topics({tp.topic for tp in partitions})
+
+    def _group_positions(self) -> dict[TopicPartition, int]:
+        return {tp: s.offset for tp, s in self._states.items() if s.offset is not None}
+
     # --- lifecycle --------------------------------------------------------------------------
 
     def _check_open(self) -> None:
@@ -669,8 +872,13 @@ class Consumer:
             raise RuntimeError("the consumer is closed")
 
     def close(self) -> None:
-        """Close the consumer's connections. Idempotent."""
+        """Close the consumer's connections; a group member first commits (with auto-commit)
+        and leaves its group. Idempotent."""
         if not self._closed:
+            if self._group is not None:
+                close_group_member(self._group, self._group_positions())
+            if self._commit_executor is not None:
+                self._commit_executor.shutdown(wait=True)
             self._closed = True
             self._cancel_fetches()
             self._pool.close()

@@ -337,6 +337,104 @@ class UnacceptableCredentialError(OdradekError):
     code, name = 93, "UNACCEPTABLE_CREDENTIAL"
 
 
+# -- consumer groups (docs/groups.md): the group coordinator's errors, Kafka's codes
+
+
+class OffsetMetadataTooLargeError(OdradekError):
+    code, name = 12, "OFFSET_METADATA_TOO_LARGE"
+
+
+class CoordinatorNotAvailableError(OdradekError):
+    """The group's __consumer_offsets partition has no leader (or is being created)."""
+
+    code, name, retriable = 15, "COORDINATOR_NOT_AVAILABLE", True
+
+
+class NotCoordinatorError(OdradekError):
+    """This node does not lead the group's __consumer_offsets partition: find it again."""
+
+    code, name, retriable = 16, "NOT_COORDINATOR", True
+
+
+class InvalidGroupIdError(OdradekError):
+    code, name = 24, "INVALID_GROUP_ID"
+
+
+class UnknownMemberIdError(OdradekError):
+    """The member is not (or no longer) in the group: it must rejoin with epoch 0."""
+
+    code, name = 25, "UNKNOWN_MEMBER_ID"
+
+
+class NonEmptyGroupError(OdradekError):
+    code, name = 68, "NON_EMPTY_GROUP"
+
+
+class GroupIdNotFoundError(OdradekError):
+    code, name = 69, "GROUP_ID_NOT_FOUND"
+
+
+class GroupMaxSizeReachedError(OdradekError):
+    code, name = 81, "GROUP_MAX_SIZE_REACHED"
+
+
+class FencedInstanceIdError(OdradekError):
+    """A static member's instance id is now held by another member id."""
+
+    code, name = 82, "FENCED_INSTANCE_ID"
+
+
+class GroupSubscribedToTopicError(OdradekError):
+    """OffsetDelete of a topic the group is still subscribed to."""
+
+    code, name = 86, "GROUP_SUBSCRIBED_TO_TOPIC"
+
+
+class FencedMemberEpochError(OdradekError):
+    """The member's epoch is not the coordinator's: it must rejoin with epoch 0."""
+
+    code, name = 110, "FENCED_MEMBER_EPOCH"
+
+
+class UnreleasedInstanceIdError(OdradekError):
+    """The instance id is still held by a member that has not left with epoch -2."""
+
+    code, name = 111, "UNRELEASED_INSTANCE_ID"
+
+
+class UnsupportedAssignorError(OdradekError):
+    code, name = 112, "UNSUPPORTED_ASSIGNOR"
+
+
+class StaleMemberEpochError(OdradekError):
+    """An offset commit or fetch with an epoch other than the member's current one."""
+
+    code, name = 113, "STALE_MEMBER_EPOCH"
+
+
+class InvalidRegularExpressionError(OdradekError):
+    code, name = 128, "INVALID_REGULAR_EXPRESSION"
+
+
+__all__ += [
+    "OffsetMetadataTooLargeError",
+    "CoordinatorNotAvailableError",
+    "NotCoordinatorError",
+    "InvalidGroupIdError",
+    "UnknownMemberIdError",
+    "NonEmptyGroupError",
+    "GroupIdNotFoundError",
+    "GroupMaxSizeReachedError",
+    "FencedInstanceIdError",
+    "GroupSubscribedToTopicError",
+    "FencedMemberEpochError",
+    "UnreleasedInstanceIdError",
+    "UnsupportedAssignorError",
+    "StaleMemberEpochError",
+    "InvalidRegularExpressionError",
+]
+
+
 def _collect() -> dict[int, type[OdradekError]]:
     table: dict[int, type[OdradekError]] = {}
     pending: list[type[OdradekError]] = [OdradekError]

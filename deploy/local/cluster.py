@@ -12,7 +12,8 @@ Command line (the README's first command runs ``demo``)::
         topic, produce (only into a topic never written to: a demo started again on the same
         data does not append its records again), consume, describe; leave it running. A failed
         start leaves nothing running. [--stop-command TEXT] is how its messages name the way
-        to stop it (scripts/cluster.sh gives 'bash scripts/cluster.sh stop'). With --tls the nodes serve mutual TLS, between them too, on certificates
+        to stop it (scripts/cluster.sh gives 'bash scripts/cluster.sh stop'). With --tls the
+        nodes serve mutual TLS, between them too, on certificates
         scripts/dev-certs.sh makes in DIR/certs (docs/security.md); the commands it prints
         take --command-config DIR/certs/admin.properties.
     python -m deploy.local.cluster stop [--dir DIR]

@@ -38,6 +38,7 @@ _CLIENT_COMMANDS = frozenset(
         "reassign",
         "acls",
         "users",
+        "groups",
     }
 )
 
@@ -81,6 +82,9 @@ def _parser() -> argparse.ArgumentParser:
     users.add_parser(sub)
     node.add_parser(sub)
     dump_log.add_parser(sub)
+    from odradek.cli import groups
+
+    groups.add_parser(sub)
     return parser
 
 

@@ -167,6 +167,18 @@ def consume(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from odradek.consumer import Consumer
     from odradek.errors import UnknownTopicOrPartitionError
 
+    if args.group is not None:  # a group member (odradek.cli.groups)
+        from odradek.cli.groups import consume_group
+
+        if args.partition is not None:
+            args.parser.error("--partition cannot be used with --group")
+        group_stop = threading.Event()
+        restore = _catch_ctrl_c(group_stop)
+        try:
+            return consume_group(args, out, err, group_stop, format_record)
+        finally:
+            if restore is not None:
+                signal.signal(signal.SIGINT, restore)
     start = args.offset
     if args.from_beginning:
         start = "earliest"
@@ -320,5 +332,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     layout.add_argument(
         "-J", "--json", action="store_true", help="kcat's JSON envelope, one line per record"
+    )
+    p.add_argument(
+        "--group", metavar="GROUP", help="consume as a member of GROUP, committing its offsets"
     )
     p.set_defaults(handler=run, prog=p.prog, parser=p)

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeAlias
 
+from odradek.cli.offsets_decoder import decode_offsets_record, offsets_record_text
 from odradek.errors import CorruptRecordError
 from odradek.records import (
     HEADER_SIZE_UP_TO_MAGIC,
@@ -132,10 +133,12 @@ class DumpOptions:
     """Read at most this many bytes of each ``.log`` (Kafka's ``--max-bytes``); None: all."""
     json: bool = False
     """One JSON object per file instead of text."""
+    offsets_decoder: bool = False
+    """Decode records as ``__consumer_offsets`` keys and values (implies printing records)."""
 
     @property
     def records(self) -> bool:
-        return self.deep_iteration or self.print_data_log
+        return self.deep_iteration or self.print_data_log or self.offsets_decoder
 
 
 @dataclass(frozen=True, slots=True)
@@ -830,6 +833,8 @@ class TextOutput:
                 )
             else:
                 parts.append(f"controlType: {info['type']}({info['type_id']})")
+        elif self._opts.offsets_decoder:
+            parts.append(offsets_record_text(r.key, r.value))
         elif self._opts.print_data_log:
             if r.key is not None:
                 parts.append(f"key: {show_bytes(r.key, enc)}")
@@ -994,6 +999,8 @@ class JsonOutput:
         }
         if b.is_control:
             doc["control"] = _control_info(r)
+        elif self._opts.offsets_decoder:
+            doc["offsets_key"], doc["offsets_payload"] = decode_offsets_record(r.key, r.value)
         if self._opts.print_data_log:
             doc["key"], doc["key_base64"] = _json_bytes(r.key)
             doc["value"], doc["value_base64"] = _json_bytes(r.value)
@@ -1162,6 +1169,7 @@ def run(args: argparse.Namespace) -> int:
         index_sanity_check=args.index_sanity_check,
         max_bytes=args.max_bytes,
         json=args.json,
+        offsets_decoder=args.offsets_decoder,
     )
     return dump(paths, opts, sys.stdout, sys.stderr)
 
@@ -1232,4 +1240,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="read at most N bytes of each .log (default: all)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object per file")
+    p.add_argument(
+        "--offsets-decoder",
+        action="store_true",
+        help="decode records as __consumer_offsets commits and group records (prints records)",
+    )
     p.set_defaults(handler=run)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -44,11 +45,6 @@ EARLIEST = -2
 """In offsets JSON: the partition's log start offset (Spark's ``-2``)."""
 LATEST = -1
 """In offsets JSON: the partition's high watermark (Spark's ``-1``)."""
-
-
-_UNSUPPORTED = ("minOffsetsPerTrigger", "maxTriggerDelay")
-"""Options of Spark's Kafka source this source refuses rather than ignores: a job relying on
-them would silently behave differently."""
 
 
 class OdradekSparkOptionError(ValueError):
@@ -122,6 +118,15 @@ class ReadOptions:
     fetch_max_bytes: int = 8 * 1024 * 1024
     # How to connect: kafka.security.protocol, kafka.ssl.*, kafka.sasl.* (TLS, mTLS, SCRAM).
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    # Streaming: the consumer group each finished micro-batch's end offsets are committed to
+    # (commitOffsetsToGroup), so that lag tools see the query's progress; None: no commits.
+    # kafka.group.id, else groupIdPrefix (default "spark-kafka-source") and a random suffix,
+    # as Spark's Kafka source names its consumer groups.
+    commit_group_id: str | None = None
+    # Streaming: wait for at least this many new records before a micro-batch...
+    min_offsets_per_trigger: int | None = None
+    # ...but no longer than this since the last one (Spark's maxTriggerDelay, default 15m).
+    max_trigger_delay_ms: int = 15 * 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,13 +376,6 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
     """
     servers = parse_servers(options)
     security = parse_security(options)
-    for name in _UNSUPPORTED:
-        if name.lower() in options:
-            raise OdradekSparkOptionError(
-                name,
-                f"option '{name}' of Spark's Kafka source is not supported by the odradek "
-                "source (use maxOffsetsPerTrigger to bound micro-batches)",
-            )
     subscription = _subscription(options)
     starting = _offset_spec(options, "starting")
     starting_given = any(
@@ -417,6 +415,14 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
             "option 'startingOffsetsByTimestampStrategy' must be 'error' or 'latest', "
             f"not {strategy!r}",
         )
+    min_offsets = _positive_int(options, "minOffsetsPerTrigger")
+    max_offsets = _positive_int(options, "maxOffsetsPerTrigger")
+    if min_offsets is not None and max_offsets is not None and min_offsets > max_offsets:
+        raise OdradekSparkOptionError(
+            "minOffsetsPerTrigger",
+            f"value of minOffsetsPerTrigger ({min_offsets}) is higher than the "
+            f"maxOffsetsPerTrigger ({max_offsets})",
+        )
     poll_timeout = _positive_int(options, "kafkaConsumer.pollTimeoutMs")
     fetch_max_bytes = _positive_int(options, "fetch.max.bytes")
     return ReadOptions(
@@ -433,7 +439,52 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
         poll_timeout_ms=poll_timeout if poll_timeout is not None else 120_000,
         fetch_max_bytes=fetch_max_bytes if fetch_max_bytes is not None else 8 * 1024 * 1024,
         security=security,
+        commit_group_id=_commit_group_id(options, streaming),
+        min_offsets_per_trigger=min_offsets,
+        max_trigger_delay_ms=_duration_ms(options, "maxTriggerDelay", 15 * 60_000),
     )
+
+
+_DURATION = re.compile(r"\s*(\d+)\s*(us|ms|s|m|min|h|d)?\s*", re.IGNORECASE)
+_UNIT_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+
+
+def _duration_ms(options: Mapping[str, str], name: str, default: int) -> int:
+    """A duration as Spark's ``JavaUtils.timeStringAsMs`` reads it: a number with an optional
+    unit (us, ms, s, m or min, h, d; none: milliseconds)."""
+    raw = options.get(name.lower())
+    if raw is None:
+        return default
+    match = _DURATION.fullmatch(str(raw))
+    if match is None:
+        raise OdradekSparkOptionError(
+            name, f"option '{name}' must be a duration such as 15m, 30s or 500ms, not {raw!r}"
+        )
+    unit = (match.group(2) or "ms").lower()
+    scale = 86_400_000 if unit == "d" else _UNIT_MS[unit]
+    return int(int(match.group(1)) * scale)
+
+
+def _commit_group_id(options: Mapping[str, str], streaming: bool | None) -> str | None:
+    """``commitOffsetsToGroup``'s group: ``kafka.group.id``, else ``groupIdPrefix`` (Spark's
+    default ``spark-kafka-source``) and a random suffix. Raises for an empty group id or
+    prefix, and for the option on a batch read (only micro-batches are committed)."""
+    group_id = options.get("kafka.group.id")
+    prefix = options.get("groupidprefix")
+    if group_id is not None and not group_id.strip():
+        raise OdradekSparkOptionError("kafka.group.id", "option 'kafka.group.id' is empty")
+    if prefix is not None and not prefix.strip():
+        raise OdradekSparkOptionError("groupIdPrefix", "option 'groupIdPrefix' is empty")
+    if not parse_bool(options, "commitOffsetsToGroup", False):
+        return None
+    if streaming is False:
+        raise OdradekSparkOptionError(
+            "commitOffsetsToGroup",
+            "option 'commitOffsetsToGroup' commits micro-batches: it is for streaming queries",
+        )
+    if group_id is not None:
+        return group_id.strip()
+    return f"{(prefix or 'spark-kafka-source').strip()}-{uuid.uuid4()}"
 
 
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:

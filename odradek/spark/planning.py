@@ -95,6 +95,22 @@ def rate_limit(
     return out
 
 
+def delay_batch(
+    start: Mapping[TopicPartition, int],
+    latest: Mapping[TopicPartition, int],
+    min_offsets: int,
+    last_trigger_ms: int,
+    now_ms: int,
+    max_delay_ms: int,
+) -> bool:
+    """Whether to skip this trigger (Spark's Kafka ``delayBatch``): fewer than ``min_offsets``
+    new records since ``start``, and less than ``max_delay_ms`` since the last batch."""
+    if now_ms - last_trigger_ms >= max_delay_ms:
+        return False
+    new = sum(max(latest[tp] - start.get(tp, latest[tp]), 0) for tp in latest)
+    return new < min_offsets
+
+
 def offsets_to_json(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
     """Spark's offset JSON: ``{"topic": {"0": 12}}``, partition keys as strings (JSON object
     keys come back as strings from the checkpoint anyway)."""

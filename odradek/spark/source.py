@@ -44,6 +44,7 @@ from odradek.admin import Admin
 from odradek.client.metadata import ClusterMetadata
 from odradek.client.security import SecurityConfig
 from odradek.client.types import TopicPartition
+from odradek.clock import SystemClock
 from odradek.consumer import Consumer
 from odradek.errors import OdradekError, UnknownTopicOrPartitionError
 from odradek.spark.arrow import spark_ddl
@@ -59,6 +60,7 @@ from odradek.spark.options import (
 from odradek.spark.per_process import PerProcess
 from odradek.spark.planning import (
     OffsetRange,
+    delay_batch,
     offsets_from_json,
     offsets_to_json,
     rate_limit,
@@ -138,6 +140,16 @@ class Planner:
         """The offset ``spec`` means for each of ``tps``. For timestamps with no record at or
         after them: the latest offset for ending options or with ``strategy`` "latest", else
         :class:`OdradekSparkOptionError` (Spark's ``startingOffsetsByTimestampStrategy``)."""
+        named = set(spec.offsets) | set(spec.timestamps)
+        absent = sorted(named - set(tps))
+        if absent:
+            # Spark's Kafka source fails too ("you must specify all TopicPartitions"): a read
+            # silently narrower than the JSON says would hide a typo or a shrunk topic
+            raise OdradekSparkOptionError(
+                spec.option,
+                f"option '{spec.option}' names {', '.join(map(str, absent))}, which the topic "
+                "does not have; it must name exactly the partitions read",
+            )
         if not tps:
             return {}
         if spec.kind == "earliest":
@@ -265,6 +277,8 @@ class OdradekStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.opts = parse_read_options(options, streaming=True)
         self._initial: dict[str, dict[str, int]] | None = None
         self._target: dict[TopicPartition, int] | None = None
+        self._clock = SystemClock()
+        self._last_trigger_ms = self._clock.monotonic_ms()
 
     def _plan(self) -> Planner:
         return planner(self.opts.bootstrap_servers, self.opts.security)
@@ -303,6 +317,15 @@ class OdradekStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Never move backwards (a high watermark below the checkpoint is reported by read()).
         latest = {tp: max(latest[tp], begin[tp]) for tp in tps}
         begin = {tp: begin[tp] for tp in tps}
+        min_offsets = self.opts.min_offsets_per_trigger
+        if min_offsets is not None and self._target is None:  # not with availableNow
+            now = self._clock.monotonic_ms()
+            if delay_batch(
+                begin, latest, min_offsets, self._last_trigger_ms, now,
+                self.opts.max_trigger_delay_ms,
+            ):  # fmt: skip
+                return start  # no new batch yet
+            self._last_trigger_ms = now
         if isinstance(limit, ReadMaxRows):
             end = rate_limit(begin, latest, limit.max_rows)
         else:
@@ -326,7 +349,22 @@ class OdradekStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _read(partition)
 
     def commit(self, end: dict[str, dict[str, int]]) -> None:
-        """Nothing to do: the offsets live in Spark's checkpoint, not in the cluster."""
+        """The query's offsets live in Spark's checkpoint. With ``commitOffsetsToGroup`` the
+        finished micro-batch's end offsets are also committed to the consumer group (an admin
+        commit: the group has no members), for lag tools; a failed commit is logged, never
+        fails the query."""
+        group = self.opts.commit_group_id
+        if group is None:
+            return
+        offsets = offsets_from_json(end)
+        try:
+            results = self._plan().admin.alter_consumer_group_offsets(group, offsets)
+        except OdradekError as exc:
+            log.warning("committing %s to group %s failed: %s", end, group, exc)
+            return
+        failed = {str(tp): str(e) for tp, e in results.items() if e is not None}
+        if failed:
+            log.warning("committing to group %s failed for %s", group, failed)
 
 
 class OdradekDataSource(DataSource):

@@ -67,6 +67,46 @@ class BrokerStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.InitProducerIdRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.InitProducerIdResponse.FromString,
                 _registered_method=True)
+        self.FindCoordinator = channel.unary_unary(
+                '/odradek.v1.Broker/FindCoordinator',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.FindCoordinatorRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.FindCoordinatorResponse.FromString,
+                _registered_method=True)
+        self.ConsumerGroupHeartbeat = channel.unary_unary(
+                '/odradek.v1.Broker/ConsumerGroupHeartbeat',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.ConsumerGroupHeartbeatResponse.FromString,
+                _registered_method=True)
+        self.OffsetCommit = channel.unary_unary(
+                '/odradek.v1.Broker/OffsetCommit',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.OffsetCommitRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.OffsetCommitResponse.FromString,
+                _registered_method=True)
+        self.OffsetFetch = channel.unary_unary(
+                '/odradek.v1.Broker/OffsetFetch',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.OffsetFetchRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.OffsetFetchResponse.FromString,
+                _registered_method=True)
+        self.ListGroups = channel.unary_unary(
+                '/odradek.v1.Broker/ListGroups',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.ListGroupsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.ListGroupsResponse.FromString,
+                _registered_method=True)
+        self.ConsumerGroupDescribe = channel.unary_unary(
+                '/odradek.v1.Broker/ConsumerGroupDescribe',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.ConsumerGroupDescribeRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.ConsumerGroupDescribeResponse.FromString,
+                _registered_method=True)
+        self.DeleteGroups = channel.unary_unary(
+                '/odradek.v1.Broker/DeleteGroups',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.DeleteGroupsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.DeleteGroupsResponse.FromString,
+                _registered_method=True)
+        self.OffsetDelete = channel.unary_unary(
+                '/odradek.v1.Broker/OffsetDelete',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.OffsetDeleteRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.OffsetDeleteResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -118,6 +158,58 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def FindCoordinator(self, request, context):
+        """--- consumer groups (KIP-848), served by the group's coordinator; docs/groups.md ---
+        The coordinator of a group: the leader of its __consumer_offsets partition (created on
+        first use).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ConsumerGroupHeartbeat(self, request, context):
+        """Join, heartbeat, leave; answers the member epoch and assignment.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def OffsetCommit(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def OffsetFetch(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListGroups(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ConsumerGroupDescribe(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteGroups(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def OffsetDelete(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -150,6 +242,46 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.InitProducerId,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.InitProducerIdRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.InitProducerIdResponse.SerializeToString,
+            ),
+            'FindCoordinator': grpc.unary_unary_rpc_method_handler(
+                    servicer.FindCoordinator,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.FindCoordinatorRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.FindCoordinatorResponse.SerializeToString,
+            ),
+            'ConsumerGroupHeartbeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.ConsumerGroupHeartbeat,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.ConsumerGroupHeartbeatRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.ConsumerGroupHeartbeatResponse.SerializeToString,
+            ),
+            'OffsetCommit': grpc.unary_unary_rpc_method_handler(
+                    servicer.OffsetCommit,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.OffsetCommitRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.OffsetCommitResponse.SerializeToString,
+            ),
+            'OffsetFetch': grpc.unary_unary_rpc_method_handler(
+                    servicer.OffsetFetch,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.OffsetFetchRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.OffsetFetchResponse.SerializeToString,
+            ),
+            'ListGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListGroups,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.ListGroupsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.ListGroupsResponse.SerializeToString,
+            ),
+            'ConsumerGroupDescribe': grpc.unary_unary_rpc_method_handler(
+                    servicer.ConsumerGroupDescribe,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.ConsumerGroupDescribeRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.ConsumerGroupDescribeResponse.SerializeToString,
+            ),
+            'DeleteGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteGroups,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.DeleteGroupsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.DeleteGroupsResponse.SerializeToString,
+            ),
+            'OffsetDelete': grpc.unary_unary_rpc_method_handler(
+                    servicer.OffsetDelete,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.OffsetDeleteRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.OffsetDeleteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -317,6 +449,222 @@ class Broker:
             '/odradek.v1.Broker/InitProducerId',
             odradek_dot_v1_dot_odradek__pb2.InitProducerIdRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.InitProducerIdResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FindCoordinator(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/FindCoordinator',
+            odradek_dot_v1_dot_odradek__pb2.FindCoordinatorRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.FindCoordinatorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConsumerGroupHeartbeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/ConsumerGroupHeartbeat',
+            odradek_dot_v1_dot_odradek__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.ConsumerGroupHeartbeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OffsetCommit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/OffsetCommit',
+            odradek_dot_v1_dot_odradek__pb2.OffsetCommitRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.OffsetCommitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OffsetFetch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/OffsetFetch',
+            odradek_dot_v1_dot_odradek__pb2.OffsetFetchRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.OffsetFetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/ListGroups',
+            odradek_dot_v1_dot_odradek__pb2.ListGroupsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.ListGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConsumerGroupDescribe(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/ConsumerGroupDescribe',
+            odradek_dot_v1_dot_odradek__pb2.ConsumerGroupDescribeRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.ConsumerGroupDescribeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/DeleteGroups',
+            odradek_dot_v1_dot_odradek__pb2.DeleteGroupsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.DeleteGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OffsetDelete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/OffsetDelete',
+            odradek_dot_v1_dot_odradek__pb2.OffsetDeleteRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.OffsetDeleteResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -62,6 +62,19 @@ class BrokerStub:
     """Kafka's InitProducerId (API 22), idempotent producers only: a new producer id, epoch 0,
     from any node (docs/idempotence.md).
     """
+    FindCoordinator: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.FindCoordinatorRequest, _odradek_pb2.FindCoordinatorResponse]
+    """--- consumer groups (KIP-848), served by the group's coordinator; docs/groups.md ---
+    The coordinator of a group: the leader of its __consumer_offsets partition (created on
+    first use).
+    """
+    ConsumerGroupHeartbeat: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ConsumerGroupHeartbeatRequest, _odradek_pb2.ConsumerGroupHeartbeatResponse]
+    """Join, heartbeat, leave; answers the member epoch and assignment."""
+    OffsetCommit: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.OffsetCommitRequest, _odradek_pb2.OffsetCommitResponse]
+    OffsetFetch: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.OffsetFetchRequest, _odradek_pb2.OffsetFetchResponse]
+    ListGroups: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ListGroupsRequest, _odradek_pb2.ListGroupsResponse]
+    ConsumerGroupDescribe: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ConsumerGroupDescribeRequest, _odradek_pb2.ConsumerGroupDescribeResponse]
+    DeleteGroups: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DeleteGroupsRequest, _odradek_pb2.DeleteGroupsResponse]
+    OffsetDelete: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.OffsetDeleteRequest, _odradek_pb2.OffsetDeleteResponse]
 
 @_typing.type_check_only
 class BrokerAsyncStub(BrokerStub):
@@ -84,6 +97,19 @@ class BrokerAsyncStub(BrokerStub):
     """Kafka's InitProducerId (API 22), idempotent producers only: a new producer id, epoch 0,
     from any node (docs/idempotence.md).
     """
+    FindCoordinator: _aio.UnaryUnaryMultiCallable[_odradek_pb2.FindCoordinatorRequest, _odradek_pb2.FindCoordinatorResponse]  # type: ignore[assignment]
+    """--- consumer groups (KIP-848), served by the group's coordinator; docs/groups.md ---
+    The coordinator of a group: the leader of its __consumer_offsets partition (created on
+    first use).
+    """
+    ConsumerGroupHeartbeat: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ConsumerGroupHeartbeatRequest, _odradek_pb2.ConsumerGroupHeartbeatResponse]  # type: ignore[assignment]
+    """Join, heartbeat, leave; answers the member epoch and assignment."""
+    OffsetCommit: _aio.UnaryUnaryMultiCallable[_odradek_pb2.OffsetCommitRequest, _odradek_pb2.OffsetCommitResponse]  # type: ignore[assignment]
+    OffsetFetch: _aio.UnaryUnaryMultiCallable[_odradek_pb2.OffsetFetchRequest, _odradek_pb2.OffsetFetchResponse]  # type: ignore[assignment]
+    ListGroups: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ListGroupsRequest, _odradek_pb2.ListGroupsResponse]  # type: ignore[assignment]
+    ConsumerGroupDescribe: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ConsumerGroupDescribeRequest, _odradek_pb2.ConsumerGroupDescribeResponse]  # type: ignore[assignment]
+    DeleteGroups: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DeleteGroupsRequest, _odradek_pb2.DeleteGroupsResponse]  # type: ignore[assignment]
+    OffsetDelete: _aio.UnaryUnaryMultiCallable[_odradek_pb2.OffsetDeleteRequest, _odradek_pb2.OffsetDeleteResponse]  # type: ignore[assignment]
 
 class BrokerServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
@@ -139,6 +165,67 @@ class BrokerServicer(metaclass=_abc_1.ABCMeta):
         """Kafka's InitProducerId (API 22), idempotent producers only: a new producer id, epoch 0,
         from any node (docs/idempotence.md).
         """
+
+    @_abc_1.abstractmethod
+    def FindCoordinator(
+        self,
+        request: _odradek_pb2.FindCoordinatorRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.FindCoordinatorResponse, _abc.Awaitable[_odradek_pb2.FindCoordinatorResponse]]:
+        """--- consumer groups (KIP-848), served by the group's coordinator; docs/groups.md ---
+        The coordinator of a group: the leader of its __consumer_offsets partition (created on
+        first use).
+        """
+
+    @_abc_1.abstractmethod
+    def ConsumerGroupHeartbeat(
+        self,
+        request: _odradek_pb2.ConsumerGroupHeartbeatRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.ConsumerGroupHeartbeatResponse, _abc.Awaitable[_odradek_pb2.ConsumerGroupHeartbeatResponse]]:
+        """Join, heartbeat, leave; answers the member epoch and assignment."""
+
+    @_abc_1.abstractmethod
+    def OffsetCommit(
+        self,
+        request: _odradek_pb2.OffsetCommitRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.OffsetCommitResponse, _abc.Awaitable[_odradek_pb2.OffsetCommitResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def OffsetFetch(
+        self,
+        request: _odradek_pb2.OffsetFetchRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.OffsetFetchResponse, _abc.Awaitable[_odradek_pb2.OffsetFetchResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ListGroups(
+        self,
+        request: _odradek_pb2.ListGroupsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.ListGroupsResponse, _abc.Awaitable[_odradek_pb2.ListGroupsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ConsumerGroupDescribe(
+        self,
+        request: _odradek_pb2.ConsumerGroupDescribeRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.ConsumerGroupDescribeResponse, _abc.Awaitable[_odradek_pb2.ConsumerGroupDescribeResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DeleteGroups(
+        self,
+        request: _odradek_pb2.DeleteGroupsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.DeleteGroupsResponse, _abc.Awaitable[_odradek_pb2.DeleteGroupsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def OffsetDelete(
+        self,
+        request: _odradek_pb2.OffsetDeleteRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.OffsetDeleteResponse, _abc.Awaitable[_odradek_pb2.OffsetDeleteResponse]]: ...
 
 def add_BrokerServicer_to_server(servicer: BrokerServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

@@ -182,3 +182,44 @@ def test_new_topics_of_a_pattern_are_read_from_earliest(spark, spark_cluster, ne
     added = produce(servers, later, [(i % 2, None, f"c{i}".encode()) for i in range(6)])
     run()
     assert output(spark, tmp_path, "q") == expected(more + added)
+
+
+def test_micro_batch_end_offsets_are_committed_to_the_group(
+    spark, spark_cluster, new_topic, tmp_path
+):
+    servers = spark_cluster.bootstrap_servers
+    topic = new_topic(3)
+    produce(servers, topic, [(i % 3, None, f"v{i}".encode()) for i in range(30)])
+    df = stream(
+        spark,
+        servers,
+        topic,
+        maxOffsetsPerTrigger="9",
+        commitOffsetsToGroup="true",
+        **{"kafka.group.id": "spark-lag"},
+    )
+    query = to_parquet(df, tmp_path, "g").trigger(availableNow=True).start()
+    query.awaitTermination()
+    tps = [TopicPartition(topic, p) for p in range(3)]
+    with Admin(servers) as admin:
+
+        def committed() -> dict[TopicPartition, int] | None:
+            found = admin.list_consumer_group_offsets("spark-lag", tps)
+            offsets = {tp: om.offset for tp, om in found.items()}
+            return offsets if sum(offsets.values()) >= 27 else None
+
+        # Spark commits a batch's end when it starts the next one: every batch but maybe the
+        # last is committed, at batch boundaries (9, 18, 27 records)
+        offsets = wait_for(committed, "commits")
+        assert sum(offsets.values()) in (27, 30)
+        assert all(o <= 10 for o in offsets.values())
+
+
+def test_offsets_json_naming_a_missing_partition_is_refused(spark, spark_cluster, new_topic):
+    servers = spark_cluster.bootstrap_servers
+    topic = new_topic(2)
+    starting = f'{{"{topic}": {{"0": 0, "1": 0, "7": 0}}}}'
+    with pytest.raises(Exception, match="does not have"):
+        spark.read.format("odradek").option("kafka.bootstrap.servers", servers).option(
+            "subscribe", topic
+        ).option("startingOffsets", starting).load().collect()

@@ -187,7 +187,7 @@ class FakeCluster:
     def start(self) -> FakeCluster:
         for node_id in range(1, self._num_nodes + 1):
             server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-            servicer = _NodeServicer(self, node_id)
+            servicer = _NodeServicer(self, node_id)  # type: ignore[abstract]  # no group RPCs
             pb_grpc.add_BrokerServicer_to_server(servicer, server)
             pb_grpc.add_AdminServicer_to_server(servicer, server)
             self.ports[node_id] = server.add_insecure_port("127.0.0.1:0")

@@ -145,7 +145,28 @@ def test_write_options():
         parse_write_options({"kafka.bootstrap.servers": "h:1", "kafka.compression.type": "x"})
 
 
-def test_unsupported_spark_options_are_refused_not_ignored():
-    e = error(streaming=True, minOffsetsPerTrigger="100")
-    assert e.option == "minOffsetsPerTrigger" and "not supported" in str(e)
+def test_min_offsets_per_trigger_and_max_trigger_delay():
+    opts = read(streaming=True, minOffsetsPerTrigger="100", maxTriggerDelay="30s")
+    assert (opts.min_offsets_per_trigger, opts.max_trigger_delay_ms) == (100, 30_000)
+    assert read(streaming=True).max_trigger_delay_ms == 15 * 60_000  # Spark's default
+    assert read(streaming=True, maxTriggerDelay="250").max_trigger_delay_ms == 250
+    assert read(streaming=True, maxTriggerDelay="2min").max_trigger_delay_ms == 120_000
     assert error(streaming=True, maxTriggerDelay="5 minutes").option == "maxTriggerDelay"
+    e = error(streaming=True, minOffsetsPerTrigger="100", maxOffsetsPerTrigger="10")
+    assert e.option == "minOffsetsPerTrigger" and "higher than" in str(e)
+
+
+def test_group_options_for_commits() -> None:
+    assert read(streaming=True).commit_group_id is None
+    assert read(streaming=True, **{"kafka.group.id": "g"}).commit_group_id is None
+    opts = read(streaming=True, commitOffsetsToGroup="true", **{"kafka.group.id": "lag-view"})
+    assert opts.commit_group_id == "lag-view"
+    generated = read(streaming=True, commitOffsetsToGroup="true", groupIdPrefix="q1")
+    assert generated.commit_group_id is not None and generated.commit_group_id.startswith("q1-")
+    default = read(streaming=True, commitOffsetsToGroup="true").commit_group_id
+    assert default is not None and default.startswith("spark-kafka-source-")
+    with pytest.raises(OdradekSparkOptionError) as info:
+        read(streaming=False, commitOffsetsToGroup="true")
+    assert info.value.option == "commitOffsetsToGroup"
+    with pytest.raises(OdradekSparkOptionError):
+        read(streaming=True, **{"kafka.group.id": " "})

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from odradek.client.types import TopicPartition
 from odradek.spark.planning import (
     OffsetRange,
+    delay_batch,
     offsets_from_json,
     offsets_to_json,
     rate_limit,
@@ -66,3 +67,13 @@ def test_offsets_json_round_trips_with_string_partition_keys():
     data = offsets_to_json(offsets)
     assert data == {"a": {"0": 4, "1": 7}, "b": {"0": 0}}
     assert offsets_from_json(json.loads(json.dumps(data))) == offsets
+
+
+def test_delay_batch_waits_for_min_offsets_or_the_max_delay():
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    start, latest = {a: 10, b: 0}, {a: 15, b: 4}  # 9 new records
+    assert delay_batch(start, latest, 10, last_trigger_ms=0, now_ms=100, max_delay_ms=1000)
+    assert not delay_batch(start, latest, 9, last_trigger_ms=0, now_ms=100, max_delay_ms=1000)
+    assert not delay_batch(start, latest, 10, last_trigger_ms=0, now_ms=1000, max_delay_ms=1000)
+    # a partition new since start counts from its latest: no records yet
+    assert delay_batch({a: 10}, {a: 11, b: 50}, 2, 0, 1, 1000)

@@ -1,0 +1,697 @@
+"""The group coordinator: consumer groups (KIP-848) served from ``__consumer_offsets``.
+
+Kafka's ``GroupCoordinatorService`` and ``CoordinatorRuntime`` for one node. The coordinator of
+group ``g`` is the leader of partition ``abs(javaHash(g)) % offsets.topic.num.partitions`` of
+the internal compacted topic ``__consumer_offsets`` (:func:`partition_for`). For each such
+partition this node leads it keeps a *shard*: the groups and committed offsets of that
+partition (:class:`node.group_state.GroupShard`).
+
+* **Load / unload.** When the node becomes leader of a ``__consumer_offsets`` partition (the
+  replica manager's leadership callback) the shard is rebuilt by replaying the partition's log
+  from its start, on a thread of its own; requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS.
+  When the node stops leading it, the shard is dropped, and requests get NOT_COORDINATOR.
+* **Writes.** Every change is decided by the pure functions of :mod:`node.group_state`, which
+  return records; the records are appended to the local leader with acks=-1 through the
+  replica manager's produce path (the same purgatory as clients' produce requests) and replayed
+  into the shard only once the high watermark has passed them. A request is answered only
+  after that, so an answered commit survives a coordinator failover. Writes to one shard are
+  serialised by the shard's lock (Kafka's coordinator runtime runs one event at a time per
+  partition).
+* **Timers.** A member's session expires ``group.consumer.session.timeout.ms`` after its last
+  heartbeat (also restarted for every member when a shard is loaded); a member still revoking
+  partitions after its rebalance timeout is fenced. Both remove it, bumping the group epoch.
+  Offsets of topics the group no longer subscribes to expire after
+  ``offsets.retention.minutes`` (KIP-848 groups: counted from the commit), and an empty group
+  without offsets is deleted, with tombstones.
+* **The topic.** ``__consumer_offsets`` is created on first use, by FindCoordinator, with
+  Kafka's defaults: 50 partitions, replication factor min(3, live brokers),
+  ``cleanup.policy=compact``, ``min.insync.replicas`` min(2, replication factor).
+
+Thread-safe: the shard map has a lock; each shard has its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+
+from node.group_coordinator_config import GROUP_COORDINATOR_PROPERTIES, GroupCoordinatorConfig
+from node.group_state import (
+    Assignment,
+    ConsumerGroup,
+    GroupRecord,
+    GroupShard,
+    HeartbeatRequest,
+    TopicInfo,
+    delete_group_records,
+    heartbeat,
+    member_leave_records,
+    offset_commit_records,
+    validate_offset_fetch,
+)
+from node.metadata_cache import MetadataCache
+from node.replica_manager import ReplicaManager
+from odradek.clock import Clock
+from odradek.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    CorruptRecordError,
+    GroupIdNotFoundError,
+    GroupSubscribedToTopicError,
+    InvalidGroupIdError,
+    NonEmptyGroupError,
+    NotCoordinatorError,
+    NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    OdradekError,
+    RequestTimedOutError,
+    UnknownServerError,
+    UnknownTopicOrPartitionError,
+    error_for_code,
+)
+from odradek.group_records import (
+    MemberState,
+    OffsetCommitKey,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    key_type,
+)
+from odradek.records import Record, build_batch, read_batches
+from odradek.v1 import odradek_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "GROUP_COORDINATOR_PROPERTIES",
+    "OFFSETS_TOPIC",
+    "GroupCoordinator",
+    "GroupCoordinatorConfig",
+    "java_string_hash",
+    "partition_for",
+]
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TICK_MS = 100
+_LOAD_READ_BYTES = 1024 * 1024
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode``: ``31*h + c`` over UTF-16 code units, wrapped to int32."""
+    h = 0
+    raw = text.encode("utf-16-be")
+    for i in range(0, len(raw), 2):
+        h = (31 * h + (raw[i] << 8 | raw[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(group_id: str, num_partitions: int) -> int:
+    """Kafka's ``Utils.abs(groupId.hashCode()) % numPartitions`` (``Utils.abs`` maps
+    Integer.MIN_VALUE to 0)."""
+    h = java_string_hash(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+
+
+class _Shard:
+    """One ``__consumer_offsets`` partition this node leads."""
+
+    def __init__(self, partition: int, leader_epoch: int) -> None:
+        self.partition = partition
+        self.leader_epoch = leader_epoch
+        self.loaded = False
+        self.lock = threading.Lock()
+        self.state = GroupShard()
+        self.sessions: dict[tuple[str, str], int] = {}
+        """(group, member) → monotonic deadline of its session."""
+        self.revocations: dict[tuple[str, str], int] = {}
+        """(group, member) → deadline for a member in UNREVOKED_PARTITIONS."""
+
+
+CreateTopic = Callable[[str, int, int, Mapping[str, str]], None]
+"""(name, partitions, replication factor, configs): create a topic (errors: logged)."""
+
+
+class GroupCoordinator:
+    """Serves the consumer group RPCs for the ``__consumer_offsets`` partitions this node
+    leads. ``start()`` runs the timers; ``shutdown()`` stops them. Thread-safe."""
+
+    def __init__(
+        self,
+        config: GroupCoordinatorConfig,
+        replicas: ReplicaManager,
+        metadata: MetadataCache,
+        clock: Clock,
+        create_topic: CreateTopic,
+    ) -> None:
+        self.config = config
+        self._replicas = replicas
+        self._metadata = metadata
+        self._clock = clock
+        self._create_topic = create_topic
+        self._lock = threading.Lock()
+        self._shards: dict[int, _Shard] = {}
+        self._stopped = threading.Event()
+        self._ticker: threading.Thread | None = None
+        self._next_retention_ms = 0
+        self._next_create_ms = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._next_retention_ms = (
+            self._clock.monotonic_ms() + self.config.offsets_retention_check_interval_ms
+        )
+        self._ticker = threading.Thread(target=self._tick_loop, name="group-coordinator")
+        self._ticker.daemon = True
+        self._ticker.start()
+
+    def shutdown(self) -> None:
+        self._stopped.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=5)
+        with self._lock:
+            self._shards.clear()
+
+    def on_leadership_change(self, topic: str, partition: int, leader: bool, epoch: int) -> None:
+        """The replica manager's callback: load the shard of a partition this node now leads,
+        drop the one of a partition it no longer leads. Never blocks for long."""
+        if topic != OFFSETS_TOPIC:
+            return
+        with self._lock:
+            current = self._shards.get(partition)
+            if not leader:
+                if current is not None:
+                    log.info("unloading groups of %s-%d", OFFSETS_TOPIC, partition)
+                    del self._shards[partition]
+                return
+            if current is not None and current.leader_epoch == epoch:
+                return
+            shard = _Shard(partition, epoch)
+            self._shards[partition] = shard
+        threading.Thread(
+            target=self._load, args=(shard,), name=f"group-load-{partition}", daemon=True
+        ).start()
+
+    def _load(self, shard: _Shard) -> None:
+        hosted = self._replicas.partition(OFFSETS_TOPIC, shard.partition)
+        if hosted is None:
+            return
+        with shard.lock:
+            try:
+                log_ = hosted.log
+                offset = log_.log_start_offset
+                end = log_.log_end_offset
+                count = 0
+                while offset < end:
+                    data = log_.read(offset, _LOAD_READ_BYTES).records
+                    progressed = False
+                    for batch in read_batches(bytes(data)):
+                        if batch.last_offset < offset:
+                            continue
+                        progressed = True
+                        offset = batch.last_offset + 1
+                        if batch.is_control:
+                            continue
+                        for record in batch.records():
+                            count += self._replay_raw(shard, record.key, record.value)
+                    if not progressed:
+                        break
+            except Exception:
+                log.exception("loading groups of %s-%d failed", OFFSETS_TOPIC, shard.partition)
+                return
+            now = self._clock.monotonic_ms()
+            for group in shard.state.groups.values():
+                for member_id in group.members:
+                    shard.sessions[(group.group_id, member_id)] = (
+                        now + self.config.group_consumer_session_timeout_ms
+                    )
+            shard.loaded = True
+        log.info(
+            "loaded %d groups from %d records of %s-%d (leader epoch %d)",
+            len(shard.state.groups),
+            count,
+            OFFSETS_TOPIC,
+            shard.partition,
+            shard.leader_epoch,
+        )
+
+    @staticmethod
+    def _replay_raw(shard: _Shard, key: bytes | None, value: bytes | None) -> int:
+        if key is None:
+            return 0
+        try:
+            shard.state.replay(decode_key(key), decode_value(key_type(key), value))
+        except CorruptRecordError as exc:
+            log.warning("skipping a record of %s-%d: %s", OFFSETS_TOPIC, shard.partition, exc)
+            return 0
+        return 1
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _shard(self, group_id: str) -> _Shard:
+        """The loaded shard of ``group_id``. Raises INVALID_GROUP_ID, NOT_COORDINATOR,
+        COORDINATOR_LOAD_IN_PROGRESS."""
+        if not group_id:
+            raise InvalidGroupIdError("the group id is empty")
+        partition = partition_for(group_id, self._num_partitions())
+        with self._lock:
+            shard = self._shards.get(partition)
+        if shard is None:
+            raise NotCoordinatorError(
+                f"node {self._replicas.node_id} is not the coordinator of group {group_id}"
+            )
+        if not shard.loaded:
+            raise CoordinatorLoadInProgressError(f"the groups of partition {partition} are loading")
+        return shard
+
+    def _num_partitions(self) -> int:
+        """Partitions of ``__consumer_offsets``: the topic's own count once it exists."""
+        count = sum(1 for t, _ in self._metadata.snapshot.partitions if t == OFFSETS_TOPIC)
+        return count or self.config.offsets_topic_num_partitions
+
+    def topics(self) -> dict[str, TopicInfo]:
+        """Every topic of the metadata cache as the assignors see it."""
+        counts: dict[str, int] = {}
+        ids: dict[str, str] = {}
+        for (topic, _), state in self._metadata.snapshot.partitions.items():
+            counts[topic] = counts.get(topic, 0) + 1
+            ids[topic] = state.topic_id
+        return {t: TopicInfo(t, ids[t], n) for t, n in counts.items() if ids[t]}
+
+    def _write(self, shard: _Shard, records: list[GroupRecord]) -> None:
+        """Append ``records`` with acks=-1, then replay them. Caller holds ``shard.lock``.
+        Raises NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or UNKNOWN_SERVER_ERROR as Kafka's
+        coordinator maps produce errors."""
+        if not records:
+            return
+        now = self._clock.wall_ms()
+        encoded = [(encode_key(k), None if v is None else encode_value(v)) for k, v in records]
+        batch = build_batch([Record(k, v, timestamp=now) for k, v in encoded])
+        response = self._replicas.append_records(
+            pb.ProduceRequest(
+                acks=-1,
+                timeout_ms=self.config.offsets_commit_timeout_ms,
+                partitions=[
+                    pb.ProducePartitionData(
+                        topic=OFFSETS_TOPIC,
+                        partition=shard.partition,
+                        records=batch,
+                        current_leader_epoch=shard.leader_epoch,
+                    )
+                ],
+            )
+        )
+        (result,) = response.partitions
+        if result.error_code:
+            error = error_for_code(result.error_code, result.error_message)
+            if isinstance(error, NotLeaderOrFollowerError | UnknownTopicOrPartitionError):
+                raise NotCoordinatorError(f"the write to the group's partition failed: {error}")
+            if isinstance(
+                error,
+                NotEnoughReplicasError | NotEnoughReplicasAfterAppendError | RequestTimedOutError,
+            ):
+                raise CoordinatorNotAvailableError(f"the write was not replicated: {error}")
+            if error.code == 74:  # FENCED_LEADER_EPOCH: a newer leadership took over
+                raise NotCoordinatorError(f"the group's partition has a new leader: {error}")
+            raise UnknownServerError(f"the write failed: {error}")
+        for k, v in encoded:
+            self._replay_raw(shard, k, v)
+
+    # -- FindCoordinator ---------------------------------------------------------------------
+
+    def find_coordinator(self, req: pb.FindCoordinatorRequest) -> pb.FindCoordinatorResponse:
+        """The leader of each group's partition; COORDINATOR_NOT_AVAILABLE while the topic is
+        being created (this request creates it) or the partition has no leader."""
+        out = pb.FindCoordinatorResponse()
+        snapshot = self._metadata.snapshot
+        exists = any(t == OFFSETS_TOPIC for t, _ in snapshot.partitions)
+        if not exists and any(req.group_ids):
+            self._maybe_create_topic()
+        for group_id in req.group_ids:
+            c = out.coordinators.add(key=group_id, node_id=-1)
+            try:
+                if not group_id:
+                    raise InvalidGroupIdError("the group id is empty")
+                if not exists:
+                    raise CoordinatorNotAvailableError(f"{OFFSETS_TOPIC} is being created")
+                state = snapshot.partitions.get(
+                    (OFFSETS_TOPIC, partition_for(group_id, self._num_partitions()))
+                )
+                broker = None if state is None else snapshot.brokers.get(state.leader)
+                if broker is None:
+                    raise CoordinatorNotAvailableError(
+                        f"the partition of group {group_id} has no leader"
+                    )
+                c.node_id, c.host, c.port = broker.node_id, broker.host, broker.port
+            except OdradekError as e:
+                c.error_code, c.error_message = e.code, e.message
+        return out
+
+    def _maybe_create_topic(self) -> None:
+        """Create the topic, at most once a second (the next FindCoordinators meanwhile find
+        it being created)."""
+        live = len(self._metadata.snapshot.brokers)
+        now = self._clock.monotonic_ms()
+        with self._lock:
+            if live == 0 or now < self._next_create_ms:
+                return
+            self._next_create_ms = now + 1000
+        rf = min(self.config.offsets_topic_replication_factor, live)
+        configs = {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(self.config.offsets_topic_segment_bytes),
+            "min.insync.replicas": str(min(2, rf)),
+        }
+        self._create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, rf, configs)
+
+    # -- ConsumerGroupHeartbeat --------------------------------------------------------------
+
+    def consumer_group_heartbeat(
+        self, req: pb.ConsumerGroupHeartbeatRequest, client_host: str
+    ) -> pb.ConsumerGroupHeartbeatResponse:
+        out = pb.ConsumerGroupHeartbeatResponse(
+            member_id=req.member_id,
+            member_epoch=req.member_epoch,
+            heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+        )
+        try:
+            shard = self._shard(req.group_id)
+            topics = self.topics()
+            by_id = {t.topic_id: t.name for t in topics.values()}
+            owned: Assignment | None = None
+            if req.has_topic_partitions:
+                owned = {
+                    tp.topic_id: frozenset(tp.partitions)
+                    for tp in req.topic_partitions
+                    if tp.partitions
+                }
+            request = HeartbeatRequest(
+                group_id=req.group_id,
+                member_id=req.member_id,
+                member_epoch=req.member_epoch,
+                instance_id=req.instance_id if req.HasField("instance_id") else None,
+                rack_id=req.rack_id if req.HasField("rack_id") else None,
+                rebalance_timeout_ms=req.rebalance_timeout_ms,
+                subscribed_topic_names=(
+                    tuple(req.subscribed_topic_names) if req.has_subscribed_topic_names else None
+                ),
+                subscribed_topic_regex=(
+                    req.subscribed_topic_regex if req.HasField("subscribed_topic_regex") else None
+                ),
+                server_assignor=(req.server_assignor if req.HasField("server_assignor") else None),
+                owned=owned,
+                client_id=req.client_id,
+                client_host=client_host,
+            )
+            with shard.lock:
+                result = heartbeat(
+                    shard.state.groups.get(req.group_id),
+                    request,
+                    topics,
+                    max_group_size=self.config.group_consumer_max_size,
+                )
+                self._write(shard, result.records)
+                self._track(shard, req.group_id, result.member_id, result.removed_member_id)
+            out.member_id, out.member_epoch = result.member_id, result.member_epoch
+            if result.assignment is not None:
+                out.has_assignment = True
+                for tid, ps in sorted(result.assignment.items()):
+                    out.assignment.add(
+                        topic_id=tid, partitions=sorted(ps), topic_name=by_id.get(tid, "")
+                    )
+        except OdradekError as e:
+            out.error_code, out.error_message = e.code, e.message
+        return out
+
+    def _track(self, shard: _Shard, group_id: str, member_id: str, removed: str | None) -> None:
+        """Restart the member's session timer (or drop it once it left); start or clear its
+        revocation deadline. Caller holds ``shard.lock``."""
+        now = self._clock.monotonic_ms()
+        key = (group_id, member_id)
+        if removed is not None:
+            shard.sessions.pop((group_id, removed), None)
+            shard.revocations.pop((group_id, removed), None)
+        group = shard.state.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        if member is None:
+            shard.sessions.pop(key, None)
+            shard.revocations.pop(key, None)
+            return
+        shard.sessions[key] = now + self.config.group_consumer_session_timeout_ms
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            timeout = max(member.rebalance_timeout_ms, 0)
+            shard.revocations.setdefault(key, now + timeout)
+        else:
+            shard.revocations.pop(key, None)
+
+    # -- offsets -----------------------------------------------------------------------------
+
+    def offset_commit(self, req: pb.OffsetCommitRequest) -> pb.OffsetCommitResponse:
+        out = pb.OffsetCommitResponse()
+        commits = [
+            (
+                t.name,
+                p.partition,
+                p.committed_offset,
+                p.committed_leader_epoch,
+                p.committed_metadata,
+            )
+            for t in req.topics
+            for p in t.partitions
+        ]
+        try:
+            shard = self._shard(req.group_id)
+            with shard.lock:
+                records, outcome = offset_commit_records(
+                    shard.state.groups.get(req.group_id),
+                    req.group_id,
+                    req.member_id,
+                    req.member_epoch,
+                    commits,
+                    self.topics(),
+                    self._clock.wall_ms(),
+                )
+                self._write(shard, records)
+            for topic, partition, error in outcome:
+                r = out.partitions.add(topic=topic, partition=partition)
+                if isinstance(error, OdradekError):
+                    r.error_code, r.error_message = error.code, error.message
+        except OdradekError as e:
+            out.error_code = e.code
+            for topic, partition, *_ in commits:
+                out.partitions.add(
+                    topic=topic, partition=partition, error_code=e.code, error_message=e.message
+                )
+        return out
+
+    def offset_fetch(self, req: pb.OffsetFetchRequest) -> pb.OffsetFetchResponse:
+        out = pb.OffsetFetchResponse()
+        try:
+            shard = self._shard(req.group_id)
+            with shard.lock:
+                validate_offset_fetch(
+                    shard.state.groups.get(req.group_id), req.member_id, req.member_epoch
+                )
+                committed = dict(shard.state.offsets.get(req.group_id, {}))
+            if req.all_topics:
+                wanted: Iterable[tuple[str, int]] = sorted(committed)
+            else:
+                wanted = [(t.name, p) for t in req.topics for p in t.partitions]
+            for topic, partition in wanted:
+                value = committed.get((topic, partition))
+                out.partitions.add(
+                    topic=topic,
+                    partition=partition,
+                    committed_offset=-1 if value is None else value.offset,
+                    committed_leader_epoch=-1 if value is None else value.leader_epoch,
+                    metadata="" if value is None else value.metadata,
+                )
+        except OdradekError as e:
+            out.error_code, out.error_message = e.code, e.message
+        return out
+
+    def offset_delete(self, req: pb.OffsetDeleteRequest) -> pb.OffsetDeleteResponse:
+        """Delete committed offsets; GROUP_SUBSCRIBED_TO_TOPIC for a topic a member of the
+        group subscribes to; GROUP_ID_NOT_FOUND for a group with neither state nor offsets."""
+        out = pb.OffsetDeleteResponse()
+        try:
+            shard = self._shard(req.group_id)
+            with shard.lock:
+                group = shard.state.groups.get(req.group_id)
+                committed = shard.state.offsets.get(req.group_id, {})
+                if group is None and not committed:
+                    raise GroupIdNotFoundError(f"Group {req.group_id} not found.")
+                subscribed = set() if group is None else group.subscribed_topics()
+                records: list[GroupRecord] = []
+                for t in req.topics:
+                    for p in t.partitions:
+                        r = out.partitions.add(topic=t.name, partition=p)
+                        if t.name in subscribed:
+                            err = GroupSubscribedToTopicError(
+                                f"the group subscribes to topic {t.name}"
+                            )
+                            r.error_code, r.error_message = err.code, err.message
+                        elif (t.name, p) in committed:
+                            records.append((OffsetCommitKey(req.group_id, t.name, p), None))
+                self._write(shard, records)
+        except OdradekError as e:
+            out.error_code, out.error_message = e.code, e.message
+        return out
+
+    # -- groups ------------------------------------------------------------------------------
+
+    def _loaded_shards(self) -> list[_Shard]:
+        with self._lock:
+            return [s for s in self._shards.values() if s.loaded]
+
+    def list_groups(self, req: pb.ListGroupsRequest) -> pb.ListGroupsResponse:
+        """The groups of every shard this node has loaded (ask every node for all groups)."""
+        wanted = {s.lower() for s in req.states_filter}
+        out = pb.ListGroupsResponse()
+        for shard in self._loaded_shards():
+            with shard.lock:
+                names = set(shard.state.groups) | set(shard.state.offsets)
+                for gid in sorted(names):
+                    group = shard.state.groups.get(gid) or ConsumerGroup(gid)
+                    state = group.state_name()
+                    if wanted and state.lower() not in wanted:
+                        continue
+                    out.groups.add(
+                        group_id=gid,
+                        protocol_type="consumer",
+                        group_state=state,
+                        group_type="consumer",
+                    )
+        return out
+
+    def describe_groups(
+        self, req: pb.ConsumerGroupDescribeRequest
+    ) -> pb.ConsumerGroupDescribeResponse:
+        out = pb.ConsumerGroupDescribeResponse()
+        by_id = {t.topic_id: t.name for t in self.topics().values()}
+
+        def tps(assignment: Assignment) -> list[pb.HeartbeatTopicPartitions]:
+            return [
+                pb.HeartbeatTopicPartitions(
+                    topic_id=tid, partitions=sorted(ps), topic_name=by_id.get(tid, "")
+                )
+                for tid, ps in sorted(assignment.items())
+            ]
+
+        for gid in req.group_ids:
+            d = out.groups.add(group_id=gid)
+            try:
+                shard = self._shard(gid)
+                with shard.lock:
+                    group = shard.state.groups.get(gid)
+                    if group is None:
+                        if gid not in shard.state.offsets:
+                            raise GroupIdNotFoundError(f"Group {gid} not found.")
+                        group = ConsumerGroup(gid)
+                    d.group_state = group.state_name()
+                    d.group_epoch = group.group_epoch
+                    d.assignment_epoch = group.assignment_epoch
+                    d.assignor_name = "uniform"
+                    for m in sorted(group.members.values(), key=lambda m: m.member_id):
+                        dm = d.members.add(
+                            member_id=m.member_id,
+                            member_epoch=m.member_epoch,
+                            client_id=m.client_id,
+                            client_host=m.client_host,
+                            subscribed_topic_names=list(m.subscribed_topic_names),
+                            assignment=tps(m.assigned),
+                            target_assignment=tps(group.target.get(m.member_id, {})),
+                            member_state=m.state.name,
+                        )
+                        if m.instance_id is not None:
+                            dm.instance_id = m.instance_id
+                        if m.rack_id is not None:
+                            dm.rack_id = m.rack_id
+                        if m.server_assignor:
+                            d.assignor_name = m.server_assignor
+            except OdradekError as e:
+                d.error_code, d.error_message = e.code, e.message
+        return out
+
+    def delete_groups(self, req: pb.DeleteGroupsRequest) -> pb.DeleteGroupsResponse:
+        """Delete empty groups and their offsets (tombstones); NON_EMPTY_GROUP otherwise."""
+        out = pb.DeleteGroupsResponse()
+        for gid in req.group_ids:
+            r = out.results.add(group_id=gid)
+            try:
+                shard = self._shard(gid)
+                with shard.lock:
+                    group = shard.state.groups.get(gid)
+                    offsets = list(shard.state.offsets.get(gid, {}))
+                    if group is None and not offsets:
+                        raise GroupIdNotFoundError(f"Group {gid} not found.")
+                    if group is not None and group.members:
+                        raise NonEmptyGroupError(f"Group {gid} is not empty.")
+                    self._write(shard, delete_group_records(group, gid, offsets))
+            except OdradekError as e:
+                r.error_code, r.error_message = e.code, e.message
+        return out
+
+    # -- timers ------------------------------------------------------------------------------
+
+    def _tick_loop(self) -> None:
+        while not self._stopped.wait(TICK_MS / 1000):
+            try:
+                self.tick()
+            except Exception:
+                log.exception("group coordinator timer failed")
+
+    def tick(self) -> None:
+        """Expire sessions and revocations; every retention interval, expire offsets."""
+        now = self._clock.monotonic_ms()
+        retention_due = now >= self._next_retention_ms
+        if retention_due:
+            self._next_retention_ms = now + self.config.offsets_retention_check_interval_ms
+        for shard in self._loaded_shards():
+            with shard.lock:
+                expired = {k for k, deadline in shard.sessions.items() if deadline <= now}
+                expired |= {k for k, deadline in shard.revocations.items() if deadline <= now}
+                for group_id, member_id in sorted(expired):
+                    shard.sessions.pop((group_id, member_id), None)
+                    shard.revocations.pop((group_id, member_id), None)
+                    group = shard.state.groups.get(group_id)
+                    if group is None or member_id not in group.members:
+                        continue
+                    log.info("member %s of group %s expired: removing it", member_id, group_id)
+                    try:
+                        self._write(shard, member_leave_records(group, member_id))
+                    except OdradekError as e:
+                        log.info("could not remove member %s: %s", member_id, e)
+                if retention_due:
+                    self._expire_offsets(shard)
+
+    def _expire_offsets(self, shard: _Shard) -> None:
+        """KIP-848 groups: offsets of topics the group does not subscribe to expire
+        ``offsets.retention.minutes`` after their commit (or at a legacy expire timestamp);
+        an empty group left without offsets is deleted. Caller holds ``shard.lock``."""
+        now = self._clock.wall_ms()
+        retention_ms = self.config.offsets_retention_minutes * 60_000
+        records: list[GroupRecord] = []
+        for gid, offsets in shard.state.offsets.items():
+            group = shard.state.groups.get(gid)
+            subscribed = set() if group is None else group.subscribed_topics()
+            expired = [
+                tp
+                for tp, value in offsets.items()
+                if tp[0] not in subscribed
+                and (
+                    now >= value.expire_timestamp
+                    if value.expire_timestamp != -1
+                    else now - value.commit_timestamp >= retention_ms
+                )
+            ]
+            records += [(OffsetCommitKey(gid, t, p), None) for t, p in expired]
+            if len(expired) == len(offsets) and group is not None and not group.members:
+                records += delete_group_records(group, gid, [])
+        try:
+            self._write(shard, records)
+        except OdradekError as e:
+            log.info("could not expire offsets: %s", e)

@@ -1,0 +1,48 @@
+"""The group coordinator's broker settings (``offsets.*`` and ``group.consumer.*``, Kafka's
+``GroupCoordinatorConfig``), apart from :mod:`node.group_coordinator` so that
+:mod:`node.config` can hold them without importing the coordinator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from odradek.errors import InvalidConfigError
+
+__all__ = ["GROUP_COORDINATOR_PROPERTIES", "GroupCoordinatorConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCoordinatorConfig:
+    """The group coordinator's broker settings (Kafka's names in
+    :data:`GROUP_COORDINATOR_PROPERTIES`). Raises ``InvalidConfigError`` for a non-positive
+    value."""
+
+    offsets_topic_num_partitions: int = 50
+    """Partitions of ``__consumer_offsets`` when it is created."""
+    offsets_topic_replication_factor: int = 3
+    """Its replication factor, capped at the live brokers when it is created."""
+    offsets_topic_segment_bytes: int = 104_857_600
+    """Its ``segment.bytes``."""
+    offsets_retention_minutes: int = 10_080
+    """Committed offsets of topics a group no longer subscribes to expire after this."""
+    offsets_retention_check_interval_ms: int = 600_000
+    """How often expired offsets are looked for."""
+    offsets_commit_timeout_ms: int = 5_000
+    """How long a write waits for the high watermark (then COORDINATOR_NOT_AVAILABLE)."""
+    group_consumer_session_timeout_ms: int = 45_000
+    """A member without a heartbeat for this long is removed."""
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    """The heartbeat interval members are told to keep."""
+    group_consumer_max_size: int = 2**31 - 1
+    """Members per group (GROUP_MAX_SIZE_REACHED beyond)."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            if getattr(self, f.name) <= 0:
+                raise InvalidConfigError(f"{f.name.replace('_', '.')} must be positive")
+
+
+GROUP_COORDINATOR_PROPERTIES = {
+    f.name.replace("_", "."): f.name for f in fields(GroupCoordinatorConfig)
+}
+"""Kafka property name → :class:`GroupCoordinatorConfig` field."""

@@ -1,0 +1,396 @@
+"""``odradek groups list|describe|delete|reset-offsets``: consumer groups, as
+``kafka-consumer-groups.sh``; and ``odradek consume --group`` (:func:`consume_group`).
+
+* ``list`` prints the group ids (``--state`` adds each group's state, and filters with values).
+* ``describe G`` prints Kafka's offsets view, one line per partition the group owns or has an
+  offset for: ``GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST
+  CLIENT-ID`` (``-`` where unknown); ``--members`` and ``--state`` print Kafka's other views.
+* ``delete G`` deletes an empty group and its offsets.
+* ``reset-offsets G --topic T[:P,P...] SPEC`` computes new committed offsets (``--to-earliest``,
+  ``--to-latest``, ``--to-offset N``, ``--shift-by N``, ``--to-datetime
+  YYYY-MM-DDTHH:mm:SS[.sss][zone]``; a time without a zone is local time, as Kafka's tool reads
+  it), clamped to each partition's [log start, end]; prints them (a dry run, Kafka's default)
+  and commits them only with ``--execute``. Kafka refuses to reset a group with active members,
+  and so does this.
+
+Errors print one line and exit 1 (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from datetime import datetime
+from typing import TYPE_CHECKING, TextIO
+
+from odradek.cli.common import InputError, add_bootstrap_option, table
+
+if TYPE_CHECKING:
+    from odradek.admin import Admin
+    from odradek.client.types import TopicPartition
+
+__all__ = ["add_parser", "consume_group", "parse_datetime", "reset_plan"]
+
+PROG = "odradek groups"
+
+
+def _admin(args: argparse.Namespace) -> Admin:
+    from odradek.admin import Admin
+
+    return Admin(args.bootstrap_server)
+
+
+def parse_datetime(text: str) -> int:
+    """Milliseconds since the epoch of Kafka's ``YYYY-MM-DDTHH:mm:SS.sss`` (zone optional:
+    local time without one). Raises ``argparse.ArgumentTypeError``."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a date-time (YYYY-MM-DDTHH:mm:SS.sss): {text!r}"
+        ) from None
+    return int(when.timestamp() * 1000)
+
+
+def _topic_spec(text: str) -> tuple[str, list[int] | None]:
+    topic, sep, parts = text.partition(":")
+    if not topic:
+        raise argparse.ArgumentTypeError(f"expected TOPIC or TOPIC:P,P..., got {text!r}")
+    if not sep:
+        return topic, None
+    try:
+        return topic, [int(p) for p in parts.split(",") if p.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad partition list in {text!r}") from None
+
+
+# --- list / describe / delete ------------------------------------------------------------------
+
+
+def run_list(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        states = [s for s in (args.state or "").split(",") if s]
+        groups = admin.list_consumer_groups(states)
+    if args.state is None:
+        for g in groups:
+            print(g.group_id)
+    else:
+        for line in table(["GROUP", "STATE"], [[g.group_id, g.state] for g in groups]):
+            print(line)
+    return 0
+
+
+def run_describe(args: argparse.Namespace) -> int:
+    from odradek.consumer import Consumer
+
+    with _admin(args) as admin:
+        description = admin.describe_consumer_groups([args.group])[args.group]
+        if args.state:
+            rows = [
+                [
+                    args.group,
+                    description.coordinator,
+                    description.assignor,
+                    description.state,
+                    str(len(description.members)),
+                ]
+            ]
+            header = ["GROUP", "COORDINATOR", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+            for line in table(header, rows):
+                print(line)
+            return 0
+        if args.members:
+            header = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+            header.append("GROUP-INSTANCE-ID")
+            rows = [
+                [
+                    args.group,
+                    m.member_id,
+                    m.host,
+                    m.client_id,
+                    str(len(m.assignment)),
+                    m.instance_id or "-",
+                ]
+                for m in description.members
+            ]
+            for line in table(header, rows):
+                print(line)
+            return 0
+        committed = admin.list_consumer_group_offsets(args.group)
+    owners: dict[TopicPartition, tuple[str, str, str]] = {}
+    for m in description.members:
+        for tp in m.assignment:
+            owners[tp] = (m.member_id, m.host, m.client_id)
+    partitions = sorted(set(owners) | set(committed))
+    ends: dict[TopicPartition, int] = {}
+    if partitions:
+        with Consumer(args.bootstrap_server) as consumer:
+            ends = consumer.end_offsets(partitions)
+    rows = []
+    for tp in partitions:
+        current = committed.get(tp)
+        end = ends.get(tp)
+        lag = "-" if current is None or end is None else str(max(end - current.offset, 0))
+        member, host, client = owners.get(tp, ("-", "-", "-"))
+        rows.append(
+            [
+                args.group,
+                tp.topic,
+                str(tp.partition),
+                "-" if current is None else str(current.offset),
+                "-" if end is None else str(end),
+                lag,
+                member,
+                host,
+                client,
+            ]
+        )
+    header = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"]
+    header += ["CONSUMER-ID", "HOST", "CLIENT-ID"]
+    if not rows:
+        print(f"Consumer group '{args.group}' has no active members and no committed offsets.")
+        return 0
+    for line in table(header, rows):
+        print(line)
+    return 0
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        error = admin.delete_consumer_groups([args.group])[args.group]
+    if error is not None:
+        raise error
+    print(f"Deletion of requested consumer groups ('{args.group}') was successful.")
+    return 0
+
+
+# --- reset-offsets -----------------------------------------------------------------------------
+
+
+def reset_plan(
+    spec: str,
+    value: int | None,
+    partitions: list[TopicPartition],
+    starts: dict[TopicPartition, int],
+    ends: dict[TopicPartition, int],
+    committed: dict[TopicPartition, int],
+    by_time: dict[TopicPartition, int | None],
+) -> dict[TopicPartition, int]:
+    """The new offset of each partition for a reset ``spec`` (``to-earliest``, ``to-latest``,
+    ``to-offset``, ``shift-by``, ``to-datetime``), clamped to [log start, end] as Kafka's tool
+    does. A shift of a partition without a committed offset shifts from its end."""
+    out: dict[TopicPartition, int] = {}
+    for tp in partitions:
+        start, end = starts[tp], ends[tp]
+        if spec == "to-earliest":
+            target = start
+        elif spec == "to-latest":
+            target = end
+        elif spec == "to-offset":
+            assert value is not None
+            target = value
+        elif spec == "shift-by":
+            assert value is not None
+            target = committed.get(tp, end) + value
+        else:
+            found = by_time.get(tp)
+            target = end if found is None else found
+        out[tp] = min(max(target, start), end)
+    return out
+
+
+def run_reset(args: argparse.Namespace) -> int:
+    from odradek.client.types import TopicPartition
+    from odradek.consumer import Consumer
+    from odradek.errors import GroupIdNotFoundError, UnknownTopicOrPartitionError
+
+    spec, value = args.spec
+    with _admin(args) as admin:
+        try:
+            description = admin.describe_consumer_groups([args.group])[args.group]
+            if description.members:
+                raise InputError(
+                    f"Assignments can only be reset if the group '{args.group}' is inactive, "
+                    f"but the current state is {description.state}."
+                )
+        except GroupIdNotFoundError:
+            pass  # a new group: its offsets are created
+        partitions: list[TopicPartition] = []
+        for topic, chosen in args.topic:
+            info = admin.describe_topics([topic])[topic]
+            ids = [p.partition for p in info.partitions]
+            for p in chosen if chosen is not None else ids:
+                if p not in ids:
+                    raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {p}")
+                partitions.append(TopicPartition(topic, p))
+        committed = {
+            tp: om.offset
+            for tp, om in admin.list_consumer_group_offsets(args.group, partitions).items()
+        }
+        with Consumer(args.bootstrap_server) as consumer:
+            starts = consumer.beginning_offsets(partitions)
+            ends = consumer.end_offsets(partitions)
+            by_time: dict[TopicPartition, int | None] = {}
+            if spec == "to-datetime":
+                assert value is not None
+                found = consumer.offsets_for_times(dict.fromkeys(partitions, value))
+                by_time = {tp: None if f is None else f.offset for tp, f in found.items()}
+        plan = reset_plan(spec, value, partitions, starts, ends, committed, by_time)
+        if args.execute:
+            results = admin.alter_consumer_group_offsets(args.group, plan)
+            for error in results.values():
+                if error is not None:
+                    raise error
+    rows = [[args.group, tp.topic, str(tp.partition), str(o)] for tp, o in sorted(plan.items())]
+    for line in table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], rows):
+        print(line)
+    if not args.execute:
+        print("(dry run: nothing was changed; add --execute to commit these offsets)")
+    return 0
+
+
+# --- consume --group ---------------------------------------------------------------------------
+
+
+def consume_group(
+    args: argparse.Namespace,
+    out: TextIO,
+    err: TextIO,
+    stop: threading.Event,
+    format_record: object,
+) -> int:
+    """``odradek consume TOPIC --group G``: join G and print what it assigns to this member,
+    committing as Kafka's console consumer does (auto-commit, and on exit). Without
+    ``--follow`` it stops once its partitions are read up to the ends found when they were
+    assigned; ``--from-beginning`` starts a new group at the log start (else at the end)."""
+    from odradek.consumer import Consumer
+
+    fmt = format_record  # consume.format_record(record, args)
+    count = 0
+    ends: dict[TopicPartition, int] = {}
+
+    class Listener:
+        def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+            if not args.follow:
+                ends.update(consumer.end_offsets(assigned))
+
+    consumer = Consumer(
+        args.bootstrap_server,
+        group_id=args.group,
+        auto_offset_reset="earliest" if args.from_beginning else "latest",
+    )
+    try:
+        consumer.subscribe([args.topic], Listener())
+        while not stop.is_set() and (args.max_messages is None or count < args.max_messages):
+            for record in consumer.poll(timeout_ms=500):
+                print(fmt(record, args), file=out)  # type: ignore[operator]
+                count += 1
+                if args.max_messages is not None and count >= args.max_messages:
+                    break
+            out.flush()
+            assigned = consumer.assignment()
+            if (
+                not args.follow
+                and assigned
+                and all(tp in ends and consumer.position(tp) >= ends[tp] for tp in assigned)
+            ):
+                break
+    except KeyboardInterrupt:
+        stop.set()
+    finally:
+        consumer.close()
+    print(f"Processed a total of {count} messages", file=err)
+    return 130 if stop.is_set() else 0
+
+
+# --- parser ------------------------------------------------------------------------------------
+
+
+def _spec_action(name: str, takes_value: bool) -> type[argparse.Action]:
+    class Spec(argparse.Action):
+        def __call__(
+            self,
+            parser: argparse.ArgumentParser,
+            namespace: argparse.Namespace,
+            values: object,
+            option_string: str | None = None,
+        ) -> None:
+            if getattr(namespace, "spec", None) is not None:
+                parser.error("give exactly one reset specification")
+            namespace.spec = (name, values if takes_value else None)
+
+    return Spec
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``groups`` on the ``odradek`` command's subparsers."""
+    p = sub.add_parser(
+        "groups",
+        help="list, describe, delete consumer groups and reset their offsets",
+        description="Consumer groups, as kafka-consumer-groups.sh.",
+    )
+    add_bootstrap_option(p, top_level=False)
+    cmds = p.add_subparsers(dest="groups_command", metavar="ACTION", required=True)
+
+    ls = cmds.add_parser("list", help="list the groups")
+    add_bootstrap_option(ls, top_level=False)
+    ls.add_argument(
+        "--state",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="S1,S2",
+        help="show each group's state (only those in the list, if given)",
+    )
+    ls.set_defaults(handler=run_list, prog=f"{PROG} list")
+
+    d = cmds.add_parser("describe", help="offsets and lag (default), members or state")
+    add_bootstrap_option(d, top_level=False)
+    d.add_argument("group", metavar="GROUP")
+    view = d.add_mutually_exclusive_group()
+    view.add_argument("--members", action="store_true", help="one line per member")
+    view.add_argument("--state", action="store_true", help="the group's state")
+    view.add_argument("--offsets", action="store_true", help="offsets and lag (the default)")
+    d.set_defaults(handler=run_describe, prog=f"{PROG} describe")
+
+    rm = cmds.add_parser("delete", help="delete an empty group and its offsets")
+    add_bootstrap_option(rm, top_level=False)
+    rm.add_argument("group", metavar="GROUP")
+    rm.set_defaults(handler=run_delete, prog=f"{PROG} delete")
+
+    r = cmds.add_parser(
+        "reset-offsets",
+        help="compute (and with --execute commit) new offsets for an inactive group",
+    )
+    add_bootstrap_option(r, top_level=False)
+    r.add_argument("group", metavar="GROUP")
+    r.add_argument(
+        "--topic",
+        action="append",
+        required=True,
+        type=_topic_spec,
+        metavar="TOPIC[:P,P...]",
+        help="a topic, or some of its partitions (may be repeated)",
+    )
+    r.add_argument("--to-earliest", nargs=0, action=_spec_action("to-earliest", False))
+    r.add_argument("--to-latest", nargs=0, action=_spec_action("to-latest", False))
+    r.add_argument("--to-offset", type=int, metavar="N", action=_spec_action("to-offset", True))
+    r.add_argument("--shift-by", type=int, metavar="N", action=_spec_action("shift-by", True))
+    r.add_argument(
+        "--to-datetime",
+        type=parse_datetime,
+        metavar="YYYY-MM-DDTHH:mm:SS.sss",
+        action=_spec_action("to-datetime", True),
+    )
+    r.add_argument("--execute", action="store_true", help="commit the offsets (default: dry run)")
+    r.add_argument("--dry-run", action="store_true", help="only print the plan (the default)")
+    r.set_defaults(handler=run_reset, prog=f"{PROG} reset-offsets", spec=None, parser=r)
+
+    def check(args: argparse.Namespace) -> int:
+        if args.spec is None:
+            r.error(
+                "give one of --to-earliest, --to-latest, --to-offset, --shift-by, --to-datetime"
+            )
+        return run_reset(args)
+
+    r.set_defaults(handler=check)

@@ -1,0 +1,588 @@
+"""A consumer's group membership (KIP-848): coordinator, heartbeats, reconciliation, commits.
+
+The client half of Kafka's consumer group protocol, driven from :meth:`odradek.Consumer.poll`
+(Kafka's ``ConsumerMembershipManager`` and ``CommitRequestManager``, without the background
+thread: the heartbeat is sent from ``poll``, which never blocks past the next one due).
+
+* **Coordinator.** Found with ``FindCoordinator`` (any node answers); NOT_COORDINATOR,
+  COORDINATOR_NOT_AVAILABLE and COORDINATOR_LOAD_IN_PROGRESS (or an unreachable coordinator)
+  make the member look it up again and retry.
+* **Membership.** The member id is a random UUID generated once (KIP-1082). It joins with
+  epoch 0 and its subscription, then heartbeats every ``heartbeat_interval_ms`` (the
+  coordinator's) with its epoch and the partitions it owns. An assignment in an answer is
+  reconciled at once: partitions no longer assigned are revoked (their positions committed
+  first when auto-commit is on, then ``on_partitions_revoked``), newly assigned ones get the
+  group's committed offsets as positions (``auto_offset_reset`` where none is committed), then
+  ``on_partitions_assigned``; the next heartbeat, sent at once, acknowledges. Partitions that
+  stay assigned are never touched: their fetching goes on.
+* **Fencing.** FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID: every partition is lost
+  (``on_partitions_lost``, nothing committed) and the member rejoins with epoch 0.
+  UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, INVALID_REQUEST and other
+  non-retriable errors are raised from ``poll``.
+* **Leaving.** ``close`` commits (with auto-commit), then leaves: epoch -1, or -2 for a static
+  member (``group_instance_id``), whose partitions wait for it for the session timeout.
+
+Not thread-safe: used from the consumer's thread only.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+import grpc
+
+from odradek.client.connection import ConnectionPool, call
+from odradek.client.errors import NetworkError, error_from_code
+from odradek.client.metadata import MetadataCache
+from odradek.client.types import TopicPartition
+from odradek.clock import Clock
+from odradek.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    FencedMemberEpochError,
+    GroupIdNotFoundError,
+    NotCoordinatorError,
+    OdradekError,
+    RequestTimedOutError,
+    StaleMemberEpochError,
+    UnknownMemberIdError,
+)
+from odradek.v1 import odradek_pb2 as pb
+from odradek.v1 import odradek_pb2_grpc as pb_grpc
+
+__all__ = [
+    "ConsumerRebalanceListener",
+    "GroupClient",
+    "GroupMember",
+    "OffsetAndMetadata",
+    "close_group_member",
+    "new_group_member",
+]
+
+log = logging.getLogger("odradek.consumer.group")
+
+_COORDINATOR_ERRORS = (
+    NotCoordinatorError,
+    CoordinatorNotAvailableError,
+    CoordinatorLoadInProgressError,
+)
+_REJOIN_ERRORS = (FencedMemberEpochError, UnknownMemberIdError, GroupIdNotFoundError)
+REBALANCE_TIMEOUT_MS = 300_000
+"""Sent on join: Kafka's consumer sends its ``max.poll.interval.ms`` (default 5 minutes)."""
+
+Resp = TypeVar("Resp")
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    """A committed offset: the next record to read, its leader epoch, and free-form metadata."""
+
+    offset: int
+    metadata: str = ""
+    leader_epoch: int | None = None
+
+
+class ConsumerRebalanceListener(Protocol):
+    """Callbacks around assignment changes, called from ``poll`` (Kafka's
+    ``ConsumerRebalanceListener``). Any may be left out of an object passed to ``subscribe``."""
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None: ...
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None: ...
+
+    def on_partitions_lost(self, lost: set[TopicPartition]) -> None: ...
+
+
+class GroupClient:
+    """The group RPCs of one group, sent to its coordinator (found and re-found as needed)."""
+
+    def __init__(
+        self,
+        group_id: str,
+        pool: ConnectionPool,
+        metadata: MetadataCache,
+        clock: Clock,
+        *,
+        request_timeout_ms: int,
+        retry_backoff_ms: int,
+    ) -> None:
+        self.group_id = group_id
+        self._pool = pool
+        self._metadata = metadata
+        self._clock = clock
+        self._request_timeout_ms = request_timeout_ms
+        self._retry_backoff_ms = retry_backoff_ms
+        self._coordinator: str | None = None
+
+    def forget_coordinator(self) -> None:
+        self._coordinator = None
+
+    def coordinator(self) -> str:
+        """The coordinator's address. Raises COORDINATOR_NOT_AVAILABLE (retriable) or the
+        typed error of FindCoordinator."""
+        if self._coordinator is not None:
+            return self._coordinator
+        last: OdradekError = CoordinatorNotAvailableError("no node answered FindCoordinator")
+        for address in self._metadata.candidates():
+            try:
+                response = call(
+                    self._pool.broker(address).FindCoordinator,
+                    pb.FindCoordinatorRequest(group_ids=[self.group_id]),
+                    address=address,
+                    timeout_ms=self._request_timeout_ms,
+                )
+            except OdradekError as exc:
+                last = exc
+                continue
+            (c,) = response.coordinators
+            if c.error_code:
+                raise error_from_code(c.error_code, c.error_message, f"group {self.group_id}")
+            self._coordinator = f"{c.host}:{c.port}"
+            return self._coordinator
+        raise last
+
+    def send(
+        self,
+        rpc: Callable[[pb_grpc.BrokerStub], grpc.UnaryUnaryMultiCallable[object, Resp]],
+        request: object,
+        error_of: Callable[[Resp], tuple[int, str]],
+    ) -> Resp:
+        """One call to the coordinator. Coordinator errors (in the answer or an unreachable
+        node) forget the coordinator and raise, retriable; other errors in the answer are
+        raised typed."""
+        address = self.coordinator()
+        try:
+            response = call(
+                rpc(self._pool.broker(address)),
+                request,
+                address=address,
+                timeout_ms=self._request_timeout_ms,
+            )
+        except (NetworkError, RequestTimedOutError):
+            self.forget_coordinator()
+            raise
+        code, message = error_of(response)
+        if code:
+            error = error_from_code(code, message, f"group {self.group_id}")
+            if isinstance(error, _COORDINATOR_ERRORS):
+                self.forget_coordinator()
+            raise error
+        return response
+
+    def retrying(self, attempt: Callable[[], Resp], timeout_ms: int) -> Resp:
+        """``attempt()`` until it does not raise a retriable error or ``timeout_ms`` passes."""
+        deadline = self._clock.monotonic_ms() + timeout_ms
+        while True:
+            try:
+                return attempt()
+            except OdradekError as exc:
+                if not exc.retriable or self._clock.monotonic_ms() >= deadline:
+                    raise
+                log.debug("group %s: %s; retrying", self.group_id, exc)
+                time.sleep(self._retry_backoff_ms / 1000)
+
+    # -- offsets -----------------------------------------------------------------------------
+
+    def commit(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        member_id: str,
+        member_epoch: int,
+        timeout_ms: int,
+    ) -> None:
+        """OffsetCommit; raises the first partition's error (typed), after retrying retriable
+        ones for ``timeout_ms``."""
+        if not offsets:
+            return
+        by_topic: dict[str, list[pb.OffsetCommitPartition]] = {}
+        for tp, om in sorted(offsets.items()):
+            by_topic.setdefault(tp.topic, []).append(
+                pb.OffsetCommitPartition(
+                    partition=tp.partition,
+                    committed_offset=om.offset,
+                    committed_leader_epoch=-1 if om.leader_epoch is None else om.leader_epoch,
+                    committed_metadata=om.metadata,
+                )
+            )
+        request = pb.OffsetCommitRequest(
+            group_id=self.group_id,
+            member_id=member_id,
+            member_epoch=member_epoch,
+            topics=[pb.OffsetCommitTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
+        )
+
+        def attempt() -> pb.OffsetCommitResponse:
+            response = self.send(
+                lambda s: s.OffsetCommit,  # type: ignore[arg-type, return-value]
+                request,
+                lambda r: (r.error_code, ""),
+            )
+            for p in response.partitions:
+                if p.error_code:
+                    error = error_from_code(
+                        p.error_code, p.error_message, f"{p.topic}-{p.partition}"
+                    )
+                    if isinstance(error, _COORDINATOR_ERRORS):
+                        self.forget_coordinator()
+                    raise error
+            return response
+
+        self.retrying(attempt, timeout_ms)
+
+    def committed(
+        self, partitions: Collection[TopicPartition] | None, timeout_ms: int
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offsets of ``partitions`` (None: every committed one)."""
+        topics: dict[str, list[int]] = {}
+        for tp in partitions or ():
+            topics.setdefault(tp.topic, []).append(tp.partition)
+        request = pb.OffsetFetchRequest(
+            group_id=self.group_id,
+            member_epoch=-1,
+            all_topics=partitions is None,
+            topics=[pb.OffsetFetchTopic(name=t, partitions=ps) for t, ps in topics.items()],
+        )
+        response: pb.OffsetFetchResponse = self.retrying(
+            lambda: self.send(
+                lambda s: s.OffsetFetch,  # type: ignore[arg-type, return-value]
+                request,
+                lambda r: (r.error_code, r.error_message),
+            ),
+            timeout_ms,
+        )
+        out: dict[TopicPartition, OffsetAndMetadata | None] = {}
+        for p in response.partitions:
+            tp = TopicPartition(p.topic, p.partition)
+            if p.error_code:
+                raise error_from_code(p.error_code, p.error_message, str(tp))
+            out[tp] = (
+                None
+                if p.committed_offset < 0
+                else OffsetAndMetadata(
+                    p.committed_offset,
+                    p.metadata,
+                    None if p.committed_leader_epoch < 0 else p.committed_leader_epoch,
+                )
+            )
+        return out
+
+
+class ConsumerHooks(Protocol):
+    """What the membership needs of its consumer."""
+
+    def _group_assignment(self) -> set[TopicPartition]: ...
+
+    def _group_set_assignment(
+        self, partitions: set[TopicPartition], positions: Mapping[TopicPartition, int]
+    ) -> None: ...
+
+    def _group_positions(self) -> dict[TopicPartition, int]: ...
+
+
+class GroupMember:
+    """A consumer's membership of a KIP-848 group. Not thread-safe."""
+
+    def __init__(
+        self,
+        client: GroupClient,
+        consumer: ConsumerHooks,
+        clock: Clock,
+        *,
+        group_instance_id: str | None,
+        client_id: str,
+        enable_auto_commit: bool,
+        auto_commit_interval_ms: int,
+        request_timeout_ms: int,
+        retry_backoff_ms: int,
+        metadata: MetadataCache,
+    ) -> None:
+        self.client = client
+        self._consumer = consumer
+        self._clock = clock
+        self.group_instance_id = group_instance_id
+        self.client_id = client_id
+        self.enable_auto_commit = enable_auto_commit
+        self.auto_commit_interval_ms = auto_commit_interval_ms
+        self._request_timeout_ms = request_timeout_ms
+        self._retry_backoff_ms = retry_backoff_ms
+        self._metadata = metadata
+        self.member_id = str(uuid.uuid4())
+        self.member_epoch = 0
+        self.heartbeat_interval_ms = 1_000
+        self._topics: tuple[str, ...] = ()
+        self._pattern: re.Pattern[str] | None = None
+        self._listener: object | None = None
+        self._next_heartbeat_ms = 0
+        self._next_commit_ms = clock.monotonic_ms() + auto_commit_interval_ms
+        self._next_pattern_check_ms = 0
+        self._subscription_changed = True
+        self.subscribed = False
+
+    # -- subscription ------------------------------------------------------------------------
+
+    def subscribe(
+        self, topics: Iterable[str] | None, pattern: re.Pattern[str] | None, listener: object
+    ) -> None:
+        self._listener = listener
+        self._pattern = pattern
+        if pattern is None:
+            self._topics = tuple(sorted(set(topics or ())))
+            self._metadata.add_topics(self._topics)
+        self.subscribed = True
+        self._subscription_changed = True
+        self._next_heartbeat_ms = 0
+
+    def subscription(self) -> set[str]:
+        return set(self._topics)
+
+    def _maybe_resolve_pattern(self, now: int) -> None:
+        if self._pattern is None or now < self._next_pattern_check_ms:
+            return
+        self._next_pattern_check_ms = now + 5_000
+        try:
+            response = call(
+                self.client._pool.broker(self._metadata.candidates()[0]).Metadata,
+                pb.MetadataRequest(all_topics=True),
+                address=self._metadata.candidates()[0],
+                timeout_ms=self._request_timeout_ms,
+            )
+        except OdradekError as exc:
+            log.debug("listing topics for the pattern failed: %s", exc)
+            return
+        names = tuple(
+            sorted(
+                t.name
+                for t in response.topics
+                if not t.name.startswith("__") and self._pattern.fullmatch(t.name)
+            )
+        )
+        if names != self._topics:
+            self._topics = names
+            self._metadata.add_topics(names)
+            self._subscription_changed = True
+            self._next_heartbeat_ms = 0
+
+    # -- polling -----------------------------------------------------------------------------
+
+    def time_to_next_ms(self) -> int:
+        """How long ``poll`` may block before the membership needs it again."""
+        now = self._clock.monotonic_ms()
+        due = self._next_heartbeat_ms
+        if self.enable_auto_commit:
+            due = min(due, self._next_commit_ms)
+        return max(due - now, 0)
+
+    def poll(self) -> None:
+        """Heartbeat if one is due and reconcile its answer; auto-commit if due. Raises the
+        non-retriable errors of the protocol."""
+        if not self.subscribed:
+            return
+        now = self._clock.monotonic_ms()
+        self._maybe_resolve_pattern(now)
+        if self.enable_auto_commit and now >= self._next_commit_ms and self.member_epoch > 0:
+            self._next_commit_ms = now + self.auto_commit_interval_ms
+            try:
+                self.commit_positions(self._consumer._group_positions(), timeout_ms=0)
+            except OdradekError as exc:
+                log.info("group %s: auto-commit failed: %s", self.client.group_id, exc)
+        if now >= self._next_heartbeat_ms:
+            self.heartbeat()
+
+    def heartbeat(self) -> None:
+        now = self._clock.monotonic_ms()
+        joining = self.member_epoch == 0
+        full = joining or self._subscription_changed
+        owned: dict[str, list[int]] = {}
+        cluster = self._metadata.snapshot()
+        for tp in self._consumer._group_assignment():
+            topic = cluster.topics.get(tp.topic)
+            if topic is not None:
+                owned.setdefault(topic.topic_id, []).append(tp.partition)
+        request = pb.ConsumerGroupHeartbeatRequest(
+            group_id=self.client.group_id,
+            member_id=self.member_id,
+            member_epoch=self.member_epoch,
+            rebalance_timeout_ms=REBALANCE_TIMEOUT_MS if full else -1,
+            has_subscribed_topic_names=full,
+            subscribed_topic_names=list(self._topics) if full else [],
+            has_topic_partitions=True,
+            topic_partitions=[
+                pb.HeartbeatTopicPartitions(topic_id=t, partitions=sorted(ps))
+                for t, ps in sorted(owned.items())
+            ],
+            client_id=self.client_id,
+        )
+        if self.group_instance_id is not None:
+            request.instance_id = self.group_instance_id
+        try:
+            response = self.client.send(
+                lambda s: s.ConsumerGroupHeartbeat,  # type: ignore[arg-type, return-value]
+                request,
+                lambda r: (r.error_code, r.error_message),
+            )
+        except OdradekError as exc:
+            if isinstance(exc, _REJOIN_ERRORS):
+                log.info("group %s: %s; rejoining", self.client.group_id, exc)
+                self._lose_all()
+                self._next_heartbeat_ms = now
+                return
+            if exc.retriable:
+                log.debug("group %s: heartbeat failed: %s", self.client.group_id, exc)
+                self._next_heartbeat_ms = now + self._retry_backoff_ms
+                return
+            raise
+        self._subscription_changed = False
+        self.member_epoch = response.member_epoch
+        self.heartbeat_interval_ms = max(response.heartbeat_interval_ms, 1)
+        self._next_heartbeat_ms = now + self.heartbeat_interval_ms
+        if response.has_assignment:
+            self._reconcile(response)
+
+    def _reconcile(self, response: pb.ConsumerGroupHeartbeatResponse) -> None:
+        cluster = self._metadata.snapshot()
+        by_id = {t.topic_id: name for name, t in cluster.topics.items()}
+        target: set[TopicPartition] = set()
+        for a in response.assignment:
+            name = a.topic_name or by_id.get(a.topic_id)
+            if name is None:
+                # a topic we have no metadata for yet: reconcile on the next heartbeat
+                self._metadata.request_update()
+                self._next_heartbeat_ms = self._clock.monotonic_ms() + self._retry_backoff_ms
+                return
+            target.update(TopicPartition(name, p) for p in a.partitions)
+        owned = self._consumer._group_assignment()
+        revoked = owned - target
+        added = target - owned
+        if not revoked and not added:
+            return
+        if revoked:
+            if self.enable_auto_commit:
+                current = self._consumer._group_positions()
+                try:
+                    self.commit_positions(
+                        {tp: o for tp, o in current.items() if tp in revoked},
+                        timeout_ms=self._request_timeout_ms,
+                    )
+                except OdradekError as exc:
+                    log.info(
+                        "group %s: commit before revocation failed: %s", self.client.group_id, exc
+                    )
+            self._call("on_partitions_revoked", revoked)
+            self._consumer._group_set_assignment(owned - revoked, {})
+        if added:
+            committed = self.client.committed(added, self._request_timeout_ms)
+            positions = {tp: om.offset for tp, om in committed.items() if om is not None}
+            self._consumer._group_set_assignment(target, positions)
+            self._call("on_partitions_assigned", added)
+        # acknowledge at once
+        self._next_heartbeat_ms = self._clock.monotonic_ms()
+        log.info(
+            "group %s: member %s at epoch %d owns %d partitions (+%d -%d)",
+            self.client.group_id,
+            self.member_id,
+            self.member_epoch,
+            len(target),
+            len(added),
+            len(revoked),
+        )
+
+    def _lose_all(self) -> None:
+        owned = self._consumer._group_assignment()
+        self.member_epoch = 0
+        if owned:
+            self._call("on_partitions_lost", owned)
+            self._consumer._group_set_assignment(set(), {})
+
+    def _call(self, name: str, partitions: set[TopicPartition]) -> None:
+        callback = getattr(self._listener, name, None)
+        if callback is None and name == "on_partitions_lost":
+            callback = getattr(self._listener, "on_partitions_revoked", None)
+        if callback is not None:
+            callback(set(partitions))
+
+    # -- commits -----------------------------------------------------------------------------
+
+    def commit_positions(self, positions: Mapping[TopicPartition, int], timeout_ms: int) -> None:
+        self.commit({tp: OffsetAndMetadata(o) for tp, o in positions.items()}, timeout_ms)
+
+    def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_ms: int) -> None:
+        """Commit as this member (its id and epoch; an admin commit while not subscribed).
+        STALE_MEMBER_EPOCH makes it heartbeat and try once more."""
+        if not self.subscribed:
+            self.client.commit(offsets, "", -1, timeout_ms)
+            return
+        try:
+            self.client.commit(offsets, self.member_id, self.member_epoch, timeout_ms)
+        except StaleMemberEpochError:
+            self.heartbeat()
+            self.client.commit(offsets, self.member_id, self.member_epoch, timeout_ms)
+
+    def leave(self) -> None:
+        """Leave the group (epoch -1; -2 for a static member). Errors are logged."""
+        if not self.subscribed or self.member_epoch <= 0:
+            self.subscribed = False
+            return
+        self.subscribed = False
+        request = pb.ConsumerGroupHeartbeatRequest(
+            group_id=self.client.group_id,
+            member_id=self.member_id,
+            member_epoch=-2 if self.group_instance_id is not None else -1,
+        )
+        if self.group_instance_id is not None:
+            request.instance_id = self.group_instance_id
+        try:
+            self.client.send(
+                lambda s: s.ConsumerGroupHeartbeat,  # type: ignore[arg-type, return-value]
+                request,
+                lambda r: (r.error_code, r.error_message),
+            )
+        except OdradekError as exc:
+            log.info("group %s: leaving failed: %s", self.client.group_id, exc)
+        self.member_epoch = 0
+
+
+def new_group_member(
+    consumer: ConsumerHooks,
+    client: GroupClient,
+    metadata: MetadataCache,
+    clock: Clock,
+    group_instance_id: str | None,
+    client_id: str,
+    enable_auto_commit: bool,
+    auto_commit_interval_ms: int,
+) -> GroupMember:
+    """The membership of a consumer built with a ``group_id`` (not joined until subscribe)."""
+    if not client.group_id:
+        raise ValueError("group_id must not be empty")
+    if group_instance_id == "":
+        raise ValueError("group_instance_id must not be empty")
+    if auto_commit_interval_ms <= 0:
+        raise ValueError(f"auto_commit_interval_ms must be positive, not {auto_commit_interval_ms}")
+    return GroupMember(
+        client,
+        consumer,
+        clock,
+        group_instance_id=group_instance_id,
+        client_id=client_id,
+        enable_auto_commit=enable_auto_commit,
+        auto_commit_interval_ms=auto_commit_interval_ms,
+        request_timeout_ms=client._request_timeout_ms,
+        retry_backoff_ms=client._retry_backoff_ms,
+        metadata=metadata,
+    )
+
+
+def close_group_member(member: GroupMember, positions: Mapping[TopicPartition, int]) -> None:
+    """Commit ``positions`` (with auto-commit) and leave; failures are logged."""
+    if member.enable_auto_commit and member.subscribed and member.member_epoch > 0 and positions:
+        try:
+            member.commit_positions(positions, timeout_ms=member._request_timeout_ms)
+        except OdradekError as exc:
+            log.info("group %s: commit on close failed: %s", member.client.group_id, exc)
+    member.leave()

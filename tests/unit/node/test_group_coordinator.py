@@ -1,0 +1,207 @@
+"""The coordinator: its partition rule, settings, timers and writes (against a fake replica
+manager that accepts every write as replicated)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from node.config import config_from_properties
+from node.group_coordinator import OFFSETS_TOPIC, GroupCoordinator, java_string_hash, partition_for
+from node.group_coordinator_config import GroupCoordinatorConfig
+from node.metadata_cache import MetadataCache
+from odradek.clock import ManualClock
+from odradek.errors import InvalidConfigError
+from odradek.group_records import (
+    ConsumerGroupMemberMetadataKey,
+    OffsetCommitKey,
+    decode_key,
+    key_type,
+)
+from odradek.records import read_batches
+from odradek.v1 import odradek_pb2 as pb
+
+
+def test_java_string_hash() -> None:
+    assert java_string_hash("") == 0
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("Aa") == java_string_hash("BB") == 2112
+    # a character outside the BMP is two UTF-16 code units, as in Java
+    assert java_string_hash("\U0001f600") == 31 * 0xD83D + 0xDE00
+    assert java_string_hash("polygenelubricants") == -(2**31)
+
+
+def test_partition_for_is_kafkas_utils_abs_modulo() -> None:
+    assert partition_for("hello", 50) == 99162322 % 50
+    assert partition_for("polygenelubricants", 50) == 0  # Utils.abs(MIN_VALUE) is 0
+    negative = "a" * 7  # overflows to a negative hash
+    assert java_string_hash(negative) < 0
+    assert partition_for(negative, 50) == abs(java_string_hash(negative)) % 50
+
+
+def test_settings_from_properties() -> None:
+    config = config_from_properties(
+        {
+            "node.id": "1",
+            "log.dirs": "/tmp/x",
+            "zookeeper.connect": "z:2181",
+            "offsets.topic.num.partitions": "4",
+            "group.consumer.session.timeout.ms": "6000",
+        }
+    )
+    assert config.group_coordinator.offsets_topic_num_partitions == 4
+    assert config.group_coordinator.group_consumer_session_timeout_ms == 6000
+    assert config.group_coordinator.offsets_retention_minutes == 10080
+    with pytest.raises(InvalidConfigError):
+        GroupCoordinatorConfig(offsets_commit_timeout_ms=0)
+
+
+# --- the coordinator's timers and writes, against a fake replica manager ----------------------
+TID = "AAECAwQFBgcICQoLDA0ODw"
+
+
+class _FakeLog:
+    log_start_offset = 0
+    log_end_offset = 0
+
+
+class _FakePartition:
+    log = _FakeLog()
+
+
+class _FakeReplicas:
+    """Accepts every write (as if replicated at once) and keeps the records."""
+
+    node_id = 0
+
+    def __init__(self) -> None:
+        self.written: list[tuple[bytes | None, bytes | None]] = []
+
+    def partition(self, topic: str, partition: int) -> _FakePartition:
+        return _FakePartition()
+
+    def append_records(self, req: pb.ProduceRequest) -> pb.ProduceResponse:
+        out = pb.ProduceResponse()
+        for data in req.partitions:
+            for batch in read_batches(data.records):
+                self.written += [(r.key, r.value) for r in batch.records()]
+            out.partitions.add(topic=data.topic, partition=data.partition)
+        return out
+
+
+def _coordinator(clock: ManualClock, **config: int) -> tuple[GroupCoordinator, _FakeReplicas]:
+    metadata = MetadataCache()
+    metadata.update(
+        pb.UpdateMetadataRequest(
+            controller_epoch=1,
+            live_brokers=[pb.BrokerInfo(node_id=0, host="h", port=1)],
+            partition_states=[
+                *(
+                    pb.PartitionState(topic="t", partition=p, leader=0, topic_id=TID)
+                    for p in range(2)
+                ),
+                pb.PartitionState(topic=OFFSETS_TOPIC, partition=0, leader=0, topic_id="x" * 22),
+            ],
+        )
+    )
+    replicas = _FakeReplicas()
+    coordinator = GroupCoordinator(
+        GroupCoordinatorConfig(offsets_topic_num_partitions=1, **config),
+        replicas,  # type: ignore[arg-type]
+        metadata,
+        clock,
+        lambda *_: None,
+    )
+    coordinator.on_leadership_change(OFFSETS_TOPIC, 0, True, 1)
+    loaded = threading.Event()
+    for _ in range(500):  # the load runs on its own thread: poll for it
+        if coordinator._shards[0].loaded:
+            loaded.set()
+            break
+        loaded.wait(0.01)
+    assert loaded.is_set()
+    return coordinator, replicas
+
+
+def test_offsets_of_an_empty_group_expire_after_the_retention() -> None:
+    clock = ManualClock()
+    coordinator, replicas = _coordinator(
+        clock, offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000
+    )
+    commit = pb.OffsetCommitRequest(
+        group_id="g",
+        member_epoch=-1,
+        topics=[
+            pb.OffsetCommitTopic(
+                name="t", partitions=[pb.OffsetCommitPartition(partition=1, committed_offset=7)]
+            )
+        ],
+    )
+    assert coordinator.offset_commit(commit).partitions[0].error_code == 0
+    fetched = coordinator.offset_fetch(
+        pb.OffsetFetchRequest(group_id="g", member_epoch=-1, all_topics=True)
+    )
+    assert [p.committed_offset for p in fetched.partitions] == [7]
+    clock.advance(30_000)
+    coordinator.tick()  # not yet expired
+    assert (
+        len(
+            coordinator.offset_fetch(
+                pb.OffsetFetchRequest(group_id="g", member_epoch=-1, all_topics=True)
+            ).partitions
+        )
+        == 1
+    )
+    clock.advance(31_000)
+    coordinator.tick()
+    fetched = coordinator.offset_fetch(
+        pb.OffsetFetchRequest(group_id="g", member_epoch=-1, all_topics=True)
+    )
+    assert list(fetched.partitions) == []
+    key, value = replicas.written[-1]
+    assert key is not None and decode_key(key) == OffsetCommitKey("g", "t", 1) and value is None
+
+
+def test_a_silent_member_is_removed_after_the_session_timeout() -> None:
+    clock = ManualClock()
+    coordinator, replicas = _coordinator(clock, group_consumer_session_timeout_ms=5000)
+    join = pb.ConsumerGroupHeartbeatRequest(
+        group_id="g",
+        member_id="m",
+        member_epoch=0,
+        rebalance_timeout_ms=1000,
+        has_subscribed_topic_names=True,
+        subscribed_topic_names=["t"],
+        has_topic_partitions=True,
+    )
+    response = coordinator.consumer_group_heartbeat(join, "/h")
+    assert response.error_code == 0 and response.member_epoch == 1
+    assert [list(a.partitions) for a in response.assignment] == [[0, 1]]
+    clock.advance(4000)
+    coordinator.tick()
+    described = coordinator.describe_groups(pb.ConsumerGroupDescribeRequest(group_ids=["g"]))
+    assert len(described.groups[0].members) == 1
+    clock.advance(1000)
+    coordinator.tick()
+    described = coordinator.describe_groups(pb.ConsumerGroupDescribeRequest(group_ids=["g"]))
+    assert described.groups[0].group_state == "Empty"
+    tombstoned = [decode_key(k) for k, v in replicas.written if k is not None and v is None]
+    assert ConsumerGroupMemberMetadataKey("g", "m") in tombstoned
+    # the expired member's next heartbeat is fenced as unknown
+    again = coordinator.consumer_group_heartbeat(
+        pb.ConsumerGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=1), "/h"
+    )
+    assert again.error_code == 25
+    assert key_type(replicas.written[0][0] or b"\x00\x00") == 5  # member metadata first
+
+
+def test_requests_for_a_partition_not_led_here() -> None:
+    clock = ManualClock()
+    coordinator, _ = _coordinator(clock)
+    coordinator.on_leadership_change(OFFSETS_TOPIC, 0, False, 2)
+    fetched = coordinator.offset_fetch(pb.OffsetFetchRequest(group_id="g", member_epoch=-1))
+    assert fetched.error_code == 16  # NOT_COORDINATOR
+    found = coordinator.find_coordinator(pb.FindCoordinatorRequest(group_ids=["g", ""]))
+    assert [c.node_id for c in found.coordinators] == [0, -1]
+    assert found.coordinators[1].error_code == 24  # INVALID_GROUP_ID
