@@ -20,6 +20,7 @@ from collections.abc import Iterable
 import crc32c
 
 from odradek.errors import UnsupportedCompressionTypeError
+from odradek.records.appender import encoded_headers
 from odradek.records.batch import (
     ATTRIBUTES_OFFSET,
     CONTROL_FLAG_MASK,
@@ -157,22 +158,7 @@ def build_batch(
         else:
             value_size = varint(len(value))
         headers = record.headers
-        if headers:
-            encoded = bytearray(varint(len(headers)))
-            for header_key, header_value in headers:
-                if type(header_key) is not str:
-                    raise TypeError(f"header key {header_key!r} is not a str")
-                raw_key = header_key.encode("utf-8")
-                encoded += varint(len(raw_key))
-                encoded += raw_key
-                if header_value is None:
-                    encoded += null
-                else:
-                    encoded += varint(len(header_value))
-                    encoded += header_value
-            header_bytes: bytes | bytearray = encoded
-        else:
-            header_bytes = b"\x00"  # zero headers
+        header_bytes = encoded_headers(headers) if headers else b"\x00"  # zero headers
 
         size = (
             1

@@ -6,7 +6,6 @@ bumped when a leader lost the producer's state (KIP-360), and the settings Kafka
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pytest
 
@@ -22,21 +21,9 @@ from odradek.errors import (
 )
 from odradek.records import read_batches
 from tests.unit.sdk.fake_cluster import FakeCluster
+from tests.unit.sdk.test_producer import make_producer
 
 T0 = TopicPartition("t", 0)
-
-
-def make_producer(cluster: FakeCluster, **overrides: Any) -> Producer:
-    settings: dict[str, Any] = {
-        "linger_ms": 0,
-        "retry_backoff_ms": 10,
-        "retry_backoff_max_ms": 40,
-        "request_timeout_ms": 3000,
-        "delivery_timeout_ms": 60_000,
-        "max_block_ms": 5000,
-    }
-    settings.update(overrides)
-    return Producer(cluster.bootstrap, **settings)
 
 
 def stored(cluster: FakeCluster, tp: TopicPartition = T0) -> list[bytes | None]:
