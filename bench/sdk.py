@@ -385,7 +385,31 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 def bulk(topic: str = topic, acks: int = acks) -> float:
                     return bulk_loop(servers, topic, acks, args.records)
 
-                figures = _rounds(args.repeat, baseline, {"send": send, "bulk": bulk})
+                def send_without_idempotence(topic: str = topic) -> float:
+                    return send_loop(
+                        servers,
+                        topic,
+                        -1,
+                        args.records,
+                        enable_idempotence=False,
+                        max_in_flight_per_partition=5,
+                    )
+
+                measures: dict[str, Callable[[], float]] = {"send": send, "bulk": bulk}
+                if acks == -1:  # idempotence's cost: the same loop with it off, same in flight
+                    measures["send_no_idempotence"] = send_without_idempotence
+                figures = _rounds(args.repeat, baseline, measures)
+                if acks == -1:
+                    per_round = [
+                        on / off
+                        for on, off in zip(
+                            figures["send_ratio_rounds"],
+                            figures["send_no_idempotence_ratio_rounds"],
+                            strict=True,
+                        )
+                    ]
+                    figures["idempotence_ratio"] = round(statistics.median(per_round), 3)
+                    figures["idempotence_ratio_rounds"] = [round(r, 3) for r in per_round]
                 out.update({f"rf{rf}_{name}": value for name, value in figures.items()})
                 p50, p99 = paced_latency(
                     servers, topic, acks, figures["send_records_per_s"] / 2, args.latency_s
@@ -463,6 +487,11 @@ def report(out: dict[str, object]) -> None:
             f"at {out[f'rf{rf}_half_load_records_per_s']} records/s p50 "
             f"{out[f'rf{rf}_half_load_p50_ms']} ms p99 {out[f'rf{rf}_half_load_p99_ms']} ms"
         )
+    print(
+        f"idempotence on / off (RF 3 acks=-1 send() loop, 5 in flight): "
+        f"{out['rf3_idempotence_ratio']} (rounds {out['rf3_idempotence_ratio_rounds']}; "
+        "target >= 0.95)"
+    )
     print(
         f"consumer: {out['consumer_records_per_s']} records/s, broker raw fetch "
         f"{out['broker_consume_records_per_s']} (ratio {out['consumer_ratio']})"

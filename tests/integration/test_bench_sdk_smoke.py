@@ -33,6 +33,7 @@ def test_sdk_benchmark_prints_its_figures_as_one_json_line(tmp_path, capsys):
         "rf1_half_load_p99_ms",
         "rf3_send_ratio",
         "rf3_bulk_ratio",
+        "rf3_idempotence_ratio",
         "rf3_half_load_p99_ms",
         "consumer_ratio",
         "rss_peak_mib",
