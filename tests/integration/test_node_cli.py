@@ -47,8 +47,8 @@ def test_a_node_refuses_a_port_another_node_holds(make_cluster, tmp_path):
     assert "listening on" not in second.stdout
     errors = [line for line in second.stderr.splitlines() if "error" in line]
     assert errors == [
-        f"odradek node: error: cannot start node 7: cannot listen on {held.address}: "
-        "address already in use"
+        f"odradek node: error: cannot start node 7: cannot listen on {held.address} "
+        "(listener PLAINTEXT): address already in use"
     ], second.stderr
     assert held.running
 
