@@ -80,7 +80,8 @@ def _describe(bootstrap: str, group: str) -> pb.DescribedGroup:
 
 
 def _coordinator_id(bootstrap: str, group: str) -> int:
-    def find() -> int | None:
+    # (node id,): node 0 is a coordinator too, and wait_for waits for a truthy answer
+    def find() -> tuple[int] | None:
         for address in bootstrap.split(","):
             channel = grpc.insecure_channel(address)
             try:
@@ -94,13 +95,13 @@ def _coordinator_id(bootstrap: str, group: str) -> int:
                 channel.close()
             (c,) = response.coordinators
             if c.error_code == 0:
-                return c.node_id
+                return (c.node_id,)
             seen.append(f"{address}: {c.error_code} {c.error_message}")
         return None
 
     seen: list[str] = []
     try:
-        return wait_for(find, f"the coordinator of {group}", 120)
+        return wait_for(find, f"the coordinator of {group}", 120)[0]
     except AssertionError:
         raise AssertionError(f"no coordinator for {group}: {seen[-6:]}") from None
 
