@@ -50,14 +50,19 @@ class PhaseTimeoutError(Exception):
     pass
 
 
+POLL_S = 0.2
+
+
 def _wait(condition: Callable[[], bool], deadline: float, what: str) -> None:
+    """Poll ``condition`` every ``POLL_S`` (the run sets it: one metadata answer of 50,000
+    partitions is a load on a node of its own)."""
     while time.monotonic() < deadline:
         try:
             if condition():
                 return
         except Exception:  # a node may be down, or behind, while we poll
             pass
-        time.sleep(0.2)
+        time.sleep(POLL_S)
     raise PhaseTimeoutError(f"timed out waiting for {what}")
 
 
@@ -201,6 +206,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 )
                 print(f"{size} partitions: skipped: {skipped[str(size)]}", flush=True)
                 continue
+            global POLL_S
+            POLL_S = 0.2 if size < 10_000 else 1.0
             try:
                 figures[size] = measure(size, args, root / f"size-{size}")
             except PhaseTimeoutError as exc:
