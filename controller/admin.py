@@ -29,7 +29,8 @@ INVALID_CONFIG (40), INVALID_REQUEST (42), POLICY_VIOLATION (44: more than 10,00
 partitions in one request, or a topic too large for its znode; see
 :mod:`controller.partition_creation`), UNKNOWN_TOPIC_OR_PARTITION (3), REQUEST_TIMED_OUT
 (7), ELECTION_NOT_NEEDED (84), PREFERRED_LEADER_NOT_AVAILABLE (80),
-ELIGIBLE_LEADERS_NOT_AVAILABLE (83), NO_REASSIGNMENT_IN_PROGRESS (85).
+ELIGIBLE_LEADERS_NOT_AVAILABLE (83), NO_REASSIGNMENT_IN_PROGRESS (85), REASSIGNMENT_IN_PROGRESS
+(60: CreatePartitions on a topic being reassigned, as Kafka's ZooKeeper mode refuses it).
 
 Thread-safety: the servicer keeps no mutable state; every method is thread-safe.
 """
@@ -87,6 +88,7 @@ from odradek.errors import (
     NoReassignmentInProgressError,
     OdradekError,
     PreferredLeaderNotAvailableError,
+    ReassignmentInProgressError,
     RequestTimedOutError,
     TopicAlreadyExistsError,
     UnknownServerError,
@@ -794,6 +796,9 @@ class AdminServicer(pb_grpc.AdminServicer):
             except NoNodeError:
                 raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.") from None
             current = TopicZNode.decode(topic, data)
+            if current.adding_replicas or current.removing_replicas:
+                # the controller rewrites the topic znode as the reassignment moves on
+                raise ReassignmentInProgressError("A partition reassignment is in progress.")
             new = plan_new_partitions(topic, current.partitions, count, brokers, explicit)
             check_partitions_per_request(planned + len(new))
             grown = dataclasses.replace(

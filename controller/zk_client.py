@@ -327,10 +327,24 @@ class ControllerZkClient:
         return _with_version(state, int(results[0].version))
 
     def set_topic_assignment(
-        self, topic: str, assignment: TopicAssignment, epoch_zk_version: int
+        self,
+        topic: str,
+        assignment: TopicAssignment,
+        epoch_zk_version: int,
+        expected_version: int = -1,
     ) -> None:
+        """Write the topic znode (if it is at ``expected_version``; -1: whatever its version).
+        Raises ``BadVersionError`` on a mismatch."""
         path = TopicZNode.path(topic)
-        self._commit([lambda t: t.set_data(path, TopicZNode.encode(assignment))], epoch_zk_version)
+        data = TopicZNode.encode(assignment)
+        self._commit([lambda t: t.set_data(path, data, expected_version)], epoch_zk_version)
+
+    def get_topic_assignment_version(self, topic: str) -> tuple[TopicAssignment, int] | None:
+        """The topic znode and its version."""
+        found = self.get_data(TopicZNode.path(topic))
+        if found is None:
+            return None
+        return TopicZNode.decode(topic, found[0]), int(found[1].version)
 
     def delete_path(self, path: str, epoch_zk_version: int, version: int = -1) -> bool:
         """Delete one znode, fenced; ``False`` if it was absent or not at ``version``."""

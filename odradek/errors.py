@@ -238,6 +238,10 @@ class IneligibleReplicaError(OdradekError):
     code, name = 107, "INELIGIBLE_REPLICA"
 
 
+class ReassignmentInProgressError(OdradekError):
+    code, name = 60, "REASSIGNMENT_IN_PROGRESS"
+
+
 def _collect() -> dict[int, type[OdradekError]]:
     table: dict[int, type[OdradekError]] = {}
     pending: list[type[OdradekError]] = [OdradekError]
