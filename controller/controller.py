@@ -90,6 +90,7 @@ from controller.zk_data import (
     ReassignPartitionsZNode,
     TopicAssignment,
     TopicPartition,
+    TopicPartitionsZNode,
     TopicsZNode,
     TopicZNode,
     UncleanLeaderElectionZNode,
@@ -729,10 +730,13 @@ class Controller:
             },
             self._zkc.get_topic_config(topic),
         )
-        for tp in ctx.partitions_of(topic):
-            state = self._zkc.get_partition_state(tp)
-            if state is not None:
-                ctx.states[tp] = state
+        # Only partitions with a znode can have a state: a new topic's are not read one by one.
+        created = set(self._zkc.get_children(TopicPartitionsZNode.path(topic)))
+        ctx.states.update(
+            self._zkc.get_partition_states(
+                tp for tp in ctx.partitions_of(topic) if str(tp.partition) in created
+            )
+        )
         self._watch_partition_modifications(topic)
         return True
 

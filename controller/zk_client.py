@@ -238,6 +238,26 @@ class ControllerZkClient:
         data, stat = found
         return TopicPartitionStateZNode.decode(data, int(stat.version))
 
+    def get_partition_states(
+        self, partitions: Iterable[TopicPartition], pipeline: int = 1_000
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+        """The states of ``partitions`` that have one, read with up to ``pipeline`` requests in
+        flight (Kafka's controller reads them asynchronously too): one round trip per batch
+        instead of one per partition, which made a failover over 50,000 partitions take
+        tens of seconds."""
+        wanted = list(partitions)
+        out: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        for start in range(0, len(wanted), pipeline):
+            batch = wanted[start : start + pipeline]
+            pending = [(tp, self._zk.get_async(TopicPartitionStateZNode.path(tp))) for tp in batch]
+            for tp, result in pending:
+                try:
+                    data, stat = result.get()
+                except NoNodeError:
+                    continue
+                out[tp] = TopicPartitionStateZNode.decode(bytes(data or b""), int(stat.version))
+        return out
+
     def get_topic_config(self, topic: str) -> dict[str, str]:
         found = self.get_data(ConfigEntityZNode.path(topic))
         if found is None:
