@@ -29,7 +29,8 @@ INVALID_CONFIG (40), INVALID_REQUEST (42), POLICY_VIOLATION (44: more than 10,00
 partitions in one request, or a topic too large for its znode; see
 :mod:`controller.partition_creation`), UNKNOWN_TOPIC_OR_PARTITION (3), REQUEST_TIMED_OUT
 (7), ELECTION_NOT_NEEDED (84), PREFERRED_LEADER_NOT_AVAILABLE (80),
-ELIGIBLE_LEADERS_NOT_AVAILABLE (83), NO_REASSIGNMENT_IN_PROGRESS (85).
+ELIGIBLE_LEADERS_NOT_AVAILABLE (83), NO_REASSIGNMENT_IN_PROGRESS (85), REASSIGNMENT_IN_PROGRESS
+(60: CreatePartitions on a topic being reassigned, as Kafka's ZooKeeper mode refuses it).
 
 Thread-safety: the servicer keeps no mutable state; every method is thread-safe.
 """
@@ -87,6 +88,7 @@ from odradek.errors import (
     NoReassignmentInProgressError,
     OdradekError,
     PreferredLeaderNotAvailableError,
+    ReassignmentInProgressError,
     RequestTimedOutError,
     TopicAlreadyExistsError,
     UnknownServerError,
@@ -226,6 +228,24 @@ class AdminServicer(pb_grpc.AdminServicer):
     def _exists(self, path: str) -> bool:
         return self._zk.exists(path) is not None
 
+    def _wait_for_leaders(self, topic: str, partitions: Sequence[int], deadline_ms: int) -> bool:
+        """Wait until every one of ``partitions`` has a leader. A partition seen led is not read
+        again (a new partition's first leader is not taken back before it is noticed), so a
+        wait on many partitions reads each state about once, not once per poll."""
+        pending = list(partitions)
+
+        def done() -> bool:
+            nonlocal pending
+            for i, p in enumerate(pending):
+                state = self._state(TopicPartition(topic, p))
+                if state is None or state.leader == NO_LEADER:
+                    pending = pending[i:]  # the ones before are led: do not read them again
+                    return False
+            pending = []
+            return True
+
+        return self._wait_until(done, deadline_ms)
+
     def _hand_off(self, path: str, data: bytes, deadline_ms: int) -> int | None:
         """Create the hand-off znode ``path`` once no other is pending; returns its czxid, or
         ``None`` if another stayed pending until the deadline."""
@@ -280,14 +300,7 @@ class AdminServicer(pb_grpc.AdminServicer):
         if created and request.timeout_ms > 0:
             deadline = self._deadline(request.timeout_ms)
             for name, partitions in created.items():
-                led = self._wait_until(
-                    lambda name=name, partitions=partitions: all(  # type: ignore[misc]
-                        (s := self._state(TopicPartition(name, p))) is not None
-                        and s.leader != NO_LEADER
-                        for p in partitions
-                    ),
-                    deadline,
-                )
+                led = self._wait_for_leaders(name, partitions, deadline)
                 if not led:
                     results[name].error_code = RequestTimedOutError.code
                     results[
@@ -754,14 +767,7 @@ class AdminServicer(pb_grpc.AdminServicer):
         if added and request.timeout_ms > 0:
             deadline = self._deadline(request.timeout_ms)
             for name, partitions in added.items():
-                led = self._wait_until(
-                    lambda name=name, partitions=partitions: all(  # type: ignore[misc]
-                        (s := self._state(TopicPartition(name, p))) is not None
-                        and s.leader != NO_LEADER
-                        for p in partitions
-                    ),
-                    deadline,
-                )
+                led = self._wait_for_leaders(name, partitions, deadline)
                 if not led:
                     results[name].error_code = RequestTimedOutError.code
                     results[
@@ -790,6 +796,9 @@ class AdminServicer(pb_grpc.AdminServicer):
             except NoNodeError:
                 raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.") from None
             current = TopicZNode.decode(topic, data)
+            if current.adding_replicas or current.removing_replicas:
+                # the controller rewrites the topic znode as the reassignment moves on
+                raise ReassignmentInProgressError("A partition reassignment is in progress.")
             new = plan_new_partitions(topic, current.partitions, count, brokers, explicit)
             check_partitions_per_request(planned + len(new))
             grown = dataclasses.replace(

@@ -44,6 +44,7 @@ from typing import Any
 import grpc
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
+    BadVersionError,
     ConnectionClosedError,
     ConnectionLoss,
     NodeExistsError,
@@ -89,6 +90,7 @@ from controller.zk_data import (
     ReassignPartitionsZNode,
     TopicAssignment,
     TopicPartition,
+    TopicPartitionsZNode,
     TopicsZNode,
     TopicZNode,
     UncleanLeaderElectionZNode,
@@ -728,10 +730,13 @@ class Controller:
             },
             self._zkc.get_topic_config(topic),
         )
-        for tp in ctx.partitions_of(topic):
-            state = self._zkc.get_partition_state(tp)
-            if state is not None:
-                ctx.states[tp] = state
+        # Only partitions with a znode can have a state: a new topic's are not read one by one.
+        created = set(self._zkc.get_children(TopicPartitionsZNode.path(topic)))
+        ctx.states.update(
+            self._zkc.get_partition_states(
+                tp for tp in ctx.partitions_of(topic) if str(tp.partition) in created
+            )
+        )
         self._watch_partition_modifications(topic)
         return True
 
@@ -987,22 +992,24 @@ class Controller:
             self._trigger_online_partition_state_change(loaded)
             self._batch.add_update_metadata()
 
-    def _on_partition_modifications(self, topic: str) -> None:
+    def _on_partition_modifications(self, topic: str) -> int:
         """Start the partitions CreatePartitions added to ``topic`` (none while it is being
-        deleted, as Kafka skips them)."""
+        deleted, as Kafka skips them). Returns the version of the topic znode read (-1: none
+        read)."""
         ctx = self._active()
         if topic not in ctx.topic_ids:
-            return  # not loaded yet: the topic change event loads every partition
-        assignment = self._zkc.get_topic_assignment(topic)
-        if assignment is None:
-            return
+            return -1  # not loaded yet: the topic change event loads every partition
+        found = self._zkc.get_topic_assignment_version(topic)
+        if found is None:
+            return -1
+        assignment, version = found
         known = {tp.partition for tp in ctx.partitions_of(topic)}
         new = added_partitions(known, assignment.partitions)
         if not new:
-            return
+            return version
         if ctx.is_deleting(topic):
             _log.info("skipping new partitions %s of %s: it is being deleted", new, topic)
-            return
+            return version
         _log.info("controller %d: new partitions %s of %s", self._node_id, new, topic)
         for p in new:
             ctx.assignments[TopicPartition(topic, p)] = ReplicaAssignment(
@@ -1010,6 +1017,7 @@ class Controller:
             )
         self._initialize_partitions([TopicPartition(topic, p) for p in new])
         self._batch.add_update_metadata()
+        return version
 
     def _on_topic_deletion(self) -> None:
         ctx = self._active()
@@ -1101,11 +1109,14 @@ class Controller:
             self._trigger_online_partition_state_change(unclean)
 
     def _write_topic_assignment(self, topic: str) -> None:
+        """Write the topic znode from the context, conditional on the version whose added
+        partitions the context has taken in first: partitions a CreatePartitions wrote since
+        the last event are started, not overwritten."""
         ctx = self._active()
-        partitions = {tp.partition: ctx.assignments[tp] for tp in ctx.partitions_of(topic)}
-        self._zkc.set_topic_assignment(
-            topic,
-            TopicAssignment(
+        while True:
+            version = self._on_partition_modifications(topic)
+            partitions = {tp.partition: ctx.assignments[tp] for tp in ctx.partitions_of(topic)}
+            assignment = TopicAssignment(
                 partitions={p: a.replicas for p, a in partitions.items()},
                 adding_replicas={
                     p: a.adding_replicas for p, a in partitions.items() if a.adding_replicas
@@ -1114,9 +1125,12 @@ class Controller:
                     p: a.removing_replicas for p, a in partitions.items() if a.removing_replicas
                 },
                 topic_id=ctx.topic_ids.get(topic),
-            ),
-            ctx.epoch_zk_version,
-        )
+            )
+            try:
+                self._zkc.set_topic_assignment(topic, assignment, ctx.epoch_zk_version, version)
+                return
+            except BadVersionError:
+                continue  # a CreatePartitions came between: take its partitions in too
 
     # -- elections on request ---------------------------------------------------------------
 

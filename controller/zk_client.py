@@ -240,6 +240,26 @@ class ControllerZkClient:
         data, stat = found
         return TopicPartitionStateZNode.decode(data, int(stat.version))
 
+    def get_partition_states(
+        self, partitions: Iterable[TopicPartition], pipeline: int = 1_000
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+        """The states of ``partitions`` that have one, read with up to ``pipeline`` requests in
+        flight (Kafka's controller reads them asynchronously too): one round trip per batch
+        instead of one per partition, which made a failover over 50,000 partitions take
+        tens of seconds."""
+        wanted = list(partitions)
+        out: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        for start in range(0, len(wanted), pipeline):
+            batch = wanted[start : start + pipeline]
+            pending = [(tp, self._zk.get_async(TopicPartitionStateZNode.path(tp))) for tp in batch]
+            for tp, result in pending:
+                try:
+                    data, stat = result.get()
+                except NoNodeError:
+                    continue
+                out[tp] = TopicPartitionStateZNode.decode(bytes(data or b""), int(stat.version))
+        return out
+
     def get_topic_config(self, topic: str) -> dict[str, str]:
         found = self.get_data(ConfigEntityZNode.path(topic))
         if found is None:
@@ -329,10 +349,24 @@ class ControllerZkClient:
         return _with_version(state, int(results[0].version))
 
     def set_topic_assignment(
-        self, topic: str, assignment: TopicAssignment, epoch_zk_version: int
+        self,
+        topic: str,
+        assignment: TopicAssignment,
+        epoch_zk_version: int,
+        expected_version: int = -1,
     ) -> None:
+        """Write the topic znode (if it is at ``expected_version``; -1: whatever its version).
+        Raises ``BadVersionError`` on a mismatch."""
         path = TopicZNode.path(topic)
-        self._commit([lambda t: t.set_data(path, TopicZNode.encode(assignment))], epoch_zk_version)
+        data = TopicZNode.encode(assignment)
+        self._commit([lambda t: t.set_data(path, data, expected_version)], epoch_zk_version)
+
+    def get_topic_assignment_version(self, topic: str) -> tuple[TopicAssignment, int] | None:
+        """The topic znode and its version."""
+        found = self.get_data(TopicZNode.path(topic))
+        if found is None:
+            return None
+        return TopicZNode.decode(topic, found[0]), int(found[1].version)
 
     def delete_path(self, path: str, epoch_zk_version: int, version: int = -1) -> bool:
         """Delete one znode, fenced; ``False`` if it was absent or not at ``version``."""

@@ -435,6 +435,10 @@ __all__ += [
 ]
 
 
+class ReassignmentInProgressError(OdradekError):
+    code, name = 60, "REASSIGNMENT_IN_PROGRESS"
+
+
 def _collect() -> dict[int, type[OdradekError]]:
     table: dict[int, type[OdradekError]] = {}
     pending: list[type[OdradekError]] = [OdradekError]

@@ -47,7 +47,9 @@ def parse_time(text: str) -> int:
     if value == "latest":
         return LATEST
     if value in ("-3", "max-timestamp"):
-        raise argparse.ArgumentTypeError("max-timestamp (-3) is not supported by odradek")
+        raise argparse.ArgumentTypeError(
+            "max-timestamp (-3) is not supported by odradek get-offsets yet"
+        )
     try:
         ms = int(value)
     except ValueError:

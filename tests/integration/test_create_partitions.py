@@ -4,16 +4,18 @@ inputs."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import threading
 
-from odradek import Admin, NewTopic, Producer
+from odradek import Admin, NewTopic, Producer, TopicPartition
 from odradek.admin import NewPartitions
 from odradek.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
+    ReassignmentInProgressError,
     UnknownTopicOrPartitionError,
 )
 from tests.integration.helpers import consume_all, wait_for, wait_for_full_isr
@@ -141,3 +143,26 @@ def test_topics_alter_partitions_from_the_command_line_and_bad_inputs(make_clust
         wait_for(lambda: len(admin.describe_cluster().brokers) == 2, "node 2 to leave the cluster")
         error = admin.create_partitions({"wide": NewPartitions(2)})["wide"]
         assert isinstance(error, InvalidReplicationFactorError)
+
+
+def test_adding_partitions_during_a_reassignment_of_the_topic_is_refused(make_cluster):
+    cluster = make_cluster()
+    tp = TopicPartition("moving", 0)
+    with Admin(cluster.bootstrap_servers) as admin:
+        assert admin.create_topics([NewTopic("moving", assignments={0: [0]})])["moving"] is None
+        wait_for_full_isr(admin, "moving", 1, rf=1)
+        # node 2 frozen: the replica being added cannot catch up, the move stays in progress
+        cluster.node(2).signal(signal.SIGSTOP)
+        try:
+            assert admin.alter_partition_reassignments({tp: [0, 2]}) == {tp: None}
+            assert tp in admin.list_partition_reassignments()
+            error = admin.create_partitions({"moving": NewPartitions(2)})["moving"]
+            assert isinstance(error, ReassignmentInProgressError)
+            assert error.message.endswith("A partition reassignment is in progress.")
+            assert admin.alter_partition_reassignments({tp: None}) == {tp: None}
+            wait_for(lambda: not admin.list_partition_reassignments(), "the cancellation")
+        finally:
+            cluster.node(2).signal(signal.SIGCONT)
+        assert admin.create_partitions({"moving": NewPartitions(2)})["moving"] is None
+        wait_for_full_isr(admin, "moving", 2, rf=1)
+        assert admin.describe_topics(["moving"])["moving"].partitions[0].replicas == (0,)
