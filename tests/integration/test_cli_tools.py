@@ -372,3 +372,32 @@ def test_leader_election_and_reassign(make_cluster, tmp_path: Path):
         "UNKNOWN_TOPIC_OR_PARTITION",
     )
     admin.close()
+
+
+def test_produce_below_min_isr_names_not_enough_replicas(make_cluster):
+    # A new user's report: producing into a topic whose ISR is below min.insync.replicas said
+    # nothing for two minutes, then REQUEST_TIMED_OUT. The tool warns at each retry with the
+    # broker's error, and the final error names it.
+    cluster = make_cluster(2, replica_lag_time_max_ms="2000")
+    with Admin(cluster.bootstrap_servers) as admin:
+        created = admin.create_topics([NewTopic("m", 1, 2, configs={"min.insync.replicas": "2"})])
+        assert created["m"] is None
+        wait_for_full_isr(admin, "m", 1, rf=2)
+        leader = partition_state(admin, "m").leader
+        cluster.node(1 - leader).kill()
+        wait_for(lambda: partition_state(admin, "m").isr == (leader,), "the ISR to shrink")
+    r = _cli(
+        cluster,
+        "produce",
+        "m",
+        "--producer-property",
+        "delivery.timeout.ms=3000",
+        "--producer-property",
+        "request.timeout.ms=1000",
+        stdin="a\n",
+    )
+    assert r.returncode == 1, r.stderr
+    assert "NOT_ENOUGH_REPLICAS" in r.stderr.splitlines()[-1], r.stderr
+    warnings = [x for x in r.stderr.splitlines() if x.startswith("odradek produce: warning: ")]
+    assert warnings, r.stderr
+    assert all("NOT_ENOUGH_REPLICAS" in w for w in warnings), warnings
