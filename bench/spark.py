@@ -106,6 +106,29 @@ def consume(servers: str, total: int, partitions: int) -> float:
         return time.perf_counter() - start
 
 
+def start_session(builder: Any, attempts: int = 3) -> Any:
+    """``builder.getOrCreate()``, started again (up to ``attempts`` times, each failure named on
+    stderr) when Spark's JVM gateway exits before it answers: on the loaded two-core machine
+    the first launch in a long-running process has been seen to fail so, once, with no output
+    from the JVM, while the next launch works. Any other error is raised at once."""
+    from pyspark.errors import PySparkRuntimeError
+
+    for attempt in range(1, attempts + 1):
+        try:
+            return builder.getOrCreate()
+        except PySparkRuntimeError as exc:
+            if "JAVA_GATEWAY_EXITED" not in str(exc) or attempt == attempts:
+                raise
+            print(
+                f"spark: the JVM gateway exited at start (attempt {attempt} of {attempts}): "
+                f"{exc}; starting it again",
+                file=sys.stderr,
+                flush=True,
+            )
+            time.sleep(2)
+    raise AssertionError("unreachable")
+
+
 def spark_session() -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # the driver on loopback, not the first interface
@@ -114,13 +137,12 @@ def spark_session() -> Any:
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), path) if p)
     from pyspark.sql import SparkSession
 
-    session = (
+    session = start_session(
         SparkSession.builder.master("local[2]")
         .appName("odradek-spark-bench")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
     return session

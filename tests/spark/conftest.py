@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.spark import start_session
 from deploy.local.cluster import ROOT, LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from odradek import Admin, NewTopic, Producer
@@ -57,7 +58,7 @@ def spark() -> Iterator[object]:
 
     import odradek.spark
 
-    session = (
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("odradek-tests")
         .config("spark.ui.enabled", "false")
@@ -67,8 +68,8 @@ def spark() -> Iterator[object]:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "1g")
         .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
     )
+    session = start_session(builder)
     session.sparkContext.setLogLevel("ERROR")
     odradek.spark.register(session)
     try:
