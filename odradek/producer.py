@@ -16,9 +16,8 @@ How it works (``docs/sdk.md`` has the long form, with the figures behind the def
   result, no lock or thread object per record. The topic's partitions are looked up once (up
   to ``max_block_ms``) and then kept current by the I/O thread's metadata refreshes.
 * **Back-pressure.** The records not yet acknowledged are bounded by ``buffer_memory``: a
-  ``send()`` that needs a new batch while the buffer is full blocks up to ``max_block_ms``,
-  then raises :class:`~odradek.client.errors.BufferExhaustedError`. Nothing accepted is
-  dropped.
+  ``send()`` that finds the buffer full blocks up to ``max_block_ms``, then raises
+  :class:`~odradek.client.errors.BufferExhaustedError`. Nothing accepted is dropped.
 * :meth:`Producer.send_many` is the bulk path: many values (with keys, or not) encoded in one
   call into as few batches as fit, with one future for all of them.
 * A background thread (:class:`~odradek.client.sender.Sender`) sends a batch when it is full,
@@ -31,10 +30,11 @@ How it works (``docs/sdk.md`` has the long form, with the figures behind the def
   is logged at WARNING on the ``odradek.producer`` logger with the broker's error, and a
   record that runs out of time fails with that error named. Other errors fail the record's
   future with the typed error of :mod:`odradek.errors`.
-* Order: with ``max_in_flight_per_partition=1`` a partition has one batch in flight at a time
-  and a retried batch goes first, so records of a partition are stored in send order even
-  across retries. More in flight raises throughput but a retried batch may then land after a
-  later one.
+* Idempotence and order: by default the producer is idempotent (``acks=-1``, producer id and
+  sequence numbers, :mod:`odradek.client.idempotence`): up to five batches of a partition are
+  in flight, a retry is stored once, and records of a partition are stored in send order even
+  across retries. Without idempotence one batch per partition is in flight by default, which
+  keeps the order; more in flight may then store a retried batch after a later one.
 """
 
 from __future__ import annotations
