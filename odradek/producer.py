@@ -49,7 +49,7 @@ from typing import Any, Self, Unpack
 from odradek.client.accumulator import RecordAccumulator
 from odradek.client.connection import ConnectionPool, parse_bootstrap_servers
 from odradek.client.errors import ProducerClosedError
-from odradek.client.futures import FutureRecordMetadata, ProduceRequestResult
+from odradek.client.futures import FutureRecordMetadata, ProduceRequestResult, wait_all
 from odradek.client.idempotence import MAX_IN_FLIGHT_FOR_IDEMPOTENCE, IdempotenceState
 from odradek.client.metadata import ClusterMetadata, MetadataCache
 from odradek.client.security import SecurityConfig, SecurityOptions
@@ -206,14 +206,10 @@ class SendManyFuture:
         return all(part[0].is_done for part in self._parts)
 
     def _wait(self, timeout: float | None) -> None:
-        # One deadline for all batches, without reading a clock: each wait gets what is left
-        # of ``timeout`` only when the earlier ones returned at once; a pending batch after the
-        # first wait is waited for with the whole timeout only once.
-        for part in self._parts:
-            if not part[0].wait(timeout):
-                raise TimeoutError(
-                    f"{self.count} record(s) of send_many not all delivered within {timeout} s"
-                )
+        if not wait_all([part[0] for part in self._parts], timeout):
+            raise TimeoutError(
+                f"{self.count} record(s) of send_many not all delivered within {timeout} s"
+            )
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """The first error among the records' batches (``None``: all delivered). Raises
@@ -711,19 +707,7 @@ class Producer:
         self._accumulator.begin_flush()
         try:
             self._sender.wakeup()
-            waiter = threading.Event()
-            remaining = [len(pending)]
-            lock = threading.Lock()
-
-            def settled(_: object) -> None:
-                with lock:
-                    remaining[0] -= 1
-                    if remaining[0] == 0:
-                        waiter.set()
-
-            for result, _count in pending:
-                result.add_callback(settled, _NO_FUTURE)
-            if not waiter.wait(timeout):
+            if not wait_all([result for result, _count in pending], timeout):
                 left = sum(count for result, count in pending if not result.is_done)
                 raise TimeoutError(
                     f"{left} record(s) not delivered within the flush timeout of {timeout} s"
@@ -770,9 +754,6 @@ def _failed(topic: str, error: BaseException, timestamp_ms: int) -> FutureRecord
     result = ProduceRequestResult(TopicPartition(topic, -1))
     result.complete(-1, -1, error)
     return FutureRecordMetadata(result, 0, timestamp_ms)
-
-
-_NO_FUTURE = _failed("", ProducerClosedError("placeholder"), -1)
 
 
 def _arrow_bytes(column: Any, name: str) -> list[bytes | None]:

@@ -347,8 +347,7 @@ class RecordAccumulator:
                 raise ProducerClosedError("cannot send after the producer is closed")
             value = values[start]
             key = keys[start] if keys is not None else None
-            estimate = 41 + (len(value) if value else 0) + (len(key) if key else 0)
-            estimate += _NEW_BATCH  # should it need a new batch
+            estimate = estimate_record_size(key, value, ()) + _NEW_BATCH  # with a new batch
             if self._buffered + estimate > self._buffer_memory:
                 self._wait_for_memory(estimate)
             batch = self._open.get(where)
@@ -576,12 +575,6 @@ class RecordAccumulator:
                     index += 1
             queue.insert(index, batch)
             heapq.heappush(self._retried, (batch.deadline_ms, next(self._tiebreak), batch))
-
-    def reenqueue_all(self, batches: list[ProducerBatch], now_ms: int) -> None:
-        """:meth:`reenqueue` several batches of one partition, keeping their order (the first
-        of ``batches`` ends up first in the queue)."""
-        for batch in reversed(batches):
-            self.reenqueue(batch, now_ms)
 
     def done(self, batch: ProducerBatch) -> None:
         """A drained batch finished (delivered or failed for good): its memory is free."""

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from odradek.client.types import RecordMetadata, TopicPartition
 
-__all__ = ["FutureRecordMetadata", "ProduceRequestResult"]
+__all__ = ["FutureRecordMetadata", "ProduceRequestResult", "wait_all"]
 
 log = logging.getLogger("odradek.producer")
 
@@ -97,6 +97,28 @@ class ProduceRequestResult:
         _run(callback, future)
 
 
+def wait_all(results: list[ProduceRequestResult], timeout: float | None) -> bool:
+    """Wait until every one of ``results`` is complete, ``timeout`` seconds in all (``None``:
+    without limit); ``True`` if they all are. One event and a callback per result, so the
+    timeout bounds the whole wait, not each result's."""
+    pending = [r for r in results if not r.is_done]
+    if not pending:
+        return True
+    finished = threading.Event()
+    left = [len(pending)]
+    lock = threading.Lock()
+
+    def settled(_: object) -> None:
+        with lock:
+            left[0] -= 1
+            if left[0] == 0:
+                finished.set()
+
+    for result in pending:
+        result.add_callback(settled, _NO_FUTURE)
+    return finished.wait(timeout)
+
+
 def _run(callback: Callback, future: FutureRecordMetadata) -> None:
     try:
         callback(future)
@@ -166,3 +188,7 @@ class FutureRecordMetadata:
         append_time = result.log_append_time_ms
         timestamp = append_time if append_time >= 0 else self._timestamp
         return RecordMetadata(result.tp.topic, result.tp.partition, offset, timestamp)
+
+
+# The handle passed to wait_all's callbacks (they ignore it).
+_NO_FUTURE = FutureRecordMetadata(ProduceRequestResult(TopicPartition("", -1)), 0, -1)
