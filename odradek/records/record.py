@@ -25,11 +25,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import CorruptRecordError
 from odradek.records.varint import decode_varint, decode_varlong
 
-__all__ = ["NO_TIMESTAMP", "Header", "Record", "RecordColumns", "decode_columns", "decode_records"]
+if TYPE_CHECKING:
+    from odradek.records.layout import RecordLayout
+
+__all__ = [
+    "NO_TIMESTAMP",
+    "Header",
+    "Record",
+    "RecordColumns",
+    "decode_columns",
+    "decode_headers_of",
+    "decode_records",
+]
 
 NO_TIMESTAMP = -1
 """The timestamp stored for a record that has none (Kafka's ``RecordBatch.NO_TIMESTAMP``)."""
@@ -141,6 +153,95 @@ def decode_columns(
     """
     if count < 0:
         raise CorruptRecordError(f"invalid record count {count}")
+    if count >= _LAYOUT_MIN_RECORDS:
+        columns = _columns_by_layout(data, count, base_offset, base_timestamp, log_append_time)
+        if columns is not None:
+            return columns
+    return _columns_by_record(data, count, base_offset, base_timestamp, log_append_time)
+
+
+# odradek.records.layout needs numpy, which takes longer to import than the whole command line
+# does: it is imported on the first batch big enough to use it.
+_LAYOUT_MIN_RECORDS = 128  # odradek.records.layout.LAYOUT_MIN_RECORDS, checked by a test
+
+
+def _columns_by_layout(
+    data: bytes, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None
+) -> RecordColumns | None:
+    """:func:`decode_columns` through :func:`~odradek.records.layout.record_layout`; ``None``
+    when the layout does not vouch for ``data`` (the record loop then names the fault)."""
+    from odradek.records.layout import record_layout  # imported here: see above
+
+    layout = record_layout(data, count)
+    if layout is None:
+        return None
+    offsets: list[int] = (layout.offset_delta + base_offset).tolist()
+    if log_append_time is not None:
+        timestamps = [log_append_time] * count
+    else:
+        timestamps = (layout.timestamp_delta + base_timestamp).tolist()
+    keys = _slices(data, layout.key_start, layout.key_size, count)
+    values = _slices(data, layout.value_start, layout.value_size, count)
+    try:
+        headers_of = decode_headers_of(data, layout, range(count))
+    except CorruptRecordError:
+        return None
+    return offsets, timestamps, keys, values, headers_of
+
+
+def decode_headers_of(
+    data: bytes, layout: RecordLayout, indexes: Sequence[int]
+) -> list[tuple[Header, ...]]:
+    """The headers of the records ``indexes`` (ascending) of a :func:`record_layout`, ``()``
+    for a record with none.
+
+    Raises :class:`~odradek.errors.CorruptRecordError` if a record's headers are malformed or
+    do not end where the record does."""
+    if not layout.header_count.any():
+        return [()] * len(indexes)
+    counts = layout.header_count.tolist()
+    starts = layout.headers_start.tolist()
+    ends = layout.record_end.tolist()
+    out: list[tuple[Header, ...]] = []
+    append = out.append
+    index = -1
+    try:
+        for index in indexes:
+            if not counts[index]:
+                append(())
+                continue
+            headers, pos = _decode_headers(data, starts[index], ends[index], counts[index], index)
+            if pos != ends[index]:
+                raise CorruptRecordError(
+                    f"record {index}: invalid record size: its headers end at byte {pos}, "
+                    f"the record at byte {ends[index]}"
+                )
+            append(headers)
+    except IndexError:
+        raise CorruptRecordError(f"record {index}: headers are truncated") from None
+    except UnicodeDecodeError as exc:
+        raise CorruptRecordError(f"record {index}: header key is not UTF-8: {exc}") from None
+    return out
+
+
+def _slices(data: bytes, starts: Any, sizes: Any, count: int) -> list[bytes | None]:
+    """``data[start:start + size]`` for each pair of the int64 arrays, ``None`` where the size
+    is negative."""
+    nulls = sizes < 0
+    if nulls.all():
+        return [None] * count
+    begin = starts.tolist()
+    end = (starts + sizes).tolist()
+    if not nulls.any():
+        return [data[b:e] for b, e in zip(begin, end, strict=True)]
+    return [data[b:e] if b <= e else None for b, e in zip(begin, end, strict=True)]
+
+
+def _columns_by_record(
+    data: bytes, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None
+) -> RecordColumns:
+    """:func:`decode_columns` one record at a time, checking every field: the reference, and
+    the decoder of small batches and of sections the layout refuses."""
     offsets: list[int] = []
     timestamps: list[int] = []
     keys: list[bytes | None] = []

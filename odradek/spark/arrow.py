@@ -20,6 +20,7 @@ Not thread-safe: one builder per reading task.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any
 
 import numpy as np
@@ -28,8 +29,10 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 from odradek.errors import CorruptRecordError
 from odradek.records import RecordBatch
+from odradek.records.batch import RECORD_BATCH_OVERHEAD
 from odradek.records.compression import Compression, decompress
-from odradek.records.varint import decode_varint, decode_varlong
+from odradek.records.layout import LAYOUT_MIN_RECORDS, RecordLayout, record_layout
+from odradek.records.record import decode_columns, decode_headers_of
 
 __all__ = ["SPARK_DDL", "ArrowBatchBuilder", "arrow_schema", "spark_ddl"]
 
@@ -78,15 +81,13 @@ class ArrowBatchBuilder:
         self._reset()
 
     def _reset(self) -> None:
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.offsets: list[int] = []
-        self.timestamps: list[int] = []
-        self.timestamp_types: list[int] = []
-        self.headers: list[list[tuple[str, bytes | None]] | None] = []
+        # One entry per batch added: its keys, values, offsets, timestamps (ms), timestamp
+        # types and (with headers) header lists, each already an Arrow array.
+        self._pieces: list[list[Any]] = []
+        self._rows = 0
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        return self._rows
 
     def add(self, batch: RecordBatch, start: int, end: int) -> int:
         """Append the records of ``batch`` with ``start <= offset < end``; the number added.
@@ -99,154 +100,134 @@ class ArrowBatchBuilder:
         count = batch.records_count
         if count <= 0:
             return 0
-        view = batch.buffer()
-        data = bytes(view[61:])
+        data = bytes(batch.buffer()[RECORD_BATCH_OVERHEAD:])
         codec = batch.compression
         if codec is not Compression.NONE:
             data = decompress(codec, data)
-        log_append_time = batch.max_timestamp if batch.timestamp_type.value == 1 else None
-        before = len(self.offsets)
+        layout = record_layout(data, count) if count >= LAYOUT_MIN_RECORDS else None
         try:
-            self._decode(data, count, batch.base_offset, batch.base_timestamp, start, end)
-        except (IndexError, UnicodeDecodeError) as exc:
+            if layout is not None:
+                piece = self._piece_from_layout(data, layout, batch, start, end)
+            else:
+                piece = self._piece_from_columns(data, count, batch, start, end)
+        except CorruptRecordError as exc:
             raise CorruptRecordError(
                 f"{self.topic}-{self.partition}: batch at offset {batch.base_offset} does not "
-                f"decode: {exc}"
+                f"decode: {exc.message}"
             ) from None
-        added = len(self.offsets) - before
-        if log_append_time is not None:
-            self.timestamps[before:] = [log_append_time] * added
-        self.timestamp_types.extend([batch.timestamp_type.value] * added)
+        if piece is None:
+            return 0
+        if batch.timestamp_type.value == 1:  # LOG_APPEND_TIME: the batch's time for all
+            piece[3] = pa.array(np.full(len(piece[2]), batch.max_timestamp, dtype=np.int64))
+        piece.insert(4, pa.array(np.full(len(piece[2]), batch.timestamp_type.value, np.int32)))
+        self._pieces.append(piece)
+        added = len(piece[2])
+        self._rows += added
         return added
 
-    def _decode(
-        self, data: bytes, count: int, base_offset: int, base_ts: int, start: int, end: int
-    ) -> None:
-        # The hot loop: locals for every attribute, and each varint's one- and two-byte cases
-        # inline (zig-zag values below 64 take one byte, below 8192 two: record lengths,
-        # key/value sizes and deltas of ordinary batches), a call only for longer ones.
-        keys = self.keys
-        values = self.values
-        offsets = self.offsets
-        timestamps = self.timestamps
-        headers = self.headers if self.include_headers else None
-        dv = decode_varint
-        pos = 0
-        for _ in range(count):
-            b = data[pos]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                u = (b & 0x7F) | (data[pos + 1] << 7)
-                length = (u >> 1) ^ -(u & 1)
-                pos += 2
-            else:
-                length, pos = dv(data, pos)
-            stop = pos + length
-            pos += 1  # attributes
-            b = data[pos]
-            if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                u = (b & 0x7F) | (data[pos + 1] << 7)
-                ts_delta = (u >> 1) ^ -(u & 1)
-                pos += 2
-            else:
-                ts_delta, pos = decode_varlong(data, pos)
-            b = data[pos]
-            if b < 0x80:
-                offset_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                u = (b & 0x7F) | (data[pos + 1] << 7)
-                offset_delta = (u >> 1) ^ -(u & 1)
-                pos += 2
-            else:
-                offset_delta, pos = dv(data, pos)
-            offset = base_offset + offset_delta
-            if offset < start or offset >= end:
-                pos = stop
-                continue
-            b = data[pos]
-            if b < 0x80:
-                size = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                u = (b & 0x7F) | (data[pos + 1] << 7)
-                size = (u >> 1) ^ -(u & 1)
-                pos += 2
-            else:
-                size, pos = dv(data, pos)
-            if size >= 0:
-                keys.append(data[pos : pos + size])
-                pos += size
-            else:
-                keys.append(None)
-            b = data[pos]
-            if b < 0x80:
-                size = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                u = (b & 0x7F) | (data[pos + 1] << 7)
-                size = (u >> 1) ^ -(u & 1)
-                pos += 2
-            else:
-                size, pos = dv(data, pos)
-            if size >= 0:
-                values.append(data[pos : pos + size])
-                pos += size
-            else:
-                values.append(None)
-            offsets.append(offset)
-            timestamps.append(base_ts + ts_delta)
-            if headers is not None:
-                num_headers, pos = dv(data, pos)
-                if num_headers <= 0:
-                    headers.append(None)
-                else:
-                    record_headers: list[tuple[str, bytes | None]] = []
-                    for _ in range(num_headers):
-                        size, pos = dv(data, pos)
-                        header_key = data[pos : pos + size].decode("utf-8")
-                        pos += size
-                        size, pos = dv(data, pos)
-                        if size >= 0:
-                            record_headers.append((header_key, data[pos : pos + size]))
-                            pos += size
-                        else:
-                            record_headers.append((header_key, None))
-                    headers.append(record_headers)
-            if pos > stop:
-                raise CorruptRecordError(f"record at offset {offset} overruns its length")
-            pos = stop
-        if pos != len(data):
-            raise CorruptRecordError(
-                f"batch at offset {base_offset}: {len(data) - pos} bytes remain after "
-                f"{count} records"
-            )
+    def _piece_from_layout(
+        self, data: bytes, layout: RecordLayout, batch: RecordBatch, start: int, end: int
+    ) -> list[Any] | None:
+        """Keys, values, offsets, timestamps (and headers) of the batch's records in range,
+        cut from ``data`` by Arrow: no Python object per record."""
+        offsets = layout.offset_delta + batch.base_offset
+        keep = (offsets >= start) & (offsets < end)
+        rows: Any = None if bool(keep.all()) else keep.nonzero()[0]
+        if rows is not None and len(rows) == 0:
+            return None
+        buffer = pa.py_buffer(data)
+        piece = [
+            _cut(buffer, layout.key_start, layout.key_size, rows),
+            _cut(buffer, layout.value_start, layout.value_size, rows),
+            pa.array(offsets if rows is None else offsets[rows]),
+            pa.array(
+                layout.timestamp_delta + batch.base_timestamp
+                if rows is None
+                else layout.timestamp_delta[rows] + batch.base_timestamp
+            ),
+        ]
+        if self.include_headers:
+            indexes = range(len(offsets)) if rows is None else rows.tolist()
+            headers = decode_headers_of(data, layout, indexes)
+            piece.append(pa.array([h or None for h in headers], type=_HEADERS_TYPE))
+        return piece
+
+    def _piece_from_columns(
+        self, data: bytes, count: int, batch: RecordBatch, start: int, end: int
+    ) -> list[Any] | None:
+        """As :meth:`_piece_from_layout` for small batches, through the record-by-record
+        decoder (which also names the fault of a corrupt one)."""
+        offsets, timestamps, keys, values, headers = decode_columns(
+            data, count, batch.base_offset, batch.base_timestamp, None
+        )
+        lo = bisect_left(offsets, start)
+        hi = bisect_left(offsets, end)
+        if lo >= hi:
+            return None
+        piece = [
+            pa.array(keys[lo:hi], type=pa.binary()),
+            pa.array(values[lo:hi], type=pa.binary()),
+            pa.array(offsets[lo:hi], type=pa.int64()),
+            pa.array(timestamps[lo:hi], type=pa.int64()),
+        ]
+        if self.include_headers:
+            piece.append(pa.array([h or None for h in headers[lo:hi]], type=_HEADERS_TYPE))
+        return piece
 
     def build(self) -> Any:
         """The collected records as one ``pyarrow.RecordBatch``; the builder starts empty
         again."""
-        n = len(self.offsets)
+        n = self._rows
         width = len(self._topic_bytes)
         topic_offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)[: n + 1]
         topics = pa.StringArray.from_buffers(
             n, pa.py_buffer(topic_offsets), pa.py_buffer(self._topic_bytes * n)
         )
-        millis = pa.array(self.timestamps, type=pa.int64())
+
+        def column(i: int, kind: Any) -> Any:
+            arrays = [piece[i] for piece in self._pieces]
+            return pa.concat_arrays(arrays) if arrays else pa.array([], type=kind)
+
+        millis = column(3, pa.int64())
         columns = [
-            pa.array(self.keys, type=pa.binary()),
-            pa.array(self.values, type=pa.binary()),
+            column(0, pa.binary()),
+            column(1, pa.binary()),
             topics,
             pa.array(np.full(n, self.partition, dtype=np.int32)),
-            pa.array(self.offsets, type=pa.int64()),
+            column(2, pa.int64()),
             pc.multiply(millis, 1000).view(_TIMESTAMP_TYPE),
-            pa.array(self.timestamp_types, type=pa.int32()),
+            column(4, pa.int32()),
         ]
         if self.include_headers:
-            columns.append(pa.array(self.headers, type=_HEADERS_TYPE))
+            columns.append(column(5, _HEADERS_TYPE))
         self._reset()
         return pa.RecordBatch.from_arrays(columns, schema=self._schema)
+
+
+def _cut(buffer: Any, starts: Any, sizes: Any, rows: Any) -> Any:
+    """A binary array of ``buffer[start:start + size]`` for each record (of ``rows`` only, when
+    not ``None``), null where the size is negative.
+
+    The fields lie in ``buffer`` in order with gaps between them, so one array over the buffer
+    whose elements alternate field, gap, field, ... costs no copy; taking its even elements
+    copies just the fields, in C++."""
+    n = len(starts)
+    nulls = sizes < 0
+    if rows is not None:
+        count = len(rows)
+        if bool(nulls[rows].all()):
+            return pa.nulls(count, type=pa.binary())
+    elif bool(nulls.all()):
+        return pa.nulls(n, type=pa.binary())
+    bounds = np.empty(2 * n, dtype=np.int32)
+    bounds[0::2] = starts
+    bounds[1::2] = starts + np.maximum(sizes, 0)
+    alternating = pa.BinaryArray.from_buffers(
+        pa.binary(), 2 * n - 1, [None, pa.py_buffer(bounds), buffer]
+    )
+    picked = np.arange(0, 2 * n, 2, dtype=np.int64) if rows is None else rows * 2
+    fields = alternating.take(pa.array(picked))
+    field_nulls = nulls if rows is None else nulls[rows]
+    if bool(field_nulls.any()):
+        fields = pc.if_else(pa.array(~field_nulls), fields, pa.scalar(None, type=pa.binary()))
+    return fields

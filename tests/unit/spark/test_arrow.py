@@ -61,3 +61,27 @@ def test_without_headers_and_log_append_time():
 def test_empty_build_is_a_valid_batch():
     out = ArrowBatchBuilder("t", 0, include_headers=True).build()
     assert out.num_rows == 0 and out.schema == arrow_schema(True)
+
+
+@pytest.mark.parametrize("include_headers", [True, False])
+def test_small_and_large_batches_build_one_arrow_batch(include_headers):
+    # Below LAYOUT_MIN_RECORDS a batch is decoded record by record, above it through the
+    # layout: both kinds, and a range cut inside each, in one Arrow batch.
+    small = next(read_batches(build_batch(records(9), base_offset=0)))
+    large = next(read_batches(build_batch(records(400), base_offset=9)))
+    nulls = next(read_batches(build_batch([Record(None, None, [])] * 150, base_offset=409)))
+    builder = ArrowBatchBuilder("t", 1, include_headers=include_headers)
+    assert builder.add(small, 2, 10_000) == 7
+    assert builder.add(large, 0, 400) == 391
+    assert builder.add(nulls, 0, 10_000) == 150
+    assert len(builder) == 548
+    out = builder.build()
+    want = small.records()[2:] + large.records()[:391] + nulls.records()
+    assert out.column("offset").to_pylist() == [r.offset for r in want]
+    assert out.column("key").to_pylist() == [r.key for r in want]
+    assert out.column("value").to_pylist() == [r.value for r in want]
+    if include_headers:
+        assert out.column("headers").to_pylist() == [
+            [{"key": k, "value": v} for k, v in r.headers] if r.headers else None for r in want
+        ]
+    assert builder.build().num_rows == 0

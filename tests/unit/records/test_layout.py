@@ -1,0 +1,130 @@
+"""The numpy record layout against the record-by-record reference decoder: equal answers on
+valid sections, the reference's error on every section the layout cannot vouch for."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from odradek.errors import CorruptRecordError
+from odradek.records import RECORD_BATCH_OVERHEAD, Record, build_batch, read_batches
+from odradek.records import record as record_module
+from odradek.records.layout import LAYOUT_MIN_RECORDS, record_layout
+from odradek.records.record import decode_columns
+from odradek.records.varint import encode_varint
+
+reference = record_module._columns_by_record
+
+
+def section(records: list[Record], **kwargs: object) -> tuple[bytes, int, int, int]:
+    """The record section of a batch of ``records``: (bytes, count, base offset, base ts)."""
+    raw = build_batch(records, **kwargs)
+    batch = next(read_batches(raw))
+    return raw[RECORD_BATCH_OVERHEAD:], batch.records_count, batch.base_offset, batch.base_timestamp
+
+
+def both(data: bytes, count: int, base_offset: int = 0, base_ts: int = 0):
+    """(layout answer, reference answer), each the columns or the CorruptRecordError."""
+
+    def run(decode):
+        try:
+            return decode(data, count, base_offset, base_ts, None)
+        except CorruptRecordError as exc:
+            return exc
+
+    return run(decode_columns), run(reference)
+
+
+def test_the_threshold_is_the_layouts_own():
+    assert record_module._LAYOUT_MIN_RECORDS == LAYOUT_MIN_RECORDS
+
+
+short_or_long = st.binary(max_size=20) | st.integers(8190, 8200).map(lambda n: b"x" * n)
+maybe_bytes = st.none() | short_or_long
+headers = st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=5)), max_size=2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(maybe_bytes, maybe_bytes, headers, st.integers(-(2**40), 2**40)),
+        min_size=1,
+        max_size=6,
+    ),
+    st.integers(0, 2**40),
+    st.integers(LAYOUT_MIN_RECORDS, LAYOUT_MIN_RECORDS + 300),
+)
+def test_valid_sections_decode_as_the_reference_does(kinds, base_offset, count):
+    # A few kinds of record, repeated to a batch big enough for the layout.
+    records = [
+        Record(key, value, hdrs, timestamp=2**41 + ts + i)
+        for i, (key, value, hdrs, ts) in ((i, kinds[i % len(kinds)]) for i in range(count))
+    ]
+    data, n, base, base_ts = section(records, base_offset=base_offset)
+    assert record_layout(data, n) is not None
+    got, want = both(data, n, base, base_ts)
+    assert got == want
+    assert got[3] == [r.value for r in records]
+    assert got[4] == [r.headers for r in records]
+
+
+def _plain(n: int, size: int = 30) -> list[Record]:
+    return [Record(None if i % 5 else b"k%d" % i, b"v" * (size + i % 7)) for i in range(n)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_corrupt_sections_get_the_references_error(data):
+    raw, count, _, _ = section(_plain(LAYOUT_MIN_RECORDS + 3))
+    body = bytearray(raw)
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.integers(0, len(body) - 1))
+        body[at] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.sampled_from([0, 0, 1, 7]))
+    extra = data.draw(st.sampled_from([b"", b"", b"\x00"]))
+    mutated = bytes(body[: len(body) - cut]) + extra
+    got, want = both(mutated, count)
+    if isinstance(want, CorruptRecordError):
+        assert isinstance(got, CorruptRecordError)
+        assert got.message == want.message
+    else:
+        assert got == want
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["key size", "value size", "header count"],
+)
+def test_an_overlong_varint_is_refused_by_the_layout_and_named_by_the_reference(field):
+    # Six bytes for an int32 varint: Kafka's ByteUtils refuses it.
+    overlong = b"\x80\x80\x80\x80\x80\x00"
+    parts = []
+    for i in range(LAYOUT_MIN_RECORDS):
+        bad = i == 5
+        key = overlong if bad and field == "key size" else encode_varint(-1)
+        value = overlong if bad and field == "value size" else encode_varint(1) + b"v"
+        count = overlong if bad and field == "header count" else encode_varint(0)
+        body = b"\x00" + encode_varint(0) + encode_varint(i) + key + value + count
+        parts.append(encode_varint(len(body)) + body)
+    data = b"".join(parts)
+    assert record_layout(data, LAYOUT_MIN_RECORDS) is None
+    got, want = both(data, LAYOUT_MIN_RECORDS)
+    assert isinstance(want, CorruptRecordError)
+    assert isinstance(got, CorruptRecordError) and got.message == want.message
+
+
+def test_a_count_that_disagrees_with_the_section_is_refused():
+    data, count, _, _ = section(_plain(LAYOUT_MIN_RECORDS + 1))
+    assert record_layout(data, count - 1) is None
+    assert record_layout(data, count + 1) is None
+    for wrong in (count - 1, count + 1):
+        got, want = both(data, wrong)
+        assert isinstance(got, CorruptRecordError) and got.message == want.message
+
+
+def test_log_append_time_stamps_every_record():
+    data, count, base, _ = section(_plain(LAYOUT_MIN_RECORDS))
+    offsets, timestamps, *_ = decode_columns(data, count, base, 0, 1_234)
+    assert timestamps == [1_234] * count
+    assert offsets == list(range(count))
