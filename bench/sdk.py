@@ -16,8 +16,11 @@ records, it measures:
   ``buffer_memory``);
 * one ``Consumer.poll()`` loop reading the RF-3 topic from the start, beside the broker's raw
   fetch rate of the same records (1 MiB fetches decoded to batch boundaries only);
-* the Spark reader (``spark.read.format("odradek")`` into the ``noop`` sink, ``local[2]``)
-  reading the same topic, beside that consumer.
+* the Spark reader (``local[2]``, into the ``noop`` sink) on a four-partition topic of
+  ``--spark-records`` records, beside one consumer reading the same records: a batch read, a
+  streaming ``availableNow`` read in one trigger and in four, and a Spark job's own cost (see
+  ``bench/spark.py``: reads much smaller than the default 4,000,000 records measure mostly
+  that).
 
 Every producer figure is measured in ``--repeat`` rounds, each right after its own baseline
 run, and reported as the median round's ratio (the machine is shared and its speed drifts).
@@ -342,7 +345,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--latency-s", type=float, default=5.0)
     parser.add_argument("--rss-records", type=int, default=10_000_000)
     parser.add_argument("--no-spark", action="store_true")
-    parser.add_argument("--spark-records", type=int, default=1_000_000)
+    parser.add_argument("--spark-records", type=int, default=4_000_000)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument(
         "--sweep",
@@ -460,8 +463,11 @@ def spark_figures(cluster: LocalCluster, records: int) -> dict[str, object]:
         warm = json.dumps({"spark": {str(p): 1 for p in range(partitions)}})
         spark_bench.batch_read(spark, servers, warm)  # the JVM's and the workers' first run
         batch = records / spark_bench.batch_read(spark, servers)
+        job_s = spark_bench.job_seconds(spark, servers, partitions)
         with tempfile.TemporaryDirectory() as checkpoint:
-            stream = records / spark_bench.stream_read(
+            stream = records / spark_bench.stream_read(spark, servers, None, Path(checkpoint))
+        with tempfile.TemporaryDirectory() as checkpoint:
+            limited = records / spark_bench.stream_read(
                 spark, servers, max(1, records // 4), Path(checkpoint)
             )
     finally:
@@ -474,6 +480,9 @@ def spark_figures(cluster: LocalCluster, records: int) -> dict[str, object]:
         "spark_ratio": round(batch / consumer, 3),
         "spark_stream_records_per_s": round(stream),
         "spark_stream_ratio": round(stream / consumer, 3),
+        "spark_stream_4_triggers_records_per_s": round(limited),
+        "spark_stream_4_triggers_ratio": round(limited / consumer, 3),
+        "spark_job_s": round(job_s, 3),
     }
 
 
@@ -500,8 +509,10 @@ def report(out: dict[str, object]) -> None:
         print(
             f"spark reader ({out['spark_topic_partitions']} partitions, local[2]): batch "
             f"{out['spark_records_per_s']} records/s, stream {out['spark_stream_records_per_s']}"
-            f"; one consumer {out['spark_consumer_records_per_s']} (ratios "
-            f"{out['spark_ratio']}, {out['spark_stream_ratio']})"
+            f" (one trigger), {out['spark_stream_4_triggers_records_per_s']} (4 triggers); one "
+            f"consumer {out['spark_consumer_records_per_s']} (ratios {out['spark_ratio']}, "
+            f"{out['spark_stream_ratio']}, {out['spark_stream_4_triggers_ratio']}); a Spark "
+            f"job's own cost {out['spark_job_s']} s"
         )
     if "rss_peak_mib" in out:
         print(

@@ -91,16 +91,19 @@ def _walk(data: bytes, count: int) -> list[int] | None:
 def _varints(section: npt.NDArray[np.uint8], at: _I64, max_bytes: int) -> tuple[_I64, _I64] | None:
     """The zig-zag varints (``max_bytes`` 5: int32, 10: int64) starting at each position of
     ``at``: (values, positions after them); ``None`` if one is longer than ``max_bytes``."""
-    b = section[at]
-    raw = (b & 0x7F).astype(np.uint64)
-    more = b >= 0x80
+    first = section[at].astype(np.int64)
+    if int(first.max()) < 0x80:  # all one byte (null keys, no headers, small deltas)
+        return (first >> 1) ^ -(first & 1), at + 1
+    # Unsigned: the tenth byte of a varlong lands on bit 63.
+    raw = (first & 0x7F).astype(np.uint64)
+    more = first >= 0x80
     after = at + 1
     shift = 7
     while more.any():
         if shift >= 7 * max_bytes:
             return None
         b = section[after]
-        raw |= np.where(more, (b & 0x7F).astype(np.uint64) << np.uint64(shift), np.uint64(0))
+        raw |= (b & 0x7F).astype(np.uint64) * more << np.uint64(shift)
         after = after + more
         more &= b >= 0x80
         shift += 7

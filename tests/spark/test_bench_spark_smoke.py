@@ -20,8 +20,11 @@ def test_spark_benchmark_prints_its_figures_as_one_json_line(spark, tmp_path, ca
         "consumer_records_per_s",
         "connector_batch_records_per_s",
         "connector_stream_records_per_s",
+        "connector_stream_4_triggers_records_per_s",
         "connector_ratio",
         "stream_ratio",
+        "stream_4_triggers_ratio",
+        "spark_job_s",
     ):
         value = figures[key]
         assert isinstance(value, int | float), key
