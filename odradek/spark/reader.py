@@ -5,6 +5,8 @@ This is what a Spark task runs (:func:`read_range`). It fetches raw record batch
 :class:`~odradek.spark.arrow.ArrowBatchBuilder`, so no per-record Python object is made. The
 rules follow Spark's ``KafkaDataConsumer``:
 
+* one fetch is sent ahead: while an answer is decoded, the fetch of the records after it is
+  already on its way (cancelled if the read ends or has to ask elsewhere);
 * the first batch may start below the range (the leader reads from the batch holding the
   offset): records below it are skipped; records at or past the end are dropped;
 * offsets may be missing inside the range (compaction, control batches): the next fetch starts
@@ -29,7 +31,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from odradek.client.connection import ConnectionPool, call, parse_bootstrap_servers
+import grpc
+
+from odradek.client.connection import ConnectionPool, cancel, parse_bootstrap_servers, wait
 from odradek.client.errors import error_from_code, is_invalid_metadata
 from odradek.client.metadata import MetadataCache
 from odradek.client.security import SecurityConfig
@@ -130,6 +134,76 @@ def fetch_client(servers: str, security: SecurityConfig | None = None) -> FetchC
     return _clients.get((servers, security or SecurityConfig()))
 
 
+class _Prefetch:
+    """At most one fetch sent ahead of need: taken when the read asks for exactly it, else
+    cancelled. Not thread-safe: one per read."""
+
+    def __init__(self) -> None:
+        self._key: tuple[object, ...] | None = None
+        self._future: grpc.Future[Any] | None = None
+
+    def start(
+        self,
+        client: FetchClient,
+        tp: TopicPartition,
+        offset: int,
+        address: str,
+        epoch: int,
+        max_bytes: int,
+    ) -> None:
+        self.cancel()
+        self._future = _send_fetch(client, tp, offset, address, epoch, max_bytes)
+        self._key = (tp, offset, address, epoch, max_bytes)
+
+    def take(
+        self,
+        client: FetchClient,
+        tp: TopicPartition,
+        offset: int,
+        address: str,
+        epoch: int,
+        max_bytes: int,
+    ) -> grpc.Future[Any]:
+        """The fetch sent ahead if it is this one, else a new one."""
+        future = self._future
+        if future is not None and self._key == (tp, offset, address, epoch, max_bytes):
+            self._future = self._key = None
+            return future
+        self.cancel()
+        return _send_fetch(client, tp, offset, address, epoch, max_bytes)
+
+    def cancel(self) -> None:
+        if self._future is not None:
+            cancel(self._future)
+        self._future = self._key = None
+
+
+def _send_fetch(
+    client: FetchClient, tp: TopicPartition, offset: int, address: str, epoch: int, max_bytes: int
+) -> grpc.Future[Any]:
+    """A fetch of ``tp`` from ``offset`` sent to ``address`` (its answer: :func:`wait`)."""
+    request = pb.FetchRequest(
+        replica_id=-1,
+        broker_epoch=-1,
+        max_wait_ms=_FETCH_MAX_WAIT_MS,
+        min_bytes=1,
+        max_bytes=max_bytes,
+        partitions=[
+            pb.FetchPartition(
+                topic=tp.topic,
+                partition=tp.partition,
+                fetch_offset=offset,
+                partition_max_bytes=max_bytes,
+                current_leader_epoch=epoch,
+                last_fetched_epoch=-1,
+                log_start_offset=-1,
+            )
+        ],
+    )
+    timeout_s = (_REQUEST_TIMEOUT_MS + _FETCH_MAX_WAIT_MS) / 1000
+    return client.pool.broker(address).Fetch.future(request, timeout=timeout_s)
+
+
 def read_range(spec: RangeRead) -> Iterator[Any]:
     """The records ``[spec.start, spec.end)`` as ``pyarrow.RecordBatch``es of at most
     :data:`ARROW_BATCH_ROWS` rows (see the module docstring).
@@ -139,6 +213,14 @@ def read_range(spec: RangeRead) -> Iterator[Any]:
     :class:`~odradek.errors.RequestTimedOutError` when the partition could not be read for
     ``poll_timeout_ms``.
     """
+    prefetch = _Prefetch()
+    try:
+        yield from _read_range(spec, prefetch)
+    finally:
+        prefetch.cancel()
+
+
+def _read_range(spec: RangeRead, prefetch: _Prefetch) -> Iterator[Any]:
     tp = TopicPartition(spec.topic, spec.partition)
     client = fetch_client(spec.servers, spec.security)
     clock = client.clock
@@ -172,31 +254,8 @@ def read_range(spec: RangeRead) -> Iterator[Any]:
             time.sleep(_RETRY_BACKOFF_MS / 1000)
             continue
         address, epoch = leader
-        request = pb.FetchRequest(
-            replica_id=-1,
-            broker_epoch=-1,
-            max_wait_ms=_FETCH_MAX_WAIT_MS,
-            min_bytes=1,
-            max_bytes=max_bytes,
-            partitions=[
-                pb.FetchPartition(
-                    topic=tp.topic,
-                    partition=tp.partition,
-                    fetch_offset=offset,
-                    partition_max_bytes=max_bytes,
-                    current_leader_epoch=epoch,
-                    last_fetched_epoch=-1,
-                    log_start_offset=-1,
-                )
-            ],
-        )
         try:
-            response = call(
-                client.pool.broker(address).Fetch,
-                request,
-                address=address,
-                timeout_ms=_REQUEST_TIMEOUT_MS + _FETCH_MAX_WAIT_MS,
-            )
+            response = wait(prefetch.take(client, tp, offset, address, epoch, max_bytes), address)
             if response.error_code:
                 raise error_from_code(response.error_code, "", f"fetch from node {address}")
         except OdradekError as exc:
@@ -241,9 +300,13 @@ def read_range(spec: RangeRead) -> Iterator[Any]:
             if not hinted:
                 time.sleep(_RETRY_BACKOFF_MS / 1000)
             continue
+        batches = list(read_batches(p.records))
+        if batches and batches[-1].next_offset < end:
+            # The next records travel while these are decoded.
+            prefetch.start(client, tp, batches[-1].next_offset, address, epoch, max_bytes)
         complete = 0
         moved = False
-        for batch in read_batches(p.records):
+        for batch in batches:
             complete += 1
             if batch.last_offset < offset:
                 continue
