@@ -465,6 +465,8 @@ def spark_figures(cluster: LocalCluster, records: int) -> dict[str, object]:
         batch = records / spark_bench.batch_read(spark, servers)
         job_s = spark_bench.job_seconds(spark, servers, partitions)
         with tempfile.TemporaryDirectory() as checkpoint:
+            spark_bench.warm_stream(spark, servers, partitions, Path(checkpoint))
+        with tempfile.TemporaryDirectory() as checkpoint:
             stream = records / spark_bench.stream_read(spark, servers, None, Path(checkpoint))
         with tempfile.TemporaryDirectory() as checkpoint:
             limited = records / spark_bench.stream_read(
