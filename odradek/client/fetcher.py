@@ -14,12 +14,14 @@ Pure; thread-safe.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, islice, repeat
 
 from odradek.client.types import ConsumerRecord, TopicPartition
 from odradek.errors import MessageTooLargeError
-from odradek.records import NO_PARTITION_LEADER_EPOCH, read_batches
+from odradek.records import NO_PARTITION_LEADER_EPOCH, RecordBatch, TimestampType, read_batches
+from odradek.records.batch import columns_of
 
 __all__ = ["Fetched", "parse_fetched"]
 
@@ -44,11 +46,10 @@ def parse_fetched(
     :class:`~odradek.errors.MessageTooLargeError` when ``data`` is not empty but holds no
     complete batch (the partition's byte limit is smaller than the batch at the fetch offset).
     """
-    records: list[ConsumerRecord] = []
-    extend = records.extend
     topic, partition = tp.topic, tp.partition
     next_offset = fetch_offset
     complete = 0
+    batches: list[RecordBatch] = []
     for batch in read_batches(data):
         complete += 1
         if batch.last_offset < fetch_offset:
@@ -56,14 +57,36 @@ def parse_fetched(
         if check_crcs:
             batch.validate()
         next_offset = max(next_offset, batch.next_offset)
-        if batch.is_control:
-            continue
-        epoch = batch.partition_leader_epoch
-        leader_epoch = None if epoch == NO_PARTITION_LEADER_EPOCH else epoch
-        offsets, timestamps, keys, values, headers = batch.columns()
+        if not batch.is_control and batch.records_count != 0:  # a negative one is corrupt
+            batches.append(batch)
+    records: list[ConsumerRecord] = []
+    if batches:
+        # All the answer's batches decoded at once, then one tuple per record built by C
+        # loops (map/zip/repeat) rather than a Python call per record: most of the consumer's
+        # cost per record.
+        offsets, timestamps, keys, values, headers = columns_of(batches)
         n = len(offsets)
-        if n and offsets[0] < fetch_offset:  # the batch holding the fetch offset
-            skip = bisect_left(offsets, fetch_offset)
+        if len(batches) == 1:
+            epoch = batches[0].partition_leader_epoch
+            types: Iterable[TimestampType] = repeat(batches[0].timestamp_type, n)
+            epochs: Iterable[int | None] = repeat(
+                None if epoch == NO_PARTITION_LEADER_EPOCH else epoch, n
+            )
+        else:
+            types = chain.from_iterable(
+                repeat(batch.timestamp_type, batch.records_count) for batch in batches
+            )
+            epochs = chain.from_iterable(
+                repeat(
+                    None
+                    if batch.partition_leader_epoch == NO_PARTITION_LEADER_EPOCH
+                    else batch.partition_leader_epoch,
+                    batch.records_count,
+                )
+                for batch in batches
+            )
+        skip = bisect_left(offsets, fetch_offset) if offsets and offsets[0] < fetch_offset else 0
+        if skip:  # the batch holding the fetch offset: its records before it
             offsets, timestamps, keys, values, headers = (
                 offsets[skip:],
                 timestamps[skip:],
@@ -71,10 +94,10 @@ def parse_fetched(
                 values[skip:],
                 headers[skip:],
             )
+            types = islice(types, skip, None)
+            epochs = islice(epochs, skip, None)
             n -= skip
-        # One tuple per record, built by C loops (map/zip/repeat) rather than a Python call
-        # per record: this is most of the consumer's cost per record.
-        extend(
+        records = list(
             map(
                 _new,
                 repeat(ConsumerRecord, n),
@@ -83,11 +106,11 @@ def parse_fetched(
                     repeat(partition, n),
                     offsets,
                     timestamps,
-                    repeat(batch.timestamp_type, n),
+                    types,
                     keys,
                     values,
                     headers,
-                    repeat(leader_epoch, n),
+                    epochs,
                     strict=True,
                 ),
             )

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import mmap
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple, TypeAlias, TypeVar
 
 import crc32c
@@ -46,10 +46,13 @@ from odradek.errors import CorruptRecordError
 from odradek.records.compression import Compression, decompress
 from odradek.records.record import (
     NO_TIMESTAMP,
+    Header,
     Record,
     RecordColumns,
+    Section,
     decode_columns,
     decode_records,
+    layout_columns,
 )
 from odradek.records.timestamp_type import TimestampType
 
@@ -57,6 +60,7 @@ _T = TypeVar("_T")
 
 __all__ = [
     "Buffer",
+    "columns_of",
     "MAGIC_V2",
     "LOG_OVERHEAD",
     "RECORD_BATCH_OVERHEAD",
@@ -426,7 +430,11 @@ class RecordBatch:
         Raises as :meth:`records`."""
         return self._decode(decode_columns)
 
-    def _decode(self, decode: Callable[[bytes, int, int, int, int | None], _T]) -> _T:
+    def section(self) -> Section:
+        """The record section, decompressed, with what its records are relative to:
+        :func:`~odradek.records.record.decode_columns`'s arguments. Raises as :meth:`records`
+        for an incomplete batch, a negative record count or a payload that does not
+        decompress."""
         self._check_complete()
         h = self._header
         count = h[_H_RECORDS_COUNT]
@@ -441,10 +449,44 @@ class RecordBatch:
         if count and codec is not Compression.NONE:
             data = decompress(codec, data)
         log_append_time = h[_H_MAX_TIMESTAMP] if h[_H_ATTRIBUTES] & TIMESTAMP_TYPE_MASK else None
+        return data, count, h[_H_BASE_OFFSET], h[_H_BASE_TIMESTAMP], log_append_time
+
+    def _decode(
+        self,
+        decode: Callable[[bytes, int, int, int, int | None], _T],
+        section: Section | None = None,
+    ) -> _T:
+        data, count, base_offset, base_timestamp, log_append_time = section or self.section()
         try:
-            return decode(data, count, h[_H_BASE_OFFSET], h[_H_BASE_TIMESTAMP], log_append_time)
+            return decode(data, count, base_offset, base_timestamp, log_append_time)
         except CorruptRecordError as exc:
             raise CorruptRecordError(f"batch at position {self._position}: {exc.message}") from None
+
+
+def columns_of(batches: Sequence[RecordBatch]) -> RecordColumns:
+    """The columns of every record of ``batches``, one batch after another: as
+    :meth:`RecordBatch.columns` of each, concatenated, but laid out at once
+    (:func:`~odradek.records.record.layout_columns`) so that small batches share the cost of
+    the layout's numpy calls. Raises as :meth:`RecordBatch.records`, naming the batch."""
+    if len(batches) == 1:
+        return batches[0].columns()
+    sections = [batch.section() for batch in batches]
+    columns = layout_columns(sections)
+    if columns is not None:
+        return columns
+    offsets: list[int] = []
+    timestamps: list[int] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    headers: list[tuple[Header, ...]] = []
+    for batch, section in zip(batches, sections, strict=True):
+        o, t, k, v, h = batch._decode(decode_columns, section)
+        offsets += o
+        timestamps += t
+        keys += k
+        values += v
+        headers += h
+    return offsets, timestamps, keys, values, headers
 
 
 def read_batches(buf: Buffer, start: int = 0, end: int | None = None) -> Iterator[RecordBatch]:

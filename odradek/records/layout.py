@@ -24,6 +24,7 @@ Record layout (Kafka's ``DefaultRecord``)::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -113,14 +114,23 @@ def _varints(section: npt.NDArray[np.uint8], at: _I64, max_bytes: int) -> tuple[
     return values, after
 
 
-def record_layout(data: bytes, count: int) -> RecordLayout | None:
+def record_layout(
+    data: bytes, count: int, boundaries: Sequence[tuple[int, int]] = ()
+) -> RecordLayout | None:
     """The layout of the ``count`` records that fill ``data`` (a batch's uncompressed record
     section), or ``None`` when it is not a valid section of ``count`` records (see the module
-    docstring: the reference decoder then names the fault)."""
+    docstring: the reference decoder then names the fault).
+
+    ``data`` may be several sections one after another (the batches of a fetch answer, laid
+    out at once so small batches share the numpy calls' fixed cost): ``boundaries`` then gives
+    each later section's (first record's index, first byte), and a record that would straddle
+    two sections makes the answer ``None``."""
     if count <= 0:
         return None
     starts = _walk(data, count)
     if starts is None:
+        return None
+    if any(starts[index] != position for index, position in boundaries):
         return None
     end = len(data)
     section = np.frombuffer(data + bytes(_PAD), dtype=np.uint8)

@@ -41,6 +41,8 @@ __all__ = [
     "decode_columns",
     "decode_headers_of",
     "decode_records",
+    "layout_columns",
+    "Section",
 ]
 
 NO_TIMESTAMP = -1
@@ -154,36 +156,70 @@ def decode_columns(
     if count < 0:
         raise CorruptRecordError(f"invalid record count {count}")
     if count >= _LAYOUT_MIN_RECORDS:
-        columns = _columns_by_layout(data, count, base_offset, base_timestamp, log_append_time)
+        columns = layout_columns([(data, count, base_offset, base_timestamp, log_append_time)])
         if columns is not None:
             return columns
     return _columns_by_record(data, count, base_offset, base_timestamp, log_append_time)
 
+
+Section = tuple[bytes, int, int, int, int | None]
+"""A batch's record section and what its records are relative to: (uncompressed bytes, record
+count, base offset, base timestamp, the append time of a LOG_APPEND_TIME batch or ``None``) —
+:func:`decode_columns`'s arguments."""
 
 # odradek.records.layout needs numpy, which takes longer to import than the whole command line
 # does: it is imported on the first batch big enough to use it.
 _LAYOUT_MIN_RECORDS = 128  # odradek.records.layout.LAYOUT_MIN_RECORDS, checked by a test
 
 
-def _columns_by_layout(
-    data: bytes, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None
-) -> RecordColumns | None:
-    """:func:`decode_columns` through :func:`~odradek.records.layout.record_layout`; ``None``
-    when the layout does not vouch for ``data`` (the record loop then names the fault)."""
+def layout_columns(sections: Sequence[Section]) -> RecordColumns | None:
+    """The columns of every record of ``sections``, one section after another, through
+    :func:`~odradek.records.layout.record_layout`; ``None`` when they hold fewer than
+    ``LAYOUT_MIN_RECORDS`` records or the layout does not vouch for them (decode each section
+    with :func:`decode_columns` then: its record loop names the fault)."""
+    counts = [section[1] for section in sections]
+    total = sum(counts)
+    if total < _LAYOUT_MIN_RECORDS or min(counts) <= 0:
+        return None
     from odradek.records.layout import record_layout  # imported here: see above
 
-    layout = record_layout(data, count)
+    if len(sections) == 1:
+        data = sections[0][0]
+        boundaries: list[tuple[int, int]] = []
+    else:
+        data = b"".join(section[0] for section in sections)
+        boundaries = []
+        index = position = 0
+        for section_data, count, *_ in sections[:-1]:
+            index += count
+            position += len(section_data)
+            boundaries.append((index, position))
+    layout = record_layout(data, total, boundaries)
     if layout is None:
         return None
-    offsets: list[int] = (layout.offset_delta + base_offset).tolist()
-    if log_append_time is not None:
-        timestamps = [log_append_time] * count
+    if len(sections) == 1:
+        _, _, base_offset, base_timestamp, log_append_time = sections[0]
+        offsets: list[int] = (layout.offset_delta + base_offset).tolist()
+        if log_append_time is not None:
+            timestamps = [log_append_time] * total
+        else:
+            timestamps = (layout.timestamp_delta + base_timestamp).tolist()
     else:
-        timestamps = (layout.timestamp_delta + base_timestamp).tolist()
-    keys = _slices(data, layout.key_start, layout.key_size, count)
-    values = _slices(data, layout.value_start, layout.value_size, count)
+        import numpy as np  # imported with the layout
+
+        bases = np.repeat(np.array([s[2] for s in sections], dtype=np.int64), counts)
+        offsets = (layout.offset_delta + bases).tolist()
+        stamps = np.repeat(np.array([s[3] for s in sections], dtype=np.int64), counts)
+        stamps += layout.timestamp_delta
+        for i, (_, count, _, _, log_append_time) in enumerate(sections):
+            if log_append_time is not None:
+                first = boundaries[i - 1][0] if i else 0
+                stamps[first : first + count] = log_append_time
+        timestamps = stamps.tolist()
+    keys = _slices(data, layout.key_start, layout.key_size, total)
+    values = _slices(data, layout.value_start, layout.value_size, total)
     try:
-        headers_of = decode_headers_of(data, layout, range(count))
+        headers_of = decode_headers_of(data, layout, range(total))
     except CorruptRecordError:
         return None
     return offsets, timestamps, keys, values, headers_of

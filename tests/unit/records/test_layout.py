@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from odradek.errors import CorruptRecordError
 from odradek.records import RECORD_BATCH_OVERHEAD, Record, build_batch, read_batches
 from odradek.records import record as record_module
+from odradek.records.batch import columns_of
 from odradek.records.layout import LAYOUT_MIN_RECORDS, record_layout
-from odradek.records.record import decode_columns
+from odradek.records.record import decode_columns, layout_columns
 from odradek.records.varint import encode_varint
 
 reference = record_module._columns_by_record
@@ -128,3 +129,42 @@ def test_log_append_time_stamps_every_record():
     offsets, timestamps, *_ = decode_columns(data, count, base, 0, 1_234)
     assert timestamps == [1_234] * count
     assert offsets == list(range(count))
+
+
+def _batches(sizes: list[int], **kwargs: object):
+    out, base = [], 0
+    for i, n in enumerate(sizes):
+        records = [
+            Record(b"k" if j % 2 else None, b"v%d" % j, [("h", b"x")] if j % 9 == 1 else [])
+            for j in range(n)
+        ]
+        kind = "log_append_time" if i == 1 else "create_time"
+        raw = build_batch(records, base_offset=base, timestamp_type=kind, **kwargs)
+        out.append(raw)
+        base += n + 3  # a gap between batches, as compaction leaves
+    buf = b"".join(out)
+    return list(read_batches(buf))
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_many_small_batches_are_laid_out_at_once_as_each_decodes(compression):
+    batches = _batches([40, 30, 50, 45], compression=compression)
+    sections = [b.section() for b in batches]
+    assert layout_columns(sections) is not None  # 165 records together, none alone
+    assert all(layout_columns([s]) is None for s in sections)
+    want: list[list] = [[], [], [], [], []]
+    for batch in batches:
+        for acc, column in zip(want, batch.columns(), strict=True):
+            acc.extend(column)
+    assert list(columns_of(batches)) == want
+    assert want[1][40:70] == [batches[1].max_timestamp] * 30  # the LOG_APPEND_TIME batch
+
+
+def test_a_corrupt_batch_among_many_is_named():
+    batches = _batches([40, 30, 50, 45])
+    raw = bytearray(b"".join(bytes(b.buffer()) for b in batches))
+    third = sum(len(b.buffer()) for b in batches[:2])
+    raw[third + RECORD_BATCH_OVERHEAD + 5] = 0x7F  # a varint inside the third batch's records
+    corrupt = list(read_batches(bytes(raw)))
+    with pytest.raises(CorruptRecordError, match=f"batch at position {third}"):
+        columns_of(corrupt)
