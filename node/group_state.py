@@ -23,6 +23,7 @@ Not thread-safe: the coordinator serialises access per ``__consumer_offsets`` pa
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
@@ -148,6 +149,9 @@ class ConsumerGroup:
     assignment_epoch: int = 0
     members: dict[str, Member] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
+    metadata_hash: int = 0
+    """The hash of the subscribed topics' metadata at ``group_epoch`` (see
+    :func:`subscription_metadata_hash`)."""
 
     def static_member(self, instance_id: str) -> Member | None:
         for m in self.members.values():
@@ -205,7 +209,9 @@ class GroupShard:
                 if value is None:
                     self.groups.pop(g, None)
                 elif isinstance(value, ConsumerGroupMetadataValue):
-                    self._group(g).group_epoch = value.epoch
+                    group = self._group(g)
+                    group.group_epoch = value.epoch
+                    group.metadata_hash = value.metadata_hash
             case ConsumerGroupTargetAssignmentMetadataKey(group_id=g):
                 if isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
                     self._group(g).assignment_epoch = value.assignment_epoch
@@ -485,6 +491,20 @@ def _validate(req: HeartbeatRequest) -> None:
         raise UnsupportedAssignorError(f"ServerAssignor {req.server_assignor} is not supported.")
 
 
+def subscription_metadata_hash(subscribed: Iterable[str], topics: Mapping[str, TopicInfo]) -> int:
+    """A signed 64-bit hash of the subscribed topics that exist: their names, ids and partition
+    counts (0 for none). It changes when a subscribed topic is created, deleted, recreated or
+    gets partitions. Kafka's value (XXH3 over the same fields and the racks) is not reproduced:
+    only equality with the value stored by this coordinator matters."""
+    present = sorted(
+        (t.name, t.topic_id, t.num_partitions) for n in subscribed if (t := topics.get(n))
+    )
+    if not present:
+        return 0
+    digest = hashlib.blake2b(repr(present).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
 def member_leave_records(group: ConsumerGroup, member_id: str) -> list[GroupRecord]:
     """A member leaves or expires: tombstones of its records and a group epoch bump."""
     gid = group.group_id
@@ -492,7 +512,10 @@ def member_leave_records(group: ConsumerGroup, member_id: str) -> list[GroupReco
         (ConsumerGroupCurrentMemberAssignmentKey(gid, member_id), None),
         (ConsumerGroupTargetAssignmentMemberKey(gid, member_id), None),
         (ConsumerGroupMemberMetadataKey(gid, member_id), None),
-        (ConsumerGroupMetadataKey(gid), ConsumerGroupMetadataValue(group.group_epoch + 1)),
+        (
+            ConsumerGroupMetadataKey(gid),
+            ConsumerGroupMetadataValue(group.group_epoch + 1, group.metadata_hash),
+        ),
     ]
 
 
@@ -543,7 +566,12 @@ def heartbeat(
         group = ConsumerGroup(gid)
     # work on a copy: replay of the returned records is what changes the real state
     group = ConsumerGroup(
-        gid, group.group_epoch, group.assignment_epoch, dict(group.members), dict(group.target)
+        gid,
+        group.group_epoch,
+        group.assignment_epoch,
+        dict(group.members),
+        dict(group.target),
+        group.metadata_hash,
     )
     records: list[GroupRecord] = []
 
@@ -641,12 +669,25 @@ def heartbeat(
         records.append(
             (ConsumerGroupMemberMetadataKey(gid, updated.member_id), updated.metadata_value())
         )
-    bump = is_new or updated.subscribed_topic_names != member.subscribed_topic_names
     group.members[updated.member_id] = updated
+    # Kafka 4.1's group hash: partitions added to a subscribed topic, or a subscribed topic
+    # created or deleted, bump the group epoch as a membership change does, so the new
+    # partitions are assigned (Kafka's GroupMetadataManager compares the stored
+    # metadataHash with the one computed from the current metadata on each heartbeat).
+    metadata_hash = subscription_metadata_hash(group.subscribed_topics(), topics)
+    bump = (
+        is_new
+        or updated.subscribed_topic_names != member.subscribed_topic_names
+        or metadata_hash != group.metadata_hash
+    )
     if bump:
         group.group_epoch += 1
+        group.metadata_hash = metadata_hash
         records.append(
-            (ConsumerGroupMetadataKey(gid), ConsumerGroupMetadataValue(group.group_epoch))
+            (
+                ConsumerGroupMetadataKey(gid),
+                ConsumerGroupMetadataValue(group.group_epoch, metadata_hash),
+            )
         )
 
     if group.group_epoch > group.assignment_epoch:

@@ -47,6 +47,7 @@ class Coordinator:
 
     def __init__(self) -> None:
         self.shard = GroupShard()
+        self.topics = dict(TOPICS)
 
     def write(self, records: list) -> None:  # type: ignore[type-arg]
         for key, value in records:
@@ -67,7 +68,7 @@ class Coordinator:
             owned=owned,
             **kw,  # type: ignore[arg-type]
         )
-        result = heartbeat(self.shard.groups.get("g"), req, TOPICS)
+        result = heartbeat(self.shard.groups.get("g"), req, self.topics)
         self.write(result.records)
         return result
 
@@ -142,6 +143,42 @@ def test_a_fourth_member_gets_partitions_only_after_they_are_revoked() -> None:
     for cl in clients[:3]:
         kept = cl.owned[TID] & before[cl.member_id][TID]
         assert len(kept) == 3
+
+
+def test_partitions_added_to_a_subscribed_topic_are_assigned_without_moving_others() -> None:
+    c = Coordinator()
+    clients = [Client(c, f"m{i}") for i in range(3)]
+    settle(clients)
+    epoch = c.group.group_epoch
+    before = {cl.member_id: dict(cl.owned) for cl in clients}
+    settle(clients, 2)
+    assert c.group.group_epoch == epoch  # unchanged metadata: no bump
+    c.topics["t"] = TopicInfo("t", TID, 18)  # CreatePartitions: 12 -> 18
+    clients[0].beat()
+    assert c.group.group_epoch == epoch + 1  # the next heartbeat bumps the group epoch
+    settle(clients)
+    assert c.group.state_name() == "Stable"
+    assert [cl.count() for cl in clients] == [6, 6, 6]
+    no_partition_owned_twice(clients)
+    for cl in clients:  # the new partitions were added; nothing moved
+        assert cl.owned[TID] >= before[cl.member_id][TID]
+    # the hash survives a reload: replaying the records does not bump again
+    reloaded = Coordinator()
+    reloaded.shard, reloaded.topics = c.shard, c.topics
+    clients[1].c = reloaded
+    clients[1].beat()
+    assert reloaded.group.group_epoch == epoch + 1
+
+
+def test_a_subscribed_topic_created_later_is_assigned() -> None:
+    c = Coordinator()
+    c.topics = {}
+    clients = [Client(c, f"m{i}") for i in range(2)]
+    settle(clients)
+    assert [cl.count() for cl in clients] == [0, 0]
+    c.topics = dict(TOPICS)
+    settle(clients)
+    assert [cl.count() for cl in clients] == [6, 6]
 
 
 def test_leaving_member_partitions_move() -> None:
