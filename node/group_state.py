@@ -209,9 +209,9 @@ class GroupShard:
                 if value is None:
                     self.groups.pop(g, None)
                 elif isinstance(value, ConsumerGroupMetadataValue):
-                    group = self._group(g)
-                    group.group_epoch = value.epoch
-                    group.metadata_hash = value.metadata_hash
+                    loaded = self._group(g)
+                    loaded.group_epoch = value.epoch
+                    loaded.metadata_hash = value.metadata_hash
             case ConsumerGroupTargetAssignmentMetadataKey(group_id=g):
                 if isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
                     self._group(g).assignment_epoch = value.assignment_epoch
