@@ -32,6 +32,8 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -76,7 +78,19 @@ _REJOIN_ERRORS = (FencedMemberEpochError, UnknownMemberIdError, GroupIdNotFoundE
 REBALANCE_TIMEOUT_MS = 300_000
 """Sent on join: Kafka's consumer sends its ``max.poll.interval.ms`` (default 5 minutes)."""
 
+_PENDING_CHECK_MS = 5
+"""How often ``poll`` looks for the answer of a group request in flight."""
+
 Resp = TypeVar("Resp")
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A group request sent from the worker thread, and what to do on the poll thread with
+    its outcome."""
+
+    future: Future[object]
+    then: Callable[[Future[object]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +298,8 @@ class ConsumerHooks(Protocol):
 
     def _group_positions(self) -> dict[TopicPartition, int]: ...
 
+    def pause(self, *partitions: TopicPartition) -> None: ...
+
 
 class GroupMember:
     """A consumer's membership of a KIP-848 group. Not thread-safe."""
@@ -322,6 +338,9 @@ class GroupMember:
         self._next_commit_ms = clock.monotonic_ms() + auto_commit_interval_ms
         self._next_pattern_check_ms = 0
         self._subscription_changed = True
+        self._sent_subscription: tuple[str, ...] = ()
+        self._pending: _Pending | None = None
+        self._executor: ThreadPoolExecutor | None = None
         self.subscribed = False
 
     # -- subscription ------------------------------------------------------------------------
@@ -369,35 +388,86 @@ class GroupMember:
             self._next_heartbeat_ms = 0
 
     # -- polling -----------------------------------------------------------------------------
+    #
+    # Why a network thread: the heartbeat, the commit before a revocation and the committed
+    # offsets of new partitions each wait for the coordinator, whose answers wait for an
+    # acks=-1 write to __consumer_offsets. Sent from the poll thread they stopped it for that
+    # long, and so stopped the delivery of the partitions that do not move. Kafka's consumer
+    # sends them from its background thread; here one worker thread sends them, one at a
+    # time, and ``poll`` takes in the answer when it is there (listeners and assignment
+    # changes stay on the poll thread).
 
     def time_to_next_ms(self) -> int:
-        """How long ``poll`` may block before the membership needs it again."""
+        """How long ``poll`` may block before the membership needs it again (a few
+        milliseconds while a request of the group is in flight)."""
         now = self._clock.monotonic_ms()
+        if self._pending is not None:
+            return _PENDING_CHECK_MS
         due = self._next_heartbeat_ms
         if self.enable_auto_commit:
             due = min(due, self._next_commit_ms)
         return max(due - now, 0)
 
     def poll(self) -> None:
-        """Heartbeat if one is due and reconcile its answer; auto-commit if due. Raises the
-        non-retriable errors of the protocol."""
+        """Take in the answer of the group request in flight (reconciling an assignment one
+        step further), or send the next one that is due: a heartbeat, an auto-commit. Never
+        waits for the network. Raises the non-retriable errors of the protocol."""
         if not self.subscribed:
             return
+        if self._pending is not None:
+            if not self._pending.future.done():
+                return
+            pending, self._pending = self._pending, None
+            pending.then(pending.future)
+            return  # the next step, if any, is in flight; else the next poll sends what is due
         now = self._clock.monotonic_ms()
         self._maybe_resolve_pattern(now)
         if self.enable_auto_commit and now >= self._next_commit_ms and self.member_epoch > 0:
             self._next_commit_ms = now + self.auto_commit_interval_ms
-            try:
-                self.commit_positions(self._consumer._group_positions(), timeout_ms=0)
-            except OdradekError as exc:
-                log.info("group %s: auto-commit failed: %s", self.client.group_id, exc)
+            positions = self._consumer._group_positions()
+            if positions:
+                self._submit(self._commit_work(positions, timeout_ms=0), self._auto_committed)
+                return
         if now >= self._next_heartbeat_ms:
-            self.heartbeat()
+            self._submit(self._send_heartbeat(), self._heartbeat_answered)
+
+    def _submit(self, work: Callable[[], object], then: Callable[[Future[object]], None]) -> None:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="odradek-group")
+        self._pending = _Pending(self._executor.submit(work), then)
+
+    def _commit_work(
+        self, positions: Mapping[TopicPartition, int], timeout_ms: int
+    ) -> Callable[[], None]:
+        """A commit of ``positions`` as this member at its current epoch, for the worker."""
+        offsets = {tp: OffsetAndMetadata(o) for tp, o in positions.items()}
+        member_id, epoch = self.member_id, self.member_epoch
+        return lambda: self.client.commit(offsets, member_id, epoch, timeout_ms)
+
+    def _wait_pending(self) -> None:
+        """Finish the request in flight and take in its answer (blocking)."""
+        while self._pending is not None:
+            pending, self._pending = self._pending, None
+            wait_futures([pending.future])
+            pending.then(pending.future)
+
+    def _auto_committed(self, future: Future[object]) -> None:
+        exc = future.exception()
+        if exc is not None:
+            if not isinstance(exc, OdradekError):
+                raise exc
+            log.info("group %s: auto-commit failed: %s", self.client.group_id, exc)
 
     def heartbeat(self) -> None:
-        now = self._clock.monotonic_ms()
-        joining = self.member_epoch == 0
-        full = joining or self._subscription_changed
+        """Send a heartbeat now and take in its answer (blocking; after any request in
+        flight)."""
+        self._wait_pending()
+        self._submit(self._send_heartbeat(), self._heartbeat_answered)
+        self._wait_pending()
+
+    def _send_heartbeat(self) -> Callable[[], pb.ConsumerGroupHeartbeatResponse]:
+        """The heartbeat to send, built on the poll thread (the owned partitions as of now)."""
+        full = self.member_epoch == 0 or self._subscription_changed
         owned: dict[str, list[int]] = {}
         cluster = self._metadata.snapshot()
         for tp in self._consumer._group_assignment():
@@ -420,13 +490,19 @@ class GroupMember:
         )
         if self.group_instance_id is not None:
             request.instance_id = self.group_instance_id
-        try:
-            response = self.client.send(
-                lambda s: s.ConsumerGroupHeartbeat,  # type: ignore[arg-type, return-value]
-                request,
-                lambda r: (r.error_code, r.error_message),
-            )
-        except OdradekError as exc:
+        self._sent_subscription = self._topics
+        return lambda: self.client.send(
+            lambda s: s.ConsumerGroupHeartbeat,  # type: ignore[arg-type, return-value]
+            request,
+            lambda r: (r.error_code, r.error_message),
+        )
+
+    def _heartbeat_answered(self, future: Future[object]) -> None:
+        now = self._clock.monotonic_ms()
+        exc = future.exception()
+        if exc is not None:
+            if not isinstance(exc, OdradekError):
+                raise exc
             if isinstance(exc, _REJOIN_ERRORS):
                 log.info("group %s: %s; rejoining", self.client.group_id, exc)
                 self._lose_all()
@@ -436,8 +512,11 @@ class GroupMember:
                 log.debug("group %s: heartbeat failed: %s", self.client.group_id, exc)
                 self._next_heartbeat_ms = now + self._retry_backoff_ms
                 return
-            raise
-        self._subscription_changed = False
+            raise exc
+        response = future.result()
+        assert isinstance(response, pb.ConsumerGroupHeartbeatResponse)
+        if self._sent_subscription == self._topics:
+            self._subscription_changed = False
         self.member_epoch = response.member_epoch
         self.heartbeat_interval_ms = max(response.heartbeat_interval_ms, 1)
         self._next_heartbeat_ms = now + self.heartbeat_interval_ms
@@ -445,6 +524,11 @@ class GroupMember:
             self._reconcile(response)
 
     def _reconcile(self, response: pb.ConsumerGroupHeartbeatResponse) -> None:
+        """Start moving to the assignment of ``response``: revoke first (the partitions
+        paused at once, their positions committed in the background with auto-commit, then
+        ``on_partitions_revoked``), then look up the committed offsets of the new ones in the
+        background, then assign them; then acknowledge with a heartbeat at once. Partitions
+        that stay are not touched."""
         cluster = self._metadata.snapshot()
         by_id = {t.topic_id: name for name, t in cluster.topics.items()}
         target: set[TopicPartition] = set()
@@ -461,26 +545,58 @@ class GroupMember:
         added = target - owned
         if not revoked and not added:
             return
-        if revoked:
-            if self.enable_auto_commit:
-                current = self._consumer._group_positions()
-                try:
-                    self.commit_positions(
-                        {tp: o for tp, o in current.items() if tp in revoked},
-                        timeout_ms=self._request_timeout_ms,
-                    )
-                except OdradekError as exc:
-                    log.info(
-                        "group %s: commit before revocation failed: %s", self.client.group_id, exc
-                    )
-            self._call("on_partitions_revoked", revoked)
-            self._consumer._group_set_assignment(owned - revoked, {})
+        if not revoked:
+            self._assign(target, added)
+            return
+        # no more records of them, and their positions stay where the application is
+        self._consumer.pause(*revoked)
+        if not self.enable_auto_commit:
+            self._revoked(target, revoked, added)
+            return
+        current = self._consumer._group_positions()
+        positions = {tp: o for tp, o in current.items() if tp in revoked}
+
+        def committed(future: Future[object]) -> None:
+            exc = future.exception()
+            if exc is not None:
+                if not isinstance(exc, OdradekError):
+                    raise exc
+                log.info("group %s: commit before revocation failed: %s", self.client.group_id, exc)
+            self._revoked(target, revoked, added)
+
+        self._submit(self._commit_work(positions, self._request_timeout_ms), committed)
+
+    def _revoked(
+        self, target: set[TopicPartition], revoked: set[TopicPartition], added: set[TopicPartition]
+    ) -> None:
+        self._call("on_partitions_revoked", revoked)
+        self._consumer._group_set_assignment(self._consumer._group_assignment() - revoked, {})
         if added:
-            committed = self.client.committed(added, self._request_timeout_ms)
+            self._assign(target, added)
+        else:
+            self._acknowledge(target, added, revoked)
+
+    def _assign(self, target: set[TopicPartition], added: set[TopicPartition]) -> None:
+        def fetched(future: Future[object]) -> None:
+            exc = future.exception()
+            if exc is not None:
+                if not isinstance(exc, OdradekError) or not exc.retriable:
+                    raise exc
+                log.info("group %s: committed offsets: %s; retrying", self.client.group_id, exc)
+                self._assign(target, added)
+                return
+            committed = future.result()
+            assert isinstance(committed, dict)
             positions = {tp: om.offset for tp, om in committed.items() if om is not None}
             self._consumer._group_set_assignment(target, positions)
             self._call("on_partitions_assigned", added)
-        # acknowledge at once
+            self._acknowledge(target, added, set())
+
+        self._submit(lambda: self.client.committed(added, self._request_timeout_ms), fetched)
+
+    def _acknowledge(
+        self, target: set[TopicPartition], added: set[TopicPartition], revoked: set[TopicPartition]
+    ) -> None:
         self._next_heartbeat_ms = self._clock.monotonic_ms()
         log.info(
             "group %s: member %s at epoch %d owns %d partitions (+%d -%d)",
@@ -493,6 +609,7 @@ class GroupMember:
         )
 
     def _lose_all(self) -> None:
+        self._pending = None  # a reconciliation under way is void
         owned = self._consumer._group_assignment()
         self.member_epoch = 0
         if owned:
@@ -525,6 +642,15 @@ class GroupMember:
 
     def leave(self) -> None:
         """Leave the group (epoch -1; -2 for a static member). Errors are logged."""
+        try:
+            self._wait_pending()
+        except OdradekError as exc:
+            log.info("group %s: %s", self.client.group_id, exc)
+        finally:
+            self._pending = None
+            if self._executor is not None:
+                self._executor.shutdown(wait=False)
+                self._executor = None
         if not self.subscribed or self.member_epoch <= 0:
             self.subscribed = False
             return
