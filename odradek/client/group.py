@@ -78,6 +78,8 @@ _REJOIN_ERRORS = (FencedMemberEpochError, UnknownMemberIdError, GroupIdNotFoundE
 REBALANCE_TIMEOUT_MS = 300_000
 """Sent on join: Kafka's consumer sends its ``max.poll.interval.ms`` (default 5 minutes)."""
 
+PATTERN_CHECK_INTERVAL_MS = 5_000
+"""How often a pattern subscription lists the cluster's topics for new matches."""
 _PENDING_CHECK_MS = 5
 """How often ``poll`` looks for the answer of a group request in flight."""
 
@@ -360,25 +362,42 @@ class GroupMember:
     def subscription(self) -> set[str]:
         return set(self._topics)
 
-    def _maybe_resolve_pattern(self, now: int) -> None:
+    def _maybe_resolve_pattern(self, now: int) -> bool:
+        """Every ``PATTERN_CHECK_INTERVAL_MS``, list the cluster's topics (in the background)
+        and subscribe to those the pattern matches: topics created later are picked up.
+        ``True`` if a listing was sent."""
         if self._pattern is None or now < self._next_pattern_check_ms:
-            return
-        self._next_pattern_check_ms = now + 5_000
-        try:
-            response = call(
-                self.client._pool.broker(self._metadata.candidates()[0]).Metadata,
+            return False
+        self._next_pattern_check_ms = now + PATTERN_CHECK_INTERVAL_MS
+        address = self._metadata.candidates()[0]
+        stub = self.client._pool.broker(address)
+
+        def listing() -> pb.MetadataResponse:
+            return call(
+                stub.Metadata,
                 pb.MetadataRequest(all_topics=True),
-                address=self._metadata.candidates()[0],
+                address=address,
                 timeout_ms=self._request_timeout_ms,
             )
-        except OdradekError as exc:
+
+        self._submit(listing, self._topics_listed)
+        return True
+
+    def _topics_listed(self, future: Future[object]) -> None:
+        exc = future.exception()
+        if exc is not None:
+            if not isinstance(exc, OdradekError):
+                raise exc
             log.debug("listing topics for the pattern failed: %s", exc)
             return
+        response = future.result()
+        assert isinstance(response, pb.MetadataResponse) and self._pattern is not None
+        pattern = self._pattern
         names = tuple(
             sorted(
                 t.name
                 for t in response.topics
-                if not t.name.startswith("__") and self._pattern.fullmatch(t.name)
+                if not t.name.startswith("__") and pattern.fullmatch(t.name)
             )
         )
         if names != self._topics:
@@ -421,13 +440,16 @@ class GroupMember:
             pending.then(pending.future)
             return  # the next step, if any, is in flight; else the next poll sends what is due
         now = self._clock.monotonic_ms()
-        self._maybe_resolve_pattern(now)
+        if self._maybe_resolve_pattern(now):
+            return
         if self.enable_auto_commit and now >= self._next_commit_ms and self.member_epoch > 0:
             self._next_commit_ms = now + self.auto_commit_interval_ms
             positions = self._consumer._group_positions()
             if positions:
                 self._submit(self._commit_work(positions, timeout_ms=0), self._auto_committed)
                 return
+        if self._pattern is not None and not self._topics and self.member_epoch == 0:
+            return  # a pattern that matches no topic yet: join once it does
         if now >= self._next_heartbeat_ms:
             self._submit(self._send_heartbeat(), self._heartbeat_answered)
 
