@@ -1,8 +1,11 @@
 """A consumer's group membership (KIP-848): coordinator, heartbeats, reconciliation, commits.
 
 The client half of Kafka's consumer group protocol, driven from :meth:`odradek.Consumer.poll`
-(Kafka's ``ConsumerMembershipManager`` and ``CommitRequestManager``, without the background
-thread: the heartbeat is sent from ``poll``, which never blocks past the next one due).
+(Kafka's ``ConsumerMembershipManager`` and ``CommitRequestManager``). The group's requests
+(heartbeats, auto-commits, the commit before a revocation, committed offsets, a pattern's topic
+listing) go out one at a time from a worker thread, as Kafka's background thread sends them;
+``poll`` takes each answer in and never waits for one. Listeners and assignment changes run on
+the poll thread.
 
 * **Coordinator.** Found with ``FindCoordinator`` (any node answers); NOT_COORDINATOR,
   COORDINATOR_NOT_AVAILABLE and COORDINATOR_LOAD_IN_PROGRESS (or an unreachable coordinator)
@@ -10,11 +13,11 @@ thread: the heartbeat is sent from ``poll``, which never blocks past the next on
 * **Membership.** The member id is a random UUID generated once (KIP-1082). It joins with
   epoch 0 and its subscription, then heartbeats every ``heartbeat_interval_ms`` (the
   coordinator's) with its epoch and the partitions it owns. An assignment in an answer is
-  reconciled at once: partitions no longer assigned are revoked (their positions committed
-  first when auto-commit is on, then ``on_partitions_revoked``), newly assigned ones get the
-  group's committed offsets as positions (``auto_offset_reset`` where none is committed), then
-  ``on_partitions_assigned``; the next heartbeat, sent at once, acknowledges. Partitions that
-  stay assigned are never touched: their fetching goes on.
+  reconciled step by step: partitions no longer assigned are paused at once, revoked once
+  their positions are committed (with auto-commit), then ``on_partitions_revoked``; newly
+  assigned ones get the group's committed offsets as positions (``auto_offset_reset`` where
+  none is committed), then ``on_partitions_assigned``; the next heartbeat, sent at once,
+  acknowledges. Partitions that stay assigned are never touched: their fetching goes on.
 * **Fencing.** FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID: every partition is lost
   (``on_partitions_lost``, nothing committed) and the member rejoins with epoch 0.
   UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, INVALID_REQUEST and other
@@ -22,7 +25,7 @@ thread: the heartbeat is sent from ``poll``, which never blocks past the next on
 * **Leaving.** ``close`` commits (with auto-commit), then leaves: epoch -1, or -2 for a static
   member (``group_instance_id``), whose partitions wait for it for the session timeout.
 
-Not thread-safe: used from the consumer's thread only.
+Not thread-safe: used from the consumer's thread only (the worker only sends requests).
 """
 
 from __future__ import annotations
