@@ -13,7 +13,9 @@ records per partition when records of it were delivered. Then a fourth member jo
   from the join until one second after the group is stable: the pause the rebalance caused to
   members whose partitions stay (KIP-848's target: none beyond the ordinary gap);
 * ``steady_gap_ms``, the baseline measured in the same round just before the join: the longest
-  gap between two deliveries of the same partitions over a 3 s window without a rebalance.
+  gap between two deliveries of the same partitions over a 3 s window without a rebalance;
+* ``kept_rate_during_join_over_steady``: how often those partitions delivered from the join to
+  Stable, over how often they did in the steady window (1.0: at full speed throughout).
 
 **A subscribed topic grows by 900 partitions** (Kafka's defaults: heartbeat interval 5 s,
 session timeout 45 s). Ten members (threads of this process) subscribe to a topic of ten
@@ -161,18 +163,25 @@ def join_round(bootstrap: str, admin: Admin, group: str) -> dict[str, float]:
         window_end = _now()
         kept_pause = 0
         steady_gap = 0
+        steady_count = 0
+        join_count = 0
         for m, owned_before in zip(members, before, strict=True):
             for p in owned_before & m.owned:
                 times = list(m.deliveries.get(p, []))
                 steady_gap = max(steady_gap, _max_gap(times, steady_start, steady_end))
                 kept_pause = max(kept_pause, _max_gap(times, joined, window_end))
+                steady_count += sum(1 for t in times if steady_start <= t <= steady_end)
+                join_count += sum(1 for t in times if joined <= t <= stable_at)
     finally:
         for m in [*members, *([fourth] if fourth else [])]:
             m.close()
+    steady_rate = steady_count / max(steady_end - steady_start, 1)
+    join_rate = join_count / max(stable_at - joined, 1)
     return {
         "join_to_stable_ms": stable_at - joined,
         "kept_pause_ms": kept_pause,
         "steady_gap_ms": steady_gap,
+        "kept_rate_during_join_over_steady": join_rate / max(steady_rate, 1e-9),
     }
 
 
