@@ -2,8 +2,8 @@
 
 The client half of Kafka's consumer group protocol, driven from :meth:`odradek.Consumer.poll`
 (Kafka's ``ConsumerMembershipManager`` and ``CommitRequestManager``). The group's requests
-(heartbeats, auto-commits, the commit before a revocation, committed offsets, a pattern's topic
-listing) go out one at a time from a worker thread, as Kafka's background thread sends them;
+(heartbeats, auto-commits, the commit before a revocation, committed offsets) go out one at a
+time from a worker thread, as Kafka's background thread sends them;
 ``poll`` takes each answer in and never waits for one. Listeners and assignment changes run on
 the poll thread.
 
@@ -81,8 +81,6 @@ _REJOIN_ERRORS = (FencedMemberEpochError, UnknownMemberIdError, GroupIdNotFoundE
 REBALANCE_TIMEOUT_MS = 300_000
 """Sent on join: Kafka's consumer sends its ``max.poll.interval.ms`` (default 5 minutes)."""
 
-PATTERN_CHECK_INTERVAL_MS = 5_000
-"""How often a pattern subscription lists the cluster's topics for new matches."""
 _PENDING_CHECK_MS = 5
 """How often ``poll`` looks for the answer of a group request in flight."""
 
@@ -341,9 +339,10 @@ class GroupMember:
         self._listener: object | None = None
         self._next_heartbeat_ms = 0
         self._next_commit_ms = clock.monotonic_ms() + auto_commit_interval_ms
-        self._next_pattern_check_ms = 0
         self._subscription_changed = True
-        self._sent_subscription: tuple[str, ...] = ()
+        self._subscription_version = 0
+        self._sent_subscription = 0
+        self._had_pattern = False
         self._pending: _Pending | None = None
         self._executor: ThreadPoolExecutor | None = None
         self.subscribed = False
@@ -353,61 +352,29 @@ class GroupMember:
     def subscribe(
         self, topics: Iterable[str] | None, pattern: re.Pattern[str] | None, listener: object
     ) -> None:
+        """Subscribe to ``topics`` or to the topics ``pattern`` matches in full. The pattern is
+        sent to the coordinator (``SubscribedTopicRegex``), which resolves it against the
+        cluster's topics, now and as topics are created. Raises ``ValueError`` for a pattern
+        compiled with flags (they cannot be sent: write them inline, ``(?i)``)."""
+        if pattern is not None and re.compile(pattern.pattern).flags != pattern.flags:
+            raise ValueError(
+                "a pattern's flags are not sent to the coordinator: write them inline, e.g. (?i)"
+            )
         self._listener = listener
+        self._had_pattern = self._had_pattern or self._pattern is not None
         self._pattern = pattern
-        if pattern is None:
-            self._topics = tuple(sorted(set(topics or ())))
-            self._metadata.add_topics(self._topics)
+        self._topics = () if pattern is not None else tuple(sorted(set(topics or ())))
+        self._metadata.add_topics(self._topics)
         self.subscribed = True
         self._subscription_changed = True
+        self._subscription_version += 1
         self._next_heartbeat_ms = 0
 
     def subscription(self) -> set[str]:
+        """The topic names subscribed to; for a pattern, the topics assigned from it."""
+        if self._pattern is not None:
+            return {tp.topic for tp in self._consumer._group_assignment()}
         return set(self._topics)
-
-    def _maybe_resolve_pattern(self, now: int) -> bool:
-        """Every ``PATTERN_CHECK_INTERVAL_MS``, list the cluster's topics (in the background)
-        and subscribe to those the pattern matches: topics created later are picked up.
-        ``True`` if a listing was sent."""
-        if self._pattern is None or now < self._next_pattern_check_ms:
-            return False
-        self._next_pattern_check_ms = now + PATTERN_CHECK_INTERVAL_MS
-        address = self._metadata.candidates()[0]
-        stub = self.client._pool.broker(address)
-
-        def listing() -> pb.MetadataResponse:
-            return call(
-                stub.Metadata,
-                pb.MetadataRequest(all_topics=True),
-                address=address,
-                timeout_ms=self._request_timeout_ms,
-            )
-
-        self._submit(listing, self._topics_listed)
-        return True
-
-    def _topics_listed(self, future: Future[object]) -> None:
-        exc = future.exception()
-        if exc is not None:
-            if not isinstance(exc, OdradekError):
-                raise exc
-            log.debug("listing topics for the pattern failed: %s", exc)
-            return
-        response = future.result()
-        assert isinstance(response, pb.MetadataResponse) and self._pattern is not None
-        pattern = self._pattern
-        names = tuple(
-            sorted(
-                t.name
-                for t in response.topics
-                if not t.name.startswith("__") and pattern.fullmatch(t.name)
-            )
-        )
-        if names != self._topics:
-            self._topics = names
-            self._metadata.add_topics(names)
-            self._subscription_changed = True
-            self._next_heartbeat_ms = 0
 
     # -- polling -----------------------------------------------------------------------------
     #
@@ -443,16 +410,12 @@ class GroupMember:
             pending.then(pending.future)
             return  # the next step, if any, is in flight; else the next poll sends what is due
         now = self._clock.monotonic_ms()
-        if self._maybe_resolve_pattern(now):
-            return
         if self.enable_auto_commit and now >= self._next_commit_ms and self.member_epoch > 0:
             self._next_commit_ms = now + self.auto_commit_interval_ms
             positions = self._consumer._group_positions()
             if positions:
                 self._submit(self._commit_work(positions, timeout_ms=0), self._auto_committed)
                 return
-        if self._pattern is not None and not self._topics and self.member_epoch == 0:
-            return  # a pattern that matches no topic yet: join once it does
         if now >= self._next_heartbeat_ms:
             self._submit(self._send_heartbeat(), self._heartbeat_answered)
 
@@ -515,7 +478,11 @@ class GroupMember:
         )
         if self.group_instance_id is not None:
             request.instance_id = self.group_instance_id
-        self._sent_subscription = self._topics
+        if full and self._pattern is not None:
+            request.subscribed_topic_regex = self._pattern.pattern
+        elif full and self._had_pattern:
+            request.subscribed_topic_regex = ""  # names now: the pattern no longer applies
+        self._sent_subscription = self._subscription_version
         return lambda: self.client.send(
             lambda s: s.ConsumerGroupHeartbeat,  # type: ignore[arg-type, return-value]
             request,
@@ -540,7 +507,7 @@ class GroupMember:
             raise exc
         response = future.result()
         assert isinstance(response, pb.ConsumerGroupHeartbeatResponse)
-        if self._sent_subscription == self._topics:
+        if self._sent_subscription == self._subscription_version:
             self._subscription_changed = False
         self.member_epoch = response.member_epoch
         self.heartbeat_interval_ms = max(response.heartbeat_interval_ms, 1)

@@ -326,6 +326,10 @@ def test_a_pattern_subscription_picks_up_topics_created_later(make_cluster):
         consumer.subscribe(pattern=r"metrics-.*")
         wait_for(lambda: poll() and len(consumer.assignment()) == 2, "metrics-a's partitions")
         assert consumer.subscription() == {"metrics-a"}
+        # the pattern went to the coordinator (SubscribedTopicRegex), which resolves it
+        (member,) = admin.describe_consumer_groups(["patterned"])["patterned"].members
+        assert member.subscribed_topic_regex == "metrics-.*"
+        assert member.subscribed_topics == ()
         # a topic created after subscribe() that matches: assigned and read; "other" never
         assert (
             admin.create_topics([NewTopic("metrics-b", 3, 3)], timeout_ms=30000)["metrics-b"]

@@ -22,6 +22,7 @@ from node.group_state import (
 from odradek.errors import (
     FencedMemberEpochError,
     GroupIdNotFoundError,
+    InvalidRegularExpressionError,
     InvalidRequestError,
     OffsetMetadataTooLargeError,
     StaleMemberEpochError,
@@ -64,7 +65,9 @@ class Coordinator:
             member_id=member_id,
             member_epoch=epoch,
             rebalance_timeout_ms=300000 if join else -1,
-            subscribed_topic_names=("t",) if join else None,
+            subscribed_topic_names=(() if "subscribed_topic_regex" in kw else ("t",))
+            if join
+            else None,
             owned=owned,
             **kw,  # type: ignore[arg-type]
         )
@@ -179,6 +182,39 @@ def test_a_subscribed_topic_created_later_is_assigned() -> None:
     c.topics = dict(TOPICS)
     settle(clients)
     assert [cl.count() for cl in clients] == [6, 6]
+
+
+ID_A, ID_B, ID_C, ID_O, ID_O2 = (
+    "9Zb-jtdaUcSrn8InGhs4hw",
+    "KNBBNTTpURqO4FqehsSzFA",
+    "J0EO1D1uWS-6kisajdmBjQ",
+    "_gippwTaUd2r4fuj3_Ut_g",
+    "QaIhIQvjWbOEi-BXsnBUYw",
+)
+
+
+def test_a_regex_subscription_is_resolved_by_the_coordinator() -> None:
+    c = Coordinator()
+    c.topics = {
+        "metrics-a": TopicInfo("metrics-a", ID_A, 2),
+        "other": TopicInfo("other", ID_O, 2),
+        "__consumer_offsets": TopicInfo("__consumer_offsets", ID_C, 3),
+    }
+    clients = [Client(c, f"m{i}", subscribed_topic_regex=r"metrics-.*|__.*") for i in range(2)]
+    settle(clients)  # a regex only: no names
+    assert {tid for cl in clients for tid in cl.owned} == {ID_A}  # internal topics never match
+    assert sorted(cl.count() for cl in clients) == [1, 1]
+    epoch = c.group.group_epoch
+    c.topics["metrics-b"] = TopicInfo("metrics-b", ID_B, 4)  # created later, matches
+    c.topics["other-2"] = TopicInfo("other-2", ID_O2, 4)
+    settle(clients)
+    assert c.group.group_epoch == epoch + 1
+    assert {tid for cl in clients for tid in cl.owned} == {ID_A, ID_B}
+    assert sorted(cl.count() for cl in clients) == [3, 3]
+    no_partition_owned_twice(clients)
+    assert c.group.members["m0"].subscribed_topic_regex == r"metrics-.*|__.*"
+    with pytest.raises(InvalidRegularExpressionError):
+        c.beat("m9", 0, {}, subscribed_topic_regex="metrics-(")
 
 
 def test_leaving_member_partitions_move() -> None:
