@@ -524,7 +524,7 @@ class GroupCoordinator:
                 committed = shard.state.offsets.get(req.group_id, {})
                 if group is None and not committed:
                     raise GroupIdNotFoundError(f"Group {req.group_id} not found.")
-                subscribed = set() if group is None else group.subscribed_topics()
+                subscribed = set() if group is None else group.subscribed_topics(self.topics())
                 records: list[GroupRecord] = []
                 for t in req.topics:
                     for p in t.partitions:
@@ -610,6 +610,8 @@ class GroupCoordinator:
                             dm.instance_id = m.instance_id
                         if m.rack_id is not None:
                             dm.rack_id = m.rack_id
+                        if m.subscribed_topic_regex is not None:
+                            dm.subscribed_topic_regex = m.subscribed_topic_regex
                         if m.server_assignor:
                             d.assignor_name = m.server_assignor
             except OdradekError as e:
@@ -677,7 +679,7 @@ class GroupCoordinator:
         records: list[GroupRecord] = []
         for gid, offsets in shard.state.offsets.items():
             group = shard.state.groups.get(gid)
-            subscribed = set() if group is None else group.subscribed_topics()
+            subscribed = set() if group is None else group.subscribed_topics(self.topics())
             expired = [
                 tp
                 for tp, value in offsets.items()

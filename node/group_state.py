@@ -23,6 +23,8 @@ Not thread-safe: the coordinator serialises access per ``__consumer_offsets`` pa
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
@@ -32,6 +34,7 @@ from odradek.errors import (
     FencedMemberEpochError,
     GroupIdNotFoundError,
     GroupMaxSizeReachedError,
+    InvalidRegularExpressionError,
     InvalidRequestError,
     OffsetMetadataTooLargeError,
     StaleMemberEpochError,
@@ -117,6 +120,16 @@ class Member:
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
 
+    def topics(self, existing: Iterable[str]) -> set[str]:
+        """The topics this member subscribes to: its names, and the topics of ``existing``
+        its regular expression matches in full (KIP-848's ``SubscribedTopicRegex``, resolved
+        by the coordinator; internal ``__`` topics never match)."""
+        out = set(self.subscribed_topic_names)
+        if self.subscribed_topic_regex:
+            pattern = re.compile(self.subscribed_topic_regex)
+            out.update(t for t in existing if not t.startswith("__") and pattern.fullmatch(t))
+        return out
+
     def metadata_value(self) -> ConsumerGroupMemberMetadataValue:
         return ConsumerGroupMemberMetadataValue(
             client_id=self.client_id,
@@ -148,6 +161,9 @@ class ConsumerGroup:
     assignment_epoch: int = 0
     members: dict[str, Member] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
+    metadata_hash: int = 0
+    """The hash of the subscribed topics' metadata at ``group_epoch`` (see
+    :func:`subscription_metadata_hash`)."""
 
     def static_member(self, instance_id: str) -> Member | None:
         for m in self.members.values():
@@ -155,8 +171,10 @@ class ConsumerGroup:
                 return m
         return None
 
-    def subscribed_topics(self) -> set[str]:
-        return {t for m in self.members.values() for t in m.subscribed_topic_names}
+    def subscribed_topics(self, existing: Iterable[str] = ()) -> set[str]:
+        """Every member's topics (names, and the topics of ``existing`` a regex matches)."""
+        existing = tuple(existing)
+        return {t for m in self.members.values() for t in m.topics(existing)}
 
     def state_name(self) -> str:
         """Kafka's ConsumerGroup state: Empty, Assigning, Reconciling or Stable."""
@@ -205,7 +223,9 @@ class GroupShard:
                 if value is None:
                     self.groups.pop(g, None)
                 elif isinstance(value, ConsumerGroupMetadataValue):
-                    self._group(g).group_epoch = value.epoch
+                    loaded = self._group(g)
+                    loaded.group_epoch = value.epoch
+                    loaded.metadata_hash = value.metadata_hash
             case ConsumerGroupTargetAssignmentMetadataKey(group_id=g):
                 if isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
                     self._group(g).assignment_epoch = value.assignment_epoch
@@ -283,7 +303,7 @@ def _eligible(
     for mid, m in members.items():
         out[mid] = {
             (topics[name].topic_id, p)
-            for name in m.subscribed_topic_names
+            for name in m.topics(topics)
             if name in topics
             for p in range(topics[name].num_partitions)
         }
@@ -352,8 +372,9 @@ def assign_range(
     ranges, ``ceil(P / N)`` partitions to the first ``P % N`` of them."""
     del previous  # range is deterministic from the subscriptions
     out: dict[str, dict[str, set[int]]] = {mid: {} for mid in members}
+    subscriptions = {mid: m.topics(topics) for mid, m in members.items()}
     for name, info in sorted(topics.items()):
-        subscribers = sorted(mid for mid, m in members.items() if name in m.subscribed_topic_names)
+        subscribers = sorted(mid for mid, names in subscriptions.items() if name in names)
         if not subscribers:
             continue
         base, extra = divmod(info.num_partitions, len(subscribers))
@@ -483,6 +504,28 @@ def _validate(req: HeartbeatRequest) -> None:
         raise InvalidRequestError("InstanceId can't be null.")
     if req.server_assignor is not None and req.server_assignor not in ASSIGNORS:
         raise UnsupportedAssignorError(f"ServerAssignor {req.server_assignor} is not supported.")
+    if req.subscribed_topic_regex:
+        try:
+            re.compile(req.subscribed_topic_regex)
+        except re.error as e:
+            raise InvalidRegularExpressionError(
+                f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not a valid regular "
+                f"expression: {e}."
+            ) from None
+
+
+def subscription_metadata_hash(subscribed: Iterable[str], topics: Mapping[str, TopicInfo]) -> int:
+    """A signed 64-bit hash of the subscribed topics that exist: their names, ids and partition
+    counts (0 for none). It changes when a subscribed topic is created, deleted, recreated or
+    gets partitions. Kafka's value (XXH3 over the same fields and the racks) is not reproduced:
+    only equality with the value stored by this coordinator matters."""
+    present = sorted(
+        (t.name, t.topic_id, t.num_partitions) for n in subscribed if (t := topics.get(n))
+    )
+    if not present:
+        return 0
+    digest = hashlib.blake2b(repr(present).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 def member_leave_records(group: ConsumerGroup, member_id: str) -> list[GroupRecord]:
@@ -492,7 +535,10 @@ def member_leave_records(group: ConsumerGroup, member_id: str) -> list[GroupReco
         (ConsumerGroupCurrentMemberAssignmentKey(gid, member_id), None),
         (ConsumerGroupTargetAssignmentMemberKey(gid, member_id), None),
         (ConsumerGroupMemberMetadataKey(gid, member_id), None),
-        (ConsumerGroupMetadataKey(gid), ConsumerGroupMetadataValue(group.group_epoch + 1)),
+        (
+            ConsumerGroupMetadataKey(gid),
+            ConsumerGroupMetadataValue(group.group_epoch + 1, group.metadata_hash),
+        ),
     ]
 
 
@@ -543,7 +589,12 @@ def heartbeat(
         group = ConsumerGroup(gid)
     # work on a copy: replay of the returned records is what changes the real state
     group = ConsumerGroup(
-        gid, group.group_epoch, group.assignment_epoch, dict(group.members), dict(group.target)
+        gid,
+        group.group_epoch,
+        group.assignment_epoch,
+        dict(group.members),
+        dict(group.target),
+        group.metadata_hash,
     )
     records: list[GroupRecord] = []
 
@@ -641,18 +692,34 @@ def heartbeat(
         records.append(
             (ConsumerGroupMemberMetadataKey(gid, updated.member_id), updated.metadata_value())
         )
-    bump = is_new or updated.subscribed_topic_names != member.subscribed_topic_names
     group.members[updated.member_id] = updated
+    # Kafka 4.1's group hash: partitions added to a subscribed topic, or a subscribed topic
+    # created or deleted, bump the group epoch as a membership change does, so the new
+    # partitions are assigned (Kafka's GroupMetadataManager compares the stored
+    # metadataHash with the one computed from the current metadata on each heartbeat).
+    metadata_hash = subscription_metadata_hash(group.subscribed_topics(topics), topics)
+    bump = (
+        is_new
+        or updated.subscribed_topic_names != member.subscribed_topic_names
+        or updated.subscribed_topic_regex != member.subscribed_topic_regex
+        or metadata_hash != group.metadata_hash
+    )
     if bump:
         group.group_epoch += 1
+        group.metadata_hash = metadata_hash
         records.append(
-            (ConsumerGroupMetadataKey(gid), ConsumerGroupMetadataValue(group.group_epoch))
+            (
+                ConsumerGroupMetadataKey(gid),
+                ConsumerGroupMetadataValue(group.group_epoch, metadata_hash),
+            )
         )
 
     if group.group_epoch > group.assignment_epoch:
         assignor_name = updated.server_assignor or default_assignor
         assignor = ASSIGNORS[assignor_name]
-        subscribed = {name: topics[name] for name in group.subscribed_topics() if name in topics}
+        subscribed = {
+            name: topics[name] for name in group.subscribed_topics(topics) if name in topics
+        }
         new_target = assignor(group.members, subscribed, group.target)
         for mid, assignment in sorted(new_target.items()):
             if dict(assignment) != dict(group.target.get(mid, {})) or mid not in group.target:

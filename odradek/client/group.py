@@ -1,8 +1,11 @@
 """A consumer's group membership (KIP-848): coordinator, heartbeats, reconciliation, commits.
 
 The client half of Kafka's consumer group protocol, driven from :meth:`odradek.Consumer.poll`
-(Kafka's ``ConsumerMembershipManager`` and ``CommitRequestManager``, without the background
-thread: the heartbeat is sent from ``poll``, which never blocks past the next one due).
+(Kafka's ``ConsumerMembershipManager`` and ``CommitRequestManager``). The group's requests
+(heartbeats, auto-commits, the commit before a revocation, committed offsets) go out one at a
+time from a worker thread, as Kafka's background thread sends them;
+``poll`` takes each answer in and never waits for one. Listeners and assignment changes run on
+the poll thread.
 
 * **Coordinator.** Found with ``FindCoordinator`` (any node answers); NOT_COORDINATOR,
   COORDINATOR_NOT_AVAILABLE and COORDINATOR_LOAD_IN_PROGRESS (or an unreachable coordinator)
@@ -10,11 +13,11 @@ thread: the heartbeat is sent from ``poll``, which never blocks past the next on
 * **Membership.** The member id is a random UUID generated once (KIP-1082). It joins with
   epoch 0 and its subscription, then heartbeats every ``heartbeat_interval_ms`` (the
   coordinator's) with its epoch and the partitions it owns. An assignment in an answer is
-  reconciled at once: partitions no longer assigned are revoked (their positions committed
-  first when auto-commit is on, then ``on_partitions_revoked``), newly assigned ones get the
-  group's committed offsets as positions (``auto_offset_reset`` where none is committed), then
-  ``on_partitions_assigned``; the next heartbeat, sent at once, acknowledges. Partitions that
-  stay assigned are never touched: their fetching goes on.
+  reconciled step by step: partitions no longer assigned are paused at once, revoked once
+  their positions are committed (with auto-commit), then ``on_partitions_revoked``; newly
+  assigned ones get the group's committed offsets as positions (``auto_offset_reset`` where
+  none is committed), then ``on_partitions_assigned``; the next heartbeat, sent at once,
+  acknowledges. Partitions that stay assigned are never touched: their fetching goes on.
 * **Fencing.** FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID: every partition is lost
   (``on_partitions_lost``, nothing committed) and the member rejoins with epoch 0.
   UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, INVALID_REQUEST and other
@@ -22,7 +25,7 @@ thread: the heartbeat is sent from ``poll``, which never blocks past the next on
 * **Leaving.** ``close`` commits (with auto-commit), then leaves: epoch -1, or -2 for a static
   member (``group_instance_id``), whose partitions wait for it for the session timeout.
 
-Not thread-safe: used from the consumer's thread only.
+Not thread-safe: used from the consumer's thread only (the worker only sends requests).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -76,7 +81,19 @@ _REJOIN_ERRORS = (FencedMemberEpochError, UnknownMemberIdError, GroupIdNotFoundE
 REBALANCE_TIMEOUT_MS = 300_000
 """Sent on join: Kafka's consumer sends its ``max.poll.interval.ms`` (default 5 minutes)."""
 
+_PENDING_CHECK_MS = 5
+"""How often ``poll`` looks for the answer of a group request in flight."""
+
 Resp = TypeVar("Resp")
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A group request sent from the worker thread, and what to do on the poll thread with
+    its outcome."""
+
+    future: Future[object]
+    then: Callable[[Future[object]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +301,8 @@ class ConsumerHooks(Protocol):
 
     def _group_positions(self) -> dict[TopicPartition, int]: ...
 
+    def pause(self, *partitions: TopicPartition) -> None: ...
+
 
 class GroupMember:
     """A consumer's membership of a KIP-848 group. Not thread-safe."""
@@ -320,8 +339,12 @@ class GroupMember:
         self._listener: object | None = None
         self._next_heartbeat_ms = 0
         self._next_commit_ms = clock.monotonic_ms() + auto_commit_interval_ms
-        self._next_pattern_check_ms = 0
         self._subscription_changed = True
+        self._subscription_version = 0
+        self._sent_subscription = 0
+        self._had_pattern = False
+        self._pending: _Pending | None = None
+        self._executor: ThreadPoolExecutor | None = None
         self.subscribed = False
 
     # -- subscription ------------------------------------------------------------------------
@@ -329,75 +352,110 @@ class GroupMember:
     def subscribe(
         self, topics: Iterable[str] | None, pattern: re.Pattern[str] | None, listener: object
     ) -> None:
+        """Subscribe to ``topics`` or to the topics ``pattern`` matches in full. The pattern is
+        sent to the coordinator (``SubscribedTopicRegex``), which resolves it against the
+        cluster's topics, now and as topics are created. Raises ``ValueError`` for a pattern
+        compiled with flags (they cannot be sent: write them inline, ``(?i)``)."""
+        if pattern is not None and re.compile(pattern.pattern).flags != pattern.flags:
+            raise ValueError(
+                "a pattern's flags are not sent to the coordinator: write them inline, e.g. (?i)"
+            )
         self._listener = listener
+        self._had_pattern = self._had_pattern or self._pattern is not None
         self._pattern = pattern
-        if pattern is None:
-            self._topics = tuple(sorted(set(topics or ())))
-            self._metadata.add_topics(self._topics)
+        self._topics = () if pattern is not None else tuple(sorted(set(topics or ())))
+        self._metadata.add_topics(self._topics)
         self.subscribed = True
         self._subscription_changed = True
+        self._subscription_version += 1
         self._next_heartbeat_ms = 0
 
     def subscription(self) -> set[str]:
+        """The topic names subscribed to; for a pattern, the topics assigned from it."""
+        if self._pattern is not None:
+            return {tp.topic for tp in self._consumer._group_assignment()}
         return set(self._topics)
 
-    def _maybe_resolve_pattern(self, now: int) -> None:
-        if self._pattern is None or now < self._next_pattern_check_ms:
-            return
-        self._next_pattern_check_ms = now + 5_000
-        try:
-            response = call(
-                self.client._pool.broker(self._metadata.candidates()[0]).Metadata,
-                pb.MetadataRequest(all_topics=True),
-                address=self._metadata.candidates()[0],
-                timeout_ms=self._request_timeout_ms,
-            )
-        except OdradekError as exc:
-            log.debug("listing topics for the pattern failed: %s", exc)
-            return
-        names = tuple(
-            sorted(
-                t.name
-                for t in response.topics
-                if not t.name.startswith("__") and self._pattern.fullmatch(t.name)
-            )
-        )
-        if names != self._topics:
-            self._topics = names
-            self._metadata.add_topics(names)
-            self._subscription_changed = True
-            self._next_heartbeat_ms = 0
-
     # -- polling -----------------------------------------------------------------------------
+    #
+    # Why a network thread: the heartbeat, the commit before a revocation and the committed
+    # offsets of new partitions each wait for the coordinator, whose answers wait for an
+    # acks=-1 write to __consumer_offsets. Sent from the poll thread they stopped it for that
+    # long, and so stopped the delivery of the partitions that do not move. Kafka's consumer
+    # sends them from its background thread; here one worker thread sends them, one at a
+    # time, and ``poll`` takes in the answer when it is there (listeners and assignment
+    # changes stay on the poll thread).
 
     def time_to_next_ms(self) -> int:
-        """How long ``poll`` may block before the membership needs it again."""
+        """How long ``poll`` may block before the membership needs it again (a few
+        milliseconds while a request of the group is in flight)."""
         now = self._clock.monotonic_ms()
+        if self._pending is not None:
+            return _PENDING_CHECK_MS
         due = self._next_heartbeat_ms
         if self.enable_auto_commit:
             due = min(due, self._next_commit_ms)
         return max(due - now, 0)
 
     def poll(self) -> None:
-        """Heartbeat if one is due and reconcile its answer; auto-commit if due. Raises the
-        non-retriable errors of the protocol."""
+        """Take in the answer of the group request in flight (reconciling an assignment one
+        step further), or send the next one that is due: a heartbeat, an auto-commit. Never
+        waits for the network. Raises the non-retriable errors of the protocol."""
         if not self.subscribed:
             return
+        if self._pending is not None:
+            if not self._pending.future.done():
+                return
+            pending, self._pending = self._pending, None
+            pending.then(pending.future)
+            return  # the next step, if any, is in flight; else the next poll sends what is due
         now = self._clock.monotonic_ms()
-        self._maybe_resolve_pattern(now)
         if self.enable_auto_commit and now >= self._next_commit_ms and self.member_epoch > 0:
             self._next_commit_ms = now + self.auto_commit_interval_ms
-            try:
-                self.commit_positions(self._consumer._group_positions(), timeout_ms=0)
-            except OdradekError as exc:
-                log.info("group %s: auto-commit failed: %s", self.client.group_id, exc)
+            positions = self._consumer._group_positions()
+            if positions:
+                self._submit(self._commit_work(positions, timeout_ms=0), self._auto_committed)
+                return
         if now >= self._next_heartbeat_ms:
-            self.heartbeat()
+            self._submit(self._send_heartbeat(), self._heartbeat_answered)
+
+    def _submit(self, work: Callable[[], object], then: Callable[[Future[object]], None]) -> None:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="odradek-group")
+        self._pending = _Pending(self._executor.submit(work), then)
+
+    def _commit_work(
+        self, positions: Mapping[TopicPartition, int], timeout_ms: int
+    ) -> Callable[[], None]:
+        """A commit of ``positions`` as this member at its current epoch, for the worker."""
+        offsets = {tp: OffsetAndMetadata(o) for tp, o in positions.items()}
+        member_id, epoch = self.member_id, self.member_epoch
+        return lambda: self.client.commit(offsets, member_id, epoch, timeout_ms)
+
+    def _wait_pending(self) -> None:
+        """Finish the request in flight and take in its answer (blocking)."""
+        while self._pending is not None:
+            pending, self._pending = self._pending, None
+            wait_futures([pending.future])
+            pending.then(pending.future)
+
+    def _auto_committed(self, future: Future[object]) -> None:
+        exc = future.exception()
+        if exc is not None:
+            if not isinstance(exc, OdradekError):
+                raise exc
+            log.info("group %s: auto-commit failed: %s", self.client.group_id, exc)
 
     def heartbeat(self) -> None:
-        now = self._clock.monotonic_ms()
-        joining = self.member_epoch == 0
-        full = joining or self._subscription_changed
+        """Send a heartbeat now and take in its answer (blocking; after any request in
+        flight)."""
+        self._wait_pending()
+        self._submit(self._send_heartbeat(), self._heartbeat_answered)
+        self._wait_pending()
+
+    def _send_heartbeat(self) -> Callable[[], pb.ConsumerGroupHeartbeatResponse]:
+        """The heartbeat to send, built on the poll thread (the owned partitions as of now)."""
+        full = self.member_epoch == 0 or self._subscription_changed
         owned: dict[str, list[int]] = {}
         cluster = self._metadata.snapshot()
         for tp in self._consumer._group_assignment():
@@ -420,13 +478,23 @@ class GroupMember:
         )
         if self.group_instance_id is not None:
             request.instance_id = self.group_instance_id
-        try:
-            response = self.client.send(
-                lambda s: s.ConsumerGroupHeartbeat,  # type: ignore[arg-type, return-value]
-                request,
-                lambda r: (r.error_code, r.error_message),
-            )
-        except OdradekError as exc:
+        if full and self._pattern is not None:
+            request.subscribed_topic_regex = self._pattern.pattern
+        elif full and self._had_pattern:
+            request.subscribed_topic_regex = ""  # names now: the pattern no longer applies
+        self._sent_subscription = self._subscription_version
+        return lambda: self.client.send(
+            lambda s: s.ConsumerGroupHeartbeat,  # type: ignore[arg-type, return-value]
+            request,
+            lambda r: (r.error_code, r.error_message),
+        )
+
+    def _heartbeat_answered(self, future: Future[object]) -> None:
+        now = self._clock.monotonic_ms()
+        exc = future.exception()
+        if exc is not None:
+            if not isinstance(exc, OdradekError):
+                raise exc
             if isinstance(exc, _REJOIN_ERRORS):
                 log.info("group %s: %s; rejoining", self.client.group_id, exc)
                 self._lose_all()
@@ -436,8 +504,11 @@ class GroupMember:
                 log.debug("group %s: heartbeat failed: %s", self.client.group_id, exc)
                 self._next_heartbeat_ms = now + self._retry_backoff_ms
                 return
-            raise
-        self._subscription_changed = False
+            raise exc
+        response = future.result()
+        assert isinstance(response, pb.ConsumerGroupHeartbeatResponse)
+        if self._sent_subscription == self._subscription_version:
+            self._subscription_changed = False
         self.member_epoch = response.member_epoch
         self.heartbeat_interval_ms = max(response.heartbeat_interval_ms, 1)
         self._next_heartbeat_ms = now + self.heartbeat_interval_ms
@@ -445,6 +516,11 @@ class GroupMember:
             self._reconcile(response)
 
     def _reconcile(self, response: pb.ConsumerGroupHeartbeatResponse) -> None:
+        """Start moving to the assignment of ``response``: revoke first (the partitions
+        paused at once, their positions committed in the background with auto-commit, then
+        ``on_partitions_revoked``), then look up the committed offsets of the new ones in the
+        background, then assign them; then acknowledge with a heartbeat at once. Partitions
+        that stay are not touched."""
         cluster = self._metadata.snapshot()
         by_id = {t.topic_id: name for name, t in cluster.topics.items()}
         target: set[TopicPartition] = set()
@@ -461,26 +537,58 @@ class GroupMember:
         added = target - owned
         if not revoked and not added:
             return
-        if revoked:
-            if self.enable_auto_commit:
-                current = self._consumer._group_positions()
-                try:
-                    self.commit_positions(
-                        {tp: o for tp, o in current.items() if tp in revoked},
-                        timeout_ms=self._request_timeout_ms,
-                    )
-                except OdradekError as exc:
-                    log.info(
-                        "group %s: commit before revocation failed: %s", self.client.group_id, exc
-                    )
-            self._call("on_partitions_revoked", revoked)
-            self._consumer._group_set_assignment(owned - revoked, {})
+        if not revoked:
+            self._assign(target, added)
+            return
+        # no more records of them, and their positions stay where the application is
+        self._consumer.pause(*revoked)
+        if not self.enable_auto_commit:
+            self._revoked(target, revoked, added)
+            return
+        current = self._consumer._group_positions()
+        positions = {tp: o for tp, o in current.items() if tp in revoked}
+
+        def committed(future: Future[object]) -> None:
+            exc = future.exception()
+            if exc is not None:
+                if not isinstance(exc, OdradekError):
+                    raise exc
+                log.info("group %s: commit before revocation failed: %s", self.client.group_id, exc)
+            self._revoked(target, revoked, added)
+
+        self._submit(self._commit_work(positions, self._request_timeout_ms), committed)
+
+    def _revoked(
+        self, target: set[TopicPartition], revoked: set[TopicPartition], added: set[TopicPartition]
+    ) -> None:
+        self._call("on_partitions_revoked", revoked)
+        self._consumer._group_set_assignment(self._consumer._group_assignment() - revoked, {})
         if added:
-            committed = self.client.committed(added, self._request_timeout_ms)
+            self._assign(target, added)
+        else:
+            self._acknowledge(target, added, revoked)
+
+    def _assign(self, target: set[TopicPartition], added: set[TopicPartition]) -> None:
+        def fetched(future: Future[object]) -> None:
+            exc = future.exception()
+            if exc is not None:
+                if not isinstance(exc, OdradekError) or not exc.retriable:
+                    raise exc
+                log.info("group %s: committed offsets: %s; retrying", self.client.group_id, exc)
+                self._assign(target, added)
+                return
+            committed = future.result()
+            assert isinstance(committed, dict)
             positions = {tp: om.offset for tp, om in committed.items() if om is not None}
             self._consumer._group_set_assignment(target, positions)
             self._call("on_partitions_assigned", added)
-        # acknowledge at once
+            self._acknowledge(target, added, set())
+
+        self._submit(lambda: self.client.committed(added, self._request_timeout_ms), fetched)
+
+    def _acknowledge(
+        self, target: set[TopicPartition], added: set[TopicPartition], revoked: set[TopicPartition]
+    ) -> None:
         self._next_heartbeat_ms = self._clock.monotonic_ms()
         log.info(
             "group %s: member %s at epoch %d owns %d partitions (+%d -%d)",
@@ -493,6 +601,7 @@ class GroupMember:
         )
 
     def _lose_all(self) -> None:
+        self._pending = None  # a reconciliation under way is void
         owned = self._consumer._group_assignment()
         self.member_epoch = 0
         if owned:
@@ -525,6 +634,15 @@ class GroupMember:
 
     def leave(self) -> None:
         """Leave the group (epoch -1; -2 for a static member). Errors are logged."""
+        try:
+            self._wait_pending()
+        except OdradekError as exc:
+            log.info("group %s: %s", self.client.group_id, exc)
+        finally:
+            self._pending = None
+            if self._executor is not None:
+                self._executor.shutdown(wait=False)
+                self._executor = None
         if not self.subscribed or self.member_epoch <= 0:
             self.subscribed = False
             return

@@ -52,6 +52,7 @@ class MemberDescription:
     assignment: frozenset[TopicPartition]
     target_assignment: frozenset[TopicPartition]
     subscribed_topics: tuple[str, ...]
+    subscribed_topic_regex: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +144,11 @@ class ConsumerGroupAdmin:
                         assignment=_tps(m.assignment),
                         target_assignment=_tps(m.target_assignment),
                         subscribed_topics=tuple(m.subscribed_topic_names),
+                        subscribed_topic_regex=(
+                            m.subscribed_topic_regex
+                            if m.HasField("subscribed_topic_regex")
+                            else None
+                        ),
                     )
                     for m in g.members
                 ),

@@ -303,3 +303,50 @@ def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(
         for p in procs:
             p.kill()
             p.wait()
+
+
+def test_a_pattern_subscription_picks_up_topics_created_later(make_cluster):
+    cluster = make_cluster(3, **SETTINGS)
+    bootstrap = cluster.bootstrap_servers
+    admin = Admin(bootstrap)
+    assert admin.create_topics([NewTopic("metrics-a", 2, 3)], timeout_ms=30000)["metrics-a"] is None
+    assert admin.create_topics([NewTopic("other", 2, 3)], timeout_ms=30000)["other"] is None
+    consumer = Consumer(
+        bootstrap, group_id="patterned", enable_auto_commit=False, auto_offset_reset="earliest"
+    )
+    seen: set[tuple[str, bytes]] = set()
+
+    def poll() -> bool:
+        for r in consumer.poll(timeout_ms=100):
+            assert r.value is not None
+            seen.add((r.topic, r.value))
+        return True
+
+    try:
+        consumer.subscribe(pattern=r"metrics-.*")
+        wait_for(lambda: poll() and len(consumer.assignment()) == 2, "metrics-a's partitions")
+        assert consumer.subscription() == {"metrics-a"}
+        # the pattern went to the coordinator (SubscribedTopicRegex), which resolves it
+        (member,) = admin.describe_consumer_groups(["patterned"])["patterned"].members
+        assert member.subscribed_topic_regex == "metrics-.*"
+        assert member.subscribed_topics == ()
+        # a topic created after subscribe() that matches: assigned and read; "other" never
+        assert (
+            admin.create_topics([NewTopic("metrics-b", 3, 3)], timeout_ms=30000)["metrics-b"]
+            is None
+        )
+        with Producer(bootstrap, acks=-1) as producer:
+            for topic in ("metrics-a", "metrics-b", "other"):
+                producer.send(topic, topic.encode(), partition=1)
+            producer.flush()
+        wait_for(
+            lambda: poll() and {("metrics-a", b"metrics-a"), ("metrics-b", b"metrics-b")} <= seen,
+            "records of the new topic",
+            60,
+        )
+        assert consumer.subscription() == {"metrics-a", "metrics-b"}
+        assert {tp.topic for tp in consumer.assignment()} == {"metrics-a", "metrics-b"}
+        assert len(consumer.assignment()) == 5
+        assert all(topic != "other" for topic, _ in seen)
+    finally:
+        consumer.close()

@@ -22,6 +22,7 @@ from node.group_state import (
 from odradek.errors import (
     FencedMemberEpochError,
     GroupIdNotFoundError,
+    InvalidRegularExpressionError,
     InvalidRequestError,
     OffsetMetadataTooLargeError,
     StaleMemberEpochError,
@@ -47,6 +48,7 @@ class Coordinator:
 
     def __init__(self) -> None:
         self.shard = GroupShard()
+        self.topics = dict(TOPICS)
 
     def write(self, records: list) -> None:  # type: ignore[type-arg]
         for key, value in records:
@@ -63,11 +65,13 @@ class Coordinator:
             member_id=member_id,
             member_epoch=epoch,
             rebalance_timeout_ms=300000 if join else -1,
-            subscribed_topic_names=("t",) if join else None,
+            subscribed_topic_names=(() if "subscribed_topic_regex" in kw else ("t",))
+            if join
+            else None,
             owned=owned,
             **kw,  # type: ignore[arg-type]
         )
-        result = heartbeat(self.shard.groups.get("g"), req, TOPICS)
+        result = heartbeat(self.shard.groups.get("g"), req, self.topics)
         self.write(result.records)
         return result
 
@@ -142,6 +146,75 @@ def test_a_fourth_member_gets_partitions_only_after_they_are_revoked() -> None:
     for cl in clients[:3]:
         kept = cl.owned[TID] & before[cl.member_id][TID]
         assert len(kept) == 3
+
+
+def test_partitions_added_to_a_subscribed_topic_are_assigned_without_moving_others() -> None:
+    c = Coordinator()
+    clients = [Client(c, f"m{i}") for i in range(3)]
+    settle(clients)
+    epoch = c.group.group_epoch
+    before = {cl.member_id: dict(cl.owned) for cl in clients}
+    settle(clients, 2)
+    assert c.group.group_epoch == epoch  # unchanged metadata: no bump
+    c.topics["t"] = TopicInfo("t", TID, 18)  # CreatePartitions: 12 -> 18
+    clients[0].beat()
+    assert c.group.group_epoch == epoch + 1  # the next heartbeat bumps the group epoch
+    settle(clients)
+    assert c.group.state_name() == "Stable"
+    assert [cl.count() for cl in clients] == [6, 6, 6]
+    no_partition_owned_twice(clients)
+    for cl in clients:  # the new partitions were added; nothing moved
+        assert cl.owned[TID] >= before[cl.member_id][TID]
+    # the hash survives a reload: replaying the records does not bump again
+    reloaded = Coordinator()
+    reloaded.shard, reloaded.topics = c.shard, c.topics
+    clients[1].c = reloaded
+    clients[1].beat()
+    assert reloaded.group.group_epoch == epoch + 1
+
+
+def test_a_subscribed_topic_created_later_is_assigned() -> None:
+    c = Coordinator()
+    c.topics = {}
+    clients = [Client(c, f"m{i}") for i in range(2)]
+    settle(clients)
+    assert [cl.count() for cl in clients] == [0, 0]
+    c.topics = dict(TOPICS)
+    settle(clients)
+    assert [cl.count() for cl in clients] == [6, 6]
+
+
+ID_A, ID_B, ID_C, ID_O, ID_O2 = (
+    "9Zb-jtdaUcSrn8InGhs4hw",
+    "KNBBNTTpURqO4FqehsSzFA",
+    "J0EO1D1uWS-6kisajdmBjQ",
+    "_gippwTaUd2r4fuj3_Ut_g",
+    "QaIhIQvjWbOEi-BXsnBUYw",
+)
+
+
+def test_a_regex_subscription_is_resolved_by_the_coordinator() -> None:
+    c = Coordinator()
+    c.topics = {
+        "metrics-a": TopicInfo("metrics-a", ID_A, 2),
+        "other": TopicInfo("other", ID_O, 2),
+        "__consumer_offsets": TopicInfo("__consumer_offsets", ID_C, 3),
+    }
+    clients = [Client(c, f"m{i}", subscribed_topic_regex=r"metrics-.*|__.*") for i in range(2)]
+    settle(clients)  # a regex only: no names
+    assert {tid for cl in clients for tid in cl.owned} == {ID_A}  # internal topics never match
+    assert sorted(cl.count() for cl in clients) == [1, 1]
+    epoch = c.group.group_epoch
+    c.topics["metrics-b"] = TopicInfo("metrics-b", ID_B, 4)  # created later, matches
+    c.topics["other-2"] = TopicInfo("other-2", ID_O2, 4)
+    settle(clients)
+    assert c.group.group_epoch == epoch + 1
+    assert {tid for cl in clients for tid in cl.owned} == {ID_A, ID_B}
+    assert sorted(cl.count() for cl in clients) == [3, 3]
+    no_partition_owned_twice(clients)
+    assert c.group.members["m0"].subscribed_topic_regex == r"metrics-.*|__.*"
+    with pytest.raises(InvalidRegularExpressionError):
+        c.beat("m9", 0, {}, subscribed_topic_regex="metrics-(")
 
 
 def test_leaving_member_partitions_move() -> None:
