@@ -120,6 +120,9 @@ class LogManager:
         self._manager_config = manager_config or LogManagerConfig()
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
+        # How many logs each directory holds, kept as logs come and go: a new log goes to the
+        # least loaded one (counting them per creation made creating N logs O(N^2)).
+        self._per_dir: dict[Path, int] = dict.fromkeys(self.log_dirs, 0)
         self._lock_fds: list[int] = []
         self._topic_configs: dict[str, LogConfig] = {}
         self._shut_down = False
@@ -209,6 +212,7 @@ class LogManager:
             )
             log.flush_stats = self.flush_stats
             self._logs[tp] = log
+            self._per_dir[d] += 1
 
     # -- logs --
     def get_log(self, topic: str, partition: int) -> Log | None:
@@ -232,10 +236,7 @@ class LogManager:
                 if config is not None:
                     log.update_config(config)
                 return log
-            counts = dict.fromkeys(self.log_dirs, 0)
-            for existing in self._logs.values():
-                counts[existing.dir.parent] = counts.get(existing.dir.parent, 0) + 1
-            target = min(self.log_dirs, key=lambda d: counts[d])
+            target = min(self.log_dirs, key=self._per_dir.__getitem__)
             log = Log.open(
                 target / f"{topic}-{partition}",
                 config or self.default_config,
@@ -244,6 +245,7 @@ class LogManager:
             )
             log.flush_stats = self.flush_stats
             self._logs[(topic, partition)] = log
+            self._per_dir[target] += 1
             return log
 
     def all_logs(self) -> dict[TopicPartition, Log]:
@@ -257,6 +259,7 @@ class LogManager:
             log = self._logs.pop((topic, partition), None)
             if log is None:
                 return False
+            self._per_dir[log.dir.parent] -= 1
             log.close()
             if self.cleaner is not None:
                 self.cleaner.remove_log((topic, partition), log.dir.parent)

@@ -202,3 +202,17 @@ def test_message_timestamp_type_takes_kafkas_spelling():
     # built from Python, the error names the field
     with pytest.raises(InvalidConfigError, match="message_timestamp_type must be create_time"):
         LogConfig(message_timestamp_type="LogAppendTime")
+
+
+def test_new_logs_go_to_the_least_loaded_directory_after_loads_and_deletes(tmp_path, clock):
+    dirs = [(tmp_path / "a").resolve(), (tmp_path / "b").resolve()]
+    manager = _manager(dirs[:1], clock)
+    for p in range(3):
+        manager.get_or_create_log("old", p)  # all three in a
+    manager.shutdown()
+    manager = _manager(dirs, clock)  # loaded: a holds 3, b none
+    placed = [manager.get_or_create_log("new", p).dir.parent for p in range(4)]
+    assert placed == [dirs[1], dirs[1], dirs[1], dirs[0]]  # b until it holds as many
+    assert manager.delete_log("old", 0) and manager.delete_log("old", 1)
+    assert manager.get_or_create_log("new", 9).dir.parent == dirs[0]  # a: 2, b: 3
+    manager.shutdown()
