@@ -27,6 +27,7 @@ from controller.admin import AdminServicer
 from controller.controller import Controller, ControllerConfig
 from controller.registration import BrokerRegistration
 from controller.service import ControllerServicer
+from controller.zk_connection import ensure_chroot, new_zk_client
 from node.alter_partition import AlterPartitionManager
 from node.authentication import AuthenticationInterceptor
 from node.authorizer import AclAuthorizer
@@ -113,19 +114,6 @@ class Channels:
             channels, self._channels = list(self._channels.values()), {}
         for channel in channels:
             channel.close()
-
-
-def _ensure_chroot(connect: str, timeout_s: float) -> None:
-    hosts, slash, chroot = connect.partition("/")
-    if not slash or not chroot.strip("/"):
-        return
-    client = KazooClient(hosts=hosts, timeout=timeout_s)
-    client.start(timeout=timeout_s)
-    try:
-        client.ensure_path("/" + chroot.strip("/"))
-    finally:
-        client.stop()
-        client.close()
 
 
 def _topic_creator(
@@ -231,8 +219,8 @@ class Node:
         self.replicas.alter_partitions = self.alter_partitions
 
         session_s = c.zookeeper_session_timeout_ms / 1000
-        _ensure_chroot(c.zookeeper_connect, session_s)
-        self.zk = KazooClient(hosts=c.zookeeper_connect, timeout=session_s)
+        ensure_chroot(c.zookeeper_connect, session_s, c.zookeeper)
+        self.zk = new_zk_client(c.zookeeper_connect, session_s, c.zookeeper)
         self.zk.start(timeout=max(session_s, 10))
         self.controller = Controller(
             self.zk,
