@@ -274,10 +274,16 @@ def known_config_names() -> list[str]:
 
 
 OTHER_TOOLS_VARIABLES = frozenset(
-    {"ODRADEK_BOOTSTRAP_SERVERS", "ODRADEK_IMAGE_TAG", "ODRADEK_COMPOSE_HOST"}
+    {
+        "ODRADEK_BOOTSTRAP_SERVERS",
+        "ODRADEK_IMAGE_TAG",
+        "ODRADEK_COMPOSE_HOST",
+        "ODRADEK_COMPOSE_CERTS",
+    }
 )
 """Variables with the node's prefix that other tools read (the command line's bootstrap
-servers; the image tag and the compose file's address in deploy/): a node ignores them, so a
+servers; the image tag, the compose file's address and its TLS file's certificates in
+deploy/): a node ignores them, so a
 shell that exported one for its tool still starts nodes. Any other ``ODRADEK_*`` name must be a
 node setting, so that a misspelt one fails instead of being ignored."""
 
