@@ -5,10 +5,12 @@ acknowledged lost: what TLS adds to a fault is reconnecting (TLS handshakes betw
 to ZooKeeper, from the clients), and a new controller rewriting znodes another node created
 (which secure ACLs refuse unless every node has the same ZooKeeper identity).
 
-Two scenarios keep the suite's time bounded (each about as long as one of test_faults.py's):
-the leader SIGKILLed three times (replica fetchers, the controller's connections and the clients
-reconnect over TLS), and ZooKeeper restarted (every node's ZooKeeper session reconnects over
-TLS).
+Four scenarios keep the suite's time bounded (about a minute and a half together on two
+cores): the leader SIGKILLed three times (replica fetchers, the controller's connections and the
+clients reconnect over TLS), the controller SIGKILLed (another node takes over and rewrites the
+znodes the first one wrote), the leader cut off by iptables until its ZooKeeper session expires
+(it registers again over TLS under the same identity), and ZooKeeper restarted (every node's
+session reconnects over TLS).
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from odradek import Admin, Consumer, NewTopic, TopicPartition
 from tests.containers.checker import Verdict, check, replica_batches
 from tests.containers.cluster import (
     CHROOT,
+    SESSION_TIMEOUT_MS,
     ZOOKEEPER_HOST,
     ZOOKEEPER_PORT,
     ContainerCluster,
+    Partition,
     now_s,
 )
 from tests.containers.workload import PARTITIONS, TOPIC, Workload
@@ -137,6 +141,22 @@ def run_tls_scenario(
     assert verdict.violations == {}, verdict.violations
 
 
+def leader_of_partition_0(cluster: ContainerCluster) -> int:
+    def leader() -> int | None:
+        found, _ = cluster.partition_states(TOPIC, PARTITIONS)[0]
+        return found if found > 0 else None
+
+    return wait_for(leader, "partition 0 to have a leader", 60)
+
+
+def wait_leader_moves(cluster: ContainerCluster, old: int) -> int:
+    def moved() -> int | None:
+        found, _ = cluster.partition_states(TOPIC, PARTITIONS)[0]
+        return found if found not in (-1, old) else None
+
+    return wait_for(moved, f"partition 0's leadership to move off node {old}", 60)
+
+
 def test_tls_leader_killed_repeatedly(tls_cluster: ContainerCluster, verdicts: list[Verdict]):
     """SIGKILL of partition 0's leader, three times, each restarted once another has taken
     over: followers, the controller and clients reconnect over TLS."""
@@ -144,25 +164,66 @@ def test_tls_leader_killed_repeatedly(tls_cluster: ContainerCluster, verdicts: l
     def fault(cluster: ContainerCluster, workload: Workload) -> None:
         for _ in range(3):
             wait_full_isr(cluster)
-
-            def leader() -> int | None:
-                found, _ = cluster.partition_states(TOPIC, PARTITIONS)[0]
-                return found if found > 0 else None
-
-            old = wait_for(leader, "partition 0 to have a leader", 60)
+            old = leader_of_partition_0(cluster)
             workload.fault()
             cluster.kill(old)
-
-            def moved(old: int = old) -> int | None:
-                found, _ = cluster.partition_states(TOPIC, PARTITIONS)[0]
-                return found if found not in (-1, old) else None
-
-            wait_for(moved, f"partition 0's leadership to move off node {old}", 60)
+            wait_leader_moves(cluster, old)
             wait_progress(workload, 20)
             workload.healed()
             cluster.start_node(old)
 
     run_tls_scenario("TLS: kill leader (3x)", tls_cluster, fault, verdicts)
+
+
+def test_tls_controller_killed(tls_cluster: ContainerCluster, verdicts: list[Verdict]):
+    """SIGKILL of the active controller: another node takes over, and with secure ACLs it may
+    only rewrite the partition states the first controller wrote because both present the same
+    ZooKeeper identity."""
+
+    def fault(cluster: ContainerCluster, workload: Workload) -> None:
+        controller = wait_for(
+            lambda: (c := cluster.controller_id()) > 0 and c, "an active controller"
+        )
+        leader = leader_of_partition_0(cluster)
+        workload.fault()
+        cluster.kill(controller)
+        wait_for(
+            lambda: cluster.controller_id() not in (-1, controller),
+            "another node to become the controller",
+        )
+        if leader == controller:
+            wait_leader_moves(cluster, leader)
+        wait_progress(workload, 20)
+        workload.healed()
+        cluster.start_node(controller)
+
+    run_tls_scenario("TLS: kill controller", tls_cluster, fault, verdicts)
+
+
+def test_tls_leader_partitioned(
+    tls_cluster: ContainerCluster, verdicts: list[Verdict], partition: Partition
+):
+    """Partition 0's leader cut off from everyone with iptables until its ZooKeeper session
+    expires and leadership moves; healed, it opens a new session over TLS and registers
+    again."""
+
+    def fault(cluster: ContainerCluster, workload: Workload) -> None:
+        leader = leader_of_partition_0(cluster)
+        workload.fault()
+        partition.isolate(cluster.nodes[leader])
+        try:
+            wait_for(
+                lambda: leader not in cluster.registered_nodes(),
+                f"node {leader}'s ZooKeeper session to expire",
+                SESSION_TIMEOUT_MS / 1000 + 30,
+            )
+            wait_leader_moves(cluster, leader)
+            wait_progress(workload, 20)
+        finally:
+            partition.heal()
+        workload.healed()
+
+    run_tls_scenario("TLS: partition leader", tls_cluster, fault, verdicts)
 
 
 def test_tls_zookeeper_restarted(tls_cluster: ContainerCluster, verdicts: list[Verdict]):
