@@ -161,3 +161,40 @@ def test_the_subject_reads_as_grpcs_x509_subject() -> None:
         )
     }
     assert rfc2253_subject(cert) == "CN=alice,OU=Users,O=Example\\, Inc.,C=DE"
+
+
+def test_a_rotated_certificate_is_served_without_a_restart(
+    requested: Requested, tmp_path: Path
+) -> None:
+    with Admin(requested.bootstrap, **requested.security(requested.alice)) as admin:
+        admin.list_topics()
+    new_ca = CertificateAuthority("new-ca")
+    old_ca_pem = (tmp_path / "ca.crt").read_bytes()
+    (tmp_path / "ca.crt").write_bytes(old_ca_pem + new_ca.cert_pem)
+    renewed = new_ca.issue("CN=node-1,OU=Brokers", ["localhost", "127.0.0.1"])
+    (tmp_path / "node-1.pem").write_bytes(renewed.keystore_pem())
+    new_cafile = str(new_ca.write(tmp_path / "new-ca.crt"))
+    # a new connection gets the new certificate: a client trusting only the new CA gets in
+    # (with alice's certificate of the old CA, still in the truststore) ...
+    with Admin(
+        requested.bootstrap,
+        security_protocol="SSL",
+        ssl_cafile=new_cafile,
+        ssl_certfile=requested.alice,
+    ) as admin:
+        assert "orders" not in admin.list_topics()
+    # ... and one trusting only the old CA no longer does
+    old_cafile = tmp_path / "old-ca.crt"
+    old_cafile.write_bytes(old_ca_pem)
+    with (
+        Admin(
+            requested.bootstrap,
+            request_timeout_ms=5_000,
+            security_protocol="SSL",
+            ssl_cafile=str(old_cafile),
+        ) as admin,
+        pytest.raises(OdradekError),
+    ):
+        admin.list_topics()
+    (terminator,) = requested.node._terminators
+    assert terminator.reloads == 1

@@ -187,7 +187,7 @@ def test_the_nodes_work_over_zookeeper_tls_and_own_their_znodes(
     as_the_nodes.set(f"/config/topics/{topic}", as_the_nodes.get(f"/config/topics/{topic}")[0])
 
 
-def _refused_writes(client: KazooClient, topic: str) -> list[Callable[[], object]]:
+def _refused(client: KazooClient, topic: str) -> list[Callable[[], object]]:
     return [
         lambda: client.set(f"/brokers/topics/{topic}", b"{}"),
         lambda: client.set(f"/brokers/topics/{topic}/partitions/0/state", b"{}"),
@@ -212,7 +212,7 @@ def test_a_client_without_the_nodes_certificate_cannot_change_znodes(
     client: KazooClient = request.getfixturevalue(who)
     # reading is allowed (Kafka's world-readable ACLs), except credentials
     assert client.get(f"/brokers/topics/{topic}")[0]
-    for attempt in _refused_writes(client, topic):
+    for attempt in _refused(client, topic):
         with pytest.raises(NoAuthError):
             attempt()
 
