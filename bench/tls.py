@@ -9,7 +9,11 @@ cluster goes first. A round's ratio is its TLS figure over its plaintext figure 
 within seconds of each other, since the shared machine's speed drifts); the ratio reported is
 the median round's. It ends with one JSON line holding every figure.
 
-    python -m bench.tls [--records 20000] [--repeat 5]
+    python -m bench.tls [--records 20000] [--repeat 5] [--client-auth requested]
+
+``--client-auth requested`` measures the TLS listener with ``ssl.client.auth=requested``
+instead, which the node serves through its own TLS relay (node/tls_terminator.py); the client
+still presents its certificate.
 """
 
 from __future__ import annotations
@@ -87,6 +91,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=5, help="rounds, TLS and plaintext each")
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument(
+        "--client-auth",
+        choices=("required", "requested"),
+        default="required",
+        help="the TLS listener's ssl.client.auth (default required)",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         base = Path(tmp)
@@ -106,7 +116,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             "listener.security.protocol.map": "PLAINTEXT:SSL",
             "ssl.keystore.location": str(certs / "node-1.pem"),
             "ssl.truststore.location": str(certs / "ca.crt"),
-            "ssl.client.auth": "required",
+            "ssl.client.auth": args.client_auth,
         }
         zookeeper = ZooKeeperServer(base / "zookeeper")
         zookeeper.start()
@@ -145,7 +155,11 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             for cluster in clusters.values():
                 cluster.stop()
             zookeeper.stop()
-    out: dict[str, object] = {"records": args.records, "record_bytes": RECORD_BYTES}
+    out: dict[str, object] = {
+        "records": args.records,
+        "record_bytes": RECORD_BYTES,
+        "client_auth": args.client_auth,
+    }
     for what in ("produce", "consume"):
         median, ratios = _median_round(rounds, f"{what}_tls_ratio")
         for key in (f"{what}_plaintext_records_per_s", f"{what}_tls_records_per_s"):

@@ -5,6 +5,9 @@ Principals, as Kafka builds them:
 
 - on a PLAINTEXT listener, and on an SSL listener when the client gave no certificate:
   ``User:ANONYMOUS``;
+- on an SSL listener with ``ssl.client.auth=requested``, as with ``required`` for a client that
+  gave a certificate and ``User:ANONYMOUS`` for one that did not (the node terminates that
+  listener's TLS itself, :mod:`node.tls_terminator`, and the principal comes from there);
 - on an SSL listener with a client certificate: ``User:<name>``, the name being the
   certificate's subject (RFC 2253, ``CN=alice,OU=Users,O=Example``) mapped by the listener's
   ``ssl.principal.mapping.rules``. A subject no rule maps is refused (``UNAUTHENTICATED``);
@@ -28,6 +31,9 @@ from typing import TYPE_CHECKING, Any, cast
 import grpc
 
 from node.sasl import SASL_TOKEN_METADATA_KEY, SaslSessions
+
+if TYPE_CHECKING:
+    from node.tls_terminator import RelayedPeer
 from node.ssl_principal_mapper import NoMatchingRuleError, SslPrincipalMapper
 from odradek.client.errors import ERROR_CODE_METADATA_KEY
 from odradek.errors import SaslAuthenticationFailedError
@@ -132,18 +138,39 @@ class AuthenticationInterceptor(_ServerInterceptor):
         security_protocol: str,
         mapper: SslPrincipalMapper,
         sessions: SaslSessions | None = None,
+        relayed: Callable[[str], RelayedPeer | None] | None = None,
     ) -> None:
-        """``sessions``: the node's SASL sessions (needed on a SASL_SSL listener)."""
+        """``sessions``: the node's SASL sessions (needed on a SASL_SSL listener).
+        ``relayed``: on a listener whose TLS the node terminates itself
+        (``ssl.client.auth=requested``), who is behind a relayed connection (gRPC's peer
+        string → :class:`~node.tls_terminator.RelayedPeer`, ``None`` for a connection not
+        relayed, which is refused)."""
         self._listener = listener_name
         self._protocol = security_protocol
         self._mapper = mapper
         self._sessions = sessions
+        self._relayed = relayed
 
     def _context(self, context: grpc.ServicerContext, method: str) -> RequestContext:
         if self._protocol == "PLAINTEXT":
             principal = ANONYMOUS
         elif self._protocol == "SASL_SSL":
             principal = self._sasl_principal(context, method)
+        elif self._relayed is not None:
+            who = self._relayed(context.peer())
+            if who is None:
+                context.abort(
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    f"listener {self._listener}: connect to the listener's TLS address",
+                )
+            assert who is not None  # abort raises
+            principal = ANONYMOUS
+            if who.subject is not None:
+                try:
+                    principal = KafkaPrincipal("User", self._mapper.name(who.subject))
+                except NoMatchingRuleError as e:
+                    context.abort(grpc.StatusCode.UNAUTHENTICATED, e.message)
+            return RequestContext(principal, self._listener, self._protocol, who.client_address)
         else:
             try:
                 # gRPC gives a list of values per key (grpc-stubs says one)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.zk_connection import ZK_CLIENT_PROPERTIES, ZkClientConfig
 from node.authorizer import AuthorizerConfig
 from node.group_coordinator_config import GROUP_COORDINATOR_PROPERTIES, GroupCoordinatorConfig
 from node.kafka_config import (
@@ -58,6 +59,9 @@ class NodeConfig:
     """Rack for rack-aware replica assignment (``broker.rack``)."""
     zookeeper_session_timeout_ms: int = 18_000
     """ZooKeeper session timeout: how long a dead node keeps its registration."""
+    zookeeper: ZkClientConfig = field(default_factory=ZkClientConfig)
+    """TLS to ZooKeeper and secure znode ACLs (``zookeeper.ssl.*``, ``zookeeper.set.acl``;
+    controller/zk_connection.py, docs/security.md)."""
     replica_lag_time_max_ms: int = 30_000
     """A follower that has not caught up for this long leaves the ISR."""
     replica_fetch_wait_max_ms: int = 500
@@ -258,6 +262,7 @@ def known_config_names() -> list[str]:
         *BROKER_TOPIC_NAMES,
         *IGNORED_KAFKA_CONFIGS,
         *LISTENER_NAMES,
+        *ZK_CLIENT_PROPERTIES,
         "log.dirs",
         "log.dir",
         "listen.address",
@@ -269,10 +274,16 @@ def known_config_names() -> list[str]:
 
 
 OTHER_TOOLS_VARIABLES = frozenset(
-    {"ODRADEK_BOOTSTRAP_SERVERS", "ODRADEK_IMAGE_TAG", "ODRADEK_COMPOSE_HOST"}
+    {
+        "ODRADEK_BOOTSTRAP_SERVERS",
+        "ODRADEK_IMAGE_TAG",
+        "ODRADEK_COMPOSE_HOST",
+        "ODRADEK_COMPOSE_CERTS",
+    }
 )
 """Variables with the node's prefix that other tools read (the command line's bootstrap
-servers; the image tag and the compose file's address in deploy/): a node ignores them, so a
+servers; the image tag, the compose file's address and its TLS file's certificates in
+deploy/): a node ignores them, so a
 shell that exported one for its tool still starts nodes. Any other ``ODRADEK_*`` name must be a
 node setting, so that a misspelt one fails instead of being ignored."""
 
@@ -297,6 +308,7 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
     authorizer: dict[str, str] = {}
     listener_ssl_props: dict[str, dict[str, str]] = {}
     groups: dict[str, int] = {}
+    zk_client: dict[str, str] = {}
     types = {f.name: f.type for f in dataclasses.fields(NodeConfig)}
     props, renamed = translate_kafka_names(props)
     ignored: list[str] = []
@@ -340,6 +352,8 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
                 values["sasl_enabled_mechanisms"] = tuple(
                     m.strip().upper() for m in raw.split(",") if m.strip()
                 )
+            elif key.lower() in ZK_CLIENT_PROPERTIES:
+                zk_client[key] = raw
             elif key in _AUTHORIZER:
                 authorizer[key] = raw.strip()
             elif key.startswith("ssl."):
@@ -384,6 +398,8 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
             (name, SslConfig.from_properties(overrides, base=values["ssl"]))
             for name, overrides in sorted(listener_ssl_props.items())
         )
+    if zk_client:
+        values["zookeeper"] = ZkClientConfig.from_properties(zk_client)
     if groups:
         values["group_coordinator"] = GroupCoordinatorConfig(**groups)
     if manager:

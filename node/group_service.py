@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import grpc
 
+from node.authentication import current_request
 from node.group_coordinator import GroupCoordinator
 from odradek.v1 import odradek_pb2 as pb
 
@@ -19,8 +20,9 @@ __all__ = ["GroupRpcs"]
 
 def _client_host(context: grpc.ServicerContext) -> str:
     """Kafka's ClientHost: ``/`` and the peer's address (``ipv4:127.0.0.1:5000`` →
-    ``/127.0.0.1``)."""
-    peer = context.peer() or ""
+    ``/127.0.0.1``): the client's, also behind the node's own TLS (ssl.client.auth=requested)."""
+    request = current_request()
+    peer = request.client_address if request is not None else (context.peer() or "")
     address = peer.split(":", 1)[1] if ":" in peer else peer
     host = address.rsplit(":", 1)[0] if ":" in address else address
     return "/" + host.strip("[]")

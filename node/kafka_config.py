@@ -96,7 +96,6 @@ IGNORED_KAFKA_CONFIGS = frozenset(
         # ZooKeeper client details kazoo handles its own way
         "zookeeper.connection.timeout.ms",
         "zookeeper.max.in.flight.requests",
-        "zookeeper.set.acl",
         # broker features odradek does not have (yet)
         "broker.id.generation.enable",
         "reserved.broker.max.id",

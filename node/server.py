@@ -27,6 +27,7 @@ from controller.admin import AdminServicer
 from controller.controller import Controller, ControllerConfig
 from controller.registration import BrokerRegistration
 from controller.service import ControllerServicer
+from controller.zk_connection import ensure_chroot, new_zk_client
 from node.alter_partition import AlterPartitionManager
 from node.authentication import AuthenticationInterceptor
 from node.authorizer import AclAuthorizer
@@ -48,6 +49,7 @@ from node.sasl import SaslServicer, SaslSessions
 from node.scram_store import ScramCredentialStore
 from node.service import BrokerServicer, ReplicationServicer
 from node.tls import CertificateReloader, channel_credentials, server_credentials
+from node.tls_terminator import TlsTerminator
 from odradek.client.connection import RECONNECT_OPTIONS
 from odradek.clock import Clock, SystemClock
 from odradek.errors import TopicAlreadyExistsError
@@ -115,19 +117,6 @@ class Channels:
             channel.close()
 
 
-def _ensure_chroot(connect: str, timeout_s: float) -> None:
-    hosts, slash, chroot = connect.partition("/")
-    if not slash or not chroot.strip("/"):
-        return
-    client = KazooClient(hosts=hosts, timeout=timeout_s)
-    client.start(timeout=timeout_s)
-    try:
-        client.ensure_path("/" + chroot.strip("/"))
-    finally:
-        client.stop()
-        client.close()
-
-
 def _topic_creator(
     admin: Callable[[], AdminServicer],
 ) -> Callable[[str, int, int, Mapping[str, str]], None]:
@@ -193,6 +182,8 @@ class Node:
         self.registration: BrokerRegistration | None = None
         self.controller: Controller | None = None
         self._servers: list[grpc.Server] = []
+        self._terminators: list[TlsTerminator] = []
+        """TLS of the listeners with ssl.client.auth=requested."""
         self.certificates: dict[str, CertificateReloader] = {}
         self.authorizer: AclAuthorizer | None = None
         self.sasl_sessions: SaslSessions | None = None
@@ -231,8 +222,8 @@ class Node:
         self.replicas.alter_partitions = self.alter_partitions
 
         session_s = c.zookeeper_session_timeout_ms / 1000
-        _ensure_chroot(c.zookeeper_connect, session_s)
-        self.zk = KazooClient(hosts=c.zookeeper_connect, timeout=session_s)
+        ensure_chroot(c.zookeeper_connect, session_s, c.zookeeper)
+        self.zk = new_zk_client(c.zookeeper_connect, session_s, c.zookeeper)
         self.zk.start(timeout=max(session_s, 10))
         self.controller = Controller(
             self.zk,
@@ -297,6 +288,13 @@ class Node:
         for listener in c.effective_listeners:
             protocol = c.protocol_map[listener.name]
             ssl_config = c.ssl_for(listener.name)
+            # ssl.client.auth=requested: gRPC cannot ask for a certificate without requiring
+            # one, so the node terminates this listener's TLS itself (node/tls_terminator.py)
+            terminator = (
+                TlsTerminator(ssl_config, listener.name, listener.host or "0.0.0.0", listener.port)
+                if protocol == "SSL" and ssl_config.client_auth == "requested"
+                else None
+            )
             server = grpc.server(
                 executor,
                 # gRPC sets SO_REUSEPORT by default: a second node on a taken port would bind
@@ -304,7 +302,11 @@ class Node:
                 options=[*GRPC_OPTIONS, ("grpc.so_reuseport", 0)],
                 interceptors=[
                     AuthenticationInterceptor(
-                        listener.name, protocol, ssl_config.principal_mapper, self.sasl_sessions
+                        listener.name,
+                        protocol,
+                        ssl_config.principal_mapper,
+                        self.sasl_sessions,
+                        relayed=terminator.peer if terminator is not None else None,
                     ),
                     *metrics_interceptors,
                 ],
@@ -338,6 +340,14 @@ class Node:
             try:
                 if protocol == "PLAINTEXT":
                     port = server.add_insecure_port(bind)
+                elif terminator is not None:
+                    try:
+                        port = terminator.bind()
+                    except OSError:
+                        port = 0
+                    else:
+                        self._terminators.append(terminator)
+                        terminator.backend_port = server.add_insecure_port("127.0.0.1:0")
                 else:
                     credentials, reloader = server_credentials(ssl_config, listener.name)
                     self.certificates[listener.name] = reloader
@@ -383,6 +393,8 @@ class Node:
         self.broker_epoch = self.registration.register(wait_ms=2 * c.zookeeper_session_timeout_ms)
         for server in self._servers:
             server.start()
+        for terminator in self._terminators:
+            terminator.start()
         if self.groups is not None:
             self.groups.start()
         self.controller.startup()
@@ -463,6 +475,8 @@ class Node:
             self.groups.shutdown()
         if self.replicas is not None:
             self.replicas.shutdown()
+        for terminator in self._terminators:
+            terminator.stop()
         stopping = [server.stop(grace=1) for server in self._servers]
         for done in stopping:
             done.wait()

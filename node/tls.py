@@ -22,8 +22,8 @@ a rotation in progress. Connections already open keep the certificate they were 
 **Client authentication.** ``required``: a client without a certificate signed by the
 truststore's CA is refused during the handshake. ``none``: no certificate is asked for.
 ``requested`` (ask, and accept clients without one) cannot be expressed with gRPC Python's
-server credentials, which either require a verified certificate or ask for none: it behaves as
-``none`` (every client is ``User:ANONYMOUS``), and the node logs a warning.
+server credentials, which either require a verified certificate or ask for none: the node
+terminates such a listener's TLS itself (:mod:`node.tls_terminator`).
 
 Config values are pure; :func:`server_credentials` and :func:`channel_credentials` read files.
 Thread-safety: :class:`CertificateReloader` is thread-safe.
@@ -81,7 +81,7 @@ class SslConfig:
     truststore_certificates: str | None = None
     """``ssl.truststore.certificates``: the CA certificates as PEM text."""
     client_auth: str = "none"
-    """``ssl.client.auth``: required, requested (behaves as none, see the module) or none."""
+    """``ssl.client.auth``: required, requested (node/tls_terminator.py) or none."""
     principal_mapping_rules: str = "DEFAULT"
     """``ssl.principal.mapping.rules``: certificate subject → principal name."""
 
@@ -306,12 +306,6 @@ def server_credentials(
 ) -> tuple[grpc.ServerCredentials, CertificateReloader]:
     """The credentials of an SSL listener, reloading its files on change. Raises
     ``InvalidConfigError`` for missing or bad certificates."""
-    if config.client_auth == "requested":
-        log.warning(
-            "listener %s: ssl.client.auth=requested behaves as none (gRPC Python cannot ask "
-            "for a client certificate without requiring it): clients are User:ANONYMOUS",
-            listener,
-        )
     reloader = CertificateReloader(config, listener)
     credentials = grpc.dynamic_ssl_server_credentials(
         reloader.initial(),

@@ -15,11 +15,16 @@
 #                              CN=node-<i>,OU=Brokers: put User:CN=node-<i>,OU=Brokers in
 #                              super.users when an authorizer is on
 #   admin.pem, client.pem      client keystores (CN=admin,OU=Users and CN=client,OU=Users)
+#   zookeeper.pem              ZooKeeper's keystore for its TLS port (CN=zookeeper,OU=ZooKeeper,
+#                              the nodes' host names)
+#   zk-client.pem              the nodes' ZooKeeper client keystore
+#                              (zookeeper.ssl.keystore.location), one subject for every node,
+#                              CN=odradek,OU=Brokers: with zookeeper.set.acl it owns the znodes
 #   admin.properties           a --command-config file for the admin certificate
 #   ca.key                     the CA's key (keep it away from the nodes)
 set -euo pipefail
 if [[ $# -lt 1 || "$1" == -h || "$1" == --help ]]; then
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 dir="$1"
@@ -63,6 +68,8 @@ done
 for i in $(seq 1 "$nodes"); do
     leaf "node-$i" "/OU=Brokers/CN=node-$i" "$san"
 done
+leaf zookeeper "/OU=ZooKeeper/CN=zookeeper" "$san"
+leaf zk-client "/OU=Brokers/CN=odradek" "$san"
 leaf admin "/OU=Users/CN=admin" ""
 leaf client "/OU=Users/CN=client" ""
 rm -f ca.srl

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything odradek needs on a fresh machine, and only what is missing, so it is safe
 # to run again:
-#   - Debian's zookeeper package (the real ZooKeeper the cluster and the tests run) and Java;
+#   - Debian's zookeeper package (the real ZooKeeper the cluster and the tests run) and Java,
+#     and Netty's codec jar its TLS port needs (libnetty-java; deploy/local/zookeeper.py);
 #   - a virtualenv in .venv with the project (editable) and its development tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,10 @@ apt_install() {
 if [ ! -f /usr/share/java/zookeeper.jar ]; then
     echo "setup: installing Debian's zookeeper package"
     apt_install zookeeper
+fi
+if [ ! -f /usr/share/java/netty-codec.jar ]; then
+    echo "setup: installing Netty (libnetty-java) for ZooKeeper's TLS port"
+    apt_install libnetty-java
 fi
 if ! command -v java >/dev/null 2>&1; then
     echo "setup: installing a Java runtime for ZooKeeper"

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from deploy.local.zookeeper import ZooKeeperServer, free_port
+from deploy.local.zookeeper import ZooKeeperServer, ZooKeeperTls, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = ROOT / ".cluster"
@@ -169,12 +169,17 @@ class LocalCluster:
         overrides: dict[str, str] | None = None,
         ports: Sequence[int] | None = None,
         zookeeper_port: int | None = None,
+        zookeeper_tls: ZooKeeperTls | None = None,
     ) -> None:
+        """``zookeeper_tls``: the ZooKeeper (the cluster's own, or ``zookeeper``'s, which must
+        have been made with it) serves TLS and the nodes connect to its TLS port; their
+        ``zookeeper.ssl.*`` settings come with ``overrides``."""
         self.directory = Path(directory)
         self._own_zookeeper = zookeeper is None
         self.zookeeper = zookeeper or ZooKeeperServer(
-            self.directory / "zookeeper", port=zookeeper_port
+            self.directory / "zookeeper", port=zookeeper_port, tls=zookeeper_tls
         )
+        self.zookeeper_over_tls = zookeeper_tls is not None
         self.chroot = chroot
         defaults = {
             "zookeeper.session.timeout.ms": "6000",
@@ -185,14 +190,19 @@ class LocalCluster:
             NodeProcess(
                 node_id,
                 self.directory / f"node-{node_id}",
-                self.zookeeper.connect_string + chroot,
+                self._zookeeper_connect(),
                 port=None if ports is None else ports[node_id],
                 overrides=defaults,
             )
             for node_id in range(size)
         ]
         for node in self.nodes:
-            node.zookeeper_connect = self.zookeeper.connect_string + chroot
+            node.zookeeper_connect = self._zookeeper_connect()
+
+    def _zookeeper_connect(self) -> str:
+        if self.zookeeper_over_tls:
+            return self.zookeeper.secure_connect_string + self.chroot
+        return self.zookeeper.connect_string + self.chroot
 
     @property
     def bootstrap_servers(self) -> str:
@@ -209,7 +219,7 @@ class LocalCluster:
             if self._own_zookeeper:
                 self.zookeeper.start()
             for node in self.nodes:
-                node.zookeeper_connect = self.zookeeper.connect_string + self.chroot
+                node.zookeeper_connect = self._zookeeper_connect()
                 node.start()
         except BaseException:
             self.stop()
@@ -241,11 +251,12 @@ DEMO_PORTS = (9092, 9093, 9094)
 DEMO_ZK_PORT = 2181
 
 
-def tls_overrides(directory: Path) -> dict[str, str]:
+def tls_overrides(directory: Path, *, zookeeper: bool = False) -> dict[str, str]:
     """Makes development certificates in ``directory/certs`` (once) and returns the node
-    settings that turn the nodes' one listener into mutual TLS."""
+    settings that turn the nodes' one listener into mutual TLS; with ``zookeeper``, also TLS
+    to ZooKeeper with the shared ZooKeeper client certificate and ``zookeeper.set.acl``."""
     certs = directory / "certs"
-    if not (certs / "ca.crt").exists():
+    if not (certs / "zk-client.pem").exists():
         subprocess.run(
             ["bash", str(ROOT / "scripts" / "dev-certs.sh"), str(certs), "3"],
             check=True,
@@ -257,7 +268,25 @@ def tls_overrides(directory: Path) -> dict[str, str]:
         "ssl.keystore.location": str(certs / "node-1.pem"),
         "ssl.truststore.location": str(certs / "ca.crt"),
         "ssl.client.auth": "required",
+        **(zookeeper_tls_overrides(certs) if zookeeper else {}),
     }
+
+
+def zookeeper_tls_overrides(certs: Path) -> dict[str, str]:
+    """The node settings for TLS to ZooKeeper and secure znode ACLs, with the certificates of
+    scripts/dev-certs.sh in ``certs``."""
+    return {
+        "zookeeper.ssl.client.enable": "true",
+        "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNetty",
+        "zookeeper.ssl.keystore.location": str(certs / "zk-client.pem"),
+        "zookeeper.ssl.truststore.location": str(certs / "ca.crt"),
+        "zookeeper.set.acl": "true",
+    }
+
+
+def zookeeper_tls(certs: Path, port: int | None = None) -> ZooKeeperTls:
+    """ZooKeeper's TLS port on the certificates of scripts/dev-certs.sh in ``certs``."""
+    return ZooKeeperTls(certs / "zookeeper.pem", certs / "ca.crt", port)
 
 
 def _run_cli(
@@ -301,13 +330,23 @@ def demo(
             print(f"stop it with: {stop_command}")
             return 1
     directory.mkdir(parents=True, exist_ok=True)
-    overrides = tls_overrides(directory) if tls else None
+    overrides = tls_overrides(directory, zookeeper=True) if tls else None
     command_config = directory / "certs" / "admin.properties" if tls else None
     cluster = LocalCluster(
-        directory, 3, ports=ports, zookeeper_port=zookeeper_port, overrides=overrides
+        directory,
+        3,
+        ports=ports,
+        zookeeper_port=zookeeper_port,
+        overrides=overrides,
+        zookeeper_tls=zookeeper_tls(directory / "certs") if tls else None,
+    )
+    secure = (
+        f" (TLS on {cluster.zookeeper.secure_connect_string}, znodes with secure ACLs)"
+        if tls
+        else ""
     )
     print(
-        f"starting ZooKeeper on 127.0.0.1:{zookeeper_port} and 3 nodes on "
+        f"starting ZooKeeper on 127.0.0.1:{zookeeper_port}{secure} and 3 nodes on "
         f"{cluster.bootstrap_servers}"
     )
     try:

@@ -3,6 +3,16 @@
 The server is a child process (``java ... QuorumPeerMain zoo.cfg``) with its configuration,
 data and log in one directory, bound to a loopback address. It is started and stopped by the
 test fixtures, the benchmarks and the local cluster; nothing here needs the system service.
+
+**TLS.** Given :class:`ZooKeeperTls`, the server also serves TLS on ``secureClientPort`` through
+ZooKeeper's ``NettyServerCnxnFactory``, with PEM stores (``ssl.keyStore.type=PEM``, ZooKeeper
+3.8), client certificates required and checked against the truststore, and the x509
+authentication provider, so that a client's certificate subject is its identity in znode ACLs
+(``x509:CN=...``). Debian's ``zookeeper.jar`` names only part of Netty in its manifest's
+Class-Path: without ``netty-codec.jar`` every TLS connection fails at its first byte
+(``NoClassDefFoundError: io/netty/handler/codec/ByteToMessageDecoder`` in zookeeper.out), so
+the class path here adds Netty's codec and resolver jars (Debian's ``libnetty-java``, a
+dependency of the ``zookeeper`` package).
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ import signal
 import socket
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from odradek.clock import Clock, SystemClock
@@ -20,6 +31,8 @@ from odradek.clock import Clock, SystemClock
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 ZOOKEEPER_CONF = Path("/etc/zookeeper/conf")  # log4j.properties of the package
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+NETTY_JARS = (Path("/usr/share/java/netty-codec.jar"), Path("/usr/share/java/netty-resolver.jar"))
+"""Netty jars ``NettyServerCnxnFactory`` (TLS) needs beyond zookeeper.jar's Class-Path."""
 
 
 class ZooKeeperNotInstalledError(RuntimeError):
@@ -59,6 +72,37 @@ def four_letter_word(host: str, port: int, word: str, timeout_s: float = 1.0) ->
         return ""
 
 
+@dataclass(frozen=True, slots=True)
+class ZooKeeperTls:
+    """ZooKeeper's TLS port: its keystore (PEM: key, then certificate chain, with a subject
+    alternative name for the host clients connect to) and the truststore client certificates
+    must chain to."""
+
+    keystore: Path
+    truststore: Path
+    port: int | None = None
+    """The secureClientPort; ``None``: a free one."""
+
+    def zoo_cfg(self, host: str, port: int) -> str:
+        """The zoo.cfg lines of the TLS port (ZooKeeper 3.8's names)."""
+        return (
+            f"secureClientPort={port}\n"
+            f"secureClientPortAddress={host}\n"
+            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"
+            f"ssl.keyStore.location={self.keystore}\n"
+            "ssl.keyStore.type=PEM\n"
+            f"ssl.trustStore.location={self.truststore}\n"
+            "ssl.trustStore.type=PEM\n"
+            "ssl.clientAuth=need\n"
+            "authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider\n"
+        )
+
+
+def class_path() -> str:
+    """The server's class path: the package's log4j config, zookeeper.jar, Netty's extras."""
+    return ":".join(str(p) for p in (ZOOKEEPER_CONF, ZOOKEEPER_JAR, *NETTY_JARS))
+
+
 class ZooKeeperServer:
     """One standalone ZooKeeper server. Not thread-safe; one owner starts and stops it."""
 
@@ -70,10 +114,17 @@ class ZooKeeperServer:
         port: int | None = None,
         tick_time_ms: int = 500,
         clock: Clock | None = None,
+        tls: ZooKeeperTls | None = None,
     ) -> None:
+        """``tls``: also serve TLS (module docstring); the plaintext port stays open (for
+        ``ruok``, and for tests of what a client without a certificate can do)."""
         self.directory = Path(directory)
         self.host = host
         self.port = port if port is not None else free_port(host)
+        self.tls = tls
+        self.secure_port: int | None = None
+        if tls is not None:
+            self.secure_port = tls.port if tls.port is not None else free_port(host)
         self.tick_time_ms = tick_time_ms
         self._clock = clock or SystemClock()
         self._process: subprocess.Popen[bytes] | None = None
@@ -81,6 +132,13 @@ class ZooKeeperServer:
     @property
     def connect_string(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def secure_connect_string(self) -> str:
+        """``host:secureClientPort``; ``ValueError`` without TLS."""
+        if self.secure_port is None:
+            raise ValueError("this ZooKeeper has no TLS port")
+        return f"{self.host}:{self.secure_port}"
 
     @property
     def pid(self) -> int | None:
@@ -99,6 +157,11 @@ class ZooKeeperServer:
             f"minSessionTimeout={2 * self.tick_time_ms}\n"
             "maxSessionTimeout=60000\n"
             "4lw.commands.whitelist=ruok,srvr,stat\n"
+            + (
+                self.tls.zoo_cfg(self.host, self.secure_port)
+                if self.tls is not None and self.secure_port is not None
+                else ""
+            )
         )
         return config
 
@@ -116,8 +179,16 @@ class ZooKeeperServer:
                 f"ZooKeeper needs java and {ZOOKEEPER_JAR} (Debian's zookeeper package); "
                 "run `bash scripts/setup.sh`"
             )
+        missing = [str(jar) for jar in NETTY_JARS if not jar.exists()]
+        if self.tls is not None and missing:
+            raise ZooKeeperNotInstalledError(
+                f"ZooKeeper's TLS port needs {', '.join(missing)} (Debian's libnetty-java); "
+                "run `bash scripts/setup.sh`"
+            )
         if _listening(self.host, self.port):
             raise OSError(f"cannot start ZooKeeper on {self.connect_string}: the port is in use")
+        if self.secure_port is not None and _listening(self.host, self.secure_port):
+            raise OSError(f"cannot start ZooKeeper's TLS port {self.secure_connect_string}: in use")
         config = self._write_config()
         log = (self.directory / "zookeeper.out").open("ab")
         self._process = subprocess.Popen(
@@ -125,7 +196,7 @@ class ZooKeeperServer:
                 java,
                 "-Xmx256m",
                 "-cp",
-                f"{ZOOKEEPER_CONF}:{ZOOKEEPER_JAR}",
+                class_path(),
                 f"-Dzookeeper.log.dir={self.directory}",
                 "-Dzookeeper.root.logger=INFO,CONSOLE",
                 MAIN_CLASS,
@@ -144,7 +215,9 @@ class ZooKeeperServer:
         while self._clock.monotonic_ms() < deadline:
             if self._process is not None and self._process.poll() is not None:
                 break
-            if four_letter_word(self.host, self.port, "ruok") == "imok":
+            if four_letter_word(self.host, self.port, "ruok") == "imok" and (
+                self.secure_port is None or _listening(self.host, self.secure_port)
+            ):
                 return
             time.sleep(0.1)
         out = (self.directory / "zookeeper.out").read_text(errors="replace")[-2000:]

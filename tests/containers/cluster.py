@@ -5,6 +5,13 @@ Every container uses host networking: ZooKeeper listens on 127.0.0.10:2181 and n
 address. Each node's data directory is bind-mounted from the test's temporary directory, so the
 checker can read every replica's files with ``storage`` once the node is stopped.
 
+With :class:`ClusterTls` the same cluster runs on TLS (tests/containers/test_faults_tls.py):
+every node's listener is mutual TLS (clients and the nodes between themselves), the nodes reach
+ZooKeeper on its TLS port (127.0.0.10:2182) with their shared ZooKeeper certificate and create
+their znodes with secure ACLs (``zookeeper.set.acl``), all on the certificates of
+scripts/dev-certs.sh, mounted read-only at /etc/odradek/certs as deploy/compose/tls.yaml does.
+The tests' own ZooKeeper reads stay on the plaintext port (the znodes are world-readable).
+
 The module must be imported after ``conftest`` has set ``TESTCONTAINERS_*`` (testcontainers
 reads its configuration on import).
 """
@@ -16,7 +23,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import docker  # type: ignore[import-untyped]
 import grpc
@@ -30,6 +37,7 @@ from controller.zk_data import (
     TopicPartition,
     TopicPartitionStateZNode,
 )
+from deploy.local.cluster import ROOT
 from deploy.local.zookeeper import four_letter_word
 from odradek.clock import SystemClock
 from tests.integration.helpers import wait_for
@@ -39,6 +47,8 @@ NODE_IMAGE = f"odradek-node:{IMAGE_TAG}"
 ZOOKEEPER_IMAGE = f"odradek-zookeeper:{IMAGE_TAG}"
 ZOOKEEPER_HOST = "127.0.0.10"
 ZOOKEEPER_PORT = 2181
+ZOOKEEPER_TLS_PORT = 2182
+CERTS_MOUNT = "/etc/odradek/certs"
 CHROOT = "/odradek"
 NODE_PORT = 9092
 NODE_UID = 1000  # the node image's user: it must own the bind-mounted data directory
@@ -56,6 +66,65 @@ def now_s() -> float:
     return _clock.monotonic_ms() / 1000
 
 
+@dataclass(frozen=True)
+class ClusterTls:
+    """Certificates of scripts/dev-certs.sh for a TLS container cluster, in ``directory``."""
+
+    directory: Path
+
+    @staticmethod
+    def make(directory: Path, nodes: int = 3) -> ClusterTls:
+        """Runs dev-certs.sh for ``nodes`` nodes on 127.0.0.11.. and ZooKeeper on
+        127.0.0.10, and opens the files to the images' users (throwaway test certificates)."""
+        hosts = [ZOOKEEPER_HOST, *(f"127.0.0.{10 + i}" for i in range(1, nodes + 1))]
+        subprocess.run(
+            ["bash", str(ROOT / "scripts" / "dev-certs.sh"), str(directory), str(nodes), *hosts],
+            check=True,
+            capture_output=True,
+        )
+        directory.chmod(0o755)
+        for path in directory.iterdir():
+            path.chmod(0o644)
+        return ClusterTls(directory)
+
+    def client_config(self, user: str = "client") -> dict[str, Any]:
+        """The SDK's keywords for a client with ``<user>.pem`` (mutual TLS)."""
+        return {
+            "security_protocol": "SSL",
+            "ssl_cafile": str(self.directory / "ca.crt"),
+            "ssl_certfile": str(self.directory / f"{user}.pem"),
+        }
+
+    def channel_credentials(self) -> grpc.ChannelCredentials:
+        pem = (self.directory / "client.pem").read_bytes()
+        start = pem.index(b"-----BEGIN CERTIFICATE-----")
+        return grpc.ssl_channel_credentials(
+            (self.directory / "ca.crt").read_bytes(), pem[:start], pem[start:]
+        )
+
+    def zookeeper_env(self) -> dict[str, str]:
+        return {
+            "ZOO_SECURE_CLIENT_PORT": str(ZOOKEEPER_TLS_PORT),
+            "ZOO_SSL_KEYSTORE_LOCATION": f"{CERTS_MOUNT}/zookeeper.pem",
+            "ZOO_SSL_TRUSTSTORE_LOCATION": f"{CERTS_MOUNT}/ca.crt",
+        }
+
+    def node_env(self, node_id: int) -> dict[str, str]:
+        """What deploy/compose/tls.yaml sets, for node ``node_id``."""
+        return {
+            "ODRADEK_ZOOKEEPER_CONNECT": f"{ZOOKEEPER_HOST}:{ZOOKEEPER_TLS_PORT}{CHROOT}",
+            "ODRADEK_LISTENER_SECURITY_PROTOCOL_MAP": "PLAINTEXT:SSL",
+            "ODRADEK_SSL_KEYSTORE_LOCATION": f"{CERTS_MOUNT}/node-{node_id}.pem",
+            "ODRADEK_SSL_TRUSTSTORE_LOCATION": f"{CERTS_MOUNT}/ca.crt",
+            "ODRADEK_SSL_CLIENT_AUTH": "required",
+            "ODRADEK_ZOOKEEPER_SSL_CLIENT_ENABLE": "true",
+            "ODRADEK_ZOOKEEPER_CLIENTCNXNSOCKET": "org.apache.zookeeper.ClientCnxnSocketNetty",
+            "ODRADEK_ZOOKEEPER_SSL_KEYSTORE_LOCATION": f"{CERTS_MOUNT}/zk-client.pem",
+            "ODRADEK_ZOOKEEPER_SSL_TRUSTSTORE_LOCATION": f"{CERTS_MOUNT}/ca.crt",
+            "ODRADEK_ZOOKEEPER_SET_ACL": "true",
+        }
+
+
 @dataclass
 class NodeContainer:
     """Node ``node_id`` on 127.0.0.1<id>:9092 with its data under ``directory``."""
@@ -63,6 +132,8 @@ class NodeContainer:
     node_id: int
     directory: Path
     container: DockerContainer = field(repr=False)
+    credentials: grpc.ChannelCredentials | None = field(default=None, repr=False)
+    """For a TLS cluster: how to reach the node (a client certificate)."""
 
     @property
     def host(self) -> str:
@@ -78,7 +149,11 @@ class NodeContainer:
 
     def serving(self) -> bool:
         """Whether the node's gRPC health service answers SERVING (within 1 s)."""
-        with grpc.insecure_channel(self.address) as channel:
+        with (
+            grpc.secure_channel(self.address, self.credentials)
+            if self.credentials is not None
+            else grpc.insecure_channel(self.address)
+        ) as channel:
             try:
                 response = health_pb2_grpc.HealthStub(channel).Check(
                     health_pb2.HealthCheckRequest(service=""), timeout=1.0
@@ -99,14 +174,22 @@ class ContainerCluster:
     ``start`` creates the containers; ``remove`` removes them whatever state they are in.
     """
 
-    def __init__(self, directory: Path, size: int = 3) -> None:
+    def __init__(self, directory: Path, size: int = 3, tls: ClusterTls | None = None) -> None:
+        """``tls``: run the cluster on TLS (module docstring)."""
         self.directory = directory
+        self.tls = tls
         self.zookeeper = (
             DockerContainer(ZOOKEEPER_IMAGE, network_mode="host", init=True, labels=LABEL)
             .with_env("ZOO_CLIENT_PORT", str(ZOOKEEPER_PORT))
             .with_env("ZOO_CLIENT_PORT_ADDRESS", ZOOKEEPER_HOST)
             .with_env("ZOO_TICK_TIME", "500")
         )
+        credentials = None
+        if tls is not None:
+            for key, value in tls.zookeeper_env().items():
+                self.zookeeper.with_env(key, value)
+            self.zookeeper.with_volume_mapping(str(tls.directory), CERTS_MOUNT, "ro")
+            credentials = tls.channel_credentials()
         self.nodes: dict[int, NodeContainer] = {}
         for node_id in range(1, size + 1):
             node_dir = directory / f"node-{node_id}"
@@ -123,7 +206,11 @@ class ContainerCluster:
                 .with_env("PYTHONUNBUFFERED", "1")
                 .with_volume_mapping(str(node_dir), "/var/lib/odradek", "rw")
             )
-            self.nodes[node_id] = NodeContainer(node_id, node_dir, container)
+            if tls is not None:
+                for key, value in tls.node_env(node_id).items():
+                    container.with_env(key, value)
+                container.with_volume_mapping(str(tls.directory), CERTS_MOUNT, "ro")
+            self.nodes[node_id] = NodeContainer(node_id, node_dir, container, credentials)
 
     @property
     def zookeeper_connect(self) -> str:
@@ -132,6 +219,11 @@ class ContainerCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(n.address for n in self.nodes.values())
+
+    @property
+    def client_config(self) -> dict[str, Any]:
+        """The SDK's keywords to reach the cluster (mutual TLS on a TLS cluster, else none)."""
+        return self.tls.client_config() if self.tls is not None else {}
 
     # -- life cycle -----------------------------------------------------------------------
 

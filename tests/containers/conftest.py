@@ -24,6 +24,7 @@ from tests.containers.checker import Verdict, table
 from tests.containers.cluster import (
     NODE_IMAGE,
     ZOOKEEPER_IMAGE,
+    ClusterTls,
     ContainerCluster,
     Partition,
     remove_leftover_containers,
@@ -78,7 +79,20 @@ def cluster(
 ) -> Iterator[ContainerCluster]:
     """ZooKeeper and three nodes, started; removed after the test even when it fails (with
     the tail of each node's log printed on failure)."""
-    made = ContainerCluster(tmp_path)
+    yield from _started(ContainerCluster(tmp_path), request)
+
+
+@pytest.fixture
+def tls_cluster(
+    docker_engine: None, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[ContainerCluster]:
+    """The same cluster on TLS: mutual TLS on the nodes' listeners, ZooKeeper over TLS, secure
+    znode ACLs (``ClusterTls``), on fresh dev-certs.sh certificates."""
+    tls = ClusterTls.make(tmp_path / "certs")
+    yield from _started(ContainerCluster(tmp_path, tls=tls), request)
+
+
+def _started(made: ContainerCluster, request: pytest.FixtureRequest) -> Iterator[ContainerCluster]:
     try:
         made.start()
         yield made

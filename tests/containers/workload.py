@@ -17,8 +17,10 @@ from __future__ import annotations
 import functools
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 from odradek import Consumer, Producer, RecordMetadata, TopicPartition
 from tests.containers.cluster import now_s
@@ -76,8 +78,16 @@ class Workload:
     """Producers and consumers against ``bootstrap_servers`` until ``stop``. Not thread-safe:
     one test thread calls ``start``, ``fault``/``healed`` and ``stop``."""
 
-    def __init__(self, bootstrap_servers: str, *, idempotent: bool = True) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        idempotent: bool = True,
+        client_config: Mapping[str, Any] | None = None,
+    ) -> None:
+        """``client_config``: the SDK's security keywords (a TLS cluster's)."""
         self.bootstrap_servers = bootstrap_servers
+        self.client_config = dict(client_config or {})
         self.history = History(idempotent=idempotent)
         self._stop = threading.Event()
         self._sends: list[list[Send]] = [[] for _ in range(PRODUCERS)]
@@ -132,6 +142,7 @@ class Workload:
             delivery_timeout_ms=120_000,
             metadata_max_age_ms=METADATA_MAX_AGE_MS,
             enable_idempotence=self.history.idempotent,
+            **self.client_config,
         ) as producer:
             seq = 0
             while not self._stop.is_set():
@@ -155,6 +166,7 @@ class Workload:
                     auto_offset_reset="earliest",
                     request_timeout_ms=REQUEST_TIMEOUT_MS,
                     metadata_max_age_ms=METADATA_MAX_AGE_MS,
+                    **self.client_config,
                 ) as consumer:
                     consumer.assign(tps)
                     for tp in tps:

@@ -9,10 +9,14 @@ import pytest
 from bench.tls import main
 
 
+@pytest.mark.parametrize("client_auth", ["required", "requested"])
 def test_tls_benchmark_prints_its_figures_as_one_json_line(
-    tmp_path, capsys: pytest.CaptureFixture[str]
+    tmp_path, capsys: pytest.CaptureFixture[str], client_auth: str
 ) -> None:
-    figures = main(["--records", "300", "--repeat", "1", "--dir", str(tmp_path)])
+    figures = main(
+        ["--records", "300", "--repeat", "1", "--dir", str(tmp_path), "--client-auth", client_auth]
+    )
+    assert figures["client_auth"] == client_auth
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert json.loads(last) == figures
     for key in (
