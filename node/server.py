@@ -404,13 +404,18 @@ class Node:
             isr_interval = min(
                 isr_interval, max(TICK_MS, self.config.replica_fetch_silence_max_ms // 4)
             )
-        next_isr_check = self.clock.monotonic_ms() + isr_interval
+        sessions = self.replicas.follower_sessions
+        grace = self.replicas.session_lost_grace_ms
+        last_isr_check = self.clock.monotonic_ms()
         while not self._stopped.wait(TICK_MS / 1000):
             try:
                 self.log_manager.tick()
                 now = self.clock.monotonic_ms()
-                if now >= next_isr_check:
-                    next_isr_check = now + isr_interval
+                # also as soon as a follower that lost its fetch sessions is past their grace
+                if now >= last_isr_check + isr_interval or (
+                    grace > 0 and sessions.grace_ends_between(last_isr_check, now, grace)
+                ):
+                    last_isr_check = now
                     self.replicas.maybe_shrink_isrs()
             except Exception:
                 if self._stopping:
