@@ -384,6 +384,7 @@ class Producer:
             on_metadata=self._on_metadata,
             idempotence=idempotence,
             retry_backoff_ms=cfg.retry_backoff_ms,
+            retry_backoff_max_ms=cfg.retry_backoff_max_ms,
         )
         self._accumulator.on_batch_change = self._sender.wakeup
         self._closed = False
