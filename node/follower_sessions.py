@@ -42,6 +42,8 @@ class FollowerSessions:
         self._lock = threading.Lock()
         self._open: dict[int, int] = {}
         self._lost_at: dict[int, int] = {}
+        self._last_request: dict[int, int] = {}
+        self._last_data: dict[int, int] = {}
 
     def opened(self, replica_id: int) -> None:
         with self._lock:
@@ -59,6 +61,31 @@ class FollowerSessions:
                 self._lost_at[replica_id] = self._clock.monotonic_ms()
             else:
                 self._open[replica_id] = count - 1
+
+    def fetched(self, replica_id: int) -> None:
+        """A fetch request from ``replica_id`` arrived (on a session or alone)."""
+        now = self._clock.monotonic_ms()
+        with self._lock:
+            self._last_request[replica_id] = now
+
+    def answered_with_data(self, replica_id: int) -> None:
+        """A fetch of ``replica_id`` was answered with records: it is due to fetch again."""
+        now = self._clock.monotonic_ms()
+        with self._lock:
+            self._last_data[replica_id] = now
+
+    def silence_ends_between(
+        self, after_ms: int, until_ms: int, silence_ms: int, fetch_wait_max_ms: int
+    ) -> bool:
+        """Whether ``silence_ms`` passes in (``after_ms``, ``until_ms``] since a follower's last
+        fetch request, its last answer with records, or its last request plus the long poll
+        (``fetch_wait_max_ms``): the moments its partitions' silence rule
+        (``node.replication.silent_replicas``) may first find it silent, when the node's ticker
+        checks the ISRs. Between them it checks only every half ``replica.lag.time.max.ms``."""
+        with self._lock:
+            moments = [*self._last_request.values(), *self._last_data.values()]
+            moments += [last + fetch_wait_max_ms for last in self._last_request.values()]
+        return any(after_ms < moment + silence_ms + 1 <= until_ms for moment in moments)
 
     def grace_ends_between(self, after_ms: int, until_ms: int, grace_ms: int) -> bool:
         """Whether the grace of a follower with no session left ends in (``after_ms``,

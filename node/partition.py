@@ -11,6 +11,7 @@ ISR, truncation; see :mod:`node.wakeups`).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -441,6 +442,11 @@ class Partition:
                 change = self._maybe_expand_isr(replica_id)
                 started = self._followers[replica_id].log_start_offset != before.log_start_offset
                 kinds = (HIGH_WATERMARK if moved else 0) | (LOG_START if started else 0)
+            elif fetch_offset < leo and replica_id in self._followers:
+                # a long poll ends with data: the follower's next fetch is due at once
+                self._followers[replica_id] = dataclasses.replace(
+                    self._followers[replica_id], data_answered_ms=self._clock.monotonic_ms()
+                )
         if kinds:
             # outside the lock: the woken produce requests take it to check their offsets
             self._on_progress(kinds)

@@ -30,6 +30,9 @@ class FollowerFetchState:
     last_fetch_leader_leo: int = UNDEFINED_OFFSET
     last_fetch_ms: int = 0
     broker_epoch: int = -1
+    data_answered_ms: int = NEVER_MS
+    """When the leader last answered this follower with records (at its fetch, or later when
+    a long poll ended with data): the follower fetches again at once after such an answer."""
 
 
 def update_follower_fetch_state(
@@ -60,6 +63,7 @@ def update_follower_fetch_state(
         last_fetch_leader_leo=leader_leo,
         last_fetch_ms=now_ms,
         broker_epoch=broker_epoch,
+        data_answered_ms=now_ms if fetch_offset < leader_leo else state.data_answered_ms,
     )
 
 
@@ -172,11 +176,12 @@ def silent_replicas(
     sent no fetch for longer than ``silence_max_ms`` after their next one was due; none when
     ``silence_max_ms`` is 0 (off).
 
-    A follower's next fetch is due as soon as its last one is answered: at once if the leader
-    had data for it then (its LEO was past the fetch offset), else up to ``fetch_wait_max_ms``
-    later (the long poll waits that long for data). A follower that has not fetched since this
-    leadership began (its state was reset) is never silent: it may still be learning of the new
-    leader, and ``replica.lag.time.max.ms`` bounds its stay.
+    A follower's next fetch is due as soon as its last one is answered: when the leader sent it
+    records for that fetch (``data_answered_ms``: at once if the leader had data for it, or
+    when data came during the long poll), else up to ``fetch_wait_max_ms`` after the fetch (the
+    long poll waits that long for data). A follower that has not fetched since this leadership
+    began (its state was reset) is never silent: it may still be learning of the new leader,
+    and ``replica.lag.time.max.ms`` bounds its stay.
 
     Not a Kafka rule (``replica.fetch.silence.max.ms`` is odradek's): a live follower fetches
     again within milliseconds of an answer, so silence much longer than that means a dead,
@@ -192,8 +197,10 @@ def silent_replicas(
         state = followers.get(replica_id)
         if replica_id == leader_id or state is None or state.last_fetch_leader_leo < 0:
             continue
-        had_data = state.log_end_offset < state.last_fetch_leader_leo
-        due = state.last_fetch_ms + (0 if had_data else fetch_wait_max_ms)
+        if state.data_answered_ms >= state.last_fetch_ms:
+            due = state.data_answered_ms
+        else:
+            due = state.last_fetch_ms + fetch_wait_max_ms
         if now_ms - due > silence_max_ms:
             out.add(replica_id)
     return out

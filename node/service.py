@@ -100,7 +100,12 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
         self, request: pb.FetchRequest, context: grpc.ServicerContext
     ) -> pb.FetchResponse:
         _check_follower(request, context)
-        return self._replicas.fetch(request, from_follower=True)
+        sessions = self._replicas.follower_sessions
+        sessions.fetched(request.replica_id)
+        response = self._replicas.fetch(request, from_follower=True)
+        if any(p.records for p in response.partitions):
+            sessions.answered_with_data(request.replica_id)
+        return response
 
     def FetchSession(  # noqa: N802
         self, request_iterator: Iterator[pb.FetchRequest], context: grpc.ServicerContext
@@ -121,7 +126,11 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
                 if not context.add_callback(functools.partial(sessions.closed, follower)):
                     sessions.closed(follower)  # the call has already ended
                     return
-            yield self._replicas.fetch(request, from_follower=True)
+            sessions.fetched(request.replica_id)
+            response = self._replicas.fetch(request, from_follower=True)
+            if any(p.records for p in response.partitions):
+                sessions.answered_with_data(request.replica_id)
+            yield response
             if self._replicas.shutting_down:
                 return
 

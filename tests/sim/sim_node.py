@@ -81,7 +81,8 @@ class NodeTimings:
 
     @property
     def isr_check_interval_ms(self) -> int:
-        """As the node's ticker: half the lag limit, a quarter of the silence limit if on."""
+        """Half the lag limit, as the node's ticker; a quarter of the silence limit if on (the
+        node's ticker checks when a follower's fetches go silent; the simulation polls)."""
         interval = self.replica_lag_time_max_ms // 2
         if self.replica_fetch_silence_max_ms > 0:
             interval = min(interval, max(1, self.replica_fetch_silence_max_ms // 4))

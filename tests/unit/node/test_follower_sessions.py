@@ -86,6 +86,22 @@ def test_a_follower_is_lost_only_when_its_last_session_ends(clock: ManualClock):
     assert sessions.lost_at() == {}
 
 
+def test_the_ticker_is_told_when_a_followers_fetches_have_been_silent_long_enough(
+    clock: ManualClock,
+):
+    sessions = FollowerSessions(clock)
+    sessions.fetched(1)
+    at = clock.monotonic_ms()
+    # silent 1000 ms after its last fetch (answered with data), or 1000 after the long poll
+    assert sessions.silence_ends_between(at + 900, at + 1_001, 1_000, 500)
+    assert sessions.silence_ends_between(at + 1_400, at + 1_501, 1_000, 500)
+    assert not sessions.silence_ends_between(at + 1_001, at + 1_400, 1_000, 500)
+    assert not sessions.silence_ends_between(at + 1_501, at + 9_000, 1_000, 500)
+    clock.advance(200)
+    sessions.answered_with_data(1)  # its long poll ended with records at + 200
+    assert sessions.silence_ends_between(at + 1_100, at + 1_201, 1_000, 500)
+
+
 def test_closing_a_session_that_was_never_opened_is_refused(clock: ManualClock):
     with pytest.raises(ValueError, match="no open fetch session"):
         FollowerSessions(clock).closed(3)
@@ -160,6 +176,31 @@ def test_a_follower_back_on_a_new_session_stays(manager, clock):
         _follower_fetch(manager, replica, 3)
     clock.advance(900)
     assert partition.maybe_shrink_isr() is None
+
+
+def test_a_long_poll_answered_with_data_makes_the_next_fetch_due(manager, clock):
+    partition = _lead(manager)
+    _produce(manager, 1, count=3)
+    for replica in (1, 2):
+        _follower_fetch(manager, replica, 3)  # caught up: held in the long poll
+    clock.advance(100)
+    _produce(manager, 1, count=2)
+    # the held fetch of 2 ends with the new records (a re-read that does not update its state)
+    partition.read_for_follower(
+        replica_id=2,
+        fetch_offset=3,
+        max_bytes=1 << 20,
+        current_leader_epoch=0,
+        last_fetched_epoch=0,
+        follower_log_start_offset=0,
+        update_state=False,
+    )
+    _follower_fetch(manager, 1, 5)
+    clock.advance(1_000)
+    assert partition.maybe_shrink_isr() is None
+    clock.advance(1)  # 2 never came back for more: silent since the answer, not the fetch
+    change = partition.maybe_shrink_isr()
+    assert change is not None and change.new_isr == (0, 1)
 
 
 def test_a_hung_follower_leaves_the_isr_after_its_silence(manager, clock):

@@ -1,5 +1,6 @@
 """The pure replication rules, with the cases of Kafka's PartitionTest and fetcher tests."""
 
+import dataclasses
 from typing import Any
 
 from node import replication as rules
@@ -190,7 +191,10 @@ def test_follower_truncation_cases():
 def test_a_follower_silent_past_the_limit_leaves_the_isr_when_the_rule_is_on():
     # 1 fetched at 10_000 and was answered with data (its fetch offset 5 < the leader's LEO 9):
     # its next fetch was due at once
-    answered = FollowerFetchState(log_end_offset=5, last_fetch_leader_leo=9, last_fetch_ms=10_000)
+    answered = rules.update_follower_fetch_state(
+        FollowerFetchState(), fetch_offset=5, log_start_offset=0, leader_leo=9, now_ms=10_000
+    )
+    assert answered.data_answered_ms == 10_000
     never = FollowerFetchState()  # no fetch since this leadership began
 
     def silent(now_ms: int, silence_max_ms: int = 1_500) -> set[int]:
@@ -212,13 +216,15 @@ def test_a_follower_silent_past_the_limit_leaves_the_isr_when_the_rule_is_on():
 def test_a_follower_waiting_in_a_long_poll_is_not_silent():
     # 1 fetched at the leader's LEO: the leader may hold its fetch for fetch_wait_max_ms, so
     # its next fetch is due only then
-    waiting = FollowerFetchState(log_end_offset=9, last_fetch_leader_leo=9, last_fetch_ms=10_000)
+    waiting = rules.update_follower_fetch_state(
+        FollowerFetchState(), fetch_offset=9, log_start_offset=0, leader_leo=9, now_ms=10_000
+    )
 
-    def silent(now_ms: int) -> set[int]:
+    def silent(now_ms: int, state: FollowerFetchState = waiting) -> set[int]:
         return rules.silent_replicas(
             leader_id=0,
             isr={0, 1},
-            followers={1: waiting},
+            followers={1: state},
             now_ms=now_ms,
             silence_max_ms=1_000,
             fetch_wait_max_ms=500,
@@ -226,3 +232,7 @@ def test_a_follower_waiting_in_a_long_poll_is_not_silent():
 
     assert silent(11_500) == set()
     assert silent(11_501) == {1}
+    # data came at 10_100 and the long poll answered with it: due again at once
+    answered = dataclasses.replace(waiting, data_answered_ms=10_100)
+    assert silent(11_100, answered) == set()
+    assert silent(11_101, answered) == {1}
