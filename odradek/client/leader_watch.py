@@ -13,6 +13,12 @@ leader is known, and the metadata is refreshed only after a failure. The sender
 * **Ask a healthy node.** A metadata request goes first to nodes without a stuck call
   (:func:`order_candidates`, as Kafka's ``leastLoadedNode`` avoids busy nodes): asking the
   hung leader would block the sender for ``request_timeout_ms``.
+* **Write elsewhere meanwhile.** Partitions whose last attempt failed (and none succeeded
+  since) or that have a stuck call are reported to the producer, whose sticky partitioner
+  puts unkeyed records on the other partitions until they recover (:func:`unavailable`; Kafka's
+  ``partitioner.availability.timeout.ms`` and adaptive partitioning, KIP-794, do the same):
+  otherwise every unkeyed record would pile up behind the dead leader and writes to the
+  healthy partitions would stall with it.
 * **Go at once.** A batch waiting out its backoff is sent at once when the metadata shows its
   partition under a newer leader epoch (:func:`moved_partitions`; Kafka's KIP-951 skips the
   backoff the same way). A call still waiting on a leader that a newer leader epoch has
@@ -39,6 +45,20 @@ def stuck_addresses(
     """Addresses with a call (``(address, sent_ms)``) outstanding longer than
     ``stuck_after_ms``."""
     return {address for address, sent_ms in calls if now_ms - sent_ms > stuck_after_ms}
+
+
+def unavailable(
+    failing: Collection[TopicPartition],
+    calls: Iterable[tuple[str, Iterable[TopicPartition]]],
+    stuck: Collection[str],
+) -> frozenset[TopicPartition]:
+    """Partitions that cannot take records now: ``failing`` (their last attempt failed, none
+    succeeded since) and those of calls (``(address, partitions)``) to a ``stuck`` address."""
+    out = set(failing)
+    for address, tps in calls:
+        if address in stuck:
+            out.update(tps)
+    return frozenset(out)
 
 
 def watch_due(*, in_trouble: bool, now_ms: int, last_watch_ms: int, interval_ms: int) -> bool:

@@ -35,7 +35,13 @@ from odradek.client.errors import (
     is_invalid_metadata,
 )
 from odradek.client.idempotence import BUMP_AND_RETRY, FAIL, RETRY, IdempotenceState
-from odradek.client.leader_watch import deposed, moved_partitions, stuck_addresses, watch_due
+from odradek.client.leader_watch import (
+    deposed,
+    moved_partitions,
+    stuck_addresses,
+    unavailable,
+    watch_due,
+)
 from odradek.client.metadata import ClusterMetadata, MetadataCache
 from odradek.client.producer_id import init_producer_id
 from odradek.client.types import TopicPartition
@@ -93,6 +99,7 @@ class Sender:
         idempotence: IdempotenceState | None = None,
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 1_000,
+        on_unavailable: Callable[[frozenset[TopicPartition]], None] | None = None,
     ) -> None:
         self._accumulator = accumulator
         self._metadata = metadata
@@ -108,6 +115,9 @@ class Sender:
         self._retry_backoff_ms = retry_backoff_ms
         self._retry_backoff_max_ms = max(retry_backoff_max_ms, retry_backoff_ms)
         self._last_watch_ms = -(2**62)  # the last refresh asked for by leader_watch.watch_due
+        self._on_unavailable = on_unavailable
+        self._failing: set[TopicPartition] = set()  # last attempt failed, none succeeded since
+        self._unavailable: frozenset[TopicPartition] = frozenset()
         self._next_init_ms = 0  # when to ask InitProducerId again after a failure
         self._seen_metadata: ClusterMetadata | None = None
         self._wakeup = threading.Event()
@@ -190,6 +200,15 @@ class Sender:
         )
         backing_off = self._accumulator.backing_off(now)
         in_trouble = bool(stuck or backing_off)
+        if self._on_unavailable is not None:
+            now_unavailable = unavailable(
+                self._failing,
+                ((f.address, (b.tp for b in f.batches)) for f in self._in_flight),
+                stuck,
+            )
+            if now_unavailable != self._unavailable:
+                self._unavailable = now_unavailable
+                self._on_unavailable(now_unavailable)
         watch_interval = 2 * max(self._retry_backoff_ms, 1)
         if watch_due(
             in_trouble=in_trouble,
@@ -367,6 +386,7 @@ class Sender:
                     idempotence.acknowledged(batch.tp, batch.base_sequence, batch.record_count)
                 batch.complete(result.base_offset, result.log_append_time_ms)
                 self._accumulator.done(batch)
+                self._failing.discard(batch.tp)
             else:
                 error = error_from_code(result.error_code, result.error_message, str(batch.tp))
                 self._retry_or_fail(batch, error, now)
@@ -427,6 +447,8 @@ class Sender:
         """Put ``batch`` back for another attempt if ``error`` and the limits allow (at once
         when ``leader_moved``: the new leader is known), else fail it."""
         verdict = self._idempotence_verdict(batch, error)
+        if error.retriable and verdict == FAIL:
+            self._failing.add(batch.tp)  # its leader could not take it (leader_watch.unavailable)
         can_retry = (
             (error.retriable or verdict != FAIL)
             and not self._forced

@@ -9,6 +9,7 @@ from odradek.client.leader_watch import (
     moved_partitions,
     order_candidates,
     stuck_addresses,
+    unavailable,
     watch_due,
 )
 from odradek.client.metadata import ClusterMetadata
@@ -93,3 +94,27 @@ def test_a_send_stuck_on_a_hung_leader_goes_to_its_successor_before_the_call_tim
         meta = pending.result(timeout=4)  # before the hung call ends
     assert meta.offset == 1
     assert [r.value for r in cluster.records(T0)] == [b"warm-up", b"during"]
+
+
+def test_unkeyed_records_leave_a_partition_that_cannot_take_them(cluster: FakeCluster):
+    cluster.create_topic("t", 3)
+    with Producer(cluster.bootstrap, linger_ms=0) as producer:
+        producer.send("t", b"warm-up").result(timeout=10)
+        sticky = producer._topics["t"].sticky
+        stuck = TopicPartition("t", sticky)
+        producer._on_unavailable(frozenset({stuck}))  # as the sender reports it
+        info = producer._topics["t"]
+        assert sticky not in info.available and info.sticky != sticky
+        metas = [producer.send("t", b"%d" % i) for i in range(20)]
+        assert all(m.result(timeout=10).partition != sticky for m in metas)
+        producer._on_unavailable(frozenset())  # it recovered
+        assert producer._topics["t"].available == (0, 1, 2)
+
+
+def test_failing_partitions_and_those_of_stuck_calls_are_unavailable():
+    calls = [("a:1", [T0]), ("b:1", [T1])]
+    assert unavailable({TopicPartition("t", 2)}, calls, {"a:1"}) == {
+        T0,
+        TopicPartition("t", 2),
+    }
+    assert unavailable(set(), calls, set()) == frozenset()
