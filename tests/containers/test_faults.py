@@ -156,6 +156,10 @@ def run_scenario(
     finally:
         history = workload.stop()
     final = final_log(cluster.bootstrap_servers)
+    logs = cluster.directory / "logs"  # where the time went: the nodes' own timestamps
+    logs.mkdir(exist_ok=True)
+    for node_id, node in cluster.nodes.items():
+        (logs / f"node-{node_id}.log").write_text(node.logs(lines=1_000_000))
     cluster.stop_nodes()
     replicas = {}
     for node_id, node in cluster.nodes.items():
@@ -177,6 +181,7 @@ def run_scenario(
     print(
         f"{name}: acks=-1 writes stalled {stalls} (per fault; {sum(verdict.stalls_s):.1f} s in all)"
     )
+    print(f"{name}: the nodes' logs are in {logs}")
     print(
         f"{name}: worst partition per role of the faulted node (measured/target): "
         f"{verdict.stall_text()}"
