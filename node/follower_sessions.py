@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection, Mapping
 
-from node.replication import FollowerFetchState
+from node.replication import NEVER_MS, FollowerFetchState
 from odradek.clock import Clock
 
 
@@ -44,6 +44,8 @@ class FollowerSessions:
         self._lost_at: dict[int, int] = {}
         self._last_request: dict[int, int] = {}
         self._last_data: dict[int, int] = {}
+        self.resumed_ms = NEVER_MS
+        """When this node last resumed from a stall of its own (``resumed``)."""
 
     def opened(self, replica_id: int) -> None:
         with self._lock:
@@ -61,6 +63,12 @@ class FollowerSessions:
                 self._lost_at[replica_id] = self._clock.monotonic_ms()
             else:
                 self._open[replica_id] = count - 1
+
+    def resumed(self) -> None:
+        """This node was stalled (its ticker saw a long gap: the process paused or starved) and
+        runs again: followers' silence counts from now (``node.replication.silent_replicas``),
+        as their fetches sent meanwhile wait unread in its sockets."""
+        self.resumed_ms = self._clock.monotonic_ms()
 
     def fetched(self, replica_id: int) -> None:
         """A fetch request from ``replica_id`` arrived (on a session or alone)."""

@@ -301,6 +301,7 @@ class Partition:
             now_ms=now_ms,
             silence_max_ms=self._silence_ms,
             fetch_wait_max_ms=self._fetch_wait_ms,
+            resumed_ms=self._sessions.resumed_ms if self._sessions is not None else rules.NEVER_MS,
         )
         if self._sessions is not None and self._session_grace_ms:
             gone |= disconnected_replicas(

@@ -171,6 +171,7 @@ def silent_replicas(
     now_ms: int,
     silence_max_ms: int,
     fetch_wait_max_ms: int = 0,
+    resumed_ms: int = NEVER_MS,
 ) -> set[int]:
     """ISR members (other than the leader) that have fetched during this leadership and then
     sent no fetch for longer than ``silence_max_ms`` after their next one was due; none when
@@ -181,7 +182,9 @@ def silent_replicas(
     when data came during the long poll), else up to ``fetch_wait_max_ms`` after the fetch (the
     long poll waits that long for data). A follower that has not fetched since this leadership
     began (its state was reset) is never silent: it may still be learning of the new leader,
-    and ``replica.lag.time.max.ms`` bounds its stay.
+    and ``replica.lag.time.max.ms`` bounds its stay. Silence is counted from ``resumed_ms`` at
+    the earliest: when the leader itself last resumed from a stall of its own (paused, starved),
+    since the fetches sent meanwhile wait unread in its sockets.
 
     Not a Kafka rule (``replica.fetch.silence.max.ms`` is odradek's): a live follower fetches
     again within milliseconds of an answer, so silence much longer than that means a dead,
@@ -201,7 +204,7 @@ def silent_replicas(
             due = state.data_answered_ms
         else:
             due = state.last_fetch_ms + fetch_wait_max_ms
-        if now_ms - due > silence_max_ms:
+        if now_ms - max(due, resumed_ms) > silence_max_ms:
             out.add(replica_id)
     return out
 

@@ -404,11 +404,20 @@ class Node:
         sessions = self.replicas.follower_sessions
         grace = self.replicas.session_lost_grace_ms
         silence = c.replica_fetch_silence_max_ms
-        last_isr_check = self.clock.monotonic_ms()
+        last_isr_check = last_tick = self.clock.monotonic_ms()
         while not self._stopped.wait(TICK_MS / 1000):
             try:
                 self.log_manager.tick()
                 now = self.clock.monotonic_ms()
+                if silence > 0 and now - last_tick > silence // 2:
+                    # this node itself stood still (paused, starved): it cannot tell silent
+                    # followers from its own stall until it has read what they sent meanwhile
+                    log.info(
+                        "node stalled for %d ms; followers' silence counts from now",
+                        now - last_tick,
+                    )
+                    sessions.resumed()
+                last_tick = now
                 # Every half lag limit, as Kafka; and at once when a follower may have become
                 # gone: its lost sessions' grace ended, or its fetches' silence reached the
                 # limit (the partitions' rules decide; these cheap checks only say when to ask,

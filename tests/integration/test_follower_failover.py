@@ -8,6 +8,7 @@ under test can shrink the ISR; how long it took is printed, never asserted."""
 from __future__ import annotations
 
 import signal
+import time
 
 from odradek import Admin, NewTopic, Producer
 from odradek.client.metadata import PartitionMetadata
@@ -85,4 +86,35 @@ def test_a_paused_follower_leaves_the_isr_by_its_silence_and_rejoins(make_cluste
         # back, it catches up to the high watermark and only then rejoins
         wait_for_full_isr(admin, "paused")
         assert producer.send("paused", b"after").result(timeout=30).offset == 2
+    admin.close()
+
+
+def test_a_leader_paused_briefly_does_not_take_its_followers_for_silent(make_cluster):
+    """Frozen for longer than the silence limit but far shorter than its session, the leader
+    resumes with its followers' fetches waiting unread in its sockets: it reads them and keeps
+    its ISR rather than shrinking it to itself."""
+    cluster = make_cluster(3, **LONG)
+    admin = Admin(cluster.bootstrap_servers)
+    admin.create_topics(
+        [NewTopic("frozen", 1, 3, configs={"min.insync.replicas": "2"})], timeout_ms=30_000
+    )
+    wait_for_full_isr(admin, "frozen")
+    leader = partition_state(admin, "frozen").leader
+    node = cluster.node(leader)
+    with Producer(cluster.bootstrap_servers, acks=-1) as producer:
+        producer.send("frozen", b"before").result(timeout=30)
+        node.signal(signal.SIGSTOP)
+        try:
+            time.sleep(2.5)  # the fault's duration (2.5 x the silence limit), not a sync
+        finally:
+            node.signal(signal.SIGCONT)
+        # acknowledged by all three once the leader has read its followers' fetches
+        for value in (b"after", b"and after"):
+            producer.send("frozen", value).result(timeout=30)
+    assert set(partition_state(admin, "frozen").isr) == set(
+        partition_state(admin, "frozen").replicas
+    )
+    text = node.log_path.read_text()
+    assert "stalled for" in text  # it noticed its own stall
+    assert "shrinking ISR" not in text, text[-3000:]
     admin.close()

@@ -236,3 +236,25 @@ def test_a_follower_waiting_in_a_long_poll_is_not_silent():
     answered = dataclasses.replace(waiting, data_answered_ms=10_100)
     assert silent(11_100, answered) == set()
     assert silent(11_101, answered) == {1}
+
+
+def test_a_leader_that_stalled_itself_counts_silence_from_its_resumption():
+    answered = rules.update_follower_fetch_state(
+        FollowerFetchState(), fetch_offset=5, log_start_offset=0, leader_leo=9, now_ms=10_000
+    )
+
+    def silent(now_ms: int, resumed_ms: int) -> set[int]:
+        return rules.silent_replicas(
+            leader_id=0,
+            isr={0, 1},
+            followers={1: answered},
+            now_ms=now_ms,
+            silence_max_ms=1_000,
+            fetch_wait_max_ms=500,
+            resumed_ms=resumed_ms,
+        )
+
+    # the leader was paused from 10_100 to 14_000: the follower's fetches wait in its sockets
+    assert silent(14_000, resumed_ms=14_000) == set()
+    assert silent(15_000, resumed_ms=14_000) == set()
+    assert silent(15_001, resumed_ms=14_000) == {1}  # still nothing read from it: gone
