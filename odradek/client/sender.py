@@ -201,6 +201,10 @@ class Sender:
         backing_off = self._accumulator.backing_off(now)
         in_trouble = bool(stuck or backing_off)
         if self._on_unavailable is not None:
+            # a failing partition stays so only while a batch of it waits or is in flight:
+            # one with nothing pending is tried again by the next record sent to it
+            pending = backing_off.union(*((b.tp for b in f.batches) for f in self._in_flight))
+            self._failing &= pending
             now_unavailable = unavailable(
                 self._failing,
                 ((f.address, (b.tp for b in f.batches)) for f in self._in_flight),
