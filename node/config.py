@@ -94,10 +94,12 @@ class NodeConfig:
     endpoint, 0: any free port."""
     log_format: str = "text"
     """``text`` (one line per record) or ``json`` (one JSON object per line) (``log.format``)."""
-    replica_fetch_silence_max_ms: int = 0
-    """An ISR follower that sends no fetch for this long leaves the ISR at once, not after
-    ``replica.lag.time.max.ms`` (``replica.fetch.silence.max.ms``; 0: off, as in Kafka). Set it
-    well above ``replica.fetch.wait.max.ms``: a live follower fetches at least that often."""
+    replica_fetch_silence_max_ms: int = 1_000
+    """An ISR follower that sends no fetch for this long after its next one was due (at once
+    after an answer with data, after ``replica.fetch.wait.max.ms`` after one without), or whose
+    fetch sessions broke and did not come back within twice ``replica.fetch.backoff.ms``, leaves
+    the ISR at once, not after ``replica.lag.time.max.ms`` (``replica.fetch.silence.max.ms``,
+    odradek's; 0: both rules off, Kafka's behaviour). See docs/operations.md, Failover."""
     ignored_kafka_configs: tuple[str, ...] = ()
     """Kafka broker settings given that odradek has no use for; the node logs them once."""
     # -- listeners and security (node/listeners.py, docs/security.md) --------------------------

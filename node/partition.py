@@ -11,11 +11,13 @@ ISR, truncation; see :mod:`node.wakeups`).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from node import replication as rules
+from node.follower_sessions import FollowerSessions, disconnected_replicas
 from node.replication import FollowerFetchState
 from node.wakeups import DATA, HIGH_WATERMARK, LOG_START, STATE
 from odradek.clock import Clock
@@ -86,6 +88,9 @@ class Partition:
         live_brokers: Callable[[], Collection[int]],
         on_progress: Callable[[int], None],
         replica_fetch_silence_max_ms: int = 0,
+        replica_fetch_wait_max_ms: int = 0,
+        follower_sessions: FollowerSessions | None = None,
+        session_lost_grace_ms: int = 0,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -94,6 +99,9 @@ class Partition:
         self._clock = clock
         self._lag_ms = replica_lag_time_max_ms
         self._silence_ms = replica_fetch_silence_max_ms
+        self._fetch_wait_ms = replica_fetch_wait_max_ms
+        self._sessions = follower_sessions
+        self._session_grace_ms = session_lost_grace_ms if follower_sessions is not None else 0
         self._live_brokers = live_brokers
         self._on_progress = on_progress
         self._lock = threading.RLock()
@@ -106,7 +114,7 @@ class Partition:
         self._pending_isr: frozenset[int] | None = None
         self.leader_epoch_start_offset = -1
         self._followers: dict[int, FollowerFetchState] = {}
-        self._leader_since_ms = 0  # when this leadership's epoch began (silent followers)
+        self._leader_since_ms = 0  # when this leadership's epoch began (lost sessions)
 
     # -- state --
     @property
@@ -270,7 +278,7 @@ class Partition:
                 eligible=self._eligible(),
                 now_ms=now,
                 replica_lag_time_max_ms=self._lag_ms,
-                silent=self._silent(self._followers, now) if self._silence_ms else (),
+                silent=self._gone(self._followers, now),
             )
             current = log.high_watermark
             new = rules.next_high_watermark(
@@ -280,19 +288,37 @@ class Partition:
                 return log.maybe_increment_high_watermark(new)
             return False
 
-    def _silent(self, replicas: Collection[int], now_ms: int) -> set[int]:
-        return rules.silent_replicas(
+    def _gone(self, replicas: Collection[int], now_ms: int) -> set[int]:
+        """Of ``replicas``, the followers that are gone: silent past
+        ``replica.fetch.silence.max.ms`` (``rules.silent_replicas``) or with every fetch
+        session here broken (``node.follower_sessions``). Empty when both rules are off."""
+        if not self._silence_ms and not self._session_grace_ms:
+            return set()
+        gone = rules.silent_replicas(
             leader_id=self.node_id,
             isr=replicas,
             followers=self._followers,
-            leader_since_ms=self._leader_since_ms,
             now_ms=now_ms,
             silence_max_ms=self._silence_ms,
+            fetch_wait_max_ms=self._fetch_wait_ms,
+            resumed_ms=self._sessions.resumed_ms if self._sessions is not None else rules.NEVER_MS,
         )
+        if self._sessions is not None and self._session_grace_ms:
+            gone |= disconnected_replicas(
+                leader_id=self.node_id,
+                isr=replicas,
+                followers=self._followers,
+                lost_at=self._sessions.lost_at(),
+                leader_since_ms=self._leader_since_ms,
+                now_ms=now_ms,
+                grace_ms=self._session_grace_ms,
+            )
+        return gone
 
     def maybe_shrink_isr(self) -> IsrChange | None:
-        """The ISR shrink to propose, if a follower fell behind (Kafka's ``maybeShrinkIsr``)
-        or sent no fetch for ``replica.fetch.silence.max.ms`` (``rules.silent_replicas``)."""
+        """The ISR shrink to propose, if a follower fell behind (Kafka's ``maybeShrinkIsr``),
+        went silent (``replica.fetch.silence.max.ms``, ``rules.silent_replicas``) or lost
+        every fetch session here (``node.follower_sessions``)."""
         with self._lock:
             if not self.is_leader or self._pending_isr is not None:
                 return None
@@ -304,7 +330,7 @@ class Partition:
                 leader_leo=self.log.log_end_offset,
                 now_ms=now,
                 replica_lag_time_max_ms=self._lag_ms,
-            ) | self._silent(self.isr, now)
+            ) | self._gone(self.isr, now)
             if not out:
                 return None
             new_isr = tuple(sorted(self.isr - out))
@@ -417,6 +443,11 @@ class Partition:
                 change = self._maybe_expand_isr(replica_id)
                 started = self._followers[replica_id].log_start_offset != before.log_start_offset
                 kinds = (HIGH_WATERMARK if moved else 0) | (LOG_START if started else 0)
+            elif fetch_offset < leo and replica_id in self._followers:
+                # a long poll ends with data: the follower's next fetch is due at once
+                self._followers[replica_id] = dataclasses.replace(
+                    self._followers[replica_id], data_answered_ms=self._clock.monotonic_ms()
+                )
         if kinds:
             # outside the lock: the woken produce requests take it to check their offsets
             self._on_progress(kinds)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from node.config import NodeConfig
+from node.follower_sessions import FollowerSessions, session_lost_grace_ms
 from node.metadata_cache import MetadataCache
 from node.metrics import add_remote_time_ms
 from node.partition import IsrChange, LeaderAndIsrState, Partition
@@ -86,6 +87,12 @@ class ReplicaManager:
         self.fetchers: ReplicaFetcherManager | None = None
         self.alter_partitions: AlterPartitionManager | None = None
         self._shutting_down = False
+        self.follower_sessions = FollowerSessions(clock)
+        """The followers' fetch sessions to this node (the replication servicer reports them)."""
+        self.session_lost_grace_ms = session_lost_grace_ms(
+            silence_max_ms=config.replica_fetch_silence_max_ms,
+            fetch_backoff_ms=config.replica_fetch_backoff_ms,
+        )
         self.leadership_listeners: list[Callable[[str, int, bool, int], None]] = []
         """Called with (topic, partition, is_leader, leader_epoch) after this node becomes
         leader or follower of a partition, or stops hosting it (the group coordinator loads
@@ -160,6 +167,9 @@ class ReplicaManager:
             clock=self._clock,
             replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
             replica_fetch_silence_max_ms=self.config.replica_fetch_silence_max_ms,
+            replica_fetch_wait_max_ms=self.config.replica_fetch_wait_max_ms,
+            follower_sessions=self.follower_sessions,
+            session_lost_grace_ms=self.session_lost_grace_ms,
             live_brokers=self.metadata.live_broker_ids,
             on_progress=lambda kinds: self._wakeups.notify(
                 key, kinds, log_.high_watermark if kinds & HIGH_WATERMARK else None

@@ -30,6 +30,9 @@ class FollowerFetchState:
     last_fetch_leader_leo: int = UNDEFINED_OFFSET
     last_fetch_ms: int = 0
     broker_epoch: int = -1
+    data_answered_ms: int = NEVER_MS
+    """When the leader last answered this follower with records (at its fetch, or later when
+    a long poll ended with data): the follower fetches again at once after such an answer."""
 
 
 def update_follower_fetch_state(
@@ -60,6 +63,7 @@ def update_follower_fetch_state(
         last_fetch_leader_leo=leader_leo,
         last_fetch_ms=now_ms,
         broker_epoch=broker_epoch,
+        data_answered_ms=now_ms if fetch_offset < leader_leo else state.data_answered_ms,
     )
 
 
@@ -164,29 +168,43 @@ def silent_replicas(
     leader_id: int,
     isr: Collection[int],
     followers: Mapping[int, FollowerFetchState],
-    leader_since_ms: int,
     now_ms: int,
     silence_max_ms: int,
+    fetch_wait_max_ms: int = 0,
+    resumed_ms: int = NEVER_MS,
 ) -> set[int]:
-    """ISR members (other than the leader) that have sent no fetch for longer than
-    ``silence_max_ms`` (counting from ``leader_since_ms`` for one that has not fetched since
-    this leadership began); none when ``silence_max_ms`` is 0 (off).
+    """ISR members (other than the leader) that have fetched during this leadership and then
+    sent no fetch for longer than ``silence_max_ms`` after their next one was due; none when
+    ``silence_max_ms`` is 0 (off).
+
+    A follower's next fetch is due as soon as its last one is answered: when the leader sent it
+    records for that fetch (``data_answered_ms``: at once if the leader had data for it, or
+    when data came during the long poll), else up to ``fetch_wait_max_ms`` after the fetch (the
+    long poll waits that long for data). A follower that has not fetched since this leadership
+    began (its state was reset) is never silent: it may still be learning of the new leader,
+    and ``replica.lag.time.max.ms`` bounds its stay. Silence is counted from ``resumed_ms`` at
+    the earliest: when the leader itself last resumed from a stall of its own (paused, starved),
+    since the fetches sent meanwhile wait unread in its sockets.
 
     Not a Kafka rule (``replica.fetch.silence.max.ms`` is odradek's): a live follower fetches
-    at least every ``replica.fetch.wait.max.ms`` (its long poll), so silence much longer than
-    that means a dead or cut-off follower, which Kafka only drops after
-    ``replica.lag.time.max.ms`` or its ZooKeeper session's expiry, stalling acks=-1 writes
-    meanwhile. Dropping it early is as safe as any ISR shrink: the controller commits the new
-    ISR before the high watermark may use it, and the follower rejoins once caught up.
+    again within milliseconds of an answer, so silence much longer than that means a dead,
+    hung or cut-off follower, which Kafka only drops after ``replica.lag.time.max.ms`` or its
+    ZooKeeper session's expiry, stalling acks=-1 writes meanwhile. Dropping it early is as safe
+    as any ISR shrink: the controller commits the new ISR before the high watermark may use it,
+    and the follower rejoins once caught up.
     """
     if silence_max_ms <= 0:
         return set()
     out: set[int] = set()
     for replica_id in isr:
-        if replica_id == leader_id:
+        state = followers.get(replica_id)
+        if replica_id == leader_id or state is None or state.last_fetch_leader_leo < 0:
             continue
-        state = followers.get(replica_id, FollowerFetchState())
-        if now_ms - max(state.last_fetch_ms, leader_since_ms) > silence_max_ms:
+        if state.data_answered_ms >= state.last_fetch_ms:
+            due = state.data_answered_ms
+        else:
+            due = state.last_fetch_ms + fetch_wait_max_ms
+        if now_ms - max(due, resumed_ms) > silence_max_ms:
             out.add(replica_id)
     return out
 

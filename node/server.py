@@ -411,18 +411,40 @@ class Node:
 
     def _tick_loop(self) -> None:
         assert self.log_manager is not None and self.replicas is not None
-        isr_interval = max(TICK_MS, self.config.replica_lag_time_max_ms // 2)
-        if self.config.replica_fetch_silence_max_ms > 0:  # notice a silent follower promptly
-            isr_interval = min(
-                isr_interval, max(TICK_MS, self.config.replica_fetch_silence_max_ms // 4)
-            )
-        next_isr_check = self.clock.monotonic_ms() + isr_interval
+        c = self.config
+        isr_interval = max(TICK_MS, c.replica_lag_time_max_ms // 2)
+        sessions = self.replicas.follower_sessions
+        grace = self.replicas.session_lost_grace_ms
+        silence = c.replica_fetch_silence_max_ms
+        last_isr_check = last_tick = self.clock.monotonic_ms()
         while not self._stopped.wait(TICK_MS / 1000):
             try:
                 self.log_manager.tick()
                 now = self.clock.monotonic_ms()
-                if now >= next_isr_check:
-                    next_isr_check = now + isr_interval
+                if silence > 0 and now - last_tick > silence // 2:
+                    # this node itself stood still (paused, starved): it cannot tell silent
+                    # followers from its own stall until it has read what they sent meanwhile
+                    log.info(
+                        "node stalled for %d ms; followers' silence counts from now",
+                        now - last_tick,
+                    )
+                    sessions.resumed()
+                last_tick = now
+                # Every half lag limit, as Kafka; and at once when a follower may have become
+                # gone: its lost sessions' grace ended, or its fetches' silence reached the
+                # limit (the partitions' rules decide; these cheap checks only say when to ask,
+                # so that thousands of partitions are not scanned every tick).
+                if (
+                    now >= last_isr_check + isr_interval
+                    or (grace > 0 and sessions.grace_ends_between(last_isr_check, now, grace))
+                    or (
+                        silence > 0
+                        and sessions.silence_ends_between(
+                            last_isr_check, now, silence, c.replica_fetch_wait_max_ms
+                        )
+                    )
+                ):
+                    last_isr_check = now
                     self.replicas.maybe_shrink_isrs()
             except Exception:
                 if self._stopping:

@@ -8,6 +8,7 @@ ready for) becomes a gRPC status. Handlers run on the server's worker threads an
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 import grpc
@@ -99,7 +100,12 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
         self, request: pb.FetchRequest, context: grpc.ServicerContext
     ) -> pb.FetchResponse:
         _check_follower(request, context)
-        return self._replicas.fetch(request, from_follower=True)
+        sessions = self._replicas.follower_sessions
+        sessions.fetched(request.replica_id)
+        response = self._replicas.fetch(request, from_follower=True)
+        if any(p.records for p in response.partitions):
+            sessions.answered_with_data(request.replica_id)
+        return response
 
     def FetchSession(  # noqa: N802
         self, request_iterator: Iterator[pb.FetchRequest], context: grpc.ServicerContext
@@ -107,10 +113,24 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
         """Answers each request of the stream as ``Fetch`` would, in order. The stream ends
         when the follower closes its side, or after an answer once the node is shutting down
         (so that it does not hold the server's stop); a request without ``replica_id`` aborts
-        it."""
+        it. The follower's open sessions are counted (``ReplicaManager.follower_sessions``) from
+        its first request until the call ends, however it ends: a follower whose sessions all
+        broke (its process died) leaves the ISRs at once (``node.follower_sessions``)."""
+        sessions = self._replicas.follower_sessions
+        follower = -1
         for request in request_iterator:
             _check_follower(request, context)
-            yield self._replicas.fetch(request, from_follower=True)
+            if follower < 0:
+                follower = request.replica_id
+                sessions.opened(follower)
+                if not context.add_callback(functools.partial(sessions.closed, follower)):
+                    sessions.closed(follower)  # the call has already ended
+                    return
+            sessions.fetched(request.replica_id)
+            response = self._replicas.fetch(request, from_follower=True)
+            if any(p.records for p in response.partitions):
+                sessions.answered_with_data(request.replica_id)
+            yield response
             if self._replicas.shutting_down:
                 return
 

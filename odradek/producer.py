@@ -356,6 +356,8 @@ class Producer:
         )
         self._topics: dict[str, _TopicInfo] = {}
         self._topics_lock = threading.Lock()
+        # partitions that cannot take records now (the sender's leader_watch.unavailable)
+        self._unavailable: frozenset[TopicPartition] = frozenset()
         # The largest record (its upper bound, without the batch header) that can be sent.
         self._max_record = min(cfg.max_request_size, cfg.buffer_memory) - RECORD_BATCH_OVERHEAD
         self._accumulator = RecordAccumulator(
@@ -384,6 +386,8 @@ class Producer:
             on_metadata=self._on_metadata,
             idempotence=idempotence,
             retry_backoff_ms=cfg.retry_backoff_ms,
+            retry_backoff_max_ms=cfg.retry_backoff_max_ms,
+            on_unavailable=self._on_unavailable,
         )
         self._accumulator.on_batch_change = self._sender.wakeup
         self._closed = False
@@ -637,21 +641,37 @@ class Producer:
             info = self._topics[topic]
         return info
 
+    def _on_unavailable(self, tps: frozenset[TopicPartition]) -> None:
+        """The sender's report of the partitions that cannot take records now
+        (``odradek.client.leader_watch.unavailable``): unkeyed records go to the others."""
+        with self._topics_lock:
+            self._unavailable = tps
+        self._on_metadata(self._metadata.snapshot())
+
     def _on_metadata(self, cluster: ClusterMetadata) -> None:
         """Rebuild the topic infos that changed with ``cluster`` (the I/O thread calls this
-        after each refresh; ``send`` after learning a topic)."""
+        after each refresh and when partitions become unavailable or available again; ``send``
+        after learning a topic). The sticky partition of unkeyed records is among the
+        partitions with a leader that are not unavailable (all with a leader if none is)."""
         with self._topics_lock:
             topics = dict(self._topics)
+            unavailable = self._unavailable
             changed = False
             for name, meta in cluster.topics.items():
                 if meta.error_code or not meta.partitions:
                     continue
-                available = tuple(p.partition for p in meta.partitions if p.leader >= 0)
+                led = tuple(p.partition for p in meta.partitions if p.leader >= 0)
+                available = (
+                    tuple(p for p in led if TopicPartition(name, p) not in unavailable) or led
+                )
                 count = len(meta.partitions)
                 old = topics.get(name)
                 if old is not None and old.num_partitions == count and old.available == available:
                     continue
                 sticky = old.sticky if old is not None and old.sticky < count else -1
+                if sticky >= 0 and available and sticky not in available:
+                    self._partitioner.on_new_batch(name, count, available, sticky)
+                    sticky = -1
                 if sticky < 0:
                     sticky = self._partitioner.partition(name, None, count, available)
                 topics[name] = _TopicInfo(count, available, sticky)

@@ -576,6 +576,24 @@ class RecordAccumulator:
             queue.insert(index, batch)
             heapq.heappush(self._retried, (batch.deadline_ms, next(self._tiebreak), batch))
 
+    def backing_off(self, now_ms: int) -> set[TopicPartition]:
+        """Partitions whose first queued batch waits out a retry backoff."""
+        with self._lock:
+            return {
+                tp
+                for tp, queue in self._queues.items()
+                if queue and queue[0].attempts > 0 and now_ms < queue[0].retry_at_ms
+            }
+
+    def skip_backoff(self, tps: Collection[TopicPartition], now_ms: int) -> None:
+        """End the retry backoff of the queued batches of ``tps`` now (their partition has a
+        new leader: Kafka's KIP-951 sends to it without waiting)."""
+        with self._lock:
+            for tp in tps:
+                for batch in self._queues.get(tp, ()):
+                    if batch.attempts > 0 and batch.retry_at_ms > now_ms:
+                        batch.retry_at_ms = now_ms
+
     def done(self, batch: ProducerBatch) -> None:
         """A drained batch finished (delivered or failed for good): its memory is free."""
         with self._lock:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from odradek.client.connection import ConnectionPool, call, format_address
 from odradek.client.errors import NetworkError, error_from_code
+from odradek.client.leader_watch import order_candidates
 from odradek.client.types import TopicPartition
 from odradek.clock import Clock
 from odradek.errors import (
@@ -276,22 +277,26 @@ class MetadataCache:
             age_due = self._last_success_ms + self._max_age_ms - now_ms
             return max(age_due, backoff, 0)
 
-    def maybe_refresh(self) -> bool:
+    def maybe_refresh(self, avoid: Collection[str] = ()) -> bool:
         """Refresh if one is due; ``True`` if the snapshot changed. Failures are logged and
-        leave the update requested."""
+        leave the update requested. Nodes in ``avoid`` (e.g. with a call stuck on them) are
+        asked last."""
         if self.time_to_update_ms(self._clock.monotonic_ms()) > 0:
             return False
         try:
-            self.refresh()
+            self.refresh(avoid=avoid)
         except OdradekError as exc:
             log.debug("metadata refresh failed: %s", exc)
             return False
         return True
 
-    def refresh(self, topics: Collection[str] | None = None) -> ClusterMetadata:
+    def refresh(
+        self, topics: Collection[str] | None = None, *, avoid: Collection[str] = ()
+    ) -> ClusterMetadata:
         """Ask a node for metadata now and return the new snapshot.
 
-        ``topics`` are tracked from now on. Raises :class:`NetworkError` when no node answers.
+        ``topics`` are tracked from now on; nodes in ``avoid`` are asked last. Raises
+        :class:`NetworkError` when no node answers.
         """
         if topics:
             self.add_topics(topics)
@@ -304,7 +309,7 @@ class MetadataCache:
                 request = pb.MetadataRequest(all_topics=True)
             else:
                 request = pb.MetadataRequest(topics=wanted)
-            response, address = self._ask_any_node(request)
+            response, address = self._ask_any_node(request, avoid)
             newer = ClusterMetadata.from_response(response)
             with self._lock:
                 self._snapshot = self._snapshot.merge(newer, replace_topics=self._all_topics)
@@ -328,10 +333,12 @@ class MetadataCache:
         with self._lock:
             self._preferred = address
 
-    def _ask_any_node(self, request: pb.MetadataRequest) -> tuple[pb.MetadataResponse, str]:
+    def _ask_any_node(
+        self, request: pb.MetadataRequest, avoid: Collection[str] = ()
+    ) -> tuple[pb.MetadataResponse, str]:
         tried: list[str] = []
         last: OdradekError | None = None
-        for address in self.candidates():
+        for address in order_candidates(self.candidates(), avoid):
             tried.append(address)
             try:
                 response = call(

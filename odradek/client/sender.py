@@ -35,11 +35,20 @@ from odradek.client.errors import (
     is_invalid_metadata,
 )
 from odradek.client.idempotence import BUMP_AND_RETRY, FAIL, RETRY, IdempotenceState
+from odradek.client.leader_watch import (
+    deposed,
+    moved_partitions,
+    stuck_addresses,
+    unavailable,
+    watch_due,
+)
 from odradek.client.metadata import ClusterMetadata, MetadataCache
 from odradek.client.producer_id import init_producer_id
+from odradek.client.types import TopicPartition
 from odradek.clock import Clock
 from odradek.errors import (
     InvalidRecordError,
+    NotLeaderOrFollowerError,
     OdradekError,
     RequestTimedOutError,
     UnknownServerError,
@@ -63,7 +72,12 @@ class _InFlight:
     node: int
     address: str
     batches: list[ProducerBatch]
+    sent_ms: int = 0
+    epochs: dict[TopicPartition, int] = field(default_factory=dict)
+    """Each partition's leader epoch when sent (``leader_watch.deposed``)."""
     call: grpc.Future[pb.ProduceResponse] | None = field(default=None)
+    superseded: bool = False
+    """Cancelled because a newer leader took over: its batches are retried there."""
 
 
 class Sender:
@@ -84,6 +98,8 @@ class Sender:
         on_metadata: Callable[[ClusterMetadata], None] | None = None,
         idempotence: IdempotenceState | None = None,
         retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1_000,
+        on_unavailable: Callable[[frozenset[TopicPartition]], None] | None = None,
     ) -> None:
         self._accumulator = accumulator
         self._metadata = metadata
@@ -97,6 +113,11 @@ class Sender:
         self._on_metadata = on_metadata
         self._idempotence = idempotence
         self._retry_backoff_ms = retry_backoff_ms
+        self._retry_backoff_max_ms = max(retry_backoff_max_ms, retry_backoff_ms)
+        self._last_watch_ms = -(2**62)  # the last refresh asked for by leader_watch.watch_due
+        self._on_unavailable = on_unavailable
+        self._failing: set[TopicPartition] = set()  # last attempt failed, none succeeded since
+        self._unavailable: frozenset[TopicPartition] = frozenset()
         self._next_init_ms = 0  # when to ask InitProducerId again after a failure
         self._seen_metadata: ClusterMetadata | None = None
         self._wakeup = threading.Event()
@@ -170,12 +191,46 @@ class Sender:
         now = self._clock.monotonic_ms()
         for batch in self._accumulator.expired(now):
             self._expire(batch, now)
-        self._metadata.maybe_refresh()
+        # odradek.client.leader_watch: while a call is stuck or a batch backs off, watch the
+        # metadata, asking nodes without a stuck call first
+        stuck = stuck_addresses(
+            ((f.address, f.sent_ms) for f in self._in_flight),
+            now_ms=now,
+            stuck_after_ms=self._retry_backoff_max_ms,
+        )
+        backing_off = self._accumulator.backing_off(now)
+        in_trouble = bool(stuck or backing_off)
+        if self._on_unavailable is not None:
+            # a failing partition stays so only while a batch of it waits or is in flight:
+            # one with nothing pending is tried again by the next record sent to it
+            pending = backing_off.union(*((b.tp for b in f.batches) for f in self._in_flight))
+            self._failing &= pending
+            now_unavailable = unavailable(
+                self._failing,
+                ((f.address, (b.tp for b in f.batches)) for f in self._in_flight),
+                stuck,
+            )
+            if now_unavailable != self._unavailable:
+                self._unavailable = now_unavailable
+                self._on_unavailable(now_unavailable)
+        watch_interval = 2 * max(self._retry_backoff_ms, 1)
+        if watch_due(
+            in_trouble=in_trouble,
+            now_ms=now,
+            last_watch_ms=self._last_watch_ms,
+            interval_ms=watch_interval,
+        ):
+            self._last_watch_ms = now
+            self._metadata.request_update()
+        self._metadata.maybe_refresh(avoid=stuck)
         cluster = self._metadata.snapshot()
         if cluster is not self._seen_metadata:
+            before = self._seen_metadata
             self._seen_metadata = cluster
             if self._on_metadata is not None:
                 self._on_metadata(cluster)
+            if before is not None:
+                self._follow_new_leaders(before, cluster, backing_off)
         if self._idempotence is not None and not self._idempotence.has_id:
             self._init_producer_id()
         now = self._clock.monotonic_ms()
@@ -198,6 +253,8 @@ class Sender:
             waits.append(check.next_check_ms)
         if check.unknown_leader_topics or self._metadata.time_to_update_ms(now) < _MAX_IDLE_MS:
             waits.append(self._metadata.time_to_update_ms(now))
+        if in_trouble:
+            waits.append(max(self._last_watch_ms + watch_interval - now, 1))
         # After sending, look again at once: a drain takes one batch per partition, and more
         # may be sendable (up to max_in_flight_per_partition).
         wait_ms = 0 if drained else max(min(waits), 1)
@@ -205,10 +262,32 @@ class Sender:
             self._wakeup.wait(wait_ms / 1000)
         self._wakeup.clear()
 
+    def _follow_new_leaders(
+        self, before: ClusterMetadata, cluster: ClusterMetadata, backing_off: set[TopicPartition]
+    ) -> None:
+        """``leader_watch``'s "go at once": cancel the calls waiting on a deposed leader (their
+        batches are retried when settled), and end the backoff of batches whose partition has
+        a new leader."""
+        for inflight in self._in_flight:
+            if inflight.superseded or inflight.call is None:
+                continue
+            if deposed(inflight.node, inflight.epochs, cluster) and inflight.call.cancel():
+                inflight.superseded = True
+                log.info(
+                    "node %s was replaced as leader while a produce call to it was waiting; "
+                    "sending its %d batch(es) to the new leader",
+                    inflight.address,
+                    len(inflight.batches),
+                )
+        moved = moved_partitions(before, cluster, backing_off)
+        if moved:
+            self._accumulator.skip_backoff(moved, self._clock.monotonic_ms())
+
     def _send(self, cluster: ClusterMetadata, node: int, batches: list[ProducerBatch]) -> None:
         broker = cluster.brokers[node]
         partitions: list[pb.ProducePartitionData] = []
         sendable: list[ProducerBatch] = []
+        epochs: dict[TopicPartition, int] = {}
         for batch in batches:
             try:
                 payload = batch.build(self._compression)
@@ -218,6 +297,7 @@ class Sender:
                 self._accumulator.done(batch)
                 continue
             part = cluster.partition(batch.tp)
+            epochs[batch.tp] = part.leader_epoch if part is not None else -1
             partitions.append(
                 pb.ProducePartitionData(
                     topic=batch.tp.topic,
@@ -232,7 +312,9 @@ class Sender:
         request = pb.ProduceRequest(
             acks=self._acks, timeout_ms=self._request_timeout_ms, partitions=partitions
         )
-        inflight = _InFlight(node, broker.address, sendable)
+        inflight = _InFlight(
+            node, broker.address, sendable, sent_ms=self._clock.monotonic_ms(), epochs=epochs
+        )
         self._in_flight.add(inflight)
         try:
             call = self._pool.broker(broker.address).Produce.future(
@@ -277,6 +359,13 @@ class Sender:
                 self._retry_or_fail(batch, error, now)
             return
         except grpc.FutureCancelledError:
+            if inflight.superseded:
+                moved = NotLeaderOrFollowerError(
+                    f"node {inflight.address} was replaced as leader while the call waited"
+                )
+                for batch in inflight.batches:
+                    self._retry_or_fail(batch, moved, now, leader_moved=True)
+                return
             closed = ProducerClosedError("the producer was closed before the record was delivered")
             for batch in inflight.batches:
                 batch.fail(closed)
@@ -301,6 +390,7 @@ class Sender:
                     idempotence.acknowledged(batch.tp, batch.base_sequence, batch.record_count)
                 batch.complete(result.base_offset, result.log_append_time_ms)
                 self._accumulator.done(batch)
+                self._failing.discard(batch.tp)
             else:
                 error = error_from_code(result.error_code, result.error_message, str(batch.tp))
                 self._retry_or_fail(batch, error, now)
@@ -355,8 +445,14 @@ class Sender:
             idempotence.bump_epoch()
         return verdict
 
-    def _retry_or_fail(self, batch: ProducerBatch, error: OdradekError, now_ms: int) -> None:
+    def _retry_or_fail(
+        self, batch: ProducerBatch, error: OdradekError, now_ms: int, *, leader_moved: bool = False
+    ) -> None:
+        """Put ``batch`` back for another attempt if ``error`` and the limits allow (at once
+        when ``leader_moved``: the new leader is known), else fail it."""
         verdict = self._idempotence_verdict(batch, error)
+        if error.retriable and verdict == FAIL:
+            self._failing.add(batch.tp)  # its leader could not take it (leader_watch.unavailable)
         can_retry = (
             (error.retriable or verdict != FAIL)
             and not self._forced
@@ -378,7 +474,7 @@ class Sender:
             )
             if is_invalid_metadata(error):
                 self._metadata.request_update()
-            self._accumulator.reenqueue(batch, now_ms, backoff=verdict == FAIL)
+            self._accumulator.reenqueue(batch, now_ms, backoff=verdict == FAIL and not leader_moved)
             return
         self._accumulator.done(batch)
         if self._idempotence is not None and batch.base_sequence >= 0:

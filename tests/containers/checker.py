@@ -64,6 +64,26 @@ class Verdict:
     stalls_s: list[float] = field(default_factory=list)
     """Per fault window, in order: the longest time no acks=-1 write was acknowledged around
     it (:func:`stalls_per_fault`)."""
+    role_stalls_s: list[dict[str, float]] = field(default_factory=list)
+    """Per fault window, in order: per role the faulted node had (leader, follower, ...), the
+    longest stall of a partition in that role (:func:`role_stalls_per_fault`)."""
+    targets_s: dict[str, float] = field(default_factory=dict)
+    """The stall each role aims at (printed beside the measure, never asserted)."""
+
+    def stall_text(self) -> str:
+        """Each fault's stalls by role with their targets: ``follower 0.4/1.0 s, leader 6.2/7.0
+        s; ...`` (``-`` for a role without a target); the any-write stall if no roles."""
+        if not any(self.role_stalls_s):
+            return ", ".join(f"{s:.1f}" for s in self.stalls_s) + " s" if self.stalls_s else "-"
+        faults = []
+        for stalls in self.role_stalls_s:
+            parts = []
+            for role, stall in sorted(stalls.items()):
+                target = self.targets_s.get(role)
+                limit = f"/{target:.1f}" if target is not None else "/-"
+                parts.append(f"{role} {stall:.1f}{limit} s")
+            faults.append(", ".join(parts))
+        return "; ".join(faults)
 
     @property
     def violations(self) -> dict[str, list[str]]:
@@ -87,7 +107,7 @@ class Verdict:
             str(len(self.lost)),
             str(self.duplicated),
             f"{self.unavailable_s:.1f} s",
-            ", ".join(f"{stall:.1f}" for stall in self.stalls_s) + " s" if self.stalls_s else "-",
+            self.stall_text(),
         )
 
 
@@ -98,7 +118,7 @@ TABLE_HEADER = (
     "lost",
     "duplicated",
     "unavailable",
-    "stall per fault",
+    "stall per fault (role: measured/target)",
 )
 
 
@@ -132,6 +152,7 @@ def check(
         unavailable_s=longest_unavailability(history),
         reads=sum(len(r) for r in history.reads.values()),
         stalls_s=stalls_per_fault(history),
+        role_stalls_s=role_stalls_per_fault(history),
         idempotent=history.idempotent,
     )
     verdict.duplicates = [f"{v!r} stored {n} times" for v, n in values.items() if n > 1]
@@ -244,17 +265,47 @@ def stalls_per_fault(history: History) -> list[float]:
     window with no acknowledgement on either side counts the time from its start to the first
     acknowledgement after it (or to its healing, if none came)."""
     acks = sorted(s.acked_at for s in history.sends if s.acked_at is not None)
-    stalls = []
-    for start, healed in history.faults:
-        longest = 0.0
-        for before, after in itertools.pairwise(acks):
-            if before <= healed and after >= start:
-                longest = max(longest, after - before)
-        if not acks or acks[0] > healed:
-            first_after = next((a for a in acks if a >= start), healed)
-            longest = max(longest, first_after - start)
-        stalls.append(longest)
-    return stalls
+    return [_longest_gap(acks, start, healed) for start, healed in history.faults]
+
+
+def role_stalls_per_fault(history: History) -> list[dict[str, float]]:
+    """For each fault window, per role of the faulted node (``History.fault_roles``: partition
+    -> role, e.g. ``leader`` for the partitions it led), the longest stall among the partitions
+    in that role: the longest gap between consecutive acknowledgements *in that partition*
+    that overlaps the window (as :func:`stalls_per_fault`, one partition at a time).
+
+    Per partition, because a node fault is a leader fault for the partitions it leads and a
+    follower fault for those it follows, and writes to the others go on meanwhile: the gap
+    between any two acknowledgements would hide the longer stall."""
+    acks: dict[int, list[float]] = {}
+    for send in history.sends:
+        if send.acked_at is not None:
+            acks.setdefault(send.partition, []).append(send.acked_at)
+    for times in acks.values():
+        times.sort()
+    out = []
+    for index, (start, healed) in enumerate(history.faults):
+        roles = history.fault_roles[index] if index < len(history.fault_roles) else {}
+        stalls: dict[str, float] = {}
+        for partition, role in roles.items():
+            stall = _longest_gap(acks.get(partition, []), start, healed)
+            stalls[role] = max(stalls.get(role, 0.0), stall)
+        out.append(stalls)
+    return out
+
+
+def _longest_gap(acks: list[float], start: float, healed: float) -> float:
+    """The longest gap between consecutive ``acks`` (sorted) that overlaps [start, healed]; with
+    no acknowledgement before the window, from its start to the first one after it (or to its
+    healing, if none came)."""
+    longest = 0.0
+    for before, after in itertools.pairwise(acks):
+        if before <= healed and after >= start:
+            longest = max(longest, after - before)
+    if not acks or acks[0] > healed:
+        first_after = next((a for a in acks if a >= start), healed)
+        longest = max(longest, first_after - start)
+    return longest
 
 
 def replica_batches(data_dir: Path, topic: str, partition: int) -> list[Batch]:

@@ -70,6 +70,9 @@ class History:
     consumer_errors: int = 0
     faults: list[tuple[float, float]] = field(default_factory=list)
     """(start, healed) of each fault, in ``now_s()`` seconds."""
+    fault_roles: list[dict[int, str]] = field(default_factory=list)
+    """Per fault (as ``faults``), partition -> the faulted node's role in it (``leader``,
+    ``follower``, ...); partitions it had no part in are left out."""
     idempotent: bool = True
     """Whether the producers were idempotent (the SDK's default)."""
 
@@ -101,19 +104,23 @@ class Workload:
             for c in range(CONSUMERS)
         ]
         self._fault_started: float | None = None
+        self._fault_roles: dict[int, str] = {}
 
     def start(self) -> None:
         for thread in self._threads:
             thread.start()
 
-    def fault(self) -> None:
-        """Marks the start of a fault (the unavailability window is measured around it)."""
+    def fault(self, roles: Mapping[int, str] | None = None) -> None:
+        """Marks the start of a fault (the unavailability window is measured around it);
+        ``roles`` maps each partition the fault touches to the faulted node's role in it."""
         self._fault_started = now_s()
+        self._fault_roles = dict(roles or {})
 
     def healed(self) -> None:
         """Marks the end of the fault begun by the last ``fault``."""
         assert self._fault_started is not None
         self.history.faults.append((self._fault_started, now_s()))
+        self.history.fault_roles.append(self._fault_roles)
         self._fault_started = None
 
     def acked(self) -> int:

@@ -16,6 +16,7 @@ import pytest
 
 from node.config import NodeConfig
 from node.fetcher import FetchSessions, SessionEndedError
+from node.follower_sessions import FollowerSessions
 from node.service import ReplicationServicer
 from odradek.clock import ManualClock
 from odradek.v1 import odradek_pb2 as pb
@@ -139,6 +140,9 @@ class _NoReplicas:
 
     shutting_down = False
 
+    def __init__(self) -> None:
+        self.follower_sessions = FollowerSessions(ManualClock())
+
     def fetch(self, request: pb.FetchRequest, *, from_follower: bool) -> pb.FetchResponse:
         assert from_follower
         fp = request.partitions[0]
@@ -179,6 +183,29 @@ def test_the_servicer_ends_a_session_after_an_answer_once_the_node_is_shutting_d
         answers = list(stub.FetchSession(iter([_request(3), _request(7)]), timeout=10))
         assert [a.partitions[0].log_end_offset for a in answers] == [3]
     finally:
+        server.stop(None)
+
+
+def test_the_servicer_counts_a_followers_session_until_the_call_ends_however_it_ends(tmp_path):
+    replicas = _NoReplicas()
+    sessions = replicas.follower_sessions
+    server, port = _serve_servicer(replicas)
+    follower = _sessions(port, ManualClock(), tmp_path)
+    try:
+        follower.fetch(_request(3))  # node 1's first request names it
+        assert sessions.lost_at() == {}
+        follower.close()  # cancelled, as when the follower's process dies
+        wait_for(lambda: 1 in sessions.lost_at(), "the session counted as lost", 10)
+        follower.fetch(_request(4))  # a new session: back
+        assert sessions.lost_at() == {}
+        # a stream the follower ends itself (half-close) counts the same
+        stub = pb_grpc.ReplicationStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+        assert len(list(stub.FetchSession(iter([_request(5)]), timeout=10))) == 1
+        assert sessions.lost_at() == {}  # the other session is still open
+        follower.close()
+        wait_for(lambda: 1 in sessions.lost_at(), "the session counted as lost", 10)
+    finally:
+        follower.close()
         server.stop(None)
 
 

@@ -76,6 +76,17 @@ class NodeTimings:
     alter_retry_ms: int
     produce_timeout_ms: int
     checkpoint_interval_ms: int
+    replica_fetch_silence_max_ms: int = 0
+    """The leader's silence rule (``node.replication.silent_replicas``; 0: off)."""
+
+    @property
+    def isr_check_interval_ms(self) -> int:
+        """Half the lag limit, as the node's ticker; a quarter of the silence limit if on (the
+        node's ticker checks when a follower's fetches go silent; the simulation polls)."""
+        interval = self.replica_lag_time_max_ms // 2
+        if self.replica_fetch_silence_max_ms > 0:
+            interval = min(interval, max(1, self.replica_fetch_silence_max_ms // 4))
+        return interval
 
 
 @dataclass(slots=True)
@@ -191,6 +202,8 @@ class SimNode:
             log=self._log,
             clock=self._clock,
             replica_lag_time_max_ms=self.timings.replica_lag_time_max_ms,
+            replica_fetch_silence_max_ms=self.timings.replica_fetch_silence_max_ms,
+            replica_fetch_wait_max_ms=self.timings.fetch_idle_ms,
             live_brokers=lambda: self._live,
             on_progress=lambda kinds: None,
         )
@@ -200,7 +213,7 @@ class SimNode:
         self._waiting = []
         self._alter = None
         now = self._now()
-        self._next_isr_check_ms = now + self.timings.replica_lag_time_max_ms // 2
+        self._next_isr_check_ms = now + self.timings.isr_check_interval_ms
         self._next_checkpoint_ms = now + self.timings.checkpoint_interval_ms
         log = self._log
         self._trace(
@@ -552,7 +565,7 @@ class SimNode:
                 self._send_fetch(st)
         partition = self.partition
         if now >= self._next_isr_check_ms:
-            self._next_isr_check_ms = now + self.timings.replica_lag_time_max_ms // 2
+            self._next_isr_check_ms = now + self.timings.isr_check_interval_ms
             change = partition.maybe_shrink_isr()
             if change is not None:
                 self._trace(f"n{self.node_id}: proposes ISR shrink to {list(change.new_isr)}")

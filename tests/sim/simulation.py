@@ -94,6 +94,8 @@ class Scenario:
                 alter_retry_ms=150,
                 produce_timeout_ms=1000,
                 checkpoint_interval_ms=rng.choice([50, 250]),
+                # drawn last: the draws before it (and so older seeds' scenarios) are unchanged
+                replica_fetch_silence_max_ms=rng.choice([0, 60, 150]),
             ),
         )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.containers.checker import Verdict, stalls_per_fault, table
+from tests.containers.checker import Verdict, role_stalls_per_fault, stalls_per_fault, table
 from tests.containers.workload import History, Send
 
 
@@ -27,4 +27,29 @@ def test_a_fault_with_no_ack_after_it_stalls_until_it_healed():
 
 def test_the_table_has_the_stalls():
     verdict = Verdict("kill follower", 10, 9, 1, 0, 3.1, 5, stalls_s=[3.1, 0.4])
-    assert table([verdict]).splitlines()[2].endswith("| 3.1, 0.4 s      |")
+    assert table([verdict]).splitlines()[2].split("|")[-2].strip() == "3.1, 0.4 s"
+
+
+def test_each_role_gets_its_worst_partitions_stall():
+    # partition 0 (led by the faulted node) stalls 6 s, partitions 1 and 2 (it followed them)
+    # 0.5 s and 0.8 s: the gap between any two acks is only the shortest of them
+    sends = []
+    for partition, gap_from, gap_to in ((0, 5.0, 11.0), (1, 5.0, 5.5), (2, 5.0, 5.8)):
+        times = [t / 10 for t in range(150) if not gap_from < t / 10 < gap_to]
+        sends += [
+            Send(0, f"{partition}-{t}".encode(), t, acked_at=t, partition=partition) for t in times
+        ]
+    history = History(
+        sends=sends, faults=[(5.0, 9.0)], fault_roles=[{0: "leader", 1: "follower", 2: "follower"}]
+    )
+    assert [round(s, 2) for s in stalls_per_fault(history)] == [0.5]
+    stalls = role_stalls_per_fault(history)
+    assert {role: round(s, 2) for role, s in stalls[0].items()} == {"leader": 6.0, "follower": 0.8}
+    verdict = Verdict("kill", 1, 1, 0, 0, 0.1, 0, role_stalls_s=stalls)
+    verdict.targets_s = {"follower": 1.0}
+    assert verdict.stall_text() == "follower 0.8/1.0 s, leader 6.0/- s"
+
+
+def test_faults_without_roles_print_the_any_write_stall():
+    verdict = Verdict("pause zookeeper", 10, 9, 1, 0, 3.1, 5, stalls_s=[3.1], role_stalls_s=[{}])
+    assert verdict.stall_text() == "3.1 s"

@@ -1,5 +1,6 @@
 """The pure replication rules, with the cases of Kafka's PartitionTest and fetcher tests."""
 
+import dataclasses
 from typing import Any
 
 from node import replication as rules
@@ -188,21 +189,72 @@ def test_follower_truncation_cases():
 
 
 def test_a_follower_silent_past_the_limit_leaves_the_isr_when_the_rule_is_on():
-    fetched = FollowerFetchState(last_fetch_ms=10_000)
+    # 1 fetched at 10_000 and was answered with data (its fetch offset 5 < the leader's LEO 9):
+    # its next fetch was due at once
+    answered = rules.update_follower_fetch_state(
+        FollowerFetchState(), fetch_offset=5, log_start_offset=0, leader_leo=9, now_ms=10_000
+    )
+    assert answered.data_answered_ms == 10_000
     never = FollowerFetchState()  # no fetch since this leadership began
 
-    def silent(now_ms: int, silence_max_ms: int = 1_500, since: int = 9_000) -> set[int]:
+    def silent(now_ms: int, silence_max_ms: int = 1_500) -> set[int]:
         return rules.silent_replicas(
             leader_id=0,
             isr={0, 1, 2},
-            followers={1: fetched, 2: never},
-            leader_since_ms=since,
+            followers={0: answered, 1: answered, 2: never},
             now_ms=now_ms,
             silence_max_ms=silence_max_ms,
+            fetch_wait_max_ms=500,
         )
 
-    assert silent(10_400) == set()  # the leader itself never counts
-    assert silent(10_501) == {2}  # 2 silent since the leadership began at 9000
-    assert silent(11_501) == {1, 2}
-    assert silent(11_501, since=10_200) == set()  # a new leadership gives each its full time
+    assert silent(11_500) == set()
+    # the leader itself never counts; 2 has not fetched in this leadership: the lag rule's
+    assert silent(11_501) == {1}
     assert silent(99_999, silence_max_ms=0) == set()  # off: Kafka's lag rule alone
+
+
+def test_a_follower_waiting_in_a_long_poll_is_not_silent():
+    # 1 fetched at the leader's LEO: the leader may hold its fetch for fetch_wait_max_ms, so
+    # its next fetch is due only then
+    waiting = rules.update_follower_fetch_state(
+        FollowerFetchState(), fetch_offset=9, log_start_offset=0, leader_leo=9, now_ms=10_000
+    )
+
+    def silent(now_ms: int, state: FollowerFetchState = waiting) -> set[int]:
+        return rules.silent_replicas(
+            leader_id=0,
+            isr={0, 1},
+            followers={1: state},
+            now_ms=now_ms,
+            silence_max_ms=1_000,
+            fetch_wait_max_ms=500,
+        )
+
+    assert silent(11_500) == set()
+    assert silent(11_501) == {1}
+    # data came at 10_100 and the long poll answered with it: due again at once
+    answered = dataclasses.replace(waiting, data_answered_ms=10_100)
+    assert silent(11_100, answered) == set()
+    assert silent(11_101, answered) == {1}
+
+
+def test_a_leader_that_stalled_itself_counts_silence_from_its_resumption():
+    answered = rules.update_follower_fetch_state(
+        FollowerFetchState(), fetch_offset=5, log_start_offset=0, leader_leo=9, now_ms=10_000
+    )
+
+    def silent(now_ms: int, resumed_ms: int) -> set[int]:
+        return rules.silent_replicas(
+            leader_id=0,
+            isr={0, 1},
+            followers={1: answered},
+            now_ms=now_ms,
+            silence_max_ms=1_000,
+            fetch_wait_max_ms=500,
+            resumed_ms=resumed_ms,
+        )
+
+    # the leader was paused from 10_100 to 14_000: the follower's fetches wait in its sockets
+    assert silent(14_000, resumed_ms=14_000) == set()
+    assert silent(15_000, resumed_ms=14_000) == set()
+    assert silent(15_001, resumed_ms=14_000) == {1}  # still nothing read from it: gone

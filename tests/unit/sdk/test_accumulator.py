@@ -412,3 +412,17 @@ def test_memory_never_exceeds_buffer_memory():
         peak = max(peak, acc.buffered_bytes)
     assert peak <= 3000
     assert accepted > 100
+
+
+def test_a_batch_backing_off_goes_at_once_when_its_partition_has_a_new_leader():
+    acc = make(linger_ms=0, retry_backoff_ms=500)
+    add(acc, A0, b"a")
+    add(acc, A1, b"b")
+    drained = acc.drain(leader_of, {1, 2}, 10_000, 0)
+    for (batch,) in drained.values():
+        batch.attempts += 1
+        acc.reenqueue(batch, 1000)
+    assert acc.backing_off(1000) == {A0, A1}
+    acc.skip_backoff({A0}, 1010)  # A0's leader changed (KIP-951): no more waiting
+    assert acc.backing_off(1010) == {A1}
+    assert set(acc.drain(leader_of, {1, 2}, 10_000, 1010)) == {1}
