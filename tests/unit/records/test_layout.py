@@ -3,12 +3,14 @@ valid sections, the reference's error on every section the layout cannot vouch f
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from odradek.errors import CorruptRecordError
-from odradek.records import RECORD_BATCH_OVERHEAD, Record, build_batch, read_batches
+from odradek.records import RECORD_BATCH_OVERHEAD, Record, RecordBatch, build_batch, read_batches
 from odradek.records import record as record_module
 from odradek.records.batch import columns_of
 from odradek.records.layout import LAYOUT_MIN_RECORDS, record_layout
@@ -18,7 +20,7 @@ from odradek.records.varint import encode_varint
 reference = record_module._columns_by_record
 
 
-def section(records: list[Record], **kwargs: object) -> tuple[bytes, int, int, int]:
+def section(records: list[Record], **kwargs: Any) -> tuple[bytes, int, int, int]:
     """The record section of a batch of ``records``: (bytes, count, base offset, base ts)."""
     raw = build_batch(records, **kwargs)
     batch = next(read_batches(raw))
@@ -131,7 +133,7 @@ def test_log_append_time_stamps_every_record():
     assert offsets == list(range(count))
 
 
-def _batches(sizes: list[int], **kwargs: object):
+def _batches(sizes: list[int], **kwargs: Any) -> list[RecordBatch]:
     out, base = [], 0
     for i, n in enumerate(sizes):
         records = [
@@ -152,10 +154,10 @@ def test_many_small_batches_are_laid_out_at_once_as_each_decodes(compression):
     sections = [b.section() for b in batches]
     assert layout_columns(sections) is not None  # 165 records together, none alone
     assert all(layout_columns([s]) is None for s in sections)
-    want: list[list] = [[], [], [], [], []]
+    want: list[list[Any]] = [[], [], [], [], []]
     for batch in batches:
         for acc, column in zip(want, batch.columns(), strict=True):
-            acc.extend(column)
+            acc.extend(cast(list[Any], column))
     assert list(columns_of(batches)) == want
     assert want[1][40:70] == [batches[1].max_timestamp] * 30  # the LOG_APPEND_TIME batch
 

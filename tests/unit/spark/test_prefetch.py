@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 from odradek.client.types import TopicPartition
 from odradek.spark.reader import _Prefetch
@@ -11,15 +12,15 @@ from odradek.spark.reader import _Prefetch
 class FakeFuture:
     def __init__(self, request):
         self.request = request
-        self.cancelled = False
+        self.was_cancelled = False
 
     def cancel(self):
-        self.cancelled = True
+        self.was_cancelled = True
         return True
 
 
-def fake_client():
-    sent = []
+def fake_client() -> tuple[Any, list[FakeFuture]]:
+    sent: list[FakeFuture] = []
 
     def future(request, timeout):
         sent.append(FakeFuture(request))
@@ -36,12 +37,13 @@ def test_the_fetch_sent_ahead_is_taken_when_asked_for():
     client, sent = fake_client()
     prefetch = _Prefetch()
     prefetch.start(client, TP, 100, "a:1", 3, 1 << 20)
-    got = prefetch.take(client, TP, 100, "a:1", 3, 1 << 20)
-    assert got is sent[0] and len(sent) == 1 and not got.cancelled
-    assert sent[0].request.partitions[0].fetch_offset == 100
-    assert sent[0].request.partitions[0].current_leader_epoch == 3
+    got: Any = prefetch.take(client, TP, 100, "a:1", 3, 1 << 20)
+    assert got is sent[0] and len(sent) == 1 and not got.was_cancelled
+    request = sent[0].request
+    assert request.partitions[0].fetch_offset == 100
+    assert request.partitions[0].current_leader_epoch == 3
     # Taken once only: the next ask sends a new fetch.
-    again = prefetch.take(client, TP, 100, "a:1", 3, 1 << 20)
+    again: Any = prefetch.take(client, TP, 100, "a:1", 3, 1 << 20)
     assert again is sent[1]
 
 
@@ -51,9 +53,9 @@ def test_a_different_fetch_cancels_the_one_sent_ahead():
     prefetch.start(client, TP, 100, "a:1", 3, 1 << 20)
     for offset, address, epoch, size in ((99, "a:1", 3, 1 << 20), (100, "b:2", 3, 1 << 20)):
         prefetch.start(client, TP, 100, "a:1", 3, 1 << 20)
-        got = prefetch.take(client, TP, offset, address, epoch, size)
-        assert got is sent[-1] and not got.cancelled
-        assert sent[-2].cancelled
+        got: Any = prefetch.take(client, TP, offset, address, epoch, size)
+        assert got is sent[-1] and not got.was_cancelled
+        assert sent[-2].was_cancelled
     prefetch.start(client, TP, 100, "a:1", 3, 1 << 20)
     prefetch.cancel()
-    assert sent[-1].cancelled
+    assert sent[-1].was_cancelled
