@@ -94,7 +94,7 @@ class NodeConfig:
     endpoint, 0: any free port."""
     log_format: str = "text"
     """``text`` (one line per record) or ``json`` (one JSON object per line) (``log.format``)."""
-    replica_fetch_silence_max_ms: int = 1_000
+    replica_fetch_silence_max_ms: int = 800
     """An ISR follower that sends no fetch for this long after its next one was due (at once
     after an answer with data, after ``replica.fetch.wait.max.ms`` after one without), or whose
     fetch sessions broke and did not come back within twice ``replica.fetch.backoff.ms``, leaves

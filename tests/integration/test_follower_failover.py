@@ -105,7 +105,7 @@ def test_a_leader_paused_briefly_does_not_take_its_followers_for_silent(make_clu
         producer.send("frozen", b"before").result(timeout=30)
         node.signal(signal.SIGSTOP)
         try:
-            time.sleep(2.5)  # the fault's duration (2.5 x the silence limit), not a sync
+            time.sleep(2.5)  # the fault's duration (3 x the silence limit), not a sync
         finally:
             node.signal(signal.SIGCONT)
         # acknowledged by all three once the leader has read its followers' fetches

@@ -129,7 +129,7 @@ def manager(tmp_path, clock: ManualClock):
 
 
 def test_the_defaults_turn_both_rules_on(manager):
-    assert manager.config.replica_fetch_silence_max_ms == 1_000
+    assert manager.config.replica_fetch_silence_max_ms == 800
     assert manager.session_lost_grace_ms == 400
 
 
@@ -196,7 +196,7 @@ def test_a_long_poll_answered_with_data_makes_the_next_fetch_due(manager, clock)
         update_state=False,
     )
     _follower_fetch(manager, 1, 5)
-    clock.advance(1_000)
+    clock.advance(manager.config.replica_fetch_silence_max_ms)
     assert partition.maybe_shrink_isr() is None
     clock.advance(1)  # 2 never came back for more: silent since the answer, not the fetch
     change = partition.maybe_shrink_isr()
@@ -208,7 +208,7 @@ def test_a_hung_follower_leaves_the_isr_after_its_silence(manager, clock):
     _produce(manager, 1, count=3)
     for replica in (1, 2):
         _follower_fetch(manager, replica, 0)  # answered with the 3 records: due again at once
-    clock.advance(1_000)
+    clock.advance(manager.config.replica_fetch_silence_max_ms)
     _follower_fetch(manager, 1, 3)
     assert partition.maybe_shrink_isr() is None
     clock.advance(1)
