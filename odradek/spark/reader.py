@@ -29,7 +29,7 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import grpc
 
@@ -134,54 +134,47 @@ def fetch_client(servers: str, security: SecurityConfig | None = None) -> FetchC
     return _clients.get((servers, security or SecurityConfig()))
 
 
+class _Fetch(NamedTuple):
+    """What a fetch asks: ``tp`` from ``offset``, of the leader at ``address`` (its epoch),
+    up to ``max_bytes``."""
+
+    tp: TopicPartition
+    offset: int
+    address: str
+    epoch: int
+    max_bytes: int
+
+
 class _Prefetch:
     """At most one fetch sent ahead of need: taken when the read asks for exactly it, else
     cancelled. Not thread-safe: one per read."""
 
-    def __init__(self) -> None:
-        self._key: tuple[object, ...] | None = None
-        self._future: grpc.Future[Any] | None = None
+    def __init__(self, client: FetchClient) -> None:
+        self._client = client
+        self._sent: tuple[_Fetch, grpc.Future[Any]] | None = None
 
-    def start(
-        self,
-        client: FetchClient,
-        tp: TopicPartition,
-        offset: int,
-        address: str,
-        epoch: int,
-        max_bytes: int,
-    ) -> None:
+    def start(self, fetch: _Fetch) -> None:
         self.cancel()
-        self._future = _send_fetch(client, tp, offset, address, epoch, max_bytes)
-        self._key = (tp, offset, address, epoch, max_bytes)
+        self._sent = (fetch, _send_fetch(self._client, fetch))
 
-    def take(
-        self,
-        client: FetchClient,
-        tp: TopicPartition,
-        offset: int,
-        address: str,
-        epoch: int,
-        max_bytes: int,
-    ) -> grpc.Future[Any]:
+    def take(self, fetch: _Fetch) -> grpc.Future[Any]:
         """The fetch sent ahead if it is this one, else a new one."""
-        future = self._future
-        if future is not None and self._key == (tp, offset, address, epoch, max_bytes):
-            self._future = self._key = None
+        if self._sent is not None and self._sent[0] == fetch:
+            future = self._sent[1]
+            self._sent = None
             return future
         self.cancel()
-        return _send_fetch(client, tp, offset, address, epoch, max_bytes)
+        return _send_fetch(self._client, fetch)
 
     def cancel(self) -> None:
-        if self._future is not None:
-            cancel(self._future)
-        self._future = self._key = None
+        if self._sent is not None:
+            cancel(self._sent[1])
+        self._sent = None
 
 
-def _send_fetch(
-    client: FetchClient, tp: TopicPartition, offset: int, address: str, epoch: int, max_bytes: int
-) -> grpc.Future[Any]:
-    """A fetch of ``tp`` from ``offset`` sent to ``address`` (its answer: :func:`wait`)."""
+def _send_fetch(client: FetchClient, fetch: _Fetch) -> grpc.Future[Any]:
+    """``fetch`` sent (its answer: :func:`wait`)."""
+    tp, offset, address, epoch, max_bytes = fetch
     request = pb.FetchRequest(
         replica_id=-1,
         broker_epoch=-1,
@@ -213,7 +206,7 @@ def read_range(spec: RangeRead) -> Iterator[Any]:
     :class:`~odradek.errors.RequestTimedOutError` when the partition could not be read for
     ``poll_timeout_ms``.
     """
-    prefetch = _Prefetch()
+    prefetch = _Prefetch(fetch_client(spec.servers, spec.security))
     try:
         yield from _read_range(spec, prefetch)
     finally:
@@ -255,7 +248,8 @@ def _read_range(spec: RangeRead, prefetch: _Prefetch) -> Iterator[Any]:
             continue
         address, epoch = leader
         try:
-            response = wait(prefetch.take(client, tp, offset, address, epoch, max_bytes), address)
+            fetch = _Fetch(tp, offset, address, epoch, max_bytes)
+            response = wait(prefetch.take(fetch), address)
             if response.error_code:
                 raise error_from_code(response.error_code, "", f"fetch from node {address}")
         except OdradekError as exc:
@@ -303,7 +297,7 @@ def _read_range(spec: RangeRead, prefetch: _Prefetch) -> Iterator[Any]:
         batches = list(read_batches(p.records))
         if batches and batches[-1].next_offset < end:
             # The next records travel while these are decoded.
-            prefetch.start(client, tp, batches[-1].next_offset, address, epoch, max_bytes)
+            prefetch.start(_Fetch(tp, batches[-1].next_offset, address, epoch, max_bytes))
         complete = 0
         moved = False
         for batch in batches:

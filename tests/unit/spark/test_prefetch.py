@@ -6,15 +6,15 @@ from types import SimpleNamespace
 from typing import Any
 
 from odradek.client.types import TopicPartition
-from odradek.spark.reader import _Prefetch
+from odradek.spark.reader import _Fetch, _Prefetch
 
 
 class FakeFuture:
-    def __init__(self, request):
+    def __init__(self, request: Any) -> None:
         self.request = request
         self.was_cancelled = False
 
-    def cancel(self):
+    def cancel(self) -> bool:
         self.was_cancelled = True
         return True
 
@@ -22,7 +22,7 @@ class FakeFuture:
 def fake_client() -> tuple[Any, list[FakeFuture]]:
     sent: list[FakeFuture] = []
 
-    def future(request, timeout):
+    def future(request: Any, timeout: float) -> FakeFuture:
         sent.append(FakeFuture(request))
         return sent[-1]
 
@@ -31,31 +31,31 @@ def fake_client() -> tuple[Any, list[FakeFuture]]:
 
 
 TP = TopicPartition("t", 0)
+AHEAD = _Fetch(TP, 100, "a:1", 3, 1 << 20)
 
 
 def test_the_fetch_sent_ahead_is_taken_when_asked_for():
     client, sent = fake_client()
-    prefetch = _Prefetch()
-    prefetch.start(client, TP, 100, "a:1", 3, 1 << 20)
-    got: Any = prefetch.take(client, TP, 100, "a:1", 3, 1 << 20)
+    prefetch = _Prefetch(client)
+    prefetch.start(AHEAD)
+    got: Any = prefetch.take(_Fetch(TP, 100, "a:1", 3, 1 << 20))
     assert got is sent[0] and len(sent) == 1 and not got.was_cancelled
     request = sent[0].request
     assert request.partitions[0].fetch_offset == 100
     assert request.partitions[0].current_leader_epoch == 3
     # Taken once only: the next ask sends a new fetch.
-    again: Any = prefetch.take(client, TP, 100, "a:1", 3, 1 << 20)
+    again: Any = prefetch.take(AHEAD)
     assert again is sent[1]
 
 
 def test_a_different_fetch_cancels_the_one_sent_ahead():
     client, sent = fake_client()
-    prefetch = _Prefetch()
-    prefetch.start(client, TP, 100, "a:1", 3, 1 << 20)
-    for offset, address, epoch, size in ((99, "a:1", 3, 1 << 20), (100, "b:2", 3, 1 << 20)):
-        prefetch.start(client, TP, 100, "a:1", 3, 1 << 20)
-        got: Any = prefetch.take(client, TP, offset, address, epoch, size)
+    prefetch = _Prefetch(client)
+    for other in (AHEAD._replace(offset=99), AHEAD._replace(address="b:2")):
+        prefetch.start(AHEAD)
+        got: Any = prefetch.take(other)
         assert got is sent[-1] and not got.was_cancelled
         assert sent[-2].was_cancelled
-    prefetch.start(client, TP, 100, "a:1", 3, 1 << 20)
+    prefetch.start(AHEAD)
     prefetch.cancel()
     assert sent[-1].was_cancelled
