@@ -12,7 +12,8 @@ the median round's. It ends with one JSON line holding every figure.
     python -m bench.tls [--records 20000] [--repeat 5] [--client-auth requested]
 
 ``--client-auth requested`` measures the TLS listener with ``ssl.client.auth=requested``
-instead, which the node serves through its own TLS relay (node/tls_terminator.py); the client
+instead, which the node serves through its own TLS relay (node/security/tls_terminator.py); the
+client
 still presents its certificate.
 """
 

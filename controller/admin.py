@@ -819,7 +819,8 @@ class AdminServicer(pb_grpc.AdminServicer):
             return new
         raise UnknownServerError(f"could not add partitions to {topic!r}: too many races")
 
-    # -- ACLs: served by the node's authorizer (node/authorizing_services.py); here, with none
+    # -- ACLs: served by the node's authorizer (node/grpc_door/acl_admin_service.py); here, with
+    # none
 
     def CreateAcls(  # noqa: N802
         self, request: pb.CreateAclsRequest, context: grpc.ServicerContext
@@ -844,7 +845,7 @@ class AdminServicer(pb_grpc.AdminServicer):
             * len(request.filters)
         )
 
-    # -- SCRAM credentials: served by the node (node/authorizing_services.py)
+    # -- SCRAM credentials: served by the node (node/grpc_door/acl_admin_service.py)
 
     def DescribeUserScramCredentials(  # noqa: N802
         self, request: pb.DescribeUserScramCredentialsRequest, context: grpc.ServicerContext

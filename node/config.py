@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from controller.zk_connection import ZK_CLIENT_PROPERTIES, ZkClientConfig
-from node.authorizer import AuthorizerConfig
-from node.group_coordinator_config import GROUP_COORDINATOR_PROPERTIES, GroupCoordinatorConfig
+from node.coordinator.group_coordinator_config import (
+    GROUP_COORDINATOR_PROPERTIES,
+    GroupCoordinatorConfig,
+)
 from node.kafka_config import (
     BROKER_TOPIC_NAMES,
     IGNORED_KAFKA_CONFIGS,
@@ -35,7 +37,8 @@ from node.listeners import (
     parse_protocol_map,
     validate_listeners,
 )
-from node.tls import SslConfig
+from node.security.authorizer import AuthorizerConfig
+from node.security.tls import SslConfig
 from odradek.errors import InvalidConfigError
 from storage import LogConfig, LogManagerConfig
 from storage.config import InvalidConfigValueError
@@ -116,7 +119,7 @@ class NodeConfig:
     """The listener for replication and controller requests (``inter.broker.listener.name``);
     ``None``: the listener named PLAINTEXT, or the only listener."""
     ssl: SslConfig = field(default_factory=SslConfig)
-    """TLS settings of SSL listeners (``ssl.*``, PEM; node/tls.py)."""
+    """TLS settings of SSL listeners (``ssl.*``, PEM; node/security/tls.py)."""
     listener_ssl: tuple[tuple[str, SslConfig], ...] = ()
     """Per-listener TLS settings (``listener.name.<name>.ssl.*`` over ``ssl.*``)."""
     authorizer: AuthorizerConfig = field(default_factory=AuthorizerConfig)

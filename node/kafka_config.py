@@ -120,7 +120,8 @@ IGNORED_KAFKA_CONFIGS = frozenset(
         "create.topic.policy.class.name",
         "alter.config.policy.class.name",
         "client.quota.callback.class",
-        # group coordinator settings odradek does not use (node/group_coordinator_config.py
+        # group coordinator settings odradek does not use
+        # (node/coordinator/group_coordinator_config.py
         # has those it does), and transactions: an internal topic odradek does not have
         "offsets.topic.compression.codec",
         "offsets.load.buffer.size",

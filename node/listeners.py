@@ -16,27 +16,23 @@ the other nodes connect to the inter-broker one, and a client's Metadata answer 
 broker's endpoint on the listener the client connected on.
 
 The parsing and validation here are pure (values in, values or ``InvalidConfigError`` out);
-:class:`RefuseInterBrokerServices` is a gRPC handler. Thread-safe (immutable values).
+the gRPC handler refusing the inter-broker services is
+:class:`node.grpc_door.listener_refusals.RefuseInterBrokerServices`. Thread-safe (immutable
+values).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-import grpc
 
 from controller.zk_data import SECURITY_PROTOCOLS, EndPoint, split_connection_string
-from odradek.client.errors import ERROR_CODE_METADATA_KEY as CLIENT_ERROR_CODE_KEY
-from odradek.errors import ClusterAuthorizationFailedError, InvalidConfigError
+from odradek.errors import InvalidConfigError
 
 __all__ = [
     "DEFAULT_PROTOCOL_MAP",
     "INTER_BROKER_SERVICES",
-    "ERROR_CODE_METADATA_KEY",
     "Listener",
-    "RefuseInterBrokerServices",
     "advertised_endpoints",
     "parse_listeners",
     "parse_protocol_map",
@@ -52,9 +48,6 @@ INTER_BROKER_SERVICES = ("odradek.v1.Replication", "odradek.v1.Controller")
 """Served only on the inter-broker listener: follower fetches, OffsetForLeaderEpoch and the
 controller's LeaderAndIsr / StopReplica / UpdateMetadata (Replication), and the brokers'
 AlterPartition / ControlledShutdown to the controller (Controller)."""
-
-ERROR_CODE_METADATA_KEY = CLIENT_ERROR_CODE_KEY
-"""Trailing metadata key carrying the Kafka error code of a call refused as a whole."""
 
 UNROUTABLE_HOSTS = ("0.0.0.0", "::", "")
 
@@ -203,41 +196,3 @@ def advertised_endpoints(
         port = chosen.port or bound_ports[listener.name]
         out.append(EndPoint(listener.name, host, port, protocol_map[listener.name]))
     return tuple(out)
-
-
-if TYPE_CHECKING:
-    _GenericRpcHandler = grpc.GenericRpcHandler[Any, Any]
-else:
-    _GenericRpcHandler = grpc.GenericRpcHandler  # not subscriptable at run time
-
-
-class RefuseInterBrokerServices(_GenericRpcHandler):
-    """On a listener other than the inter-broker one: refuses every call to the Replication
-    and Controller services with ``PERMISSION_DENIED`` and CLUSTER_AUTHORIZATION_FAILED (31)
-    in the trailing metadata (``odradek-error-code``). Thread-safe."""
-
-    def __init__(self, listener_name: str, inter_broker_listener_name: str) -> None:
-        self._message = (
-            f"{ClusterAuthorizationFailedError.name} ({ClusterAuthorizationFailedError.code}): "
-            f"inter-broker requests are served only on listener {inter_broker_listener_name}, "
-            f"not on {listener_name}"
-        )
-
-    def service(
-        self, handler_call_details: grpc.HandlerCallDetails
-    ) -> grpc.RpcMethodHandler[Any, Any] | None:
-        method: str = handler_call_details.method
-        service = method.lstrip("/").partition("/")[0]
-        if service not in INTER_BROKER_SERVICES:
-            return None
-        message = self._message
-
-        def refuse(request: Any, context: grpc.ServicerContext) -> Any:
-            context.set_trailing_metadata(
-                ((ERROR_CODE_METADATA_KEY, str(ClusterAuthorizationFailedError.code)),)
-            )
-            context.abort(grpc.StatusCode.PERMISSION_DENIED, message)
-
-        if method.endswith("/FetchSession"):
-            return grpc.stream_stream_rpc_method_handler(refuse)
-        return grpc.unary_unary_rpc_method_handler(refuse)

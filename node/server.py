@@ -28,28 +28,35 @@ from controller.controller import Controller, ControllerConfig
 from controller.registration import BrokerRegistration
 from controller.service import ControllerServicer
 from controller.zk_connection import ensure_chroot, new_zk_client
-from node.alter_partition import AlterPartitionManager
-from node.authentication import AuthenticationInterceptor
-from node.authorizer import AclAuthorizer
-from node.authorizing_services import (
-    AclAdminServicer,
+from node.config import NodeConfig
+from node.coordinator.group_coordinator import GroupCoordinator
+from node.coordinator.producer_id_manager import ProducerIdManager
+from node.core.metadata_cache import MetadataCache
+from node.core.replica_manager import ReplicaManager
+from node.grpc_door.acl_admin_service import AclAdminServicer
+from node.grpc_door.authentication import AuthenticationInterceptor
+from node.grpc_door.authorizing_services import (
     AuthorizingBrokerServicer,
     AuthorizingControllerServicer,
     AuthorizingReplicationServicer,
 )
-from node.config import NodeConfig
-from node.fetcher import ReplicaFetcherManager
-from node.group_coordinator import GroupCoordinator
-from node.listeners import RefuseInterBrokerServices, advertised_endpoints
-from node.metadata_cache import MetadataCache
-from node.metrics import MetricsEndpoint
-from node.producer_id_manager import ProducerIdManager
-from node.replica_manager import ReplicaManager
-from node.sasl import SaslServicer, SaslSessions
-from node.scram_store import ScramCredentialStore
-from node.service import BrokerServicer, ReplicationServicer
-from node.tls import CertificateReloader, channel_credentials, server_credentials
-from node.tls_terminator import TlsTerminator
+from node.grpc_door.listener_refusals import RefuseInterBrokerServices
+from node.grpc_door.metrics_interceptor import RequestMetricsInterceptor
+from node.grpc_door.sasl_service import SaslServicer
+from node.grpc_door.service import BrokerServicer, ReplicationServicer
+from node.grpc_door.tls_credentials import (
+    CertificateReloader,
+    channel_credentials,
+    server_credentials,
+)
+from node.listeners import advertised_endpoints
+from node.metrics.endpoint import MetricsEndpoint
+from node.replication.alter_partition import AlterPartitionManager
+from node.replication.fetcher import ReplicaFetcherManager
+from node.security.authorizer import AclAuthorizer
+from node.security.sasl import SaslSessions
+from node.security.scram_store import ScramCredentialStore
+from node.security.tls_terminator import TlsTerminator
 from odradek.client.connection import RECONNECT_OPTIONS
 from odradek.clock import Clock, SystemClock
 from odradek.errors import TopicAlreadyExistsError
@@ -242,9 +249,11 @@ class Node:
         )
         metrics_interceptors: list[grpc.ServerInterceptor[Any, Any]] = []
         if c.metrics_port is not None:
-            self.metrics = MetricsEndpoint(self, self.clock)
+            self.metrics = MetricsEndpoint(self)
             self.zk.add_listener(self.metrics.collector.on_zookeeper_state)
-            metrics_interceptors.append(self.metrics.interceptor)
+            metrics_interceptors.append(
+                RequestMetricsInterceptor(self.metrics.requests, self.clock)
+            )
         producer_ids = ProducerIdManager(self.zk, c.node_id)
         if c.authorizer.enabled:
             self.authorizer = AclAuthorizer(self.zk, c.authorizer, self.clock)
@@ -289,7 +298,8 @@ class Node:
             protocol = c.protocol_map[listener.name]
             ssl_config = c.ssl_for(listener.name)
             # ssl.client.auth=requested: gRPC cannot ask for a certificate without requiring
-            # one, so the node terminates this listener's TLS itself (node/tls_terminator.py)
+            # one, so the node terminates this listener's TLS itself
+            # (node/security/tls_terminator.py)
             terminator = (
                 TlsTerminator(ssl_config, listener.name, listener.host or "0.0.0.0", listener.port)
                 if protocol == "SSL" and ssl_config.client_auth == "requested"

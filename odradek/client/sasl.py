@@ -1,4 +1,4 @@
-"""The client side of SASL/SCRAM on a SASL_SSL listener (see ``node/sasl.py``).
+"""The client side of SASL/SCRAM on a SASL_SSL listener (see ``node/security/sasl.py``).
 
 For each node it talks to, the client runs the SCRAM exchange once (SaslHandshake, then two
 SaslAuthenticate calls), checks the node's signature, and keeps the session token the node

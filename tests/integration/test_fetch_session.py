@@ -1,6 +1,7 @@
 """Fetch sessions over real gRPC on loopback, with in-process servers standing in for a leader.
 
-One stream carries many fetches, answered in order; node.fetcher replaces a stream after its
+One stream carries many fetches, answered in order; node.replication.fetcher replaces a stream
+after its
 use window and after a failure; the node's servicer answers a stream as it answers single
 fetches."""
 
@@ -15,9 +16,9 @@ import grpc
 import pytest
 
 from node.config import NodeConfig
-from node.fetcher import FetchSessions, SessionEndedError
-from node.follower_sessions import FollowerSessions
-from node.service import ReplicationServicer
+from node.core.follower_sessions import FollowerSessions
+from node.grpc_door.service import ReplicationServicer
+from node.replication.fetcher import FetchSessions, SessionEndedError
 from odradek.clock import ManualClock
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc

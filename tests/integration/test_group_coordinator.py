@@ -10,7 +10,7 @@ import uuid
 
 import grpc
 
-from node.group_coordinator import partition_for
+from node.coordinator.group_coordinator import partition_for
 from odradek import Admin, NewTopic
 from odradek.errors import (
     FencedMemberEpochError,

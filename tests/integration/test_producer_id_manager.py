@@ -13,8 +13,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from controller.zk_data import ProducerIdBlockZNode, ProducerIdsBlock
-from node.producer_id_manager import ProducerIdManager, claim_block, next_block
-from node.service import BrokerServicer
+from node.coordinator.producer_id_manager import ProducerIdManager, claim_block, next_block
+from node.grpc_door.service import BrokerServicer
 from odradek.client.producer_id import init_producer_id
 from odradek.errors import (
     CoordinatorLoadInProgressError,

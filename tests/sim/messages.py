@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from node.partition import IsrChange, LeaderAndIsrState
+from node.core.partition import IsrChange, LeaderAndIsrState
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from node.partition import LeaderAndIsrState
+from node.core.partition import LeaderAndIsrState
 from odradek.clock import ManualClock
 from odradek.errors import (
     FencedLeaderEpochError,

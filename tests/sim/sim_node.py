@@ -1,7 +1,8 @@
 """One simulated broker hosting one replica: a real ``storage.Log`` and a real ``Partition``.
 
-What the broker's threads do (``node.replica_manager``, ``node.fetcher``,
-``node.alter_partition``) is done here step by step, from the simulation's single thread:
+What the broker's threads do (``node.core.replica_manager``, ``node.replication.fetcher``,
+``node.replication.alter_partition``) is done here step by step, from the simulation's single
+thread:
 
 * LeaderAndIsr: stale broker epoch refused; a state not newer than the replica's (``is_newer``)
   ignored once the replica has one; then ``make_leader`` or ``make_follower`` and the fetcher
@@ -12,7 +13,8 @@ What the broker's threads do (``node.replica_manager``, ``node.fetcher``,
   the AlterPartition sender;
 * follower fetch, on the follower: one fetch in flight (abandoned after ``fetch_timeout_ms``);
   the answer is processed as ``ReplicaFetcher._process`` does: divergence → truncate where
-  ``node.replication.follower_truncation`` says; records → ``append_records_as_follower``;
+  ``node.core.replication_rules.follower_truncation`` says; records →
+  ``append_records_as_follower``;
   then ``update_follower_high_watermark``; OFFSET_OUT_OF_RANGE → ``_handle_out_of_range``;
   other errors → back off;
 * the ISR-expiration task: ``maybe_shrink_isr`` every ``replica_lag_time_max_ms / 2``;
@@ -31,8 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from node import replication as rules
-from node.partition import IsrChange, LeaderAndIsrState, Partition
+from node.core import replication_rules as rules
+from node.core.partition import IsrChange, LeaderAndIsrState, Partition
 from odradek.clock import ManualClock
 from odradek.errors import (
     NotLeaderOrFollowerError,
@@ -77,7 +79,7 @@ class NodeTimings:
     produce_timeout_ms: int
     checkpoint_interval_ms: int
     replica_fetch_silence_max_ms: int = 0
-    """The leader's silence rule (``node.replication.silent_replicas``; 0: off)."""
+    """The leader's silence rule (``node.core.replication_rules.silent_replicas``; 0: off)."""
 
     @property
     def isr_check_interval_ms(self) -> int:
@@ -265,7 +267,7 @@ class SimNode:
             self._live = live
 
     def _on_leader_and_isr(self, request: LeaderAndIsrRequest) -> None:
-        # as node/replica_manager.py: only an older broker epoch is stale
+        # as node/core/replica_manager.py: only an older broker epoch is stale
         if request.broker_epoch != -1 and request.broker_epoch < self.broker_epoch:
             self._trace(
                 f"n{self.node_id}: LeaderAndIsr#{request.request_id} refused: broker epoch "

@@ -14,12 +14,12 @@ from typing import Any
 import grpc
 import pytest
 
-from node.authorizer import AuthorizerConfig
 from node.config import NodeConfig
 from node.listeners import Listener
+from node.security.authorizer import AuthorizerConfig
+from node.security.tls import SslConfig
+from node.security.tls_terminator import rfc2253_subject
 from node.server import Node
-from node.tls import SslConfig
-from node.tls_terminator import rfc2253_subject
 from odradek import Admin, NewTopic, Producer
 from odradek.acl import (
     AccessControlEntry,

@@ -10,8 +10,8 @@ import pytest
 
 from node.config import NodeConfig
 from node.listeners import Listener
+from node.security.tls import SslConfig
 from node.server import Node
-from node.tls import SslConfig
 from odradek import Admin, Consumer, NewTopic, Producer, TopicPartition
 from odradek.cli import main as cli
 from odradek.client.errors import NetworkError

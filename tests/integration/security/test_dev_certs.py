@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from deploy.local.cluster import ROOT
-from node.authorizer import AuthorizerConfig
 from node.config import NodeConfig
 from node.listeners import Listener
+from node.security.authorizer import AuthorizerConfig
+from node.security.tls import SslConfig
 from node.server import Node
-from node.tls import SslConfig
 from odradek.cli import main as cli
 
 

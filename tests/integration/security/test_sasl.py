@@ -13,11 +13,11 @@ import grpc
 import pytest
 from kazoo.client import KazooClient
 
-from node.authorizer import AuthorizerConfig
 from node.config import NodeConfig
 from node.listeners import Listener
+from node.security.authorizer import AuthorizerConfig
+from node.security.tls import SslConfig
 from node.server import Node
-from node.tls import SslConfig
 from odradek import Admin, Consumer, NewTopic, Producer, TopicPartition
 from odradek.acl import (
     AccessControlEntry,

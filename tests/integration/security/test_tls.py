@@ -12,11 +12,12 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from node.authentication import AuthenticationInterceptor, RequestContext, current_request
 from node.config import NodeConfig
+from node.grpc_door.authentication import AuthenticationInterceptor, RequestContext, current_request
+from node.grpc_door.tls_credentials import CertificateReloader, server_credentials
 from node.listeners import Listener
+from node.security.tls import SslConfig
 from node.server import Node
-from node.tls import CertificateReloader, SslConfig, server_credentials
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 from tests.certs import CertificateAuthority, Leaf

@@ -9,9 +9,9 @@ from concurrent import futures
 
 import grpc
 
-from node.alter_partition import AlterPartitionManager
-from node.metadata_cache import MetadataCache
-from node.partition import IsrChange
+from node.core.metadata_cache import MetadataCache
+from node.core.partition import IsrChange
+from node.replication.alter_partition import AlterPartitionManager
 from odradek.errors import NotControllerError, StaleBrokerEpochError, UnknownServerError
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
@@ -113,7 +113,7 @@ def test_other_request_errors_end_the_change():
 def test_a_streak_of_retries_logs_its_first_at_info_and_the_rest_at_debug(caplog):
     """A controller that keeps answering NOT_CONTROLLER is retried every backoff: one INFO
     line says so, not one per retry."""
-    caplog.set_level(logging.DEBUG, logger="node.alter_partition")
+    caplog.set_level(logging.DEBUG, logger="node.replication.alter_partition")
     controller, partition = run([NotControllerError.code] * 4)
     assert len(controller.requests) == 5
     assert partition.answers == [(None, (0, 1), 6)]

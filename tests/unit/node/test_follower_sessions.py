@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 
 from node.config import NodeConfig
-from node.follower_sessions import (
+from node.core.follower_sessions import (
     FollowerSessions,
     disconnected_replicas,
     session_lost_grace_ms,
 )
-from node.metadata_cache import MetadataCache
-from node.replica_manager import ReplicaManager
-from node.replication import FollowerFetchState
+from node.core.metadata_cache import MetadataCache
+from node.core.replica_manager import ReplicaManager
+from node.core.replication_rules import FollowerFetchState
 from odradek.clock import ManualClock
 from odradek.errors import NotEnoughReplicasError
 from odradek.v1 import odradek_pb2 as pb

@@ -8,9 +8,14 @@ import threading
 import pytest
 
 from node.config import config_from_properties
-from node.group_coordinator import OFFSETS_TOPIC, GroupCoordinator, java_string_hash, partition_for
-from node.group_coordinator_config import GroupCoordinatorConfig
-from node.metadata_cache import MetadataCache
+from node.coordinator.group_coordinator import (
+    OFFSETS_TOPIC,
+    GroupCoordinator,
+    java_string_hash,
+    partition_for,
+)
+from node.coordinator.group_coordinator_config import GroupCoordinatorConfig
+from node.core.metadata_cache import MetadataCache
 from odradek.clock import ManualClock
 from odradek.errors import InvalidConfigError
 from odradek.group_records import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from node.group_state import (
+from node.coordinator.group_state import (
     ConsumerGroup,
     GroupShard,
     HeartbeatRequest,

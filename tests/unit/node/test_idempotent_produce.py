@@ -3,7 +3,7 @@ with the original base offset and no error; sequence and epoch errors carry Kafk
 
 from __future__ import annotations
 
-from node.replica_manager import ReplicaManager
+from node.core.replica_manager import ReplicaManager
 from odradek.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from odradek.records import Record, build_batch
 from odradek.v1 import odradek_pb2 as pb

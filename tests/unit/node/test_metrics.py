@@ -9,8 +9,9 @@ import sys
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from node.grpc_door.metrics_interceptor import count_traffic, request_name
 from node.log_format import JsonFormatter
-from node.metrics import RequestMetrics, record_count, request_name
+from node.metrics.request_metrics import RequestMetrics, record_count
 from odradek.records import Record, build_batch
 from odradek.v1 import odradek_pb2 as pb
 from storage.flush_stats import FLUSH_BUCKETS_MS, LogFlushStats
@@ -85,7 +86,7 @@ def test_request_times_split_into_local_and_remote_and_traffic_counts_per_topic(
             pb.ProducePartitionResponse(topic="t", partition=1, error_code=6),
         ]
     )
-    metrics.count_traffic("Produce", request, response)
+    count_traffic(metrics, "Produce", request, response)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(metrics)
     samples = {

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from node.config import NodeConfig
-from node.metadata_cache import MetadataCache
-from node.replica_manager import ReplicaManager
+from node.core.metadata_cache import MetadataCache
+from node.core.replica_manager import ReplicaManager
 from odradek.clock import ManualClock
 from odradek.errors import (
     FencedLeaderEpochError,
@@ -52,7 +52,7 @@ def manager(tmp_path, clock: ManualClock):
         )
     )
     rm = ReplicaManager(config, logs, metadata, clock, broker_epoch=lambda: 7)
-    rm.alter_partitions = _Recorder()  # type: ignore[assignment]
+    rm.alter_partitions = _Recorder()
     yield rm
     rm.shutdown()
     logs.shutdown()

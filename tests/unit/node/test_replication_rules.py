@@ -3,8 +3,8 @@
 import dataclasses
 from typing import Any
 
-from node import replication as rules
-from node.replication import FollowerFetchState
+from node.core import replication_rules as rules
+from node.core.replication_rules import FollowerFetchState
 from odradek.errors import FencedLeaderEpochError, UnknownLeaderEpochError
 
 LAG = 30_000

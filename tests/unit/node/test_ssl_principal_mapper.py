@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from node.ssl_principal_mapper import NoMatchingRuleError, SslPrincipalMapper
+from node.security.ssl_principal_mapper import NoMatchingRuleError, SslPrincipalMapper
 from odradek.errors import InvalidConfigError
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from node.config import config_from_properties
-from node.tls import CertificateReloader, SslConfig, load_certificates, split_pem
+from node.grpc_door.tls_credentials import CertificateReloader
+from node.security.tls import SslConfig, load_certificates, split_pem
 from odradek.errors import InvalidConfigError
 from tests.certs import CertificateAuthority
 

@@ -1,10 +1,10 @@
-"""node.wakeups: a change wakes exactly the waiters that asked for it, and none is lost."""
+"""node.core.wakeups: a change wakes exactly the waiters that asked for it, and none is lost."""
 
 from __future__ import annotations
 
 import threading
 
-from node.wakeups import DATA, HIGH_WATERMARK, LOG_START, STATE, Wakeups
+from node.core.wakeups import DATA, HIGH_WATERMARK, LOG_START, STATE, Wakeups
 
 A = ("t", 0)
 B = ("t", 1)

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 import grpc
 
-from node.metadata_cache import MetadataCache
-from node.partition import IsrChange, Partition
+from node.core.metadata_cache import MetadataCache
+from node.core.partition import IsrChange, Partition
 from odradek.errors import NotControllerError, OdradekError, StaleBrokerEpochError, error_for_code
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc

@@ -1,12 +1,12 @@
 """One partition replica hosted by a node: its log, its role, and (as leader) its ISR.
 
 Kafka's ``Partition``. The rules (high watermark, catching up, ISR changes, fencing, divergence)
-are the pure functions of ``node.replication``; this class keeps the state they read and
+are the pure functions of ``node.core.replication_rules``; this class keeps the state they read and
 applies what they decide to the log. All methods are thread-safe: one lock guards the state,
 the log has its own. Nothing here blocks on the network; waiting (acks=-1, long polls) is the
 replica manager's, woken by the ``on_progress`` callback, which is told what moved: the log end
 offset (``DATA``), the high watermark, a replica's log start offset, or the state (leadership,
-ISR, truncation; see :mod:`node.wakeups`).
+ISR, truncation; see :mod:`node.core.wakeups`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from node import replication as rules
-from node.follower_sessions import FollowerSessions, disconnected_replicas
-from node.replication import FollowerFetchState
-from node.wakeups import DATA, HIGH_WATERMARK, LOG_START, STATE
+from node.core import replication_rules as rules
+from node.core.follower_sessions import FollowerSessions, disconnected_replicas
+from node.core.replication_rules import FollowerFetchState
+from node.core.wakeups import DATA, HIGH_WATERMARK, LOG_START, STATE
 from odradek.clock import Clock
 from odradek.errors import (
     IneligibleReplicaError,
@@ -291,7 +291,7 @@ class Partition:
     def _gone(self, replicas: Collection[int], now_ms: int) -> set[int]:
         """Of ``replicas``, the followers that are gone: silent past
         ``replica.fetch.silence.max.ms`` (``rules.silent_replicas``) or with every fetch
-        session here broken (``node.follower_sessions``). Empty when both rules are off."""
+        session here broken (``node.core.follower_sessions``). Empty when both rules are off."""
         if not self._silence_ms and not self._session_grace_ms:
             return set()
         gone = rules.silent_replicas(
@@ -318,7 +318,7 @@ class Partition:
     def maybe_shrink_isr(self) -> IsrChange | None:
         """The ISR shrink to propose, if a follower fell behind (Kafka's ``maybeShrinkIsr``),
         went silent (``replica.fetch.silence.max.ms``, ``rules.silent_replicas``) or lost
-        every fetch session here (``node.follower_sessions``)."""
+        every fetch session here (``node.core.follower_sessions``)."""
         with self._lock:
             if not self.is_leader or self._pending_isr is not None:
                 return None

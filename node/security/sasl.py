@@ -1,10 +1,12 @@
-"""SASL/SCRAM on SASL_SSL listeners: the Sasl service and the sessions it opens.
+"""SASL/SCRAM on SASL_SSL listeners: the sessions the Sasl service opens (the gRPC service is
+:mod:`node.grpc_door.sasl_service`).
 
 Kafka authenticates a connection once, with SaslHandshake and SaslAuthenticate requests, before
 any other request. gRPC calls are not tied to one connection, so a node hands out a *session
 token* at the end of a successful exchange; the client sends it in the metadata
 ``odradek-sasl-token`` of every later call to that node, and the
-:class:`~node.authentication.AuthenticationInterceptor` turns it back into ``User:<name>``. The
+:class:`~node.grpc_door.authentication.AuthenticationInterceptor` turns it back into
+``User:<name>``. The
 password never crosses the wire: the exchange is RFC 5802's (:mod:`odradek.scram`), inside TLS.
 
 1. ``SaslHandshake(mechanism)``: UNSUPPORTED_SASL_MECHANISM (33) unless enabled
@@ -17,7 +19,7 @@ Exchanges not finished within 30 s are dropped (ILLEGAL_SASL_STATE, 34, after th
 kept in the node's memory for ``session_lifetime_ms`` (Kafka's ``connections.max.reauth.ms``
 re-authenticates; here the client authenticates again when the node refuses its token, e.g.
 after a restart). Credentials are read from ZooKeeper at each exchange
-(:class:`~node.scram_store.ScramCredentialStore`).
+(:class:`~node.security.scram_store.ScramCredentialStore`).
 
 Thread-safety: thread-safe (one lock around the tables).
 """
@@ -29,8 +31,6 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import grpc
-
 from odradek.clock import Clock
 from odradek.errors import (
     IllegalSaslStateError,
@@ -38,12 +38,9 @@ from odradek.errors import (
     UnsupportedSaslMechanismError,
 )
 from odradek.scram import MECHANISMS, ScramCredential, ScramServerExchange
-from odradek.v1 import odradek_pb2 as pb
-from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
-__all__ = ["SASL_TOKEN_METADATA_KEY", "SaslServicer", "SaslSessions"]
+__all__ = ["SaslSessions"]
 
-SASL_TOKEN_METADATA_KEY = "odradek-sasl-token"
 EXCHANGE_TIMEOUT_MS = 30_000
 DEFAULT_SESSION_LIFETIME_MS = 24 * 60 * 60 * 1000
 
@@ -135,29 +132,3 @@ class SaslSessions:
             self._pending.pop(session_id, None)
             self._sessions[token] = _Session(exchange.username, now + self._lifetime_ms)
         return server_final, token
-
-
-class SaslServicer(pb_grpc.SaslServicer):
-    """The Sasl service of a SASL_SSL listener."""
-
-    def __init__(self, sessions: SaslSessions) -> None:
-        self._sessions = sessions
-
-    def SaslHandshake(  # noqa: N802
-        self, request: pb.SaslHandshakeRequest, context: grpc.ServicerContext
-    ) -> pb.SaslHandshakeResponse:
-        mechanisms = list(self._sessions.mechanisms)
-        try:
-            session_id = self._sessions.handshake(request.mechanism)
-        except UnsupportedSaslMechanismError as e:
-            return pb.SaslHandshakeResponse(error_code=e.code, mechanisms=mechanisms)
-        return pb.SaslHandshakeResponse(mechanisms=mechanisms, session_id=session_id)
-
-    def SaslAuthenticate(  # noqa: N802
-        self, request: pb.SaslAuthenticateRequest, context: grpc.ServicerContext
-    ) -> pb.SaslAuthenticateResponse:
-        try:
-            auth_bytes, token = self._sessions.authenticate(request.session_id, request.auth_bytes)
-        except OdradekError as e:
-            return pb.SaslAuthenticateResponse(error_code=e.code, error_message=e.message)
-        return pb.SaslAuthenticateResponse(auth_bytes=auth_bytes, token=token)

@@ -154,3 +154,20 @@ class Wakeups:
         """How many requests are waiting (for tests and diagnostics)."""
         with self._lock:
             return len({w for waiters in self._waiters.values() for w in waiters})
+
+
+_remote = threading.local()
+
+
+def add_remote_time_ms(ms: int) -> None:
+    """Count ``ms`` of the current request's time as spent waiting in purgatory (called on the
+    request's own thread by the replica manager)."""
+    _remote.ms = getattr(_remote, "ms", 0) + ms
+
+
+def take_remote_time_ms() -> int:
+    """The purgatory time counted on this thread since the last call, and reset it (the front
+    doors' request metrics call it around each request)."""
+    ms: int = getattr(_remote, "ms", 0)
+    _remote.ms = 0
+    return ms

@@ -1,5 +1,5 @@
 """The group coordinator's broker settings (``offsets.*`` and ``group.consumer.*``, Kafka's
-``GroupCoordinatorConfig``), apart from :mod:`node.group_coordinator` so that
+``GroupCoordinatorConfig``), apart from :mod:`node.coordinator.group_coordinator` so that
 :mod:`node.config` can hold them without importing the coordinator."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """A leader's fast notice of a dead follower: its fetch sessions broke and none came back.
 
-A follower fetches from its leader on one long-lived stream (``node.fetcher.FetchSession``).
+A follower fetches from its leader on one long-lived stream
+(``node.replication.fetcher.FetchSession``).
 When the follower's process dies its kernel closes the connection, and gRPC ends every call on
 it at once: the leader hears of the death within milliseconds, long before the follower's
 silence (``replica.fetch.silence.max.ms``), its lag (``replica.lag.time.max.ms``) or its
@@ -12,12 +13,12 @@ failed fetch, or when it stops following this leader — but opens the next one 
 ``replica.fetch.backoff.ms``). So a follower is *disconnected* only when every session it had
 here has ended, no fetch has arrived since, and ``grace_ms`` has passed: a replaced session is
 never mistaken for a death. A hung follower (paused, cut off by a network partition) keeps its
-connection open; only its silence tells (``node.replication.silent_replicas``).
+connection open; only its silence tells (``node.core.replication_rules.silent_replicas``).
 
 Dropping a disconnected follower from the ISR is as safe as any shrink: the shrink goes through
 the controller (AlterPartition) and the high watermark keeps counting the follower until the
 controller has committed the smaller ISR; the follower rejoins once it fetches again and has
-caught up (``node.replication.can_join_isr``).
+caught up (``node.core.replication_rules.can_join_isr``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection, Mapping
 
-from node.replication import NEVER_MS, FollowerFetchState
+from node.core.replication_rules import NEVER_MS, FollowerFetchState
 from odradek.clock import Clock
 
 
@@ -66,7 +67,8 @@ class FollowerSessions:
 
     def resumed(self) -> None:
         """This node was stalled (its ticker saw a long gap: the process paused or starved) and
-        runs again: followers' silence counts from now (``node.replication.silent_replicas``),
+        runs again: followers' silence counts from now
+        (``node.core.replication_rules.silent_replicas``),
         as their fetches sent meanwhile wait unread in its sockets."""
         self.resumed_ms = self._clock.monotonic_ms()
 
@@ -88,7 +90,8 @@ class FollowerSessions:
         """Whether ``silence_ms`` passes in (``after_ms``, ``until_ms``] since a follower's last
         fetch request, its last answer with records, or its last request plus the long poll
         (``fetch_wait_max_ms``): the moments its partitions' silence rule
-        (``node.replication.silent_replicas``) may first find it silent, when the node's ticker
+        (``node.core.replication_rules.silent_replicas``) may first find it silent, when the node's
+        ticker
         checks the ISRs. Between them it checks only every half ``replica.lag.time.max.ms``."""
         with self._lock:
             moments = [*self._last_request.values(), *self._last_data.values()]

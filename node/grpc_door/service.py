@@ -13,10 +13,10 @@ from collections.abc import Iterator
 
 import grpc
 
-from node.group_coordinator import GroupCoordinator
-from node.group_service import GroupRpcs
-from node.producer_id_manager import ProducerIdManager
-from node.replica_manager import ReplicaManager, error_of
+from node.coordinator.group_coordinator import GroupCoordinator
+from node.coordinator.producer_id_manager import ProducerIdManager
+from node.core.replica_manager import ReplicaManager, error_of
+from node.grpc_door.group_service import GroupRpcs
 from odradek.errors import InvalidRequestError, OdradekError
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
@@ -115,7 +115,7 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
         (so that it does not hold the server's stop); a request without ``replica_id`` aborts
         it. The follower's open sessions are counted (``ReplicaManager.follower_sessions``) from
         its first request until the call ends, however it ends: a follower whose sessions all
-        broke (its process died) leaves the ISRs at once (``node.follower_sessions``)."""
+        broke (its process died) leaves the ISRs at once (``node.core.follower_sessions``)."""
         sessions = self._replicas.follower_sessions
         follower = -1
         for request in request_iterator:

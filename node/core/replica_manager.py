@@ -5,7 +5,7 @@ StopReplica and UpdateMetadata requests, serves produce (acks 0 / 1 / -1), consu
 follower fetches (long polls), ListOffsets, OffsetForLeaderEpoch and DeleteRecords, and runs the
 ISR-shrink check. Requests that wait (acks=-1 until the high watermark passes their batch, a
 fetch until min_bytes arrive, DeleteRecords until the followers follow) register with
-:mod:`node.wakeups` for their partitions and the kinds of change that can complete them, and
+:mod:`node.core.wakeups` for their partitions and the kinds of change that can complete them, and
 the partitions report each change there; each request thread waits on its own, so a waiting
 request never blocks another. Thread-safe.
 """
@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
-from node.config import NodeConfig
-from node.follower_sessions import FollowerSessions, session_lost_grace_ms
-from node.metadata_cache import MetadataCache
-from node.metrics import add_remote_time_ms
-from node.partition import IsrChange, LeaderAndIsrState, Partition
-from node.wakeups import DATA, HIGH_WATERMARK, LOG_START, Wakeups
+from node.core.follower_sessions import FollowerSessions, session_lost_grace_ms
+from node.core.metadata_cache import MetadataCache
+from node.core.partition import IsrChange, LeaderAndIsrState, Partition
+from node.core.wakeups import DATA, HIGH_WATERMARK, LOG_START, Wakeups, add_remote_time_ms
 from odradek.clock import Clock
 from odradek.errors import (
     InvalidRequestError,
@@ -38,14 +36,50 @@ from odradek.errors import (
 )
 from odradek.v1 import odradek_pb2 as pb
 from storage import LogManager
-
-if TYPE_CHECKING:
-    from node.alter_partition import AlterPartitionManager
-    from node.fetcher import ReplicaFetcherManager
+from storage.config import LogConfig
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+
+
+class ReplicaConfig(Protocol):
+    """What the replica manager reads of the node's config (:class:`node.config.NodeConfig`
+    has it; Kafka's names, in snake_case, with units)."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def replica_lag_time_max_ms(self) -> int: ...
+    @property
+    def replica_fetch_silence_max_ms(self) -> int: ...
+    @property
+    def replica_fetch_wait_max_ms(self) -> int: ...
+    @property
+    def replica_fetch_backoff_ms(self) -> int: ...
+
+    def topic_config(self, overrides: Mapping[str, str]) -> LogConfig:
+        """The log config of a topic with ``overrides``; raises ``InvalidConfigError``."""
+        ...
+
+
+class FetcherManager(Protocol):
+    """The follower side of replication (:class:`node.replication.fetcher.ReplicaFetcherManager`):
+    what the replica manager tells it as partitions change leader."""
+
+    def add_partition(self, partition: Partition, leader: pb.BrokerInfo) -> None:
+        """Start fetching ``partition`` from ``leader``."""
+
+    def remove_partitions(self, tps: Iterable[TopicPartition]) -> None:
+        """Stop fetching ``tps``."""
+
+
+class IsrChangeSubmitter(Protocol):
+    """Sends a led partition's ISR changes to the controller
+    (:class:`node.replication.alter_partition.AlterPartitionManager`)."""
+
+    def submit(self, change: IsrChange) -> None:
+        """Queue ``change`` (the latest per partition wins); never blocks for long."""
 
 
 def optional_field(message: Any, name: str, default: int = -1) -> int:
@@ -68,7 +102,7 @@ class ReplicaManager:
 
     def __init__(
         self,
-        config: NodeConfig,
+        config: ReplicaConfig,
         log_manager: LogManager,
         metadata: MetadataCache,
         clock: Clock,
@@ -84,8 +118,8 @@ class ReplicaManager:
         self._partitions: dict[TopicPartition, Partition] = {}
         self._controller_epoch = -1
         self._wakeups = Wakeups()
-        self.fetchers: ReplicaFetcherManager | None = None
-        self.alter_partitions: AlterPartitionManager | None = None
+        self.fetchers: FetcherManager | None = None
+        self.alter_partitions: IsrChangeSubmitter | None = None
         self._shutting_down = False
         self.follower_sessions = FollowerSessions(clock)
         """The followers' fetch sessions to this node (the replication servicer reports them)."""
@@ -120,7 +154,7 @@ class ReplicaManager:
         required: dict[TopicPartition, int] | None = None,
     ) -> bool:
         """Wait until ``done()`` (evaluated without any lock of ours held) or the deadline,
-        re-checking when ``partitions`` report one of ``kinds`` (see :mod:`node.wakeups`;
+        re-checking when ``partitions`` report one of ``kinds`` (see :mod:`node.core.wakeups`;
         ``required`` holds back high watermark wake-ups below those offsets)."""
         with self._wakeups.waiting(partitions, kinds, required) as waiter:
             while True:

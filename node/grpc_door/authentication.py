@@ -7,12 +7,12 @@ Principals, as Kafka builds them:
   ``User:ANONYMOUS``;
 - on an SSL listener with ``ssl.client.auth=requested``, as with ``required`` for a client that
   gave a certificate and ``User:ANONYMOUS`` for one that did not (the node terminates that
-  listener's TLS itself, :mod:`node.tls_terminator`, and the principal comes from there);
+  listener's TLS itself, :mod:`node.security.tls_terminator`, and the principal comes from there);
 - on an SSL listener with a client certificate: ``User:<name>``, the name being the
   certificate's subject (RFC 2253, ``CN=alice,OU=Users,O=Example``) mapped by the listener's
   ``ssl.principal.mapping.rules``. A subject no rule maps is refused (``UNAUTHENTICATED``);
 - on a SASL_SSL listener: ``User:<SCRAM user name>`` of the session token the call carries
-  (:mod:`node.sasl`). A call without a live token is refused (``UNAUTHENTICATED`` with
+  (:mod:`node.security.sasl`). A call without a live token is refused (``UNAUTHENTICATED`` with
   SASL_AUTHENTICATION_FAILED, 58, in the ``odradek-error-code`` trailer), except the Sasl
   service itself and the health and reflection services.
 
@@ -30,44 +30,22 @@ from typing import TYPE_CHECKING, Any, cast
 
 import grpc
 
-from node.sasl import SASL_TOKEN_METADATA_KEY, SaslSessions
+from node.grpc_door.sasl_service import SASL_TOKEN_METADATA_KEY
+from node.security.principal import ANONYMOUS, KafkaPrincipal
+from node.security.sasl import SaslSessions
 
 if TYPE_CHECKING:
-    from node.tls_terminator import RelayedPeer
-from node.ssl_principal_mapper import NoMatchingRuleError, SslPrincipalMapper
+    from node.security.tls_terminator import RelayedPeer
+from node.security.ssl_principal_mapper import NoMatchingRuleError, SslPrincipalMapper
 from odradek.client.errors import ERROR_CODE_METADATA_KEY
 from odradek.errors import SaslAuthenticationFailedError
 
 __all__ = [
-    "ANONYMOUS",
     "AuthenticationInterceptor",
-    "KafkaPrincipal",
     "RequestContext",
     "current_request",
     "principal_from_auth_context",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class KafkaPrincipal:
-    """``<type>:<name>``, e.g. ``User:alice``; compared as text, as in Kafka's ACLs."""
-
-    principal_type: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.principal_type}:{self.name}"
-
-    @staticmethod
-    def parse(text: str) -> KafkaPrincipal:
-        """``User:alice`` → ``KafkaPrincipal("User", "alice")``; raises ``ValueError``."""
-        kind, sep, name = text.partition(":")
-        if not sep or not kind or not name:
-            raise ValueError(f"{text!r} is not a principal (expected Type:name, e.g. User:alice)")
-        return KafkaPrincipal(kind, name)
-
-
-ANONYMOUS = KafkaPrincipal("User", "ANONYMOUS")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +85,7 @@ def principal_from_auth_context(
 ) -> KafkaPrincipal:
     """The principal for a call with gRPC's ``auth_context``: ``User:<mapped subject>`` with
     a verified client certificate, else ``User:ANONYMOUS``. Raises
-    :class:`~node.ssl_principal_mapper.NoMatchingRuleError`."""
+    :class:`~node.security.ssl_principal_mapper.NoMatchingRuleError`."""
     subjects = list(auth_context.get("x509_subject") or [])
     if not subjects:
         return ANONYMOUS
@@ -143,7 +121,7 @@ class AuthenticationInterceptor(_ServerInterceptor):
         """``sessions``: the node's SASL sessions (needed on a SASL_SSL listener).
         ``relayed``: on a listener whose TLS the node terminates itself
         (``ssl.client.auth=requested``), who is behind a relayed connection (gRPC's peer
-        string → :class:`~node.tls_terminator.RelayedPeer`, ``None`` for a connection not
+        string → :class:`~node.security.tls_terminator.RelayedPeer`, ``None`` for a connection not
         relayed, which is refused)."""
         self._listener = listener_name
         self._protocol = security_protocol

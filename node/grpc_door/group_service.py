@@ -1,6 +1,8 @@
-"""The consumer group RPCs of the Broker service, served by :mod:`node.group_coordinator`.
+"""The consumer group RPCs of the Broker service, served by
+:mod:`node.coordinator.group_coordinator`.
 
-:class:`GroupRpcs` is a mixin of the node's Broker servicer (:class:`node.service.BrokerServicer`)
+:class:`GroupRpcs` is a mixin of the node's Broker servicer
+(:class:`node.grpc_door.service.BrokerServicer`)
 holding the group RPCs (those at the end of the Broker service in the proto). Thin: each handler
 hands the request to the coordinator, which answers with Kafka error codes in the response; a
 servicer without a coordinator answers gRPC UNIMPLEMENTED. Handlers run on the server's worker
@@ -11,8 +13,8 @@ from __future__ import annotations
 
 import grpc
 
-from node.authentication import current_request
-from node.group_coordinator import GroupCoordinator
+from node.coordinator.group_coordinator import GroupCoordinator
+from node.grpc_door.authentication import current_request
 from odradek.v1 import odradek_pb2 as pb
 
 __all__ = ["GroupRpcs"]

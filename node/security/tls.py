@@ -13,8 +13,8 @@ or the PEM text itself in ``ssl.keystore.key`` + ``ssl.keystore.certificate.chai
 ``ssl.truststore.certificates``. ``listener.name.<listener>.ssl.*`` overrides a setting for one
 listener. Keys must be unencrypted (``ssl.key.password`` is not supported).
 
-**Rotation.** gRPC calls :meth:`CertificateReloader.fetch` before every TLS handshake; it
-reads the files and, when one changed, checks and takes them.
+**Rotation.** gRPC calls :meth:`~node.grpc_door.tls_credentials.CertificateReloader.fetch`
+before every TLS handshake; it reads the files and, when one changed, checks and takes them.
 A keystore whose key does not match its certificate (a rotation caught half-way) or unreadable
 files are logged and the previous certificates kept, so new connections never fail because of
 a rotation in progress. Connections already open keep the certificate they were made with.
@@ -23,38 +23,31 @@ a rotation in progress. Connections already open keep the certificate they were 
 truststore's CA is refused during the handshake. ``none``: no certificate is asked for.
 ``requested`` (ask, and accept clients without one) cannot be expressed with gRPC Python's
 server credentials, which either require a verified certificate or ask for none: the node
-terminates such a listener's TLS itself (:mod:`node.tls_terminator`).
+terminates such a listener's TLS itself (:mod:`node.security.tls_terminator`).
 
-Config values are pure; :func:`server_credentials` and :func:`channel_credentials` read files.
-Thread-safety: :class:`CertificateReloader` is thread-safe.
+Config values are pure; :func:`load_certificates` reads files. gRPC's credentials are made in
+:mod:`node.grpc_door.tls_credentials`. Thread-safe (immutable values).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import ssl
 import tempfile
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-import grpc
-
-from node.ssl_principal_mapper import SslPrincipalMapper
+from node.security.ssl_principal_mapper import SslPrincipalMapper
 from odradek.errors import InvalidConfigError
 
 __all__ = [
     "CLIENT_AUTH_VALUES",
-    "CertificateReloader",
+    "Certificates",
     "SslConfig",
-    "channel_credentials",
-    "server_credentials",
+    "load_certificates",
     "split_pem",
 ]
-
-log = logging.getLogger(__name__)
 
 CLIENT_AUTH_VALUES = ("required", "requested", "none")
 _KEY_LABELS = ("PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY")
@@ -81,7 +74,7 @@ class SslConfig:
     truststore_certificates: str | None = None
     """``ssl.truststore.certificates``: the CA certificates as PEM text."""
     client_auth: str = "none"
-    """``ssl.client.auth``: required, requested (node/tls_terminator.py) or none."""
+    """``ssl.client.auth``: required, requested (node/security/tls_terminator.py) or none."""
     principal_mapping_rules: str = "DEFAULT"
     """``ssl.principal.mapping.rules``: certificate subject → principal name."""
 
@@ -236,90 +229,3 @@ def load_certificates(config: SslConfig, listener: str) -> Certificates:
     if cas is not None:
         _check_cas(cas, f"{what} truststore")
     return Certificates(key, chain, cas)
-
-
-class CertificateReloader:
-    """Gives gRPC the listener's certificates, reading the files again when they change.
-
-    Thread-safe: gRPC calls :meth:`fetch` from its handshake threads."""
-
-    def __init__(self, config: SslConfig, listener: str) -> None:
-        self._config = config
-        self._listener = listener
-        self._lock = threading.Lock()
-        self._signature = self._stat()
-        self.certificates = load_certificates(config, listener)
-        self.reloads = 0
-        """How many times new certificates were taken (for tests and logs)."""
-
-    def _paths(self) -> list[str]:
-        return [p for p in (self._config.keystore_location, self._config.truststore_location) if p]
-
-    def _stat(self) -> tuple[bytes, ...]:
-        # the files' contents, not their modification times: two writes within the file
-        # system's timestamp granularity would look like one (the files are a few KiB, read
-        # once per new connection, next to a TLS handshake)
-        out = []
-        for path in self._paths():
-            try:
-                out.append(Path(path).read_bytes())
-            except OSError:
-                out.append(b"")
-        return tuple(out)
-
-    def initial(self) -> grpc.ServerCertificateConfiguration:
-        return self._configuration(self.certificates)
-
-    @staticmethod
-    def _configuration(c: Certificates) -> grpc.ServerCertificateConfiguration:
-        return grpc.ssl_server_certificate_configuration([(c.key, c.chain)], c.cas)
-
-    def fetch(self) -> grpc.ServerCertificateConfiguration | None:
-        """New certificates if the files changed and are valid, else ``None`` (keep)."""
-        try:
-            return self._fetch()
-        except Exception:  # never fail a handshake because of a reload
-            log.exception("listener %s: reloading certificates failed", self._listener)
-            return None
-
-    def _fetch(self) -> grpc.ServerCertificateConfiguration | None:
-        signature = self._stat()
-        with self._lock:
-            if signature == self._signature:
-                return None
-            self._signature = signature
-            try:
-                certificates = load_certificates(self._config, self._listener)
-            except InvalidConfigError as e:
-                log.warning("listener %s keeps its certificates: %s", self._listener, e)
-                return None
-            if certificates == self.certificates:
-                return None
-            self.certificates = certificates
-            self.reloads += 1
-        log.info("listener %s: certificates reloaded", self._listener)
-        return self._configuration(certificates)
-
-
-def server_credentials(
-    config: SslConfig, listener: str
-) -> tuple[grpc.ServerCredentials, CertificateReloader]:
-    """The credentials of an SSL listener, reloading its files on change. Raises
-    ``InvalidConfigError`` for missing or bad certificates."""
-    reloader = CertificateReloader(config, listener)
-    credentials = grpc.dynamic_ssl_server_credentials(
-        reloader.initial(),
-        reloader.fetch,  # type: ignore[arg-type]  # None keeps the current certificates
-        require_client_authentication=config.client_auth == "required",
-    )
-    return credentials, reloader
-
-
-def channel_credentials(config: SslConfig, listener: str) -> grpc.ChannelCredentials:
-    """Credentials for a node's own connections to another node's SSL listener: the
-    truststore to check the server, the keystore as the client certificate (mTLS). Read
-    when called; raises ``InvalidConfigError``."""
-    c = load_certificates(config, listener)
-    return grpc.ssl_channel_credentials(
-        root_certificates=c.cas, private_key=c.key, certificate_chain=c.chain
-    )

@@ -12,7 +12,7 @@ listener's gRPC server, which listens in plaintext on a loopback port of its own
 The gRPC server sees every relayed connection coming from the terminator's socket
 (``ipv4:127.0.0.1:<port>``); :meth:`TlsTerminator.peer` maps that address back to the client's
 certificate subject (RFC 2253, as gRPC's ``x509_subject``) and its real address. The listener's
-:class:`~node.authentication.AuthenticationInterceptor` takes the principal from there and
+:class:`~node.grpc_door.authentication.AuthenticationInterceptor` takes the principal from there and
 refuses calls from any connection the terminator did not make (a local process connecting to
 the loopback port directly).
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from node.tls import Certificates, SslConfig, load_certificates
+from node.security.tls import Certificates, SslConfig, load_certificates
 from odradek.errors import InvalidConfigError
 
 __all__ = ["RelayedPeer", "TlsTerminator", "rfc2253_subject"]

@@ -4,13 +4,14 @@ Kafka's ``GroupCoordinatorService`` and ``CoordinatorRuntime`` for one node. The
 group ``g`` is the leader of partition ``abs(javaHash(g)) % offsets.topic.num.partitions`` of
 the internal compacted topic ``__consumer_offsets`` (:func:`partition_for`). For each such
 partition this node leads it keeps a *shard*: the groups and committed offsets of that
-partition (:class:`node.group_state.GroupShard`).
+partition (:class:`node.coordinator.group_state.GroupShard`).
 
 * **Load / unload.** When the node becomes leader of a ``__consumer_offsets`` partition (the
   replica manager's leadership callback) the shard is rebuilt by replaying the partition's log
   from its start, on a thread of its own; requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS.
   When the node stops leading it, the shard is dropped, and requests get NOT_COORDINATOR.
-* **Writes.** Every change is decided by the pure functions of :mod:`node.group_state`, which
+* **Writes.** Every change is decided by the pure functions of :mod:`node.coordinator.group_state`,
+which
   return records; the records are appended to the local leader with acks=-1 through the
   replica manager's produce path (the same purgatory as clients' produce requests) and replayed
   into the shard only once the high watermark has passed them. A request is answered only
@@ -36,8 +37,11 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
-from node.group_coordinator_config import GROUP_COORDINATOR_PROPERTIES, GroupCoordinatorConfig
-from node.group_state import (
+from node.coordinator.group_coordinator_config import (
+    GROUP_COORDINATOR_PROPERTIES,
+    GroupCoordinatorConfig,
+)
+from node.coordinator.group_state import (
     Assignment,
     ConsumerGroup,
     GroupRecord,
@@ -50,8 +54,8 @@ from node.group_state import (
     offset_commit_records,
     validate_offset_fetch,
 )
-from node.metadata_cache import MetadataCache
-from node.replica_manager import ReplicaManager
+from node.core.metadata_cache import MetadataCache
+from node.core.replica_manager import ReplicaManager
 from odradek.clock import Clock
 from odradek.errors import (
     CoordinatorLoadInProgressError,

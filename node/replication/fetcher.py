@@ -4,7 +4,8 @@ Kafka's ``ReplicaFetcherManager`` / ``ReplicaFetcherThread``. Each fetch carries
 partition, the follower's log end offset, the epoch of its last batch and the leader epoch it
 follows. The leader answers with records (appended as they are, offsets and epochs kept), or
 with a diverging epoch, after which the follower truncates its log where it leaves the leader's
-(``node.replication.follower_truncation``) — never blindly to its high watermark. After an
+(``node.core.replication_rules.follower_truncation``) — never blindly to its high watermark. After
+an
 append the follower's high watermark becomes min(leader's, own LEO) and its log start offset
 follows the leader's.
 
@@ -26,9 +27,9 @@ from dataclasses import dataclass
 
 import grpc
 
-from node import replication as rules
 from node.config import NodeConfig
-from node.partition import Partition
+from node.core import replication_rules as rules
+from node.core.partition import Partition
 from odradek.clock import Clock
 from odradek.errors import (
     CorruptRecordError,
