@@ -56,6 +56,7 @@ from node.coordinator.group_state import (
 )
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
+from node.core.requests import ProducePartition
 from odradek.clock import Clock
 from odradek.errors import (
     CoordinatorLoadInProgressError,
@@ -294,21 +295,18 @@ class GroupCoordinator:
         now = self._clock.wall_ms()
         encoded = [(encode_key(k), None if v is None else encode_value(v)) for k, v in records]
         batch = build_batch([Record(k, v, timestamp=now) for k, v in encoded])
-        response = self._replicas.append_records(
-            pb.ProduceRequest(
-                acks=-1,
-                timeout_ms=self.config.offsets_commit_timeout_ms,
-                partitions=[
-                    pb.ProducePartitionData(
-                        topic=OFFSETS_TOPIC,
-                        partition=shard.partition,
-                        records=batch,
-                        current_leader_epoch=shard.leader_epoch,
-                    )
-                ],
-            )
+        (result,) = self._replicas.append_records(
+            [
+                ProducePartition(
+                    topic=OFFSETS_TOPIC,
+                    partition=shard.partition,
+                    records=batch,
+                    current_leader_epoch=shard.leader_epoch,
+                )
+            ],
+            acks=-1,
+            timeout_ms=self.config.offsets_commit_timeout_ms,
         )
-        (result,) = response.partitions
         if result.error_code:
             error = error_for_code(result.error_code, result.error_message)
             if isinstance(error, NotLeaderOrFollowerError | UnknownTopicOrPartitionError):

@@ -31,9 +31,23 @@ from controller.zk_data import (
     ProducerIdBlockZNode,
     ProducerIdsBlock,
 )
-from odradek.errors import CoordinatorLoadInProgressError, UnknownServerError
+from node.core.replica_manager import error_of
+from node.core.requests import InitProducerIdResult
+from odradek.errors import (
+    CoordinatorLoadInProgressError,
+    InvalidRequestError,
+    OdradekError,
+    UnknownServerError,
+)
 
-__all__ = ["LONG_MAX", "PREFETCH_RATIO", "ProducerIdManager", "claim_block", "next_block"]
+__all__ = [
+    "LONG_MAX",
+    "PREFETCH_RATIO",
+    "ProducerIdManager",
+    "claim_block",
+    "init_producer_id",
+    "next_block",
+]
 
 log = logging.getLogger(__name__)
 
@@ -173,3 +187,25 @@ class ProducerIdManager:
         finally:
             with self._lock:
                 self._prefetching = False
+
+
+def init_producer_id(
+    manager: ProducerIdManager | None, transactional_id: str | None
+) -> InitProducerIdResult:
+    """InitProducerId for an idempotent producer (no ``transactional_id``): a new producer id,
+    epoch 0, as Kafka's ``TransactionCoordinator.handleInitProducerId`` answers them.
+    Transactions are not supported (INVALID_REQUEST, as an empty transactional id is);
+    ``manager`` ``None`` (a node handing out no ids): INVALID_REQUEST; ZooKeeper unreachable:
+    COORDINATOR_LOAD_IN_PROGRESS (retriable). Never raises. Thread-safe."""
+    try:
+        if transactional_id is not None:
+            if not transactional_id:
+                raise InvalidRequestError("the transactional id must not be empty")
+            raise InvalidRequestError("transactions are not supported: send no transactional id")
+        if manager is None:
+            raise InvalidRequestError("this node hands out no producer ids")
+        pid = manager.generate_producer_id()
+    except Exception as e:
+        err: OdradekError = error_of(e)
+        return InitProducerIdResult(error_code=err.code, error_message=err.message)
+    return InitProducerIdResult(producer_id=pid, producer_epoch=0)

@@ -9,15 +9,23 @@ whole under a lock and read as an immutable value.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from node.core.requests import (
+    Broker,
+    LeaderAndIsrPartition,
+    MetadataResult,
+    PartitionMetadata,
+    TopicMetadata,
+    UpdateMetadataRequest,
+)
 from odradek.errors import (
     LeaderNotAvailableError,
     ListenerNotFoundError,
     StaleControllerEpochError,
     UnknownTopicOrPartitionError,
 )
-from odradek.v1 import odradek_pb2 as pb
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,8 +33,8 @@ class Snapshot:
     controller_id: int = -1
     controller_epoch: int = -1
     cluster_id: str = ""
-    brokers: dict[int, pb.BrokerInfo] = field(default_factory=dict)
-    partitions: dict[tuple[str, int], pb.PartitionState] = field(default_factory=dict)
+    brokers: dict[int, Broker] = field(default_factory=dict)
+    partitions: dict[tuple[str, int], LeaderAndIsrPartition] = field(default_factory=dict)
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
@@ -41,7 +49,7 @@ class MetadataCache:
     def snapshot(self) -> Snapshot:
         return self._snapshot
 
-    def update(self, request: pb.UpdateMetadataRequest) -> Snapshot:
+    def update(self, request: UpdateMetadataRequest) -> Snapshot:
         """Replace the view with ``request``; raises STALE_CONTROLLER_EPOCH for an old one."""
         snapshot = Snapshot(
             controller_id=request.controller_id,
@@ -49,7 +57,7 @@ class MetadataCache:
             cluster_id=request.cluster_id,
             brokers={b.node_id: b for b in request.live_brokers},
             partitions={(p.topic, p.partition): p for p in request.partition_states},
-            topic_configs={t.name: dict(t.configs) for t in request.topic_configs},
+            topic_configs={name: dict(c) for name, c in request.topic_configs.items()},
         )
         with self._lock:
             if request.controller_epoch < self._snapshot.controller_epoch:
@@ -63,17 +71,18 @@ class MetadataCache:
     def live_broker_ids(self) -> set[int]:
         return set(self._snapshot.brokers)
 
-    def broker(self, node_id: int) -> pb.BrokerInfo | None:
+    def broker(self, node_id: int) -> Broker | None:
         return self._snapshot.brokers.get(node_id)
 
-    def controller(self) -> pb.BrokerInfo | None:
+    def controller(self) -> Broker | None:
         s = self._snapshot
         return s.brokers.get(s.controller_id)
 
-    def metadata_response(
-        self, topics: list[str], all_topics: bool, listener_name: str | None = None
-    ) -> pb.MetadataResponse:
-        """The Metadata answer: live brokers, the controller, and the asked-for topics.
+    def metadata(
+        self, topics: Sequence[str], all_topics: bool, listener_name: str | None = None
+    ) -> MetadataResult:
+        """The Metadata answer: live brokers, the controller, and the asked-for topics (each
+        once, in the order asked; all of them, by name, with ``all_topics``).
 
         With ``listener_name`` (the listener the request came in on), each broker is given
         with its endpoint on that listener, and brokers without one are left out, as Kafka
@@ -82,11 +91,11 @@ class MetadataCache:
         brokers = {
             node_id: b
             for node_id, b in (
-                (i, _on_listener(b, listener_name)) for i, b in sorted(s.brokers.items())
+                (i, b.on_listener(listener_name)) for i, b in sorted(s.brokers.items())
             )
             if b is not None
         }
-        by_topic: dict[str, list[pb.PartitionState]] = {}
+        by_topic: dict[str, list[LeaderAndIsrPartition]] = {}
         for (topic, _), state in s.partitions.items():
             by_topic.setdefault(topic, []).append(state)
         names = sorted(by_topic) if all_topics else list(dict.fromkeys(topics))
@@ -94,13 +103,11 @@ class MetadataCache:
         for name in names:
             states = sorted(by_topic.get(name, []), key=lambda p: p.partition)
             if not states:
-                out.append(
-                    pb.TopicMetadata(name=name, error_code=UnknownTopicOrPartitionError.code)
-                )
+                out.append(TopicMetadata(name=name, error_code=UnknownTopicOrPartitionError.code))
                 continue
             partitions = []
             for p in states:
-                offline = [r for r in p.replicas if r not in s.brokers]
+                offline = tuple(r for r in p.replicas if r not in s.brokers)
                 if p.leader < 0:
                     error = LeaderNotAvailableError.code
                 elif p.leader in s.brokers and p.leader not in brokers:
@@ -108,36 +115,22 @@ class MetadataCache:
                 else:
                     error = 0
                 partitions.append(
-                    pb.PartitionMetadata(
+                    PartitionMetadata(
                         partition=p.partition,
                         error_code=error,
                         leader=p.leader,
                         leader_epoch=p.leader_epoch,
-                        replicas=list(p.replicas),
-                        isr=list(p.isr),
+                        replicas=tuple(p.replicas),
+                        isr=tuple(p.isr),
                         offline_replicas=offline,
                     )
                 )
             out.append(
-                pb.TopicMetadata(name=name, partitions=partitions, topic_id=states[0].topic_id)
+                TopicMetadata(name=name, partitions=tuple(partitions), topic_id=states[0].topic_id)
             )
-        return pb.MetadataResponse(
-            brokers=list(brokers.values()),
+        return MetadataResult(
+            brokers=tuple(brokers.values()),
             controller_id=s.controller_id if s.controller_id in brokers else -1,
             cluster_id=s.cluster_id,
-            topics=out,
+            topics=tuple(out),
         )
-
-
-def _on_listener(broker: pb.BrokerInfo, listener_name: str | None) -> pb.BrokerInfo | None:
-    """``broker`` as a client of ``listener_name`` reaches it, without its other listeners;
-    ``None`` if it has no such listener. A broker registered without endpoints (one PLAINTEXT
-    listener) is reached at its host and port."""
-    if listener_name is None or not broker.endpoints:
-        return pb.BrokerInfo(
-            node_id=broker.node_id, host=broker.host, port=broker.port, rack=broker.rack
-        )
-    for e in broker.endpoints:
-        if e.listener == listener_name:
-            return pb.BrokerInfo(node_id=broker.node_id, host=e.host, port=e.port, rack=broker.rack)
-    return None

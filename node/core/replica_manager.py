@@ -12,14 +12,37 @@ request never blocks another. Thread-safe.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
 
 from node.core.follower_sessions import FollowerSessions, session_lost_grace_ms
 from node.core.metadata_cache import MetadataCache
 from node.core.partition import IsrChange, LeaderAndIsrState, Partition
+from node.core.requests import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    Broker,
+    DeleteRecordsPartition,
+    DeleteRecordsResult,
+    EpochEndOffset,
+    FetchPartition,
+    FetchResult,
+    LeaderAndIsrPartition,
+    LeaderAndIsrRequest,
+    LeaderIdAndEpoch,
+    ListOffsetsPartition,
+    ListOffsetsResult,
+    OffsetForLeaderEpochPartition,
+    OffsetForLeaderEpochResult,
+    PartitionError,
+    ProducePartition,
+    ProduceResult,
+    StopReplicaRequest,
+    UpdateMetadataRequest,
+)
 from node.core.wakeups import DATA, HIGH_WATERMARK, LOG_START, Wakeups, add_remote_time_ms
 from odradek.clock import Clock
 from odradek.errors import (
@@ -34,7 +57,6 @@ from odradek.errors import (
     UnknownServerError,
     UnknownTopicOrPartitionError,
 )
-from odradek.v1 import odradek_pb2 as pb
 from storage import LogManager
 from storage.config import LogConfig
 
@@ -67,7 +89,7 @@ class FetcherManager(Protocol):
     """The follower side of replication (:class:`node.replication.fetcher.ReplicaFetcherManager`):
     what the replica manager tells it as partitions change leader."""
 
-    def add_partition(self, partition: Partition, leader: pb.BrokerInfo) -> None:
+    def add_partition(self, partition: Partition, leader: Broker) -> None:
         """Start fetching ``partition`` from ``leader``."""
 
     def remove_partitions(self, tps: Iterable[TopicPartition]) -> None:
@@ -80,12 +102,6 @@ class IsrChangeSubmitter(Protocol):
 
     def submit(self, change: IsrChange) -> None:
         """Queue ``change`` (the latest per partition wins); never blocks for long."""
-
-
-def optional_field(message: Any, name: str, default: int = -1) -> int:
-    """An ``optional`` int field of a request, or ``default`` when the client left it out."""
-    value: int = getattr(message, name) if message.HasField(name) else default
-    return value
 
 
 def error_of(exc: BaseException) -> OdradekError:
@@ -228,47 +244,43 @@ class ReplicaManager:
         self._controller_epoch = controller_epoch
 
     # -- controller requests --
-    def become_leader_or_follower(self, req: pb.LeaderAndIsrRequest) -> pb.LeaderAndIsrResponse:
+    def become_leader_or_follower(
+        self, req: LeaderAndIsrRequest
+    ) -> tuple[int, list[PartitionError]]:
         """Apply a LeaderAndIsr request: stale partition states are ignored; new ones make this
-        node leader (fetching stops) or follower (fetching starts from the new leader)."""
-        configs = {t.name: dict(t.configs) for t in req.topic_configs}
+        node leader (fetching stops) or follower (fetching starts from the new leader).
+        Returns the request's error code (STALE_CONTROLLER_EPOCH, STALE_BROKER_EPOCH: nothing
+        applied) and each partition's outcome."""
         leaders = {b.node_id: b for b in req.live_leaders}
-        results = []
+        results: list[PartitionError] = []
         with self._lock:
             try:
                 self._check_controller(req.controller_epoch, req.broker_epoch)
             except OdradekError as e:
                 log.warning("LeaderAndIsr from controller %d refused: %s", req.controller_id, e)
-                return pb.LeaderAndIsrResponse(error_code=e.code)
+                return e.code, []
             for ps in req.partition_states:
                 code, message = 0, ""
                 try:
-                    self._apply_partition_state(ps, configs, leaders)
+                    self._apply_partition_state(ps, req.topic_configs, leaders)
                 except Exception as e:  # one bad partition must not stop the others
                     err = error_of(e)
                     code, message = err.code, err.message
                     log.exception("LeaderAndIsr for %s-%d failed", ps.topic, ps.partition)
-                results.append(
-                    pb.PartitionResult(
-                        topic=ps.topic,
-                        partition=ps.partition,
-                        error_code=code,
-                        error_message=message,
-                    )
-                )
+                results.append(PartitionError(ps.topic, ps.partition, code, message))
         self.notify_progress()
-        return pb.LeaderAndIsrResponse(partitions=results)
+        return 0, results
 
     def _apply_partition_state(
         self,
-        ps: pb.PartitionState,
-        configs: dict[str, dict[str, str]],
-        leaders: dict[int, pb.BrokerInfo],
+        ps: LeaderAndIsrPartition,
+        configs: Mapping[str, Mapping[str, str]],
+        leaders: dict[int, Broker],
     ) -> None:
         if self.node_id not in ps.replicas:
             return
         known = (ps.topic, ps.partition) in self._partitions
-        partition = self._get_or_create(ps.topic, ps.partition, configs.get(ps.topic, {}))
+        partition = self._get_or_create(ps.topic, ps.partition, dict(configs.get(ps.topic, {})))
         state = LeaderAndIsrState(
             leader=ps.leader,
             leader_epoch=ps.leader_epoch,
@@ -302,14 +314,15 @@ class ReplicaManager:
                 if ps.leader >= 0 and leader is not None:
                     self.fetchers.add_partition(partition, leader)
 
-    def stop_replicas(self, req: pb.StopReplicaRequest) -> pb.StopReplicaResponse:
-        """StopReplica: stop fetching and serving; with ``delete_partition``, delete the log."""
-        results = []
+    def stop_replicas(self, req: StopReplicaRequest) -> tuple[int, list[PartitionError]]:
+        """StopReplica: stop fetching and serving; with ``delete_partition``, delete the log.
+        Returns the request's error code (nothing done unless 0) and each partition's."""
+        results: list[PartitionError] = []
         with self._lock:
             try:
                 self._check_controller(req.controller_epoch, req.broker_epoch)
             except OdradekError as e:
-                return pb.StopReplicaResponse(error_code=e.code)
+                return e.code, []
             for sp in req.partitions:
                 tp = (sp.topic, sp.partition)
                 code, message = 0, ""
@@ -326,25 +339,19 @@ class ReplicaManager:
                 except Exception as e:
                     err = error_of(e)
                     code, message = err.code, err.message
-                results.append(
-                    pb.PartitionResult(
-                        topic=sp.topic,
-                        partition=sp.partition,
-                        error_code=code,
-                        error_message=message,
-                    )
-                )
+                results.append(PartitionError(sp.topic, sp.partition, code, message))
         self.notify_progress()
-        return pb.StopReplicaResponse(partitions=results)
+        return 0, results
 
-    def update_metadata(self, req: pb.UpdateMetadataRequest) -> pb.UpdateMetadataResponse:
-        """Replace the metadata cache, and apply topic config changes to hosted logs."""
+    def update_metadata(self, req: UpdateMetadataRequest) -> int:
+        """Replace the metadata cache, and apply topic config changes to hosted logs. Returns
+        the error code (STALE_CONTROLLER_EPOCH, STALE_BROKER_EPOCH: nothing changed)."""
         with self._lock:
             try:
                 self._check_controller(req.controller_epoch, req.broker_epoch)
                 snapshot = self.metadata.update(req)
             except OdradekError as e:
-                return pb.UpdateMetadataResponse(error_code=e.code)
+                return e.code
             for (topic, _), partition in self._partitions.items():
                 overrides = snapshot.topic_configs.get(topic)
                 if overrides is not None:
@@ -352,32 +359,38 @@ class ReplicaManager:
                     if partition.log.config != wanted:
                         partition.log.update_config(wanted)
         self.notify_progress()
-        return pb.UpdateMetadataResponse()
+        return 0
 
     # -- produce --
-    def append_records(self, req: pb.ProduceRequest) -> pb.ProduceResponse:
-        """Produce. acks=-1 waits (this thread only) until the high watermark passes every
-        appended batch, the leadership moves, or ``timeout_ms`` passes."""
-        results: list[pb.ProducePartitionResponse] = []
-        if req.acks not in (-1, 0, 1):
-            err = InvalidRequiredAcksError(f"acks must be -1, 0 or 1, not {req.acks}")
-            results = [_produce_error(d.topic, d.partition, err) for d in req.partitions]
-            return pb.ProduceResponse(partitions=results)
+    def append_records(
+        self, partitions: Sequence[ProducePartition], *, acks: int, timeout_ms: int
+    ) -> list[ProduceResult]:
+        """Produce: append each partition's batches on its leader, one result per partition in
+        request order (also for ``acks=0``: the door decides whether to answer; Kafka does not).
+
+        acks=-1 waits (this thread only) until the high watermark passes every appended batch,
+        the leadership moves, or ``timeout_ms`` passes (REQUEST_TIMED_OUT). ``acks`` other than
+        -1, 0, 1: INVALID_REQUIRED_ACKS for every partition, nothing appended. Errors are
+        answered per partition; never raises for one partition's failure."""
+        if acks not in (-1, 0, 1):
+            err = InvalidRequiredAcksError(f"acks must be -1, 0 or 1, not {acks}")
+            return [_produce_error(d.topic, d.partition, err) for d in partitions]
+        results: list[ProduceResult] = []
         waiting: list[tuple[int, Partition, int, int]] = []  # (result index, partition, ...)
-        for data in req.partitions:
+        for data in partitions:
             try:
                 partition = self._partition_or_error(data.topic, data.partition)
                 epoch = partition.leader_epoch
                 info = partition.append_records_to_leader(
                     data.records,
-                    required_acks=req.acks,
-                    current_leader_epoch=optional_field(data, "current_leader_epoch"),
+                    required_acks=acks,
+                    current_leader_epoch=data.current_leader_epoch,
                 )
             except Exception as e:
                 results.append(_produce_error(data.topic, data.partition, error_of(e)))
                 continue
             results.append(
-                pb.ProducePartitionResponse(
+                ProduceResult(
                     topic=data.topic,
                     partition=data.partition,
                     base_offset=info.first_offset,
@@ -385,10 +398,10 @@ class ReplicaManager:
                     log_start_offset=info.log_start_offset,
                 )
             )
-            if req.acks == -1:
+            if acks == -1:
                 waiting.append((len(results) - 1, partition, info.last_offset + 1, epoch))
         if not waiting:
-            return pb.ProduceResponse(partitions=results) if req.acks != 0 else pb.ProduceResponse()
+            return results
         outcome: dict[int, OdradekError | bool] = {}
 
         def replicated() -> bool:
@@ -397,7 +410,7 @@ class ReplicaManager:
                     outcome[index] = partition.check_replicated(required, epoch)
             return all(v is not False for v in outcome.values())
 
-        deadline = self._clock.monotonic_ms() + max(0, req.timeout_ms)
+        deadline = self._clock.monotonic_ms() + max(0, timeout_ms)
         required: dict[TopicPartition, int] = {}
         for _, p, offset, _ in waiting:
             tp = (p.topic, p.partition)
@@ -408,69 +421,93 @@ class ReplicaManager:
             error: OdradekError | None = None
             if result is False:
                 error = RequestTimedOutError(
-                    f"the high watermark did not pass the batch within {req.timeout_ms} ms"
+                    f"the high watermark did not pass the batch within {timeout_ms} ms"
                 )
             elif isinstance(result, OdradekError):
                 error = result
             if error is not None:
                 r = results[index]
-                r.error_code, r.error_message = error.code, error.message
-                if isinstance(error, NotLeaderOrFollowerError):
-                    r.base_offset = -1
-        return pb.ProduceResponse(partitions=results)
+                results[index] = dataclasses.replace(
+                    r,
+                    error_code=error.code,
+                    error_message=error.message,
+                    base_offset=-1
+                    if isinstance(error, NotLeaderOrFollowerError)
+                    else r.base_offset,
+                )
+        return results
 
     # -- fetch --
-    def fetch(self, req: pb.FetchRequest, *, from_follower: bool) -> pb.FetchResponse:
-        """A consumer's or follower's fetch: long-polls until ``min_bytes`` are ready, an error
-        or a divergence is found, or ``max_wait_ms`` passes."""
-        if from_follower and optional_field(req, "replica_id") < 0:
-            return pb.FetchResponse(error_code=InvalidRequestError.code)
-        if req.max_wait_ms <= 0:
-            return self._read_once(req, from_follower, update_state=True)[0]
-        deadline = self._clock.monotonic_ms() + req.max_wait_ms
+    def fetch(
+        self,
+        partitions: Sequence[FetchPartition],
+        *,
+        from_follower: bool,
+        replica_id: int = -1,
+        max_wait_ms: int = 0,
+        min_bytes: int = 0,
+        max_bytes: int = 0,
+        isolation_level: int = READ_UNCOMMITTED,
+        broker_epoch: int = -1,
+    ) -> list[FetchResult]:
+        """A consumer's or follower's fetch (Kafka's ``FetchParams`` as keywords): long-polls
+        until ``min_bytes`` are ready, an error or a divergence is found, or ``max_wait_ms``
+        passes. One result per partition, in request order.
+
+        ``from_follower``: a follower's fetch, ``replica_id`` its node id and ``broker_epoch``
+        its broker epoch (-1: not checked); it reads up to the log end offset and updates the
+        follower's state (ISR, high watermark). A consumer reads below the high watermark
+        (``isolation_level``: without transactions READ_COMMITTED reads the same).
+        ``max_bytes`` 0: 50 MiB. Raises :class:`InvalidRequestError` for a follower fetch
+        without a replica id; answers every other error per partition."""
+        if from_follower and replica_id < 0:
+            raise InvalidRequestError("a follower fetch needs replica_id")
+        if isolation_level not in (READ_UNCOMMITTED, READ_COMMITTED):
+            raise InvalidRequestError(f"unknown isolation level {isolation_level}")
+        params = _FetchParams(from_follower, replica_id, max(0, max_bytes), broker_epoch)
+        if max_wait_ms <= 0:
+            return self._read_once(partitions, params, update_state=True)[0]
+        deadline = self._clock.monotonic_ms() + max_wait_ms
         # followers wait for new data; consumers read below the high watermark, so they wait
         # for it to move
         kinds = DATA if from_follower else HIGH_WATERMARK
-        keys = [(fp.topic, fp.partition) for fp in req.partitions]
+        keys = [(fp.topic, fp.partition) for fp in partitions]
         first = True
         with self._wakeups.waiting(keys, kinds) as waiter:
             while True:
                 waiter.clear()
-                response, total, stop = self._read_once(req, from_follower, update_state=first)
+                results, total, stop = self._read_once(partitions, params, update_state=first)
                 first = False
-                if stop or total >= max(1, req.min_bytes):
-                    return response
+                if stop or total >= max(1, min_bytes):
+                    return results
                 remaining = deadline - self._clock.monotonic_ms()
                 if remaining <= 0 or self._shutting_down:
-                    return response
+                    return results
                 waited_from = self._clock.monotonic_ms()
                 waiter.wait(min(remaining, 1000) / 1000)
                 add_remote_time_ms(self._clock.monotonic_ms() - waited_from)
 
     def _read_once(
-        self, req: pb.FetchRequest, from_follower: bool, *, update_state: bool
-    ) -> tuple[pb.FetchResponse, int, bool]:
-        # partitions are added in place: building the list first and passing it to
-        # FetchResponse(partitions=...) copied every answer, records included, once more
-        response = pb.FetchResponse()
+        self, partitions: Sequence[FetchPartition], params: _FetchParams, *, update_state: bool
+    ) -> tuple[list[FetchResult], int, bool]:
+        results: list[FetchResult] = []
         total = 0
         stop = False
-        budget = req.max_bytes if req.max_bytes > 0 else 50 * 1024 * 1024
+        budget = params.max_bytes if params.max_bytes > 0 else 50 * 1024 * 1024
         changes: list[IsrChange] = []
-        for fp in req.partitions:
-            r = response.partitions.add(topic=fp.topic, partition=fp.partition)
+        for fp in partitions:
             try:
                 partition = self._partition_or_error(fp.topic, fp.partition)
                 max_bytes = max(1, min(fp.partition_max_bytes or budget, budget))
-                if from_follower:
+                if params.from_follower:
                     result, change = partition.read_for_follower(
-                        replica_id=req.replica_id,
+                        replica_id=params.replica_id,
                         fetch_offset=fp.fetch_offset,
                         max_bytes=max_bytes,
-                        current_leader_epoch=optional_field(fp, "current_leader_epoch"),
-                        last_fetched_epoch=optional_field(fp, "last_fetched_epoch"),
-                        follower_log_start_offset=optional_field(fp, "log_start_offset"),
-                        broker_epoch=optional_field(req, "broker_epoch"),
+                        current_leader_epoch=fp.current_leader_epoch,
+                        last_fetched_epoch=fp.last_fetched_epoch,
+                        follower_log_start_offset=fp.log_start_offset,
+                        broker_epoch=params.broker_epoch,
                         update_state=update_state,
                     )
                     if change is not None:
@@ -479,91 +516,123 @@ class ReplicaManager:
                     result = partition.read_for_consumer(
                         fetch_offset=fp.fetch_offset,
                         max_bytes=max_bytes,
-                        current_leader_epoch=optional_field(fp, "current_leader_epoch"),
+                        current_leader_epoch=fp.current_leader_epoch,
                     )
-                r.high_watermark = result.high_watermark
-                r.log_start_offset = result.log_start_offset
-                r.log_end_offset = result.log_end_offset
+                diverging = None
                 if result.diverging_epoch is not None:
-                    r.diverging_epoch.epoch, r.diverging_epoch.end_offset = result.diverging_epoch
+                    diverging = EpochEndOffset(*result.diverging_epoch)
                     stop = True
-                records = bytes(result.records)
-                r.records = records
-                total += len(records)
-                budget = max(0, budget - len(records))
+                size = len(result.records)
+                results.append(
+                    FetchResult(
+                        topic=fp.topic,
+                        partition=fp.partition,
+                        high_watermark=result.high_watermark,
+                        last_stable_offset=result.high_watermark,
+                        log_start_offset=result.log_start_offset,
+                        log_end_offset=result.log_end_offset,
+                        records=result.records,
+                        diverging_epoch=diverging,
+                    )
+                )
+                total += size
+                budget = max(0, budget - size)
             except Exception as e:
-                err = error_of(e)
-                r.error_code, r.error_message = err.code, err.message
-                hosted = self._partitions.get((fp.topic, fp.partition))
-                if hosted is not None and hosted.is_leader:
-                    # what a follower needs to recover from OFFSET_OUT_OF_RANGE
-                    r.high_watermark = hosted.log.high_watermark
-                    r.log_start_offset = hosted.log.log_start_offset
-                    r.log_end_offset = hosted.log.log_end_offset
-                state = self.metadata.snapshot.partitions.get((fp.topic, fp.partition))
-                if state is not None:
-                    r.current_leader.leader_id = state.leader
-                    r.current_leader.leader_epoch = state.leader_epoch
+                results.append(self._fetch_error(fp, error_of(e)))
                 stop = True
         if changes and self.alter_partitions is not None:
             for change in changes:
                 self.alter_partitions.submit(change)
-        return response, total, stop
+        return results, total, stop
+
+    def _fetch_error(self, fp: FetchPartition, err: OdradekError) -> FetchResult:
+        high_watermark = log_start_offset = log_end_offset = -1
+        hosted = self._partitions.get((fp.topic, fp.partition))
+        if hosted is not None and hosted.is_leader:
+            # what a follower needs to recover from OFFSET_OUT_OF_RANGE
+            try:
+                high_watermark = hosted.log.high_watermark
+                log_start_offset = hosted.log.log_start_offset
+                log_end_offset = hosted.log.log_end_offset
+            except Exception:  # the log closed (deleted, stopped) meanwhile
+                high_watermark = log_start_offset = log_end_offset = -1
+        state = self.metadata.snapshot.partitions.get((fp.topic, fp.partition))
+        leader = None if state is None else LeaderIdAndEpoch(state.leader, state.leader_epoch)
+        return FetchResult(
+            topic=fp.topic,
+            partition=fp.partition,
+            error_code=err.code,
+            error_message=err.message,
+            high_watermark=high_watermark,
+            last_stable_offset=high_watermark,
+            log_start_offset=log_start_offset,
+            log_end_offset=log_end_offset,
+            current_leader=leader,
+        )
 
     # -- other client requests --
-    def list_offsets(self, req: pb.ListOffsetsRequest) -> pb.ListOffsetsResponse:
-        out = []
-        for lp in req.partitions:
-            r = pb.ListOffsetsPartitionResponse(topic=lp.topic, partition=lp.partition)
+    def list_offsets(
+        self,
+        partitions: Sequence[ListOffsetsPartition],
+        *,
+        replica_id: int = -1,
+        isolation_level: int = READ_UNCOMMITTED,
+    ) -> list[ListOffsetsResult]:
+        """ListOffsets: for each partition the offset for its ``timestamp`` (see
+        :class:`~node.core.requests.ListOffsetsPartition`), one result each in request order.
+        A consumer (``replica_id`` < 0) sees offsets up to the high watermark; a replica, up to
+        the log end offset."""
+        out: list[ListOffsetsResult] = []
+        for lp in partitions:
             try:
                 partition = self._partition_or_error(lp.topic, lp.partition)
                 ts, offset, epoch = partition.fetch_offset_for_timestamp(
                     lp.timestamp,
-                    current_leader_epoch=optional_field(lp, "current_leader_epoch"),
-                    isolation_bounded=optional_field(req, "replica_id") < 0,
+                    current_leader_epoch=lp.current_leader_epoch,
+                    isolation_bounded=replica_id < 0,
                 )
-                r.timestamp, r.offset, r.leader_epoch = ts, offset, epoch
+                out.append(ListOffsetsResult(lp.topic, lp.partition, 0, ts, offset, epoch))
             except Exception as e:
                 err = error_of(e)
-                r.error_code, r.error_message = err.code, err.message
-                r.timestamp, r.offset, r.leader_epoch = -1, -1, -1
-            out.append(r)
-        return pb.ListOffsetsResponse(partitions=out)
+                out.append(
+                    ListOffsetsResult(lp.topic, lp.partition, err.code, error_message=err.message)
+                )
+        return out
 
     def offset_for_leader_epoch(
-        self, req: pb.OffsetForLeaderEpochRequest
-    ) -> pb.OffsetForLeaderEpochResponse:
-        out = []
-        for p in req.partitions:
-            r = pb.OffsetForLeaderEpochPartitionResponse(topic=p.topic, partition=p.partition)
+        self, partitions: Sequence[OffsetForLeaderEpochPartition]
+    ) -> list[OffsetForLeaderEpochResult]:
+        """A follower's OffsetForLeaderEpoch: each epoch's end offset on this leader."""
+        out: list[OffsetForLeaderEpochResult] = []
+        for p in partitions:
             try:
                 partition = self._partition_or_error(p.topic, p.partition)
-                r.leader_epoch, r.end_offset = partition.last_offset_for_leader_epoch(
-                    p.leader_epoch, current_leader_epoch=optional_field(p, "current_leader_epoch")
+                epoch, end_offset = partition.last_offset_for_leader_epoch(
+                    p.leader_epoch, current_leader_epoch=p.current_leader_epoch
                 )
+                out.append(OffsetForLeaderEpochResult(p.topic, p.partition, 0, epoch, end_offset))
             except Exception as e:
-                r.error_code = error_of(e).code
-                r.leader_epoch, r.end_offset = -1, -1
-            out.append(r)
-        return pb.OffsetForLeaderEpochResponse(partitions=out)
+                out.append(OffsetForLeaderEpochResult(p.topic, p.partition, error_of(e).code))
+        return out
 
-    def delete_records(self, req: pb.DeleteRecordsRequest) -> pb.DeleteRecordsResponse:
+    def delete_records(
+        self, partitions: Sequence[DeleteRecordsPartition], *, timeout_ms: int
+    ) -> list[DeleteRecordsResult]:
         """DeleteRecords on each leader; waits (up to ``timeout_ms``) until the in-sync
-        followers have moved their log start offsets too, as Kafka's purgatory does."""
-        out: list[pb.DeleteRecordsPartitionResponse] = []
+        followers have moved their log start offsets too, as Kafka's purgatory does
+        (REQUEST_TIMED_OUT for a partition whose followers have not)."""
+        out: list[DeleteRecordsResult] = []
         targets: list[tuple[int, Partition, int]] = []
-        for dp in req.partitions:
-            r = pb.DeleteRecordsPartitionResponse(topic=dp.topic, partition=dp.partition)
+        for dp in partitions:
             try:
                 partition = self._partition_or_error(dp.topic, dp.partition)
                 start = partition.delete_records(dp.offset)
-                r.low_watermark = start
                 targets.append((len(out), partition, start))
+                out.append(DeleteRecordsResult(dp.topic, dp.partition, 0, start))
             except Exception as e:
                 err = error_of(e)
-                r.error_code, r.error_message, r.low_watermark = err.code, err.message, -1
-            out.append(r)
-        deadline = self._clock.monotonic_ms() + max(0, req.timeout_ms)
+                out.append(DeleteRecordsResult(dp.topic, dp.partition, err.code, -1, err.message))
+        deadline = self._clock.monotonic_ms() + max(0, timeout_ms)
         self._wait_until(
             lambda: all(p.low_watermark() >= start for _, p, start in targets),
             deadline,
@@ -572,14 +641,16 @@ class ReplicaManager:
         )
         for index, partition, start in targets:
             low = partition.low_watermark()
-            out[index].low_watermark = low
+            out[index] = dataclasses.replace(out[index], low_watermark=low)
             if low < start:
                 err = RequestTimedOutError(
                     f"followers of {partition.topic}-{partition.partition} have not yet "
                     f"deleted records below {start}"
                 )
-                out[index].error_code, out[index].error_message = err.code, err.message
-        return pb.DeleteRecordsResponse(partitions=out)
+                out[index] = dataclasses.replace(
+                    out[index], error_code=err.code, error_message=err.message
+                )
+        return out
 
     # -- periodic --
     def purgatory_sizes(self) -> dict[str, int]:
@@ -611,13 +682,15 @@ class ReplicaManager:
         self._wakeups.close()
 
 
-def _produce_error(topic: str, partition: int, err: OdradekError) -> pb.ProducePartitionResponse:
-    return pb.ProducePartitionResponse(
-        topic=topic,
-        partition=partition,
-        error_code=err.code,
-        error_message=err.message,
-        base_offset=-1,
-        log_append_time_ms=-1,
-        log_start_offset=-1,
+@dataclasses.dataclass(frozen=True, slots=True)
+class _FetchParams:
+    from_follower: bool
+    replica_id: int
+    max_bytes: int
+    broker_epoch: int
+
+
+def _produce_error(topic: str, partition: int, err: OdradekError) -> ProduceResult:
+    return ProduceResult(
+        topic=topic, partition=partition, error_code=err.code, error_message=err.message
     )

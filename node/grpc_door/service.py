@@ -1,9 +1,11 @@
 """The gRPC servicers of a node: the client API (Broker) and the replication API.
 
-Thin: each handler hands the request to the replica manager, which answers with Kafka error
-codes per partition. Only what cannot be answered per partition (a request the node is not
-ready for) becomes a gRPC status. Handlers run on the server's worker threads and may block
-(long polls, acks=-1 waits) without holding any shared lock.
+Thin: each handler translates its request to the core's values
+(:mod:`node.grpc_door.translate`) and hands them to the replica manager, which answers with
+Kafka error codes per partition; the answer is translated back. Only what cannot be answered
+per partition (a request the node is not ready for) becomes a gRPC status. Handlers run on the
+server's worker threads and may block (long polls, acks=-1 waits) without holding any shared
+lock.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from collections.abc import Iterator
 import grpc
 
 from node.coordinator.group_coordinator import GroupCoordinator
-from node.coordinator.producer_id_manager import ProducerIdManager
-from node.core.replica_manager import ReplicaManager, error_of
+from node.coordinator.producer_id_manager import ProducerIdManager, init_producer_id
+from node.core.replica_manager import ReplicaManager
+from node.core.requests import FetchResult
+from node.grpc_door import translate as wire
 from node.grpc_door.group_service import GroupRpcs
-from odradek.errors import InvalidRequestError, OdradekError
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
@@ -33,8 +36,8 @@ class BrokerServicer(GroupRpcs, pb_grpc.BrokerServicer):
         listener_name: str | None = None,
         groups: GroupCoordinator | None = None,
     ) -> None:
-        """``listener_name``: the listener this instance serves (Metadata answers with its
-        endpoints); ``None``: the brokers' registered host and port."""
+        """``listener_name``: the listener this instance serves (Metadata and FindCoordinator
+        answer with its endpoints); ``None``: the brokers' registered host and port."""
         self._replicas = replicas
         self._producer_ids = producer_ids
         self._listener_name = listener_name
@@ -43,51 +46,66 @@ class BrokerServicer(GroupRpcs, pb_grpc.BrokerServicer):
     def Produce(  # noqa: N802  (gRPC method names)
         self, request: pb.ProduceRequest, context: grpc.ServicerContext
     ) -> pb.ProduceResponse:
-        return self._replicas.append_records(request)
+        results = self._replicas.append_records(
+            wire.produce_from_wire(request), acks=request.acks, timeout_ms=request.timeout_ms
+        )
+        return wire.produce_to_wire(results, request.acks)
 
     def Fetch(  # noqa: N802
         self, request: pb.FetchRequest, context: grpc.ServicerContext
     ) -> pb.FetchResponse:
-        return self._replicas.fetch(request, from_follower=False)
+        return wire.fetch_to_wire(_fetch(self._replicas, request, from_follower=False))
 
     def ListOffsets(  # noqa: N802
         self, request: pb.ListOffsetsRequest, context: grpc.ServicerContext
     ) -> pb.ListOffsetsResponse:
-        return self._replicas.list_offsets(request)
+        results = self._replicas.list_offsets(
+            wire.list_offsets_from_wire(request),
+            replica_id=wire.optional_field(request, "replica_id"),
+        )
+        return wire.list_offsets_to_wire(results)
 
     def Metadata(  # noqa: N802
         self, request: pb.MetadataRequest, context: grpc.ServicerContext
     ) -> pb.MetadataResponse:
-        return self._replicas.metadata.metadata_response(
+        result = self._replicas.metadata.metadata(
             list(request.topics), request.all_topics, self._listener_name
         )
+        return wire.metadata_to_wire(result)
 
     def DeleteRecords(  # noqa: N802
         self, request: pb.DeleteRecordsRequest, context: grpc.ServicerContext
     ) -> pb.DeleteRecordsResponse:
-        return self._replicas.delete_records(request)
+        results = self._replicas.delete_records(
+            wire.delete_records_from_wire(request), timeout_ms=request.timeout_ms
+        )
+        return wire.delete_records_to_wire(results)
 
     def InitProducerId(  # noqa: N802
         self, request: pb.InitProducerIdRequest, context: grpc.ServicerContext
     ) -> pb.InitProducerIdResponse:
-        """Idempotent producers only (no transactional id): a new producer id, epoch 0, as
-        Kafka's ``TransactionCoordinator.handleInitProducerId`` answers them."""
-        try:
-            if request.HasField("transactional_id"):
-                if not request.transactional_id:
-                    raise InvalidRequestError("the transactional id must not be empty")
-                raise InvalidRequestError(
-                    "transactions are not supported: send no transactional id"
-                )
-            if self._producer_ids is None:
-                raise InvalidRequestError("this node hands out no producer ids")
-            pid = self._producer_ids.generate_producer_id()
-        except Exception as e:
-            err: OdradekError = error_of(e)
-            return pb.InitProducerIdResponse(
-                error_code=err.code, error_message=err.message, producer_id=-1, producer_epoch=-1
-            )
-        return pb.InitProducerIdResponse(producer_id=pid, producer_epoch=0)
+        transactional_id = (
+            request.transactional_id if request.HasField("transactional_id") else None
+        )
+        return wire.init_producer_id_to_wire(init_producer_id(self._producer_ids, transactional_id))
+
+
+def _fetch(
+    replicas: ReplicaManager, request: pb.FetchRequest, *, from_follower: bool
+) -> list[FetchResult]:
+    return replicas.fetch(
+        wire.fetch_from_wire(request),
+        from_follower=from_follower,
+        replica_id=wire.optional_field(request, "replica_id"),
+        max_wait_ms=request.max_wait_ms,
+        min_bytes=request.min_bytes,
+        max_bytes=request.max_bytes,
+        broker_epoch=wire.optional_field(request, "broker_epoch"),
+    )
+
+
+def _has_records(results: list[FetchResult]) -> bool:
+    return any(len(r.records) for r in results)
 
 
 class ReplicationServicer(pb_grpc.ReplicationServicer):
@@ -102,10 +120,10 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
         _check_follower(request, context)
         sessions = self._replicas.follower_sessions
         sessions.fetched(request.replica_id)
-        response = self._replicas.fetch(request, from_follower=True)
-        if any(p.records for p in response.partitions):
+        results = _fetch(self._replicas, request, from_follower=True)
+        if _has_records(results):
             sessions.answered_with_data(request.replica_id)
-        return response
+        return wire.fetch_to_wire(results)
 
     def FetchSession(  # noqa: N802
         self, request_iterator: Iterator[pb.FetchRequest], context: grpc.ServicerContext
@@ -127,32 +145,44 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
                     sessions.closed(follower)  # the call has already ended
                     return
             sessions.fetched(request.replica_id)
-            response = self._replicas.fetch(request, from_follower=True)
-            if any(p.records for p in response.partitions):
+            results = _fetch(self._replicas, request, from_follower=True)
+            if _has_records(results):
                 sessions.answered_with_data(request.replica_id)
-            yield response
+            yield wire.fetch_to_wire(results)
             if self._replicas.shutting_down:
                 return
 
     def OffsetForLeaderEpoch(  # noqa: N802
         self, request: pb.OffsetForLeaderEpochRequest, context: grpc.ServicerContext
     ) -> pb.OffsetForLeaderEpochResponse:
-        return self._replicas.offset_for_leader_epoch(request)
+        results = self._replicas.offset_for_leader_epoch(
+            wire.offset_for_leader_epoch_from_wire(request)
+        )
+        return wire.offset_for_leader_epoch_to_wire(results)
 
     def LeaderAndIsr(  # noqa: N802
         self, request: pb.LeaderAndIsrRequest, context: grpc.ServicerContext
     ) -> pb.LeaderAndIsrResponse:
-        return self._replicas.become_leader_or_follower(request)
+        code, results = self._replicas.become_leader_or_follower(
+            wire.leader_and_isr_from_wire(request)
+        )
+        return pb.LeaderAndIsrResponse(
+            error_code=code, partitions=wire.partition_errors_to_wire(results)
+        )
 
     def StopReplica(  # noqa: N802
         self, request: pb.StopReplicaRequest, context: grpc.ServicerContext
     ) -> pb.StopReplicaResponse:
-        return self._replicas.stop_replicas(request)
+        code, results = self._replicas.stop_replicas(wire.stop_replica_from_wire(request))
+        return pb.StopReplicaResponse(
+            error_code=code, partitions=wire.partition_errors_to_wire(results)
+        )
 
     def UpdateMetadata(  # noqa: N802
         self, request: pb.UpdateMetadataRequest, context: grpc.ServicerContext
     ) -> pb.UpdateMetadataResponse:
-        return self._replicas.update_metadata(request)
+        code = self._replicas.update_metadata(wire.update_metadata_from_wire(request))
+        return pb.UpdateMetadataResponse(error_code=code)
 
 
 def _check_follower(request: pb.FetchRequest, context: grpc.ServicerContext) -> None:

@@ -30,6 +30,7 @@ import grpc
 from node.config import NodeConfig
 from node.core import replication_rules as rules
 from node.core.partition import Partition
+from node.core.requests import Broker
 from odradek.clock import Clock
 from odradek.errors import (
     CorruptRecordError,
@@ -143,7 +144,7 @@ class ReplicaFetcher:
 
     def __init__(
         self,
-        leader: pb.BrokerInfo,
+        leader: Broker,
         *,
         config: NodeConfig,
         clock: Clock,
@@ -345,7 +346,7 @@ class ReplicaFetcherManager:
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._owner: dict[TopicPartition, int] = {}
 
-    def add_partition(self, partition: Partition, leader: pb.BrokerInfo) -> None:
+    def add_partition(self, partition: Partition, leader: Broker) -> None:
         tp = (partition.topic, partition.partition)
         with self._lock:
             self._remove_locked([tp])

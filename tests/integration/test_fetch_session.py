@@ -8,7 +8,7 @@ fetches."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from pathlib import Path
 
@@ -17,6 +17,7 @@ import pytest
 
 from node.config import NodeConfig
 from node.core.follower_sessions import FollowerSessions
+from node.core.requests import FetchPartition, FetchResult
 from node.grpc_door.service import ReplicationServicer
 from node.replication.fetcher import FetchSessions, SessionEndedError
 from odradek.clock import ManualClock
@@ -144,12 +145,12 @@ class _NoReplicas:
     def __init__(self) -> None:
         self.follower_sessions = FollowerSessions(ManualClock())
 
-    def fetch(self, request: pb.FetchRequest, *, from_follower: bool) -> pb.FetchResponse:
+    def fetch(
+        self, partitions: Sequence[FetchPartition], *, from_follower: bool, **params: int
+    ) -> list[FetchResult]:
         assert from_follower
-        fp = request.partitions[0]
-        return pb.FetchResponse(
-            partitions=[pb.FetchPartitionResponse(topic="t", log_end_offset=fp.fetch_offset)]
-        )
+        fp = partitions[0]
+        return [FetchResult(topic="t", partition=0, log_end_offset=fp.fetch_offset)]
 
 
 def _serve_servicer(replicas: _NoReplicas) -> tuple[grpc.Server, int]:

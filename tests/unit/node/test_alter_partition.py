@@ -11,6 +11,7 @@ import grpc
 
 from node.core.metadata_cache import MetadataCache
 from node.core.partition import IsrChange
+from node.core.requests import Broker, UpdateMetadataRequest
 from node.replication.alter_partition import AlterPartitionManager
 from odradek.errors import NotControllerError, StaleBrokerEpochError, UnknownServerError
 from odradek.v1 import odradek_pb2 as pb
@@ -68,10 +69,10 @@ def run(errors: list[int]) -> tuple[ScriptedController, RecordingPartition]:
     server.start()
     metadata = MetadataCache()
     metadata.update(
-        pb.UpdateMetadataRequest(
+        UpdateMetadataRequest(
             controller_id=9,
             controller_epoch=1,
-            live_brokers=[pb.BrokerInfo(node_id=9, host="127.0.0.1", port=port)],
+            live_brokers=(Broker(node_id=9, host="127.0.0.1", port=port),),
         )
     )
     partition = RecordingPartition()

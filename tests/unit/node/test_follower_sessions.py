@@ -15,9 +15,9 @@ from node.core.follower_sessions import (
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
 from node.core.replication_rules import FollowerFetchState
+from node.core.requests import Broker, UpdateMetadataRequest
 from odradek.clock import ManualClock
 from odradek.errors import NotEnoughReplicasError
-from odradek.v1 import odradek_pb2 as pb
 from storage import LogManager
 from tests.unit.node.test_replica_manager import _follower_fetch, _lead, _produce
 
@@ -116,10 +116,10 @@ def manager(tmp_path, clock: ManualClock):
     logs = LogManager([tmp_path], config.log, clock, config.log_manager)
     metadata = MetadataCache()
     metadata.update(
-        pb.UpdateMetadataRequest(
+        UpdateMetadataRequest(
             controller_id=0,
             controller_epoch=1,
-            live_brokers=[pb.BrokerInfo(node_id=i, host="127.0.0.1", port=1) for i in range(3)],
+            live_brokers=tuple(Broker(node_id=i, host="127.0.0.1", port=1) for i in range(3)),
         )
     )
     rm = ReplicaManager(config, logs, metadata, clock, broker_epoch=lambda: 7)

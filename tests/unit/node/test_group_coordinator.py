@@ -4,6 +4,7 @@ manager that accepts every write as replicated)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 import pytest
 
@@ -16,6 +17,13 @@ from node.coordinator.group_coordinator import (
 )
 from node.coordinator.group_coordinator_config import GroupCoordinatorConfig
 from node.core.metadata_cache import MetadataCache
+from node.core.requests import (
+    Broker,
+    LeaderAndIsrPartition,
+    ProducePartition,
+    ProduceResult,
+    UpdateMetadataRequest,
+)
 from odradek.clock import ManualClock
 from odradek.errors import InvalidConfigError
 from odradek.group_records import (
@@ -86,28 +94,33 @@ class _FakeReplicas:
     def partition(self, topic: str, partition: int) -> _FakePartition:
         return _FakePartition()
 
-    def append_records(self, req: pb.ProduceRequest) -> pb.ProduceResponse:
-        out = pb.ProduceResponse()
-        for data in req.partitions:
+    def append_records(
+        self, partitions: Sequence[ProducePartition], *, acks: int, timeout_ms: int
+    ) -> list[ProduceResult]:
+        out = []
+        for data in partitions:
             for batch in read_batches(data.records):
                 self.written += [(r.key, r.value) for r in batch.records()]
-            out.partitions.add(topic=data.topic, partition=data.partition)
+            out.append(ProduceResult(topic=data.topic, partition=data.partition))
         return out
 
 
 def _coordinator(clock: ManualClock, **config: int) -> tuple[GroupCoordinator, _FakeReplicas]:
     metadata = MetadataCache()
     metadata.update(
-        pb.UpdateMetadataRequest(
+        UpdateMetadataRequest(
+            controller_id=-1,
             controller_epoch=1,
-            live_brokers=[pb.BrokerInfo(node_id=0, host="h", port=1)],
-            partition_states=[
+            live_brokers=(Broker(node_id=0, host="h", port=1),),
+            partition_states=(
                 *(
-                    pb.PartitionState(topic="t", partition=p, leader=0, topic_id=TID)
+                    LeaderAndIsrPartition(topic="t", partition=p, leader=0, topic_id=TID)
                     for p in range(2)
                 ),
-                pb.PartitionState(topic=OFFSETS_TOPIC, partition=0, leader=0, topic_id="x" * 22),
-            ],
+                LeaderAndIsrPartition(
+                    topic=OFFSETS_TOPIC, partition=0, leader=0, topic_id="x" * 22
+                ),
+            ),
         )
     )
     replicas = _FakeReplicas()

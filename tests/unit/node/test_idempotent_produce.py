@@ -4,28 +4,23 @@ with the original base offset and no error; sequence and epoch errors carry Kafk
 from __future__ import annotations
 
 from node.core.replica_manager import ReplicaManager
+from node.core.requests import ProducePartition, ProduceResult
 from odradek.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from odradek.records import Record, build_batch
-from odradek.v1 import odradek_pb2 as pb
 from tests.unit.node.test_replica_manager import _lead, manager  # noqa: F401  (fixture)
 
 
-def _produce(
-    rm: ReplicaManager, epoch: int, seq: int, count: int = 2
-) -> pb.ProducePartitionResponse:
+def _produce(rm: ReplicaManager, epoch: int, seq: int, count: int = 2) -> ProduceResult:
     records = build_batch(
         [Record(None, b"v") for _ in range(count)],
         producer_id=5,
         producer_epoch=epoch,
         base_sequence=seq,
     )
-    return rm.append_records(
-        pb.ProduceRequest(
-            acks=1,
-            timeout_ms=0,
-            partitions=[pb.ProducePartitionData(topic="t", partition=0, records=records)],
-        )
-    ).partitions[0]
+    [result] = rm.append_records(
+        [ProducePartition(topic="t", partition=0, records=records)], acks=1, timeout_ms=0
+    )
+    return result
 
 
 def test_duplicate_answers_the_original_offset_and_errors_map_to_codes(manager) -> None:  # noqa: F811

@@ -14,6 +14,14 @@ import pytest
 from node.config import NodeConfig
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
+from node.core.requests import (
+    Broker,
+    FetchPartition,
+    LeaderAndIsrPartition,
+    LeaderAndIsrRequest,
+    ProducePartition,
+    UpdateMetadataRequest,
+)
 from odradek.clock import ManualClock
 from odradek.errors import (
     FencedLeaderEpochError,
@@ -26,7 +34,6 @@ from odradek.errors import (
     UnknownTopicOrPartitionError,
 )
 from odradek.records import read_batches
-from odradek.v1 import odradek_pb2 as pb
 from storage import LogManager
 from tests.storage_helpers import make_batch
 
@@ -45,10 +52,10 @@ def manager(tmp_path, clock: ManualClock):
     logs = LogManager([tmp_path], config.log, clock, config.log_manager)
     metadata = MetadataCache()
     metadata.update(
-        pb.UpdateMetadataRequest(
+        UpdateMetadataRequest(
             controller_id=0,
             controller_epoch=1,
-            live_brokers=[pb.BrokerInfo(node_id=i, host="127.0.0.1", port=1) for i in range(3)],
+            live_brokers=tuple(Broker(node_id=i, host="127.0.0.1", port=1) for i in range(3)),
         )
     )
     rm = ReplicaManager(config, logs, metadata, clock, broker_epoch=lambda: 7)
@@ -61,94 +68,88 @@ def manager(tmp_path, clock: ManualClock):
 def _leader_and_isr(
     rm, *, leader=0, isr=(0, 1, 2), epoch=0, partition_epoch=0, broker_epoch=7, min_isr="2"
 ):
-    """One LeaderAndIsr for t-0 (replicas 0, 1, 2) from controller epoch 1; its response."""
+    """One LeaderAndIsr for t-0 (replicas 0, 1, 2) from controller epoch 1; its error code and
+    partition results."""
     return rm.become_leader_or_follower(
-        pb.LeaderAndIsrRequest(
+        LeaderAndIsrRequest(
             controller_id=0,
             controller_epoch=1,
             broker_epoch=broker_epoch,
-            partition_states=[
-                pb.PartitionState(
+            partition_states=(
+                LeaderAndIsrPartition(
                     topic="t",
                     partition=0,
                     controller_epoch=1,
                     leader=leader,
                     leader_epoch=epoch,
-                    isr=list(isr),
+                    isr=tuple(isr),
                     partition_epoch=partition_epoch,
-                    replicas=[0, 1, 2],
-                )
-            ],
-            topic_configs=[pb.TopicConfig(name="t", configs={"min.insync.replicas": min_isr})],
+                    replicas=(0, 1, 2),
+                ),
+            ),
+            topic_configs={"t": {"min.insync.replicas": min_isr}},
         )
     )
 
 
 def _lead(rm, *, isr=(0, 1, 2), epoch=0, min_isr="2", partition_epoch=0):
-    response = _leader_and_isr(
+    code, results = _leader_and_isr(
         rm, isr=isr, epoch=epoch, min_isr=min_isr, partition_epoch=partition_epoch
     )
-    assert response.error_code == 0 and response.partitions[0].error_code == 0
+    assert code == 0 and results[0].error_code == 0
     return rm.partition("t", 0)
 
 
 def _produce(rm, acks, count=3, timeout_ms=0, epoch=-1):
     return rm.append_records(
-        pb.ProduceRequest(
-            acks=acks,
-            timeout_ms=timeout_ms,
-            partitions=[
-                pb.ProducePartitionData(
-                    topic="t", partition=0, records=make_batch(count), current_leader_epoch=epoch
-                )
-            ],
-        )
-    ).partitions
+        [
+            ProducePartition(
+                topic="t", partition=0, records=make_batch(count), current_leader_epoch=epoch
+            )
+        ],
+        acks=acks,
+        timeout_ms=timeout_ms,
+    )
 
 
 def _follower_fetch(rm, replica, offset, *, last_epoch=0, epoch=0):
     return rm.fetch(
-        pb.FetchRequest(
-            replica_id=replica,
-            broker_epoch=1,
-            max_wait_ms=0,
-            min_bytes=1,
-            max_bytes=1 << 20,
-            partitions=[
-                pb.FetchPartition(
-                    topic="t",
-                    partition=0,
-                    fetch_offset=offset,
-                    partition_max_bytes=1 << 20,
-                    current_leader_epoch=epoch,
-                    last_fetched_epoch=last_epoch,
-                    log_start_offset=0,
-                )
-            ],
-        ),
+        [
+            FetchPartition(
+                topic="t",
+                partition=0,
+                fetch_offset=offset,
+                partition_max_bytes=1 << 20,
+                current_leader_epoch=epoch,
+                last_fetched_epoch=last_epoch,
+                log_start_offset=0,
+            )
+        ],
         from_follower=True,
-    ).partitions[0]
+        replica_id=replica,
+        broker_epoch=1,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+    )[0]
 
 
 def _consumer_fetch(rm, offset, *, max_wait_ms=0, min_bytes=1):
     return rm.fetch(
-        pb.FetchRequest(
-            replica_id=-1,
-            max_wait_ms=max_wait_ms,
-            min_bytes=min_bytes,
-            max_bytes=1 << 20,
-            partitions=[
-                pb.FetchPartition(
-                    topic="t",
-                    partition=0,
-                    fetch_offset=offset,
-                    partition_max_bytes=1 << 20,
-                    current_leader_epoch=-1,
-                )
-            ],
-        ),
+        [
+            FetchPartition(
+                topic="t",
+                partition=0,
+                fetch_offset=offset,
+                partition_max_bytes=1 << 20,
+                current_leader_epoch=-1,
+            )
+        ],
         from_follower=False,
-    ).partitions[0]
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=1 << 20,
+    )[0]
 
 
 def test_acks_1_appends_and_the_hw_waits_for_the_isr(manager):
@@ -212,12 +213,10 @@ def test_invalid_acks_and_unknown_partitions(manager):
     [r] = _produce(manager, 2)
     assert r.error_code == InvalidRequiredAcksError.code
     assert manager.partition("t", 0).log.log_end_offset == 0
-    response = manager.append_records(
-        pb.ProduceRequest(
-            acks=1, partitions=[pb.ProducePartitionData(topic="nope", partition=0, records=b"")]
-        )
+    [result] = manager.append_records(
+        [ProducePartition(topic="nope", partition=0, records=b"")], acks=1, timeout_ms=0
     )
-    assert response.partitions[0].error_code == UnknownTopicOrPartitionError.code
+    assert result.error_code == UnknownTopicOrPartitionError.code
 
 
 def test_leader_epoch_fencing(manager):
@@ -238,24 +237,24 @@ def test_stale_leader_and_isr_is_ignored_and_a_new_leader_elsewhere_demotes(mana
 
 def test_stale_controller_epoch_is_refused(manager):
     _lead(manager)
-    response = manager.become_leader_or_follower(
-        pb.LeaderAndIsrRequest(controller_id=1, controller_epoch=0, broker_epoch=7)
+    code, _ = manager.become_leader_or_follower(
+        LeaderAndIsrRequest(controller_id=1, controller_epoch=0, broker_epoch=7)
     )
-    assert response.error_code == 11  # STALE_CONTROLLER_EPOCH
-    response = manager.become_leader_or_follower(
-        pb.LeaderAndIsrRequest(controller_id=1, controller_epoch=1, broker_epoch=3)
+    assert code == 11  # STALE_CONTROLLER_EPOCH
+    code, _ = manager.become_leader_or_follower(
+        LeaderAndIsrRequest(controller_id=1, controller_epoch=1, broker_epoch=3)
     )
-    assert response.error_code == 77  # STALE_BROKER_EPOCH
+    assert code == 77  # STALE_BROKER_EPOCH
 
 
 def test_a_newer_broker_epoch_is_accepted(manager):
     """The controller may send with a registration's epoch before the node has stored it
     (the znode is visible to the controller first); that request must be applied."""
     partition = _lead(manager)
-    response = _leader_and_isr(
+    code, results = _leader_and_isr(
         manager, leader=1, epoch=1, isr=(1, 2), partition_epoch=1, broker_epoch=8
     )
-    assert response.error_code == 0 and response.partitions[0].error_code == 0
+    assert code == 0 and results[0].error_code == 0
     assert not partition.is_leader
 
 
@@ -266,11 +265,11 @@ def test_follower_fetch_answers_a_diverging_epoch(manager):
     _produce(manager, 1, count=5)  # epoch 2 starts at offset 5
     # a follower that wrote offsets up to 8 in epoch 1 (never seen by this leader)
     r = _follower_fetch(manager, 1, 9, last_epoch=1, epoch=2)
-    assert r.HasField("diverging_epoch")
+    assert r.diverging_epoch is not None
     assert (r.diverging_epoch.epoch, r.diverging_epoch.end_offset) == (0, 5)
     assert r.records == b""
     r = _follower_fetch(manager, 1, 5, last_epoch=0, epoch=2)
-    assert not r.HasField("diverging_epoch")
+    assert r.diverging_epoch is None
     assert [b.base_offset for b in read_batches(r.records)] == [5]
 
 
