@@ -35,14 +35,29 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from node.coordinator.group_coordinator_config import (
     GROUP_COORDINATOR_PROPERTIES,
     GroupCoordinatorConfig,
 )
+from node.coordinator.group_requests import (
+    Coordinator,
+    DeletedGroup,
+    DescribedGroup,
+    HeartbeatResponse,
+    ListedGroup,
+    ListGroupsResult,
+    OffsetCommitPartition,
+    OffsetCommitResult,
+    OffsetDeleteResult,
+    OffsetFetchPartition,
+    OffsetFetchResult,
+    PartitionResult,
+    described_member,
+    topic_partitions,
+)
 from node.coordinator.group_state import (
-    Assignment,
     ConsumerGroup,
     GroupRecord,
     GroupShard,
@@ -86,7 +101,6 @@ from odradek.group_records import (
     key_type,
 )
 from odradek.records import Record, build_batch, read_batches
-from odradek.v1 import odradek_pb2 as pb
 
 log = logging.getLogger(__name__)
 
@@ -324,16 +338,20 @@ class GroupCoordinator:
 
     # -- FindCoordinator ---------------------------------------------------------------------
 
-    def find_coordinator(self, req: pb.FindCoordinatorRequest) -> pb.FindCoordinatorResponse:
-        """The leader of each group's partition; COORDINATOR_NOT_AVAILABLE while the topic is
-        being created (this request creates it) or the partition has no leader."""
-        out = pb.FindCoordinatorResponse()
+    def find_coordinator(
+        self, group_ids: Sequence[str], listener_name: str | None = None
+    ) -> list[Coordinator]:
+        """The leader of each group's partition, with its endpoint on ``listener_name`` (the
+        listener the request came in on; ``None``: the registered host and port), one answer
+        per group in request order. INVALID_GROUP_ID for an empty id;
+        COORDINATOR_NOT_AVAILABLE while the topic is being created (this request creates it),
+        the partition has no leader, or the leader has no endpoint on the listener."""
+        out: list[Coordinator] = []
         snapshot = self._metadata.snapshot
         exists = any(t == OFFSETS_TOPIC for t, _ in snapshot.partitions)
-        if not exists and any(req.group_ids):
+        if not exists and any(group_ids):
             self._maybe_create_topic()
-        for group_id in req.group_ids:
-            c = out.coordinators.add(key=group_id, node_id=-1)
+        for group_id in group_ids:
             try:
                 if not group_id:
                     raise InvalidGroupIdError("the group id is empty")
@@ -347,9 +365,15 @@ class GroupCoordinator:
                     raise CoordinatorNotAvailableError(
                         f"the partition of group {group_id} has no leader"
                     )
-                c.node_id, c.host, c.port = broker.node_id, broker.host, broker.port
+                endpoint = broker.on_listener(listener_name)
+                if endpoint is None:
+                    raise CoordinatorNotAvailableError(
+                        f"the coordinator of group {group_id} (node {broker.node_id}) has no "
+                        f"listener {listener_name}"
+                    )
+                out.append(Coordinator(group_id, endpoint.node_id, endpoint.host, endpoint.port))
             except OdradekError as e:
-                c.error_code, c.error_message = e.code, e.message
+                out.append(Coordinator(group_id, error_code=e.code, error_message=e.message))
         return out
 
     def _maybe_create_topic(self) -> None:
@@ -371,62 +395,33 @@ class GroupCoordinator:
 
     # -- ConsumerGroupHeartbeat --------------------------------------------------------------
 
-    def consumer_group_heartbeat(
-        self, req: pb.ConsumerGroupHeartbeatRequest, client_host: str
-    ) -> pb.ConsumerGroupHeartbeatResponse:
-        out = pb.ConsumerGroupHeartbeatResponse(
-            member_id=req.member_id,
-            member_epoch=req.member_epoch,
-            heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
-        )
+    def consumer_group_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
+        """KIP-848's ConsumerGroupHeartbeat: join, heartbeat, leave; the member's assignment
+        when it changed. Errors in the answer (never raised)."""
+        interval = self.config.group_consumer_heartbeat_interval_ms
         try:
-            shard = self._shard(req.group_id)
+            shard = self._shard(request.group_id)
             topics = self.topics()
             by_id = {t.topic_id: t.name for t in topics.values()}
-            owned: Assignment | None = None
-            if req.has_topic_partitions:
-                owned = {
-                    tp.topic_id: frozenset(tp.partitions)
-                    for tp in req.topic_partitions
-                    if tp.partitions
-                }
-            request = HeartbeatRequest(
-                group_id=req.group_id,
-                member_id=req.member_id,
-                member_epoch=req.member_epoch,
-                instance_id=req.instance_id if req.HasField("instance_id") else None,
-                rack_id=req.rack_id if req.HasField("rack_id") else None,
-                rebalance_timeout_ms=req.rebalance_timeout_ms,
-                subscribed_topic_names=(
-                    tuple(req.subscribed_topic_names) if req.has_subscribed_topic_names else None
-                ),
-                subscribed_topic_regex=(
-                    req.subscribed_topic_regex if req.HasField("subscribed_topic_regex") else None
-                ),
-                server_assignor=(req.server_assignor if req.HasField("server_assignor") else None),
-                owned=owned,
-                client_id=req.client_id,
-                client_host=client_host,
-            )
             with shard.lock:
                 result = heartbeat(
-                    shard.state.groups.get(req.group_id),
+                    shard.state.groups.get(request.group_id),
                     request,
                     topics,
                     max_group_size=self.config.group_consumer_max_size,
                 )
                 self._write(shard, result.records)
-                self._track(shard, req.group_id, result.member_id, result.removed_member_id)
-            out.member_id, out.member_epoch = result.member_id, result.member_epoch
-            if result.assignment is not None:
-                out.has_assignment = True
-                for tid, ps in sorted(result.assignment.items()):
-                    out.assignment.add(
-                        topic_id=tid, partitions=sorted(ps), topic_name=by_id.get(tid, "")
-                    )
+                self._track(shard, request.group_id, result.member_id, result.removed_member_id)
         except OdradekError as e:
-            out.error_code, out.error_message = e.code, e.message
-        return out
+            return HeartbeatResponse(
+                request.member_id, request.member_epoch, interval, e.code, e.message
+            )
+        assignment = None
+        if result.assignment is not None:
+            assignment = topic_partitions(result.assignment, by_id)
+        return HeartbeatResponse(
+            result.member_id, result.member_epoch, interval, assignment=assignment
+        )
 
     def _track(self, shard: _Shard, group_id: str, member_id: str, removed: str | None) -> None:
         """Restart the member's session timer (or drop it once it left); start or clear its
@@ -451,97 +446,113 @@ class GroupCoordinator:
 
     # -- offsets -----------------------------------------------------------------------------
 
-    def offset_commit(self, req: pb.OffsetCommitRequest) -> pb.OffsetCommitResponse:
-        out = pb.OffsetCommitResponse()
+    def offset_commit(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        partitions: Sequence[OffsetCommitPartition],
+    ) -> OffsetCommitResult:
+        """Commit offsets for ``group_id`` (``member_epoch`` -1: an admin or simple commit,
+        only to a group without members). One result per partition in request order; a
+        group-level error is set on the answer and on every partition."""
         commits = [
             (
-                t.name,
+                p.topic,
                 p.partition,
                 p.committed_offset,
                 p.committed_leader_epoch,
                 p.committed_metadata,
             )
-            for t in req.topics
-            for p in t.partitions
+            for p in partitions
         ]
         try:
-            shard = self._shard(req.group_id)
+            shard = self._shard(group_id)
             with shard.lock:
                 records, outcome = offset_commit_records(
-                    shard.state.groups.get(req.group_id),
-                    req.group_id,
-                    req.member_id,
-                    req.member_epoch,
+                    shard.state.groups.get(group_id),
+                    group_id,
+                    member_id,
+                    member_epoch,
                     commits,
                     self.topics(),
                     self._clock.wall_ms(),
                 )
                 self._write(shard, records)
-            for topic, partition, error in outcome:
-                r = out.partitions.add(topic=topic, partition=partition)
-                if isinstance(error, OdradekError):
-                    r.error_code, r.error_message = error.code, error.message
         except OdradekError as e:
-            out.error_code = e.code
-            for topic, partition, *_ in commits:
-                out.partitions.add(
-                    topic=topic, partition=partition, error_code=e.code, error_message=e.message
-                )
-        return out
+            return OffsetCommitResult(
+                e.code,
+                tuple(PartitionResult(t, p, e.code, e.message) for t, p, *_ in commits),
+            )
+        return OffsetCommitResult(
+            0,
+            tuple(
+                PartitionResult(topic, partition, error.code, error.message)
+                if isinstance(error, OdradekError)
+                else PartitionResult(topic, partition)
+                for topic, partition, error in outcome
+            ),
+        )
 
-    def offset_fetch(self, req: pb.OffsetFetchRequest) -> pb.OffsetFetchResponse:
-        out = pb.OffsetFetchResponse()
+    def offset_fetch(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        partitions: Sequence[tuple[str, int]] | None,
+    ) -> OffsetFetchResult:
+        """The committed offsets of ``partitions`` (``None``: every committed offset of the
+        group, as Kafka's null topics); -1 for a partition without one."""
+        out: list[OffsetFetchPartition] = []
         try:
-            shard = self._shard(req.group_id)
+            shard = self._shard(group_id)
             with shard.lock:
-                validate_offset_fetch(
-                    shard.state.groups.get(req.group_id), req.member_id, req.member_epoch
-                )
-                committed = dict(shard.state.offsets.get(req.group_id, {}))
-            if req.all_topics:
-                wanted: Iterable[tuple[str, int]] = sorted(committed)
-            else:
-                wanted = [(t.name, p) for t in req.topics for p in t.partitions]
+                validate_offset_fetch(shard.state.groups.get(group_id), member_id, member_epoch)
+                committed = dict(shard.state.offsets.get(group_id, {}))
+            wanted: Iterable[tuple[str, int]] = (
+                sorted(committed) if partitions is None else partitions
+            )
             for topic, partition in wanted:
                 value = committed.get((topic, partition))
-                out.partitions.add(
-                    topic=topic,
-                    partition=partition,
-                    committed_offset=-1 if value is None else value.offset,
-                    committed_leader_epoch=-1 if value is None else value.leader_epoch,
-                    metadata="" if value is None else value.metadata,
-                )
+                if value is None:
+                    out.append(OffsetFetchPartition(topic, partition))
+                else:
+                    out.append(
+                        OffsetFetchPartition(
+                            topic, partition, value.offset, value.leader_epoch, value.metadata
+                        )
+                    )
         except OdradekError as e:
-            out.error_code, out.error_message = e.code, e.message
-        return out
+            return OffsetFetchResult(e.code, e.message)
+        return OffsetFetchResult(partitions=tuple(out))
 
-    def offset_delete(self, req: pb.OffsetDeleteRequest) -> pb.OffsetDeleteResponse:
+    def offset_delete(
+        self, group_id: str, partitions: Sequence[tuple[str, int]]
+    ) -> OffsetDeleteResult:
         """Delete committed offsets; GROUP_SUBSCRIBED_TO_TOPIC for a topic a member of the
         group subscribes to; GROUP_ID_NOT_FOUND for a group with neither state nor offsets."""
-        out = pb.OffsetDeleteResponse()
+        out: list[PartitionResult] = []
         try:
-            shard = self._shard(req.group_id)
+            shard = self._shard(group_id)
             with shard.lock:
-                group = shard.state.groups.get(req.group_id)
-                committed = shard.state.offsets.get(req.group_id, {})
+                group = shard.state.groups.get(group_id)
+                committed = shard.state.offsets.get(group_id, {})
                 if group is None and not committed:
-                    raise GroupIdNotFoundError(f"Group {req.group_id} not found.")
+                    raise GroupIdNotFoundError(f"Group {group_id} not found.")
                 subscribed = set() if group is None else group.subscribed_topics(self.topics())
                 records: list[GroupRecord] = []
-                for t in req.topics:
-                    for p in t.partitions:
-                        r = out.partitions.add(topic=t.name, partition=p)
-                        if t.name in subscribed:
-                            err = GroupSubscribedToTopicError(
-                                f"the group subscribes to topic {t.name}"
-                            )
-                            r.error_code, r.error_message = err.code, err.message
-                        elif (t.name, p) in committed:
-                            records.append((OffsetCommitKey(req.group_id, t.name, p), None))
+                for topic, p in partitions:
+                    if topic in subscribed:
+                        err = GroupSubscribedToTopicError(f"the group subscribes to topic {topic}")
+                        out.append(PartitionResult(topic, p, err.code, err.message))
+                        continue
+                    out.append(PartitionResult(topic, p))
+                    if (topic, p) in committed:
+                        records.append((OffsetCommitKey(group_id, topic, p), None))
                 self._write(shard, records)
         except OdradekError as e:
-            out.error_code, out.error_message = e.code, e.message
-        return out
+            return OffsetDeleteResult(e.code, e.message, tuple(out))
+        return OffsetDeleteResult(partitions=tuple(out))
 
     # -- groups ------------------------------------------------------------------------------
 
@@ -549,10 +560,11 @@ class GroupCoordinator:
         with self._lock:
             return [s for s in self._shards.values() if s.loaded]
 
-    def list_groups(self, req: pb.ListGroupsRequest) -> pb.ListGroupsResponse:
-        """The groups of every shard this node has loaded (ask every node for all groups)."""
-        wanted = {s.lower() for s in req.states_filter}
-        out = pb.ListGroupsResponse()
+    def list_groups(self, states_filter: Sequence[str] = ()) -> ListGroupsResult:
+        """The groups of every shard this node has loaded (ask every node for all groups),
+        those in one of ``states_filter`` (Kafka's state names, any case; empty: all)."""
+        wanted = {s.lower() for s in states_filter}
+        out: list[ListedGroup] = []
         for shard in self._loaded_shards():
             with shard.lock:
                 names = set(shard.state.groups) | set(shard.state.offsets)
@@ -561,30 +573,14 @@ class GroupCoordinator:
                     state = group.state_name()
                     if wanted and state.lower() not in wanted:
                         continue
-                    out.groups.add(
-                        group_id=gid,
-                        protocol_type="consumer",
-                        group_state=state,
-                        group_type="consumer",
-                    )
-        return out
+                    out.append(ListedGroup(gid, state))
+        return ListGroupsResult(groups=tuple(out))
 
-    def describe_groups(
-        self, req: pb.ConsumerGroupDescribeRequest
-    ) -> pb.ConsumerGroupDescribeResponse:
-        out = pb.ConsumerGroupDescribeResponse()
+    def describe_groups(self, group_ids: Sequence[str]) -> list[DescribedGroup]:
+        """ConsumerGroupDescribe: each group's state and members, in request order."""
+        out: list[DescribedGroup] = []
         by_id = {t.topic_id: t.name for t in self.topics().values()}
-
-        def tps(assignment: Assignment) -> list[pb.HeartbeatTopicPartitions]:
-            return [
-                pb.HeartbeatTopicPartitions(
-                    topic_id=tid, partitions=sorted(ps), topic_name=by_id.get(tid, "")
-                )
-                for tid, ps in sorted(assignment.items())
-            ]
-
-        for gid in req.group_ids:
-            d = out.groups.add(group_id=gid)
+        for gid in group_ids:
             try:
                 shard = self._shard(gid)
                 with shard.lock:
@@ -593,38 +589,31 @@ class GroupCoordinator:
                         if gid not in shard.state.offsets:
                             raise GroupIdNotFoundError(f"Group {gid} not found.")
                         group = ConsumerGroup(gid)
-                    d.group_state = group.state_name()
-                    d.group_epoch = group.group_epoch
-                    d.assignment_epoch = group.assignment_epoch
-                    d.assignor_name = "uniform"
+                    assignor = "uniform"
+                    members = []
                     for m in sorted(group.members.values(), key=lambda m: m.member_id):
-                        dm = d.members.add(
-                            member_id=m.member_id,
-                            member_epoch=m.member_epoch,
-                            client_id=m.client_id,
-                            client_host=m.client_host,
-                            subscribed_topic_names=list(m.subscribed_topic_names),
-                            assignment=tps(m.assigned),
-                            target_assignment=tps(group.target.get(m.member_id, {})),
-                            member_state=m.state.name,
-                        )
-                        if m.instance_id is not None:
-                            dm.instance_id = m.instance_id
-                        if m.rack_id is not None:
-                            dm.rack_id = m.rack_id
-                        if m.subscribed_topic_regex is not None:
-                            dm.subscribed_topic_regex = m.subscribed_topic_regex
+                        target = group.target.get(m.member_id, {})
+                        members.append(described_member(m, target, by_id))
                         if m.server_assignor:
-                            d.assignor_name = m.server_assignor
+                            assignor = m.server_assignor
+                    out.append(
+                        DescribedGroup(
+                            group_id=gid,
+                            group_state=group.state_name(),
+                            group_epoch=group.group_epoch,
+                            assignment_epoch=group.assignment_epoch,
+                            assignor_name=assignor,
+                            members=tuple(members),
+                        )
+                    )
             except OdradekError as e:
-                d.error_code, d.error_message = e.code, e.message
+                out.append(DescribedGroup(gid, e.code, e.message))
         return out
 
-    def delete_groups(self, req: pb.DeleteGroupsRequest) -> pb.DeleteGroupsResponse:
+    def delete_groups(self, group_ids: Sequence[str]) -> list[DeletedGroup]:
         """Delete empty groups and their offsets (tombstones); NON_EMPTY_GROUP otherwise."""
-        out = pb.DeleteGroupsResponse()
-        for gid in req.group_ids:
-            r = out.results.add(group_id=gid)
+        out: list[DeletedGroup] = []
+        for gid in group_ids:
             try:
                 shard = self._shard(gid)
                 with shard.lock:
@@ -635,8 +624,9 @@ class GroupCoordinator:
                     if group is not None and group.members:
                         raise NonEmptyGroupError(f"Group {gid} is not empty.")
                     self._write(shard, delete_group_records(group, gid, offsets))
+                out.append(DeletedGroup(gid))
             except OdradekError as e:
-                r.error_code, r.error_message = e.code, e.message
+                out.append(DeletedGroup(gid, e.code, e.message))
         return out
 
     # -- timers ------------------------------------------------------------------------------

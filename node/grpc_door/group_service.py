@@ -2,10 +2,11 @@
 :mod:`node.coordinator.group_coordinator`.
 
 :class:`GroupRpcs` is a mixin of the node's Broker servicer
-(:class:`node.grpc_door.service.BrokerServicer`)
-holding the group RPCs (those at the end of the Broker service in the proto). Thin: each handler
-hands the request to the coordinator, which answers with Kafka error codes in the response; a
-servicer without a coordinator answers gRPC UNIMPLEMENTED. Handlers run on the server's worker
+(:class:`node.grpc_door.service.BrokerServicer`) holding the group RPCs (those at the end of
+the Broker service in the proto). Thin: each handler translates the request to the
+coordinator's values (:mod:`node.grpc_door.group_translate`) and hands them to it; it answers
+with Kafka error codes, translated back; a servicer without a coordinator answers gRPC
+UNIMPLEMENTED. Handlers run on the server's worker
 threads and may block while a write waits for the high watermark.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import grpc
 
 from node.coordinator.group_coordinator import GroupCoordinator
+from node.grpc_door import group_translate as wire
 from node.grpc_door.authentication import current_request
 from odradek.v1 import odradek_pb2 as pb
 
@@ -45,39 +47,62 @@ class GroupRpcs:
     def FindCoordinator(  # noqa: N802  (gRPC method names)
         self, request: pb.FindCoordinatorRequest, context: grpc.ServicerContext
     ) -> pb.FindCoordinatorResponse:
-        return self._coordinator(context).find_coordinator(request)
+        coordinators = self._coordinator(context).find_coordinator(list(request.group_ids))
+        return wire.find_coordinator_to_wire(coordinators)
 
     def ConsumerGroupHeartbeat(  # noqa: N802
         self, request: pb.ConsumerGroupHeartbeatRequest, context: grpc.ServicerContext
     ) -> pb.ConsumerGroupHeartbeatResponse:
-        return self._coordinator(context).consumer_group_heartbeat(request, _client_host(context))
+        heartbeat = wire.heartbeat_from_wire(request, _client_host(context))
+        return wire.heartbeat_to_wire(
+            self._coordinator(context).consumer_group_heartbeat(heartbeat)
+        )
 
     def OffsetCommit(  # noqa: N802
         self, request: pb.OffsetCommitRequest, context: grpc.ServicerContext
     ) -> pb.OffsetCommitResponse:
-        return self._coordinator(context).offset_commit(request)
+        result = self._coordinator(context).offset_commit(
+            request.group_id,
+            request.member_id,
+            request.member_epoch,
+            wire.offset_commit_from_wire(request),
+        )
+        return wire.offset_commit_to_wire(result)
 
     def OffsetFetch(  # noqa: N802
         self, request: pb.OffsetFetchRequest, context: grpc.ServicerContext
     ) -> pb.OffsetFetchResponse:
-        return self._coordinator(context).offset_fetch(request)
+        wanted = (
+            None
+            if request.all_topics
+            else [(t.name, p) for t in request.topics for p in t.partitions]
+        )
+        result = self._coordinator(context).offset_fetch(
+            request.group_id, request.member_id, request.member_epoch, wanted
+        )
+        return wire.offset_fetch_to_wire(result)
 
     def ListGroups(  # noqa: N802
         self, request: pb.ListGroupsRequest, context: grpc.ServicerContext
     ) -> pb.ListGroupsResponse:
-        return self._coordinator(context).list_groups(request)
+        result = self._coordinator(context).list_groups(list(request.states_filter))
+        return wire.list_groups_to_wire(result)
 
     def ConsumerGroupDescribe(  # noqa: N802
         self, request: pb.ConsumerGroupDescribeRequest, context: grpc.ServicerContext
     ) -> pb.ConsumerGroupDescribeResponse:
-        return self._coordinator(context).describe_groups(request)
+        groups = self._coordinator(context).describe_groups(list(request.group_ids))
+        return wire.described_groups_to_wire(groups)
 
     def DeleteGroups(  # noqa: N802
         self, request: pb.DeleteGroupsRequest, context: grpc.ServicerContext
     ) -> pb.DeleteGroupsResponse:
-        return self._coordinator(context).delete_groups(request)
+        results = self._coordinator(context).delete_groups(list(request.group_ids))
+        return wire.deleted_groups_to_wire(results)
 
     def OffsetDelete(  # noqa: N802
         self, request: pb.OffsetDeleteRequest, context: grpc.ServicerContext
     ) -> pb.OffsetDeleteResponse:
-        return self._coordinator(context).offset_delete(request)
+        partitions = [(t.name, p) for t in request.topics for p in t.partitions]
+        result = self._coordinator(context).offset_delete(request.group_id, partitions)
+        return wire.offset_delete_to_wire(result)

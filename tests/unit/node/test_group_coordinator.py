@@ -16,6 +16,7 @@ from node.coordinator.group_coordinator import (
     partition_for,
 )
 from node.coordinator.group_coordinator_config import GroupCoordinatorConfig
+from node.coordinator.group_requests import HeartbeatRequest, OffsetCommitPartition
 from node.core.metadata_cache import MetadataCache
 from node.core.requests import (
     Broker,
@@ -33,7 +34,6 @@ from odradek.group_records import (
     key_type,
 )
 from odradek.records import read_batches
-from odradek.v1 import odradek_pb2 as pb
 
 
 def test_java_string_hash() -> None:
@@ -147,35 +147,16 @@ def test_offsets_of_an_empty_group_expire_after_the_retention() -> None:
     coordinator, replicas = _coordinator(
         clock, offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000
     )
-    commit = pb.OffsetCommitRequest(
-        group_id="g",
-        member_epoch=-1,
-        topics=[
-            pb.OffsetCommitTopic(
-                name="t", partitions=[pb.OffsetCommitPartition(partition=1, committed_offset=7)]
-            )
-        ],
-    )
-    assert coordinator.offset_commit(commit).partitions[0].error_code == 0
-    fetched = coordinator.offset_fetch(
-        pb.OffsetFetchRequest(group_id="g", member_epoch=-1, all_topics=True)
-    )
+    commit = [OffsetCommitPartition("t", 1, committed_offset=7)]
+    assert coordinator.offset_commit("g", "", -1, commit).partitions[0].error_code == 0
+    fetched = coordinator.offset_fetch("g", "", -1, None)
     assert [p.committed_offset for p in fetched.partitions] == [7]
     clock.advance(30_000)
     coordinator.tick()  # not yet expired
-    assert (
-        len(
-            coordinator.offset_fetch(
-                pb.OffsetFetchRequest(group_id="g", member_epoch=-1, all_topics=True)
-            ).partitions
-        )
-        == 1
-    )
+    assert len(coordinator.offset_fetch("g", "", -1, None).partitions) == 1
     clock.advance(31_000)
     coordinator.tick()
-    fetched = coordinator.offset_fetch(
-        pb.OffsetFetchRequest(group_id="g", member_epoch=-1, all_topics=True)
-    )
+    fetched = coordinator.offset_fetch("g", "", -1, None)
     assert list(fetched.partitions) == []
     key, value = replicas.written[-1]
     assert key is not None and decode_key(key) == OffsetCommitKey("g", "t", 1) and value is None
@@ -184,31 +165,32 @@ def test_offsets_of_an_empty_group_expire_after_the_retention() -> None:
 def test_a_silent_member_is_removed_after_the_session_timeout() -> None:
     clock = ManualClock()
     coordinator, replicas = _coordinator(clock, group_consumer_session_timeout_ms=5000)
-    join = pb.ConsumerGroupHeartbeatRequest(
+    join = HeartbeatRequest(
         group_id="g",
         member_id="m",
         member_epoch=0,
         rebalance_timeout_ms=1000,
-        has_subscribed_topic_names=True,
-        subscribed_topic_names=["t"],
-        has_topic_partitions=True,
+        subscribed_topic_names=("t",),
+        owned={},
+        client_host="/h",
     )
-    response = coordinator.consumer_group_heartbeat(join, "/h")
+    response = coordinator.consumer_group_heartbeat(join)
     assert response.error_code == 0 and response.member_epoch == 1
+    assert response.assignment is not None
     assert [list(a.partitions) for a in response.assignment] == [[0, 1]]
     clock.advance(4000)
     coordinator.tick()
-    described = coordinator.describe_groups(pb.ConsumerGroupDescribeRequest(group_ids=["g"]))
-    assert len(described.groups[0].members) == 1
+    described = coordinator.describe_groups(["g"])
+    assert len(described[0].members) == 1
     clock.advance(1000)
     coordinator.tick()
-    described = coordinator.describe_groups(pb.ConsumerGroupDescribeRequest(group_ids=["g"]))
-    assert described.groups[0].group_state == "Empty"
+    described = coordinator.describe_groups(["g"])
+    assert described[0].group_state == "Empty"
     tombstoned = [decode_key(k) for k, v in replicas.written if k is not None and v is None]
     assert ConsumerGroupMemberMetadataKey("g", "m") in tombstoned
     # the expired member's next heartbeat is fenced as unknown
     again = coordinator.consumer_group_heartbeat(
-        pb.ConsumerGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=1), "/h"
+        HeartbeatRequest(group_id="g", member_id="m", member_epoch=1, client_host="/h")
     )
     assert again.error_code == 25
     assert key_type(replicas.written[0][0] or b"\x00\x00") == 5  # member metadata first
@@ -218,8 +200,8 @@ def test_requests_for_a_partition_not_led_here() -> None:
     clock = ManualClock()
     coordinator, _ = _coordinator(clock)
     coordinator.on_leadership_change(OFFSETS_TOPIC, 0, False, 2)
-    fetched = coordinator.offset_fetch(pb.OffsetFetchRequest(group_id="g", member_epoch=-1))
+    fetched = coordinator.offset_fetch("g", "", -1, [])
     assert fetched.error_code == 16  # NOT_COORDINATOR
-    found = coordinator.find_coordinator(pb.FindCoordinatorRequest(group_ids=["g", ""]))
-    assert [c.node_id for c in found.coordinators] == [0, -1]
-    assert found.coordinators[1].error_code == 24  # INVALID_GROUP_ID
+    found = coordinator.find_coordinator(["g", ""])
+    assert [c.node_id for c in found] == [0, -1]
+    assert found[1].error_code == 24  # INVALID_GROUP_ID
