@@ -1,0 +1,63 @@
+"""Building kio response entities of any version from plain values.
+
+kio has one class per API version, each with the fields of that version. A handler answers every
+version it serves from the same values: :func:`make` keeps the fields the class has (a field of a
+newer version is dropped for an older one), converts error codes (``int`` → kio's ``ErrorCode``)
+and millisecond durations (``int`` → ``timedelta``) where the schema says so, and leaves the
+class's defaults for what is not given. :func:`nested` finds a version's nested class by name.
+
+Pure; thread-safe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import sys
+from functools import cache
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+__all__ = ["error_code", "make", "nested"]
+
+
+@cache
+def _fields(cls: type[Any]) -> dict[str, str]:
+    """Field name -> kafka_type (``""`` for entity/array fields)."""
+    return {
+        f.name: str(f.metadata.get("kafka_type", "")) for f in dataclasses.fields(cls) if f.init
+    }
+
+
+def error_code(code: int) -> ErrorCode:
+    """kio's ErrorCode of an int code (an unknown code: UNKNOWN_SERVER_ERROR)."""
+    try:
+        return ErrorCode(code)
+    except ValueError:
+        return ErrorCode.unknown_server_error
+
+
+def make(cls: type[Any], **values: Any) -> Any:
+    """An instance of ``cls`` from those of ``values`` it has fields for."""
+    fields = _fields(cls)
+    kwargs: dict[str, Any] = {}
+    for name, value in values.items():
+        kind = fields.get(name)
+        if kind is None:
+            continue
+        if kind == "error_code" and not isinstance(value, ErrorCode):
+            value = error_code(int(value))
+        elif kind.startswith("timedelta") and isinstance(value, int):
+            value = datetime.timedelta(milliseconds=value)
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+@cache
+def nested(cls: type[Any], name: str) -> type[Any]:
+    """The class ``name`` defined beside ``cls`` (the same API version)."""
+    value = getattr(sys.modules[cls.__module__], name)
+    if not isinstance(value, type):
+        raise LookupError(f"{cls.__module__}.{name} is not a class")
+    return value

@@ -1,0 +1,379 @@
+"""The Kafka door's sockets: Kafka listeners served by one asyncio loop on its own thread.
+
+Each connection is read one frame at a time, as Kafka's ``SocketServer`` does: a request is
+read, handled and answered before the next is read (Kafka mutes a channel while its request is
+in flight), so the answers of a connection go out in the order of its requests however many a
+client pipelines (librdkafka sends up to five). Handlers run on the node's request threads
+(``request.handler.threads``: they may block, as long polls and acks=-1 waits do); the loop
+thread only reads, writes and dispatches.
+
+Limits, with Kafka's names:
+
+* ``socket.request.max.bytes`` (100 MiB): a frame larger than that (or negative) closes the
+  connection before its body is read (Kafka's ``InvalidReceiveException``).
+* ``connections.max.idle.ms`` (10 min): a connection without a request for that long is closed.
+* ``max.connections.per.ip`` / ``max.connections.per.ip.overrides``: a connection past its
+  host's limit is closed at once (Kafka's ``ConnectionQuotas``), and so is one past
+  ``max.connections``.
+
+A frame the door cannot parse, a request for an API or version it does not serve (other than
+ApiVersions, which answers UNSUPPORTED_VERSION with its list so that the client can retry lower),
+and any request but ApiVersions and the SASL ones on a SASL listener before authentication close
+the connection, as Kafka's broker does. A handler that fails unexpectedly is logged with its
+traceback and the connection closed: no server exception text reaches a client.
+
+Zero copy: a handler may answer with :class:`ResponseParts`, whose :class:`FileSlice` parts are
+written with ``loop.sendfile`` (``os.sendfile`` on a plaintext socket, Kafka's
+``FileRecords.transferTo``; read and written through TLS on an SSL socket).
+
+Thread-safety: :meth:`KafkaDoor.start` and :meth:`KafkaDoor.stop` from any one thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import ssl
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any
+
+from node.kafka_door import api_versions
+from node.kafka_door.context import ANONYMOUS, Connection, RequestContext
+from node.kafka_door.frames import (
+    API_VERSIONS_KEY,
+    SIZE,
+    FrameError,
+    decode_body,
+    encode_response,
+    peek_api,
+    read_header,
+    request_class,
+    response_header,
+)
+from node.kafka_door.registry import Registry
+
+__all__ = [
+    "DoorLimits",
+    "FileSlice",
+    "KafkaDoor",
+    "KafkaListenerSpec",
+    "NO_RESPONSE",
+    "ResponseParts",
+]
+
+log = logging.getLogger(__name__)
+
+SASL_HANDSHAKE_KEY = 17
+SASL_AUTHENTICATE_KEY = 36
+_BEFORE_AUTHENTICATION = frozenset({API_VERSIONS_KEY, SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY})
+
+
+class _NoResponse:
+    """A handler's answer to a request that gets none (Produce with acks=0)."""
+
+    def __repr__(self) -> str:
+        return "NO_RESPONSE"
+
+
+NO_RESPONSE = _NoResponse()
+
+
+@dataclass(slots=True)
+class FileSlice:
+    """``length`` bytes of an open file descriptor from ``position``: written with sendfile.
+    The door closes ``fd`` once written (the handler hands over a descriptor of its own, e.g.
+    an ``os.dup`` taken under the log's lock, so that a segment deleted meanwhile still reads)."""
+
+    fd: int
+    position: int
+    length: int
+
+
+@dataclass(slots=True)
+class ResponseParts:
+    """A response body in parts: bytes, and file slices written without copying. The frame's
+    size prefix and header are added by the door."""
+
+    flexible: bool
+    parts: list[bytes | FileSlice] = field(default_factory=list)
+
+    def size(self) -> int:
+        return sum(p.length if isinstance(p, FileSlice) else len(p) for p in self.parts)
+
+    def close(self) -> None:
+        for part in self.parts:
+            if isinstance(part, FileSlice) and part.fd >= 0:
+                os.close(part.fd)
+                part.fd = -1
+
+
+@dataclass(frozen=True, slots=True)
+class DoorLimits:
+    """The connection limits (Kafka's ``SocketServerConfigs``)."""
+
+    socket_request_max_bytes: int = 100 * 1024 * 1024
+    connections_max_idle_ms: int = 10 * 60 * 1000
+    max_connections_per_ip: int = 2**31 - 1
+    max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
+    max_connections: int = 2**31 - 1
+
+    def __post_init__(self) -> None:
+        if self.socket_request_max_bytes < 1:
+            raise ValueError("socket.request.max.bytes must be at least 1")
+        if self.connections_max_idle_ms < 1:
+            raise ValueError("connections.max.idle.ms must be at least 1")
+
+    def per_ip(self, host: str) -> int:
+        return self.max_connections_per_ip_overrides.get(host, self.max_connections_per_ip)
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaListenerSpec:
+    """One Kafka listener to bind."""
+
+    name: str
+    security_protocol: str
+    host: str
+    port: int
+    ssl_context: ssl.SSLContext | None = None
+    principal_of_certificate: Callable[[dict[str, Any]], str] | None = None
+    """The SSL principal mapper: a peer certificate (``SSLSocket.getpeercert()``) to
+    ``User:<name>``."""
+
+
+class KafkaDoor:
+    """Every Kafka listener of a node, on one loop thread."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        executor: Executor,
+        limits: DoorLimits | None = None,
+    ) -> None:
+        self._registry = registry
+        self._executor = executor
+        self.limits = limits or DoorLimits()
+        self._loop = asyncio.new_event_loop()
+        self._thread: threading.Thread | None = None
+        self._servers: list[asyncio.AbstractServer] = []
+        self._per_ip: Counter[str] = Counter()
+        self._connections = 0
+        self._writers: set[asyncio.StreamWriter] = set()
+        self.ports: dict[str, int] = {}
+        self._api_versions = api_versions.Responder(registry)
+
+    @property
+    def open_connections(self) -> int:
+        return self._connections
+
+    def start(self, listeners: Sequence[KafkaListenerSpec]) -> dict[str, int]:
+        """Binds every listener and starts serving; returns the bound port per listener
+        name. Raises ``OSError`` naming the listener that cannot bind (nothing is left bound)."""
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="kafka-door", daemon=True
+        )
+        self._thread.start()
+        try:
+            for spec in listeners:
+                future = asyncio.run_coroutine_threadsafe(self._bind(spec), self._loop)
+                self.ports[spec.name] = future.result()
+        except BaseException:
+            self.stop()
+            raise
+        return dict(self.ports)
+
+    async def _bind(self, spec: KafkaListenerSpec) -> int:
+        host = spec.host or "0.0.0.0"
+        try:
+            server = await asyncio.start_server(
+                lambda r, w: self._serve(spec, r, w),
+                host,
+                spec.port,
+                ssl=spec.ssl_context,
+                reuse_address=True,
+                limit=256 * 1024,
+            )
+        except OSError as e:
+            raise OSError(
+                f"cannot listen on {host}:{spec.port} (Kafka listener {spec.name}): "
+                f"{(e.strerror or str(e)).lower()}"
+            ) from None
+        self._servers.append(server)
+        return int(server.sockets[0].getsockname()[1])
+
+    def stop(self) -> None:
+        """Closes the listeners and every connection; waits for the loop thread."""
+        if self._thread is None:
+            return
+
+        async def close() -> None:
+            for server in self._servers:
+                server.close()
+            for writer in list(self._writers):
+                writer.close()
+            for server in self._servers:
+                await server.wait_closed()
+
+        if self._loop.is_running():
+            try:
+                asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=10)
+            except Exception:
+                log.exception("closing the Kafka listeners failed")
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._thread = None
+
+    # -- one connection --
+    async def _serve(
+        self, spec: KafkaListenerSpec, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        host, port = str(peer[0]), int(peer[1])
+        if (
+            self._per_ip[host] >= self.limits.per_ip(host)
+            or self._connections >= self.limits.max_connections
+        ):
+            log.info("refused a connection from %s on %s: connection limit", host, spec.name)
+            writer.close()
+            return
+        self._per_ip[host] += 1
+        self._connections += 1
+        self._writers.add(writer)
+        conn = Connection(spec.name, spec.security_protocol, host, port)
+        try:
+            self._authenticate_transport(spec, conn, writer)
+            await self._requests(conn, reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError, ssl.SSLError):
+            pass
+        except _Close as why:
+            log.info(
+                "closing the connection of %s:%d on %s: %s", host, port, spec.name, why.reason
+            )
+        except Exception:
+            log.exception("the connection of %s:%d on %s failed", host, port, spec.name)
+        finally:
+            self._writers.discard(writer)
+            self._connections -= 1
+            self._per_ip[host] -= 1
+            if self._per_ip[host] <= 0:
+                del self._per_ip[host]
+            writer.close()
+
+    @staticmethod
+    def _authenticate_transport(
+        spec: KafkaListenerSpec, conn: Connection, writer: asyncio.StreamWriter
+    ) -> None:
+        if spec.security_protocol.startswith("SASL_"):
+            conn.authenticated = False
+        if spec.security_protocol == "SSL":
+            ssl_object = writer.get_extra_info("ssl_object")
+            cert = ssl_object.getpeercert() if ssl_object is not None else None
+            if cert and spec.principal_of_certificate is not None:
+                conn.principal = spec.principal_of_certificate(cert)
+            else:
+                conn.principal = ANONYMOUS
+
+    async def _requests(
+        self, conn: Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        idle_s = self.limits.connections_max_idle_ms / 1000
+        max_bytes = self.limits.socket_request_max_bytes
+        while True:
+            try:
+                async with asyncio.timeout(idle_s):
+                    prefix = await reader.readexactly(4)
+            except asyncio.IncompleteReadError:
+                return  # the client closed
+            except TimeoutError:
+                raise _Close(f"idle for {self.limits.connections_max_idle_ms} ms") from None
+            (size,) = SIZE.unpack(prefix)
+            if size < 0 or size > max_bytes:
+                raise _Close(
+                    f"a request of {size} bytes (socket.request.max.bytes is {max_bytes})"
+                )
+            async with asyncio.timeout(idle_s):
+                frame = await reader.readexactly(size)
+            answer = await self._dispatch(conn, frame)
+            if answer is not None:
+                await self._write(writer, answer)
+            if conn.close_after_response:
+                raise _Close("authentication failed")
+
+    async def _dispatch(self, conn: Connection, frame: bytes) -> bytes | ResponseParts | None:
+        try:
+            key, version = peek_api(frame)
+        except FrameError as e:
+            raise _Close(str(e)) from None
+        api = self._registry.get(key)
+        if key == API_VERSIONS_KEY and (api is None or not api.supports(version)):
+            try:
+                header = read_header(frame, flexible=False)
+            except FrameError as e:
+                raise _Close(str(e)) from None
+            return self._api_versions.unsupported(header.correlation_id)
+        if api is None or api.broker_only:
+            raise _Close(f"API key {key} is not served on a Kafka listener")
+        if not api.supports(version) or version < api.refused_below:
+            raise _Close(
+                f"{api.name} v{version} is not supported (v{max(api.min_version, api.refused_below)}"
+                f"-v{api.max_version})"
+            )
+        if not conn.authenticated and key not in _BEFORE_AUTHENTICATION:
+            raise _Close(f"{api.name} before SASL authentication")
+        cls = request_class(key, version)
+        try:
+            header = read_header(frame, bool(cls.__flexible__))
+            body = decode_body(cls, frame, header.body_offset)
+        except FrameError as e:
+            raise _Close(str(e)) from None
+        ctx = RequestContext(conn, key, version, header.correlation_id, header.client_id)
+        if key == API_VERSIONS_KEY:
+            return self._api_versions.answer(ctx, body)
+        try:
+            result = await self._loop.run_in_executor(self._executor, api.handler, ctx, body)
+        except Exception:
+            log.exception("%s v%d from %s failed", api.name, version, conn.peer_host)
+            raise _Close(f"{api.name} failed on the server") from None
+        if result is NO_RESPONSE:
+            return None
+        if isinstance(result, ResponseParts):
+            head = response_header(key, header.correlation_id, result.flexible)
+            result.parts.insert(0, SIZE.pack(len(head) + result.size()) + head)
+            return result
+        try:
+            return encode_response(key, header.correlation_id, result)
+        except Exception:
+            log.exception("encoding %s v%d failed", api.name, version)
+            raise _Close(f"{api.name}'s answer could not be encoded") from None
+
+    async def _write(self, writer: asyncio.StreamWriter, answer: bytes | ResponseParts) -> None:
+        if isinstance(answer, bytes):
+            writer.write(answer)
+            await writer.drain()
+            return
+        try:
+            for part in answer.parts:
+                if isinstance(part, FileSlice):
+                    await writer.drain()
+                    with os.fdopen(part.fd, "rb", closefd=False) as file:
+                        await self._loop.sendfile(
+                            writer.transport, file, part.position, part.length
+                        )
+                else:
+                    writer.write(part)
+            await writer.drain()
+        finally:
+            answer.close()
+
+
+class _Close(Exception):
+    """Ends a connection, with the reason logged."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
