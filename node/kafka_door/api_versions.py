@@ -22,6 +22,7 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16
 
+from node.kafka_door.build import nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import API_VERSIONS_KEY, encode_response, response_class
 from node.kafka_door.registry import Registry
@@ -45,17 +46,16 @@ class Responder:
         )
 
     def unsupported(self, correlation_id: int) -> bytes:
-        """The v0 answer to a version above the door's: UNSUPPORTED_VERSION and the list."""
-        body = ApiVersionsResponseV0(
-            error_code=ErrorCode.unsupported_version, api_keys=self._keys(ApiVersionV0)
-        )
+        """The v0 answer to a version above the door's: UNSUPPORTED_VERSION and ApiVersions'
+        own range (KIP-511; ``ApiVersionsRequest.getErrorResponse``)."""
+        own = next(item for item in self._keys(ApiVersionV0) if item.api_key == API_VERSIONS_KEY)
+        body = ApiVersionsResponseV0(error_code=ErrorCode.unsupported_version, api_keys=(own,))
         return encode_response(API_VERSIONS_KEY, correlation_id, body)
 
     def answer(self, ctx: RequestContext, request: Any) -> bytes:
         version = ctx.api_version
         cls = response_class(API_VERSIONS_KEY, version)
-        nested = cls.__dataclass_fields__["api_keys"].type
-        item_cls = _item_class(cls, nested)
+        item_cls = nested(cls, "ApiVersion")
         error = ErrorCode.none
         if version >= 3:
             name = request.client_software_name
@@ -69,10 +69,3 @@ class Responder:
             fields["throttle_time"] = _NO_THROTTLE
         return encode_response(API_VERSIONS_KEY, ctx.correlation_id, cls(**fields))
 
-
-def _item_class(response: type[Any], annotation: Any) -> type[Any]:
-    """The ``ApiVersion`` class of ``response``'s module."""
-    import sys
-
-    module = sys.modules[response.__module__]
-    return getattr(module, "ApiVersion")  # type: ignore[no-any-return]

@@ -2,8 +2,9 @@
 
 kio has one class per API version, each with the fields of that version. A handler answers every
 version it serves from the same values: :func:`make` keeps the fields the class has (a field of a
-newer version is dropped for an older one), converts error codes (``int`` → kio's ``ErrorCode``)
-and millisecond durations (``int`` → ``timedelta``) where the schema says so, and leaves the
+newer version is dropped for an older one), converts error codes (``int`` → kio's ``ErrorCode``),
+millisecond durations and times (``int`` → ``timedelta`` / ``datetime``, -1 → no time) and topic
+ids (``str`` → ``UUID``) where the schema says so, and leaves the
 class's defaults for what is not given. :func:`nested` finds a version's nested class by name.
 
 Pure; thread-safe.
@@ -14,10 +15,14 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import sys
+import uuid
 from functools import cache
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_ZERO_UUID = uuid.UUID(int=0)
 
 __all__ = ["error_code", "make", "nested"]
 
@@ -50,6 +55,11 @@ def make(cls: type[Any], **values: Any) -> Any:
             value = error_code(int(value))
         elif kind.startswith("timedelta") and isinstance(value, int):
             value = datetime.timedelta(milliseconds=value)
+        elif kind == "datetime_i64" and isinstance(value, int):
+            # -1: no time (kio's None)
+            value = None if value < 0 else _EPOCH + datetime.timedelta(milliseconds=value)
+        elif kind == "uuid" and isinstance(value, str):
+            value = uuid.UUID(value) if value else _ZERO_UUID
         kwargs[name] = value
     return cls(**kwargs)
 

@@ -209,6 +209,8 @@ class KafkaDoor:
     def stop(self) -> None:
         """Closes the listeners and every connection; waits for the loop thread."""
         if self._thread is None:
+            if not self._loop.is_closed():
+                self._loop.close()
             return
 
         async def close() -> None:
@@ -227,6 +229,8 @@ class KafkaDoor:
             self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         self._thread = None
+        if not self._loop.is_running():
+            self._loop.close()
 
     # -- one connection --
     async def _serve(

@@ -3,7 +3,7 @@ SASL_PLAINTEXT or SASL_SSL listener, against the node's SCRAM credential store.
 
 As Kafka's ``SaslServerAuthenticator``: the connection's first requests may only be ApiVersions
 and SaslHandshake; the handshake names a mechanism (UNSUPPORTED_SASL_MECHANISM, 33, with the
-enabled ones otherwise); then SaslAuthenticate requests carry the exchange's messages (RFC 5802,
+enabled ones, and the connection closed, otherwise); then SaslAuthenticate requests carry the exchange's messages (RFC 5802,
 :class:`odradek.scram.ScramServerExchange`). A wrong password or an unknown user answers
 SASL_AUTHENTICATION_FAILED (58) with Kafka's message and closes the connection; a SaslAuthenticate
 out of turn answers ILLEGAL_SASL_STATE (34) and closes it. SaslHandshake v0 (raw tokens outside
@@ -55,6 +55,7 @@ class SaslHandlers:
             conn.close_after_response = True
             return make(cls, error_code=IllegalSaslStateError.code, mechanisms=self._mechanisms)
         if request.mechanism not in self._mechanisms:
+            conn.close_after_response = True
             return make(
                 cls, error_code=UnsupportedSaslMechanismError.code, mechanisms=self._mechanisms
             )

@@ -1,0 +1,278 @@
+"""The Kafka door's connection loop on a real loopback socket, with handlers of the test's own:
+framing, limits, ordering, refusals and zero-copy parts (the broker core is not involved)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader
+
+from node.kafka_door.build import make
+from node.kafka_door.context import RequestContext
+from node.kafka_door.fetch_encoding import encode_fetch_response
+from node.kafka_door.frames import response_class
+from node.kafka_door.registry import Api, Registry
+from node.kafka_door.server import (
+    NO_RESPONSE,
+    DoorLimits,
+    FileSlice,
+    KafkaDoor,
+    KafkaListenerSpec,
+)
+
+METADATA = 3
+FETCH = 1
+PRODUCE = 0
+
+
+def _noop(ctx: RequestContext, request: Any) -> Any:
+    raise AssertionError("not called")
+
+
+def request_frame(key: int, version: int, correlation_id: int, body: bytes = b"") -> bytes:
+    header = struct.pack(">hhih", key, version, correlation_id, 4) + b"test"
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def read_frame(sock: socket.socket) -> bytes:
+    size = struct.unpack(">i", recv_exactly(sock, 4))[0]
+    return recv_exactly(sock, size)
+
+
+def recv_exactly(sock: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError(f"closed after {len(out)} of {n} bytes")
+        out += chunk
+    return out
+
+
+def closed(sock: socket.socket) -> bool:
+    """Whether the server closed the connection (reads end) within the socket's timeout."""
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+# Metadata v0 with no topics: an int32 array count of 0
+EMPTY_METADATA_V0 = struct.pack(">i", 0)
+
+
+@pytest.fixture
+def door_factory() -> Iterator[Callable[..., tuple[KafkaDoor, int]]]:
+    doors: list[KafkaDoor] = []
+    pool = ThreadPoolExecutor(8)
+
+    def make_door(
+        handlers: dict[int, Callable[[RequestContext, Any], Any]] | None = None,
+        limits: DoorLimits | None = None,
+        produce_from: int = 3,
+    ) -> tuple[KafkaDoor, int]:
+        handlers = handlers or {}
+        registry = Registry(
+            [
+                Api(18, "ApiVersions", 0, 3, _noop),
+                Api(METADATA, "Metadata", 0, 8, handlers.get(METADATA, _noop)),
+                Api(FETCH, "Fetch", 4, 11, handlers.get(FETCH, _noop)),
+                Api(PRODUCE, "Produce", 0, 8, handlers.get(PRODUCE, _noop), refused_below=produce_from),
+            ]
+        )
+        door = KafkaDoor(registry, pool, limits)
+        ports = door.start([KafkaListenerSpec("KAFKA", "PLAINTEXT", "127.0.0.1", 0)])
+        doors.append(door)
+        return door, ports["KAFKA"]
+
+    yield make_door
+    for door in doors:
+        door.stop()
+    pool.shutdown()
+
+
+def connect(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    return sock
+
+
+def metadata_answer(ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(METADATA, ctx.api_version)
+    return make(cls, brokers=(), topics=(), controller_id=ctx.correlation_id, throttle_time=0)
+
+
+def test_api_versions_lists_the_registry_and_answers_an_unknown_version_in_v0(door_factory):
+    _, port = door_factory()
+    with connect(port) as sock:
+        sock.sendall(request_frame(18, 0, 7))
+        frame = read_frame(sock)
+        assert struct.unpack_from(">i", frame)[0] == 7
+        body, _ = entity_reader(ApiVersionsResponseV0)(frame, 4)
+        assert body.error_code == ErrorCode.none
+        assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [
+            (PRODUCE, 0, 8),
+            (FETCH, 4, 11),
+            (METADATA, 0, 8),
+            (18, 0, 3),
+        ]
+        # a version above the door's: v0 body, UNSUPPORTED_VERSION, ApiVersions' own range;
+        # the connection stays open for the retry
+        sock.sendall(request_frame(18, 9, 8))
+        frame = read_frame(sock)
+        body, _ = entity_reader(ApiVersionsResponseV0)(frame, 4)
+        assert body.error_code == ErrorCode.unsupported_version
+        assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(18, 0, 3)]
+        sock.sendall(request_frame(18, 0, 9))
+        assert struct.unpack_from(">i", read_frame(sock))[0] == 9
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        request_frame(99, 0, 1),  # an unknown API key
+        request_frame(METADATA, 9, 1),  # a version above the registry's
+        request_frame(FETCH, 3, 1),  # below it
+        request_frame(PRODUCE, 2, 1),  # advertised, refused (KAFKA-18659)
+        request_frame(METADATA, 0, 1, b"\x00\x00"),  # a truncated body
+        request_frame(METADATA, 0, 1, EMPTY_METADATA_V0 + b"junk"),  # bytes after the body
+        struct.pack(">i", 3) + b"abc",  # no room for a header
+    ],
+)
+def test_a_request_the_door_cannot_serve_closes_the_connection(door_factory, frame):
+    _, port = door_factory({METADATA: metadata_answer})
+    with connect(port) as sock:
+        sock.sendall(frame)
+        assert closed(sock)
+    with connect(port) as other:  # the door goes on serving
+        other.sendall(request_frame(METADATA, 0, 5, EMPTY_METADATA_V0))
+        assert struct.unpack_from(">i", read_frame(other))[0] == 5
+
+
+def test_a_frame_over_the_limit_closes_before_its_body_is_read(door_factory):
+    door, port = door_factory(limits=DoorLimits(socket_request_max_bytes=1000))
+    with connect(port) as sock:
+        # only the size is sent: the door must not wait for the 1001 bytes
+        sock.sendall(struct.pack(">i", 1001))
+        assert closed(sock)
+    with connect(port) as sock:
+        sock.sendall(struct.pack(">i", -5))
+        assert closed(sock)
+
+
+def test_an_idle_connection_is_closed(door_factory):
+    _, port = door_factory(limits=DoorLimits(connections_max_idle_ms=200))
+    with connect(port) as sock:
+        assert closed(sock)
+
+
+def test_connections_past_the_per_ip_limit_are_closed(door_factory):
+    door, port = door_factory(
+        {METADATA: metadata_answer}, limits=DoorLimits(max_connections_per_ip=2)
+    )
+    first, second = connect(port), connect(port)
+    for sock in (first, second):  # both served
+        sock.sendall(request_frame(METADATA, 0, 1, EMPTY_METADATA_V0))
+        read_frame(sock)
+    with connect(port) as third:
+        assert closed(third)
+    first.close()
+    # the count goes down once the door has seen the close
+    for _ in range(100):
+        with connect(port) as again:
+            again.sendall(request_frame(METADATA, 0, 2, EMPTY_METADATA_V0))
+            try:
+                read_frame(again)
+                break
+            except ConnectionError:
+                continue
+    else:
+        raise AssertionError("a connection freed by a close was never served again")
+    second.close()
+
+
+def test_pipelined_requests_are_answered_in_order(door_factory):
+    release = threading.Event()
+    calls: list[int] = []
+
+    def slow_first(ctx: RequestContext, request: Any) -> Any:
+        calls.append(ctx.correlation_id)
+        if ctx.correlation_id == 1:
+            release.wait(5)
+        return metadata_answer(ctx, request)
+
+    _, port = door_factory({METADATA: slow_first})
+    with connect(port) as sock:
+        sock.sendall(b"".join(request_frame(METADATA, 0, c, EMPTY_METADATA_V0) for c in (1, 2, 3)))
+        threading.Timer(0.3, release.set).start()
+        answered = [struct.unpack_from(">i", read_frame(sock))[0] for _ in range(3)]
+    assert answered == [1, 2, 3]
+    assert calls == [1, 2, 3]  # one request of a connection at a time, as Kafka
+
+
+def test_a_failing_handler_closes_the_connection_without_its_text(door_factory):
+    def broken(ctx: RequestContext, request: Any) -> Any:
+        raise RuntimeError("secret internal detail")
+
+    _, port = door_factory({METADATA: broken})
+    with connect(port) as sock:
+        sock.sendall(request_frame(METADATA, 0, 1, EMPTY_METADATA_V0))
+        data = b""
+        try:
+            while chunk := sock.recv(4096):
+                data += chunk
+        except ConnectionResetError:
+            pass
+    assert b"secret" not in data
+    assert data == b""
+
+
+def test_no_response_is_written_for_no_response(door_factory):
+    def silent(ctx: RequestContext, request: Any) -> Any:
+        return NO_RESPONSE
+
+    _, port = door_factory({PRODUCE: silent, METADATA: metadata_answer})
+    # Produce v3, acks=0: transactional id null, acks 0, timeout, no topics
+    body = struct.pack(">hhii", -1, 0, 1000, 0)
+    with connect(port) as sock:
+        sock.sendall(request_frame(PRODUCE, 3, 1, body))
+        sock.sendall(request_frame(METADATA, 0, 2, EMPTY_METADATA_V0))
+        assert struct.unpack_from(">i", read_frame(sock))[0] == 2
+
+
+def test_file_slices_are_sent_from_the_file(door_factory, tmp_path: Path):
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(b"0123456789" * 1000)
+
+    def fetch(ctx: RequestContext, request: Any) -> Any:
+        fd = os.open(segment, os.O_RDONLY)
+        cls = response_class(FETCH, ctx.api_version)
+        fields = {
+            "partition_index": 0,
+            "error_code": 0,
+            "high_watermark": 5,
+            "aborted_transactions": None,
+        }
+        return encode_fetch_response(
+            cls,
+            {"throttle_time": 0, "error_code": 0, "session_id": 0},
+            [("t", [(fields, FileSlice(fd, 1005, 3000))])],
+        )
+
+    _, port = door_factory({FETCH: fetch})
+    # Fetch v4: replica -1, max wait 0, min bytes 0, max bytes 1 MiB, isolation 0, no topics
+    body = struct.pack(">iiiib", -1, 0, 0, 1 << 20, 0) + struct.pack(">i", 0)
+    with connect(port) as sock:
+        sock.sendall(request_frame(FETCH, 4, 11, body))
+        frame = read_frame(sock)
+    assert struct.unpack_from(">i", frame)[0] == 11
+    assert frame.endswith(struct.pack(">i", 3000) + (b"0123456789" * 1000)[1005:4005])
