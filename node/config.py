@@ -126,6 +126,27 @@ class NodeConfig:
     """ACLs: ``authorizer.class.name``, ``super.users``, ``allow.everyone.if.no.acl.found``."""
     sasl_enabled_mechanisms: tuple[str, ...] = ("SCRAM-SHA-256", "SCRAM-SHA-512")
     """SASL mechanisms SASL_SSL listeners accept (``sasl.enabled.mechanisms``)."""
+    # -- the Kafka door (node/kafka_door, docs/kafka-protocol.md) -------------------------------
+    kafka_listener_names: tuple[str, ...] = ()
+    """The listeners that speak Kafka's wire protocol (``kafka.listener.names``, odradek's);
+    every other listener speaks gRPC. The inter-broker listener is always gRPC."""
+    kafka_host: str | None = None
+    """``kafka.listen.address``'s host: one PLAINTEXT Kafka listener named KAFKA beside the
+    gRPC listener of ``listen.address`` (when ``listeners`` is not given)."""
+    kafka_port: int = 0
+    socket_request_max_bytes: int = 100 * 1024 * 1024
+    """The largest Kafka request a Kafka listener reads (``socket.request.max.bytes``)."""
+    connections_max_idle_ms: int = 10 * 60 * 1000
+    """A Kafka connection idle this long is closed (``connections.max.idle.ms``)."""
+    max_connections: int = 2**31 - 1
+    """Kafka connections per node (``max.connections``)."""
+    max_connections_per_ip: int = 2**31 - 1
+    """Kafka connections per client address (``max.connections.per.ip``)."""
+    max_connections_per_ip_overrides: tuple[tuple[str, int], ...] = ()
+    """``max.connections.per.ip.overrides`` (``host:count,...``)."""
+    auto_create_topics_enable: bool = True
+    """A Kafka client's Metadata request for a missing topic creates it
+    (``auto.create.topics.enable``, Kafka's default true); the gRPC door never creates one."""
 
     def __post_init__(self) -> None:
         if self.node_id < 0:
@@ -157,10 +178,18 @@ class NodeConfig:
             self.advertised_listeners,
             self.protocol_map,
             self.inter_broker_listener_name,
+            self.effective_kafka_listener_names,
         )
+        for name in ("socket_request_max_bytes", "connections_max_idle_ms", "max_connections"):
+            if getattr(self, name) <= 0:
+                raise InvalidConfigError(f"{name.replace('_', '.')} must be positive")
+        if self.max_connections_per_ip <= 0:
+            raise InvalidConfigError("max.connections.per.ip must be positive")
         for listener in self.effective_listeners:
             protocol = self.protocol_map[listener.name]
-            if protocol != "PLAINTEXT" and not self.ssl_for(listener.name).has_keystore:
+            if protocol in ("PLAINTEXT", "SASL_PLAINTEXT"):
+                continue
+            if not self.ssl_for(listener.name).has_keystore:
                 raise InvalidConfigError(
                     f"listener {listener.name} is {protocol} but has no keystore "
                     "(ssl.keystore.location)"
@@ -178,13 +207,30 @@ class NodeConfig:
 
     @property
     def effective_listeners(self) -> tuple[Listener, ...]:
-        """``listeners``, or the single PLAINTEXT listener of ``listen.address``."""
-        return self.listeners or (Listener("PLAINTEXT", self.host, self.port),)
+        """``listeners``, or the PLAINTEXT listener of ``listen.address`` (and the KAFKA one
+        of ``kafka.listen.address``)."""
+        if self.listeners:
+            return self.listeners
+        grpc = Listener("PLAINTEXT", self.host, self.port)
+        if self.kafka_host is None:
+            return (grpc,)
+        return (grpc, Listener(KAFKA_LISTENER, self.kafka_host, self.kafka_port))
+
+    @property
+    def effective_kafka_listener_names(self) -> tuple[str, ...]:
+        """The Kafka listeners' names: ``kafka.listener.names``, or KAFKA with
+        ``kafka.listen.address``."""
+        if self.kafka_listener_names or self.listeners or self.kafka_host is None:
+            return self.kafka_listener_names
+        return (KAFKA_LISTENER,)
 
     @property
     def protocol_map(self) -> dict[str, str]:
         """Listener name → security protocol."""
-        return dict(self.listener_security_protocol_map or DEFAULT_PROTOCOL_MAP.items())
+        given = dict(self.listener_security_protocol_map or DEFAULT_PROTOCOL_MAP.items())
+        if not self.listeners and self.kafka_host is not None:
+            given.setdefault(KAFKA_LISTENER, "PLAINTEXT")
+        return given
 
     def ssl_for(self, listener_name: str) -> SslConfig:
         """The TLS settings of ``listener_name``."""
@@ -198,6 +244,7 @@ class NodeConfig:
             self.advertised_listeners,
             self.protocol_map,
             self.inter_broker_listener_name,
+            self.effective_kafka_listener_names,
         )
 
     def topic_config(self, overrides: Mapping[str, str]) -> LogConfig:
@@ -226,7 +273,14 @@ _SCALARS = {
     "metrics.port": "metrics_port",
     "log.format": "log_format",
     "replica.fetch.silence.max.ms": "replica_fetch_silence_max_ms",
+    "socket.request.max.bytes": "socket_request_max_bytes",
+    "connections.max.idle.ms": "connections_max_idle_ms",
+    "max.connections": "max_connections",
+    "max.connections.per.ip": "max_connections_per_ip",
+    "auto.create.topics.enable": "auto_create_topics_enable",
 }
+KAFKA_LISTENER = "KAFKA"
+"""The name of ``kafka.listen.address``'s listener."""
 LOG_FORMATS = ("text", "json")
 _LOG_MANAGER = {
     "log.retention.check.interval.ms": "retention_check_interval_ms",
@@ -271,6 +325,9 @@ def known_config_names() -> list[str]:
         "log.dirs",
         "log.dir",
         "listen.address",
+        "kafka.listen.address",
+        "kafka.listener.names",
+        "max.connections.per.ip.overrides",
         "log.retention.hours",
         "log.retention.minutes",
         "log.roll.hours",
@@ -341,6 +398,16 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
                 address = raw.split("://", 1)[-1]
                 host, _, port = address.rpartition(":")
                 values["host"], values["port"] = host or "127.0.0.1", int(port)
+            elif key == "kafka.listen.address":
+                address = raw.split("://", 1)[-1]
+                host, _, port = address.rpartition(":")
+                values["kafka_host"], values["kafka_port"] = host or "127.0.0.1", int(port)
+            elif key == "kafka.listener.names":
+                values["kafka_listener_names"] = tuple(
+                    n.strip().upper() for n in raw.split(",") if n.strip()
+                )
+            elif key == "max.connections.per.ip.overrides":
+                values["max_connections_per_ip_overrides"] = _per_ip_overrides(raw)
             elif key == "listeners":
                 values["listeners"] = parse_listeners(raw, key)
                 if not values["listeners"]:
@@ -417,3 +484,16 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
             ) from None
     values["ignored_kafka_configs"] = tuple(sorted(ignored))
     return NodeConfig(**values)
+
+
+def _per_ip_overrides(text: str) -> tuple[tuple[str, int], ...]:
+    """``host:count,...`` (``max.connections.per.ip.overrides``); ``ValueError`` if malformed."""
+    out = []
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        if not sep or not host or int(count) < 0:
+            raise ValueError(item)
+        out.append((host.strip("[]"), int(count)))
+    return tuple(out)

@@ -42,7 +42,11 @@ DEFAULT_PROTOCOL_MAP: Mapping[str, str] = {p: p for p in SECURITY_PROTOCOLS}
 """``listener.security.protocol.map``'s default: each protocol is a listener name of itself."""
 
 SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_SSL")
-"""What a listener may use. SASL_PLAINTEXT is refused: SCRAM is carried only inside TLS."""
+"""What a gRPC listener may use. SASL_PLAINTEXT is refused there: odradek's gRPC SASL hands out
+a session token, which must not cross the wire in clear."""
+
+KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+"""What a Kafka listener may use: Kafka's four (SCRAM never sends the password itself)."""
 
 INTER_BROKER_SERVICES = ("odradek.v1.Replication", "odradek.v1.Controller")
 """Served only on the inter-broker listener: follower fetches, OffsetForLeaderEpoch and the
@@ -115,17 +119,26 @@ def validate_listeners(
     advertised: Iterable[Listener],
     protocol_map: Mapping[str, str],
     inter_broker_listener_name: str | None,
+    kafka_listener_names: Iterable[str] = (),
 ) -> str:
     """Checks the listener settings together; returns the inter-broker listener's name.
 
     The name defaults, as Kafka's ``security.inter.broker.protocol=PLAINTEXT`` does, to the
-    listener named PLAINTEXT; odradek also takes the only listener when there is one. Raises
+    gRPC listener named PLAINTEXT; odradek also takes the only gRPC listener when there is one. Raises
     ``InvalidConfigError``: a listener without a (supported) protocol, two listeners on one
     port, an advertised listener that is not bound or is ``0.0.0.0``, an inter-broker
-    listener that is not a listener.
+    listener that is not a listener, a Kafka listener (``kafka.listener.names``) that is not
+    a listener or is the inter-broker one (brokers replicate over gRPC).
     """
     bound = tuple(listeners)
     names = [listener.name for listener in bound]
+    kafka = tuple(kafka_listener_names)
+    grpc_names = [name for name in names if name not in kafka]
+    for name in kafka:
+        if name not in names:
+            raise InvalidConfigError(
+                f"kafka.listener.names: {name} is not one of the listeners ({', '.join(names)})"
+            )
     for listener in bound:
         protocol = protocol_map.get(listener.name)
         if protocol is None:
@@ -133,10 +146,11 @@ def validate_listeners(
                 f"listener {listener.name} has no security protocol in "
                 "listener.security.protocol.map"
             )
-        if protocol not in SUPPORTED_PROTOCOLS:
+        supported = KAFKA_PROTOCOLS if listener.name in kafka else SUPPORTED_PROTOCOLS
+        if protocol not in supported:
             raise InvalidConfigError(
                 f"listener {listener.name}: security protocol {protocol} is not supported "
-                f"(one of {', '.join(SUPPORTED_PROTOCOLS)})"
+                f"(one of {', '.join(supported)})"
             )
     ports = [listener.port for listener in bound if listener.port != 0]
     for port in ports:
@@ -160,13 +174,23 @@ def validate_listeners(
                 f"listeners ({', '.join(names)})"
             )
         chosen = inter_broker_listener_name
-    elif "PLAINTEXT" in names:
+    elif "PLAINTEXT" in grpc_names:
         chosen = "PLAINTEXT"
-    elif len(names) == 1:
-        chosen = names[0]
+    elif len(grpc_names) == 1:
+        chosen = grpc_names[0]
+    elif not grpc_names:
+        raise InvalidConfigError(
+            "every listener is a Kafka listener (kafka.listener.names): brokers replicate over "
+            "gRPC, so add a gRPC listener for them (e.g. REPLICATION://:9093)"
+        )
     else:
         raise InvalidConfigError(
-            "inter.broker.listener.name is required when no listener is named PLAINTEXT"
+            "inter.broker.listener.name is required when no gRPC listener is named PLAINTEXT"
+        )
+    if chosen in kafka:
+        raise InvalidConfigError(
+            f"the inter-broker listener {chosen} is a Kafka listener (kafka.listener.names): "
+            "brokers replicate over gRPC, so name a gRPC listener in inter.broker.listener.name"
         )
     if protocol_map.get(chosen) == "SASL_SSL":
         raise InvalidConfigError(

@@ -53,6 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     start.add_argument("--node-id", type=int, help="node.id")
     start.add_argument("--listen", help="listen.address, HOST:PORT (port 0: any free port)")
+    start.add_argument(
+        "--kafka-listen",
+        help=(
+            "kafka.listen.address, HOST:PORT: also serve Kafka's wire protocol there, on a "
+            "PLAINTEXT listener named KAFKA (port 0: any free port)"
+        ),
+    )
     start.add_argument("--log-dirs", help="log.dirs, comma-separated")
     start.add_argument("--zookeeper", help="zookeeper.connect, HOST:PORT[,...][/chroot]")
     start.add_argument("--rack", help="broker.rack")
@@ -78,6 +85,7 @@ def properties_from_args(args: argparse.Namespace) -> dict[str, str]:
     flags = {
         "node.id": args.node_id,
         "listen.address": args.listen,
+        "kafka.listen.address": args.kafka_listen,
         "log.dirs": args.log_dirs,
         "zookeeper.connect": args.zookeeper,
         "broker.rack": args.rack,

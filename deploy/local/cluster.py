@@ -52,14 +52,19 @@ class NodeProcess:
         *,
         host: str = "127.0.0.1",
         port: int | None = None,
+        kafka_port: int | None = None,
         overrides: dict[str, str] | None = None,
         python: str = sys.executable,
     ) -> None:
+        """``kafka_port``: also serve Kafka's wire protocol there (0: any free port)."""
         self.node_id = node_id
         self.directory = directory
         self.zookeeper_connect = zookeeper_connect
         self.host = host
         self.port = port if port is not None else free_port(host)
+        self.kafka_port = (
+            None if kafka_port is None else kafka_port if kafka_port else free_port(host)
+        )
         self.overrides = dict(overrides or {})
         self.python = python
         self.process: subprocess.Popen[bytes] | None = None
@@ -67,6 +72,13 @@ class NodeProcess:
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def kafka_address(self) -> str:
+        """Where Kafka clients reach this node (``kafka_port`` must have been given)."""
+        if self.kafka_port is None:
+            raise ValueError(f"node {self.node_id} serves no Kafka listener")
+        return f"{self.host}:{self.kafka_port}"
 
     @property
     def log_path(self) -> Path:
@@ -87,6 +99,8 @@ class NodeProcess:
             "--zookeeper",
             self.zookeeper_connect,
         ]
+        if self.kafka_port is not None:
+            cmd += ["--kafka-listen", self.kafka_address]
         for key, value in sorted(self.overrides.items()):
             cmd += ["--override", f"{key}={value}"]
         return cmd
@@ -170,8 +184,10 @@ class LocalCluster:
         ports: Sequence[int] | None = None,
         zookeeper_port: int | None = None,
         zookeeper_tls: ZooKeeperTls | None = None,
+        kafka_ports: Sequence[int] | None = None,
     ) -> None:
-        """``zookeeper_tls``: the ZooKeeper (the cluster's own, or ``zookeeper``'s, which must
+        """``kafka_ports``: each node also serves Kafka's wire protocol on its port there (0:
+        any free port). ``zookeeper_tls``: the ZooKeeper (the cluster's own, or ``zookeeper``'s, which must
         have been made with it) serves TLS and the nodes connect to its TLS port; their
         ``zookeeper.ssl.*`` settings come with ``overrides``."""
         self.directory = Path(directory)
@@ -192,6 +208,7 @@ class LocalCluster:
                 self.directory / f"node-{node_id}",
                 self._zookeeper_connect(),
                 port=None if ports is None else ports[node_id],
+                kafka_port=None if kafka_ports is None else kafka_ports[node_id],
                 overrides=defaults,
             )
             for node_id in range(size)
@@ -207,6 +224,11 @@ class LocalCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(n.address for n in self.nodes)
+
+    @property
+    def kafka_bootstrap_servers(self) -> str:
+        """The nodes' Kafka listeners, for Kafka clients (``kafka_ports`` must have been given)."""
+        return ",".join(n.kafka_address for n in self.nodes)
 
     def node(self, node_id: int) -> NodeProcess:
         return self.nodes[node_id]

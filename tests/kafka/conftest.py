@@ -1,0 +1,57 @@
+"""A real three-node cluster serving Kafka's wire protocol, shared by a module's tests, and the
+Kafka clients none of us wrote: confluent-kafka (librdkafka), kafka-python, aiokafka, Debian's
+kcat and kafkajs (npm). A missing client fails the test loudly: ``bash scripts/setup.sh``
+installs them all."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from deploy.local.cluster import LocalCluster
+from deploy.local.zookeeper import ZooKeeperServer
+
+JS_CLIENTS = Path(__file__).parent / "js"
+_chroots = itertools.count()
+
+
+def require(executable: str) -> str:
+    path = shutil.which(executable)
+    if path is None:
+        raise RuntimeError(f"{executable} is not installed: run bash scripts/setup.sh")
+    return path
+
+
+@pytest.fixture(scope="module")
+def kafka_cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> Iterator[LocalCluster]:
+    """Three nodes, each with a gRPC listener and a PLAINTEXT Kafka listener; topics created by
+    a Kafka client get three replicas unless the client says otherwise."""
+    cluster = LocalCluster(
+        tmp_path_factory.mktemp("kafka-cluster"),
+        3,
+        zookeeper=zookeeper,
+        chroot=f"/kafka{next(_chroots)}",
+        kafka_ports=[0, 0, 0],
+        overrides={"default.replication.factor": "3", "num.partitions": "3"},
+    )
+    cluster.start()
+    try:
+        yield cluster
+    except BaseException:
+        for node in cluster.nodes:
+            print(f"--- node {node.node_id} log tail ---\n{node.tail(60)}")
+        raise
+    finally:
+        for node in cluster.nodes:
+            node.kill()
+
+
+@pytest.fixture(scope="module")
+def bootstrap(kafka_cluster: LocalCluster) -> str:
+    return kafka_cluster.kafka_bootstrap_servers
