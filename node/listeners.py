@@ -124,7 +124,7 @@ def validate_listeners(
     """Checks the listener settings together; returns the inter-broker listener's name.
 
     The name defaults, as Kafka's ``security.inter.broker.protocol=PLAINTEXT`` does, to the
-    gRPC listener named PLAINTEXT; odradek also takes the only gRPC listener when there is one. Raises
+    gRPC listener named PLAINTEXT; odradek also takes the only gRPC listener if there is one. Raises
     ``InvalidConfigError``: a listener without a (supported) protocol, two listeners on one
     port, an advertised listener that is not bound or is ``0.0.0.0``, an inter-broker
     listener that is not a listener, a Kafka listener (``kafka.listener.names``) that is not

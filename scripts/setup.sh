@@ -3,6 +3,8 @@
 # to run again:
 #   - Debian's zookeeper package (the real ZooKeeper the cluster and the tests run) and Java,
 #     and Netty's codec jar its TLS port needs (libnetty-java; deploy/local/zookeeper.py);
+#   - the Kafka clients the tests drive against the Kafka listeners: Debian's kcat, and kafkajs
+#     from npm (tests/kafka/js, on Debian's nodejs);
 #   - a virtualenv in .venv with the project (editable) and its development tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,8 +14,10 @@ apt_install() {
         echo "setup: need root to apt-get install $*" >&2
         exit 1
     fi
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null \
-        || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null; }
+    # wait for another apt-get (a second setup running) rather than fail on its lock
+    local apt=(apt-get -o DPkg::Lock::Timeout=600)
+    DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -q "$@" >/dev/null \
+        || { "${apt[@]}" update -q >/dev/null && DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -q "$@" >/dev/null; }
 }
 
 if [ ! -f /usr/share/java/zookeeper.jar ]; then
@@ -27,6 +31,19 @@ fi
 if ! command -v java >/dev/null 2>&1; then
     echo "setup: installing a Java runtime for ZooKeeper"
     apt_install default-jre-headless
+fi
+
+if ! command -v kcat >/dev/null 2>&1; then
+    echo "setup: installing Debian's kcat"
+    apt_install kcat
+fi
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    echo "setup: installing Debian's nodejs and npm (for kafkajs)"
+    apt_install nodejs npm
+fi
+if [ ! -f tests/kafka/js/node_modules/kafkajs/package.json ]; then
+    echo "setup: installing kafkajs (npm ci, tests/kafka/js)"
+    (cd tests/kafka/js && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 
 PYTHON=${PYTHON:-python3.11}

@@ -1,4 +1,4 @@
-"""ApiVersions (key 18), v0–v3: the advertised registry, and the answer to a version the door
+"""ApiVersions (key 18), v0-v3: the advertised registry, and the answer to a version the door
 does not know.
 
 Kafka's ``KafkaApis.handleApiVersionsRequest`` / ``ApiVersionsRequest.getErrorResponse``: a
@@ -68,4 +68,3 @@ class Responder:
         if version >= 1:
             fields["throttle_time"] = _NO_THROTTLE
         return encode_response(API_VERSIONS_KEY, ctx.correlation_id, cls(**fields))
-

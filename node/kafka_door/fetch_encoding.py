@@ -1,9 +1,9 @@
-"""A Fetch response (v4–v11) whose record sets are written from their segment files.
+"""A Fetch response (v4-v11) whose record sets are written from their segment files.
 
 kio encodes every field; only the arrays' counts and the records' length prefixes are put
 together here, because the records themselves are not in memory: they are
 :class:`~node.kafka_door.server.FileSlice` parts that the door writes with sendfile. This is
-exact for the non-flexible versions the door serves (v4–v11), in which:
+exact for the non-flexible versions the door serves (v4-v11), in which:
 
 * the response ends with its ``responses`` array (int32 count, then the topics),
 * a topic ends with its ``partitions`` array (int32 count, then the partitions),
@@ -46,7 +46,7 @@ def encode_fetch_response(
     top: dict[str, Any],
     topics: Sequence[tuple[str, Sequence[FetchedPartition]]],
 ) -> ResponseParts:
-    """The body of ``cls`` (a FetchResponse v4–v11 class) in parts: ``top`` holds the
+    """The body of ``cls`` (a FetchResponse v4-v11 class) in parts: ``top`` holds the
     response's own fields, ``topics`` each topic's name and partitions in request order."""
     if cls.__version__ > MAX_VERSION or cls.__flexible__:
         raise ValueError(f"Fetch v{cls.__version__} is not laid out as this module expects")

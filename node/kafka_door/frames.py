@@ -96,8 +96,7 @@ def _payload_class(module: Any, suffix: str) -> type[Any]:
         if (
             isinstance(value, type)
             and name.endswith(suffix)
-            and getattr(value, "__type__", None)
-            in (EntityType.request, EntityType.response)
+            and getattr(value, "__type__", None) in (EntityType.request, EntityType.response)
             and value.__module__ == module.__name__
         ):
             return value

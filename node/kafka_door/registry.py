@@ -8,7 +8,7 @@ advertises "not a full descriptor range because a codec exists").
 
 ``refused_below``: versions advertised but answered only with an error. Produce is advertised
 from v0 because librdkafka enables compression by an exact overlap with Produce v0
-(KAFKA-18659); v0–v2 carry the old message formats, which odradek does not store.
+(KAFKA-18659); v0-v2 carry the old message formats, which odradek does not store.
 
 Pure data and lookups; thread-safe (immutable after import).
 """

@@ -62,6 +62,7 @@ __all__ = [
     "FileSlice",
     "KafkaDoor",
     "KafkaListenerSpec",
+    "CLOSE_CONNECTION",
     "NO_RESPONSE",
     "ResponseParts",
 ]
@@ -81,6 +82,17 @@ class _NoResponse:
 
 
 NO_RESPONSE = _NoResponse()
+
+
+class _CloseConnection:
+    """A handler's answer that closes the connection instead (Produce with acks=0 that failed
+    for any partition: Kafka closes the connection so that the producer notices)."""
+
+    def __repr__(self) -> str:
+        return "CLOSE_CONNECTION"
+
+
+CLOSE_CONNECTION = _CloseConnection()
 
 
 @dataclass(slots=True)
@@ -254,10 +266,8 @@ class KafkaDoor:
             await self._requests(conn, reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError, TimeoutError, ssl.SSLError):
             pass
-        except _Close as why:
-            log.info(
-                "closing the connection of %s:%d on %s: %s", host, port, spec.name, why.reason
-            )
+        except _CloseError as why:
+            log.info("closing the connection of %s:%d on %s: %s", host, port, spec.name, why.reason)
         except Exception:
             log.exception("the connection of %s:%d on %s failed", host, port, spec.name)
         finally:
@@ -294,10 +304,10 @@ class KafkaDoor:
             except asyncio.IncompleteReadError:
                 return  # the client closed
             except TimeoutError:
-                raise _Close(f"idle for {self.limits.connections_max_idle_ms} ms") from None
+                raise _CloseError(f"idle for {self.limits.connections_max_idle_ms} ms") from None
             (size,) = SIZE.unpack(prefix)
             if size < 0 or size > max_bytes:
-                raise _Close(
+                raise _CloseError(
                     f"a request of {size} bytes (socket.request.max.bytes is {max_bytes})"
                 )
             async with asyncio.timeout(idle_s):
@@ -306,35 +316,35 @@ class KafkaDoor:
             if answer is not None:
                 await self._write(writer, answer)
             if conn.close_after_response:
-                raise _Close("authentication failed")
+                raise _CloseError("authentication failed")
 
     async def _dispatch(self, conn: Connection, frame: bytes) -> bytes | ResponseParts | None:
         try:
             key, version = peek_api(frame)
         except FrameError as e:
-            raise _Close(str(e)) from None
+            raise _CloseError(str(e)) from None
         api = self._registry.get(key)
         if key == API_VERSIONS_KEY and (api is None or not api.supports(version)):
             try:
                 header = read_header(frame, flexible=False)
             except FrameError as e:
-                raise _Close(str(e)) from None
+                raise _CloseError(str(e)) from None
             return self._api_versions.unsupported(header.correlation_id)
         if api is None or api.broker_only:
-            raise _Close(f"API key {key} is not served on a Kafka listener")
+            raise _CloseError(f"API key {key} is not served on a Kafka listener")
         if not api.supports(version) or version < api.refused_below:
-            raise _Close(
-                f"{api.name} v{version} is not supported (v{max(api.min_version, api.refused_below)}"
-                f"-v{api.max_version})"
+            lowest = max(api.min_version, api.refused_below)
+            raise _CloseError(
+                f"{api.name} v{version} is not supported (v{lowest}-v{api.max_version})"
             )
         if not conn.authenticated and key not in _BEFORE_AUTHENTICATION:
-            raise _Close(f"{api.name} before SASL authentication")
+            raise _CloseError(f"{api.name} before SASL authentication")
         cls = request_class(key, version)
         try:
             header = read_header(frame, bool(cls.__flexible__))
             body = decode_body(cls, frame, header.body_offset)
         except FrameError as e:
-            raise _Close(str(e)) from None
+            raise _CloseError(str(e)) from None
         ctx = RequestContext(conn, key, version, header.correlation_id, header.client_id)
         if key == API_VERSIONS_KEY:
             return self._api_versions.answer(ctx, body)
@@ -342,9 +352,11 @@ class KafkaDoor:
             result = await self._loop.run_in_executor(self._executor, api.handler, ctx, body)
         except Exception:
             log.exception("%s v%d from %s failed", api.name, version, conn.peer_host)
-            raise _Close(f"{api.name} failed on the server") from None
+            raise _CloseError(f"{api.name} failed on the server") from None
         if result is NO_RESPONSE:
             return None
+        if result is CLOSE_CONNECTION:
+            raise _CloseError(f"{api.name} failed and gets no answer (acks=0)")
         if isinstance(result, ResponseParts):
             head = response_header(key, header.correlation_id, result.flexible)
             result.parts.insert(0, SIZE.pack(len(head) + result.size()) + head)
@@ -353,7 +365,7 @@ class KafkaDoor:
             return encode_response(key, header.correlation_id, result)
         except Exception:
             log.exception("encoding %s v%d failed", api.name, version)
-            raise _Close(f"{api.name}'s answer could not be encoded") from None
+            raise _CloseError(f"{api.name}'s answer could not be encoded") from None
 
     async def _write(self, writer: asyncio.StreamWriter, answer: bytes | ResponseParts) -> None:
         if isinstance(answer, bytes):
@@ -375,7 +387,7 @@ class KafkaDoor:
             answer.close()
 
 
-class _Close(Exception):
+class _CloseError(Exception):
     """Ends a connection, with the reason logged."""
 
     def __init__(self, reason: str) -> None:

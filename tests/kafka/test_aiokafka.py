@@ -10,7 +10,13 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 
 async def _round_trip(bootstrap: str, topic: str) -> list:
-    for codec, idempotent in ((None, True), ("gzip", False), ("snappy", True), ("lz4", True), ("zstd", False)):
+    for codec, idempotent in (
+        (None, True),
+        ("gzip", False),
+        ("snappy", True),
+        ("lz4", True),
+        ("zstd", False),
+    ):
         producer = AIOKafkaProducer(
             bootstrap_servers=bootstrap, compression_type=codec, enable_idempotence=idempotent
         )

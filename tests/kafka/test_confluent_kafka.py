@@ -33,8 +33,10 @@ def create_topic(bootstrap: str, name: str, partitions: int = 3, **configs: str)
     deadline = time.monotonic() + 60  # noqa: TID251
     while time.monotonic() < deadline:  # noqa: TID251
         md = admin.list_topics(name, timeout=10).topics[name]
-        if md.error is None and len(md.partitions) == partitions and all(
-            p.leader >= 0 for p in md.partitions.values()
+        if (
+            md.error is None
+            and len(md.partitions) == partitions
+            and all(p.leader >= 0 for p in md.partitions.values())
         ):
             return
         time.sleep(0.1)
@@ -195,13 +197,22 @@ def test_what_one_door_writes_the_other_reads_byte_for_byte(kafka_cluster, boots
         bootstrap,
         topic,
         [
-            {"key": b"from-kafka", "value": b"1", "headers": [("door", b"kafka")], "timestamp": 1_700_000_000_123},
+            {
+                "key": b"from-kafka",
+                "value": b"1",
+                "headers": [("door", b"kafka")],
+                "timestamp": 1_700_000_000_123,
+            },
             {"key": None, "value": b"2"},
         ],
     )
     with OdradekProducer(kafka_cluster.bootstrap_servers) as producer:
         producer.send(
-            topic, b"3", key=b"from-grpc", headers=[("door", b"grpc")], timestamp_ms=1_700_000_000_456
+            topic,
+            b"3",
+            key=b"from-grpc",
+            headers=[("door", b"grpc")],
+            timestamp_ms=1_700_000_000_456,
         ).result()
     kafka_side = consume(bootstrap, [TopicPartition(topic, 0, 0)], 3)
     with OdradekConsumer(kafka_cluster.bootstrap_servers) as consumer:

@@ -18,7 +18,9 @@ def test_kafka_python_creates_produces_and_consumes(bootstrap):
     for codec in (None, "gzip", "snappy", "lz4", "zstd"):
         producer = KafkaProducer(bootstrap_servers=bootstrap, compression_type=codec, acks="all")
         futures = [
-            producer.send(topic, key=f"{codec}".encode(), value=f"{codec}-{i}".encode(), partition=0)
+            producer.send(
+                topic, key=f"{codec}".encode(), value=f"{codec}-{i}".encode(), partition=0
+            )
             for i in range(100)
         ]
         producer.flush(60)

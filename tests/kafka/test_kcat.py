@@ -40,7 +40,15 @@ def test_kcat_produces_with_each_codec_and_reads_it_back(bootstrap, codec):
     topic = f"kcat-{codec}-{uuid.uuid4().hex[:6]}"
     lines = [f"{codec}-{i}" for i in range(200)]
     kcat(
-        "-b", bootstrap, "-P", "-t", topic, "-p", "0", "-z", codec,
+        "-b",
+        bootstrap,
+        "-P",
+        "-t",
+        topic,
+        "-p",
+        "0",
+        "-z",
+        codec,
         stdin="\n".join(lines).encode() + b"\n",
     )
     out = kcat("-b", bootstrap, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q")

@@ -1,4 +1,4 @@
-"""Fetch (1), v4–v11: a consumer's fetch, long-polled, answered from the segment files.
+"""Fetch (1), v4-v11: a consumer's fetch, long-polled, answered from the segment files.
 
 Whole batches from the one holding the fetch offset (the client skips the records before its
 offset), up to the high watermark (``isolation_level`` 1, read committed, is the same bound here:
@@ -90,7 +90,9 @@ def handle_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> A
             }
             records = r.records
             if hasattr(records, "open_fd"):
-                partitions.append((fields, FileSlice(records.open_fd(), records.position, len(records))))
+                partitions.append(
+                    (fields, FileSlice(records.open_fd(), records.position, len(records)))
+                )
             else:
                 partitions.append((fields, bytes(records)))
         topics.append((t.topic, partitions))

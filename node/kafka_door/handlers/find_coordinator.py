@@ -1,4 +1,4 @@
-"""FindCoordinator (10), v0–v3: the node coordinating a consumer group.
+"""FindCoordinator (10), v0-v3: the node coordinating a consumer group.
 
 The coordinator is the leader of the group's partition of ``__consumer_offsets`` (created on
 first use); the answer gives its endpoint **on the listener the request came in on**, as Kafka

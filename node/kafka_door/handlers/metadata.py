@@ -1,4 +1,4 @@
-"""Metadata (3), v0–v8: the brokers on the request's listener, the controller, the topics.
+"""Metadata (3), v0-v8: the brokers on the request's listener, the controller, the topics.
 
 As Kafka's ``KafkaApis.handleTopicMetadataRequest`` (ZooKeeper mode):
 

@@ -1,4 +1,4 @@
-"""ListOffsets (2) v1–v5, OffsetForLeaderEpoch (23) v2–v3 and DeleteRecords (21) v0–v1.
+"""ListOffsets (2) v1-v5, OffsetForLeaderEpoch (23) v2-v3 and DeleteRecords (21) v0-v1.
 
 ListOffsets: the special timestamps are Kafka's — -2 earliest, -1 latest (the high watermark
 for a consumer), -3 the record with the largest timestamp (KIP-734), -4 the earliest local

@@ -1,4 +1,4 @@
-"""Produce (0), v3–v8 served (v0–v2 advertised, and their requests close the connection, as
+"""Produce (0), v3-v8 served (v0-v2 advertised, and their requests close the connection, as
 Kafka 4 does: KAFKA-18659).
 
 The records stay bytes: each partition's record set goes to the replica manager as sent, which
@@ -6,7 +6,7 @@ validates every batch (CRC-32C, the idempotent producer's sequence), assigns off
 Per-partition errors are Kafka's codes (NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE,
 CORRUPT_MESSAGE, INVALID_RECORD, OUT_OF_ORDER_SEQUENCE_NUMBER, ...); a partition the principal
 may not WRITE is TOPIC_AUTHORIZATION_FAILED (29) and never reaches the log. With acks=0 the
-broker answers nothing (``NO_RESPONSE``).
+broker answers nothing (``NO_RESPONSE``), and closes the connection if any partition failed.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
-from node.kafka_door.server import NO_RESPONSE
+from node.kafka_door.server import CLOSE_CONNECTION, NO_RESPONSE
 from node.kafka_door.services import DoorServices
 
 __all__ = ["handle_produce"]
@@ -45,7 +45,10 @@ def handle_produce(services: DoorServices, ctx: RequestContext, request: Any) ->
         allowed, acks=int(request.acks), timeout_ms=int(request.timeout.total_seconds() * 1000)
     )
     if int(request.acks) == 0:
-        return NO_RESPONSE
+        # no answer; but a failure closes the connection, so that the producer notices and
+        # refreshes its metadata (KafkaApis.handleProduceRequest)
+        failed = bool(denied) or any(r.error_code != 0 for r in results)
+        return CLOSE_CONNECTION if failed else NO_RESPONSE
     by_key = {(r.topic, r.partition): r for r in results}
     return _answer(ctx, request, by_key, 0, denied)
 

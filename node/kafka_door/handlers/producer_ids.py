@@ -1,4 +1,4 @@
-"""InitProducerId (22), v0–v4: a producer id for an idempotent producer.
+"""InitProducerId (22), v0-v4: a producer id for an idempotent producer.
 
 As Kafka's ``KafkaApis.handleInitProducerIdRequest`` without a transactional id: the principal
 needs IDEMPOTENT_WRITE on the cluster or, since KIP-679, WRITE on any topic, else

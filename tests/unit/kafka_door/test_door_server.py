@@ -87,7 +87,14 @@ def door_factory() -> Iterator[Callable[..., tuple[KafkaDoor, int]]]:
                 Api(18, "ApiVersions", 0, 3, _noop),
                 Api(METADATA, "Metadata", 0, 8, handlers.get(METADATA, _noop)),
                 Api(FETCH, "Fetch", 4, 11, handlers.get(FETCH, _noop)),
-                Api(PRODUCE, "Produce", 0, 8, handlers.get(PRODUCE, _noop), refused_below=produce_from),
+                Api(
+                    PRODUCE,
+                    "Produce",
+                    0,
+                    8,
+                    handlers.get(PRODUCE, _noop),
+                    refused_below=produce_from,
+                ),
             ]
         )
         door = KafkaDoor(registry, pool, limits)
@@ -159,7 +166,7 @@ def test_a_request_the_door_cannot_serve_closes_the_connection(door_factory, fra
 
 
 def test_a_frame_over_the_limit_closes_before_its_body_is_read(door_factory):
-    door, port = door_factory(limits=DoorLimits(socket_request_max_bytes=1000))
+    _, port = door_factory(limits=DoorLimits(socket_request_max_bytes=1000))
     with connect(port) as sock:
         # only the size is sent: the door must not wait for the 1001 bytes
         sock.sendall(struct.pack(">i", 1001))
@@ -176,7 +183,7 @@ def test_an_idle_connection_is_closed(door_factory):
 
 
 def test_connections_past_the_per_ip_limit_are_closed(door_factory):
-    door, port = door_factory(
+    _, port = door_factory(
         {METADATA: metadata_answer}, limits=DoorLimits(max_connections_per_ip=2)
     )
     first, second = connect(port), connect(port)

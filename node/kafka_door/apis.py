@@ -1,0 +1,66 @@
+"""The Kafka door's API table: each served API, its advertised versions and its handler.
+
+The ranges are the ones every client we test accepts (``docs/kafka-protocol.md`` has the table
+with the client that exercises each): kcat / librdkafka 2.0 and confluent-kafka / librdkafka
+2.16 (which enable features by exact-version overlap, ``rdkafka_feature.c``), kafka-python 3
+(which infers a Kafka release from the maxima), aiokafka 0.14 (which has almost no flexible
+versions and fails when no version it implements is in range) and kafkajs 2.2. Non-flexible
+versions throughout, except ApiVersions v3.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from node.kafka_door.handlers.fetch import handle_fetch
+from node.kafka_door.handlers.find_coordinator import handle_find_coordinator
+from node.kafka_door.handlers.metadata import handle_metadata
+from node.kafka_door.handlers.offsets import (
+    handle_delete_records,
+    handle_list_offsets,
+    handle_offset_for_leader_epoch,
+)
+from node.kafka_door.handlers.produce import handle_produce
+from node.kafka_door.handlers.producer_ids import handle_init_producer_id
+from node.kafka_door.handlers.sasl import SaslHandlers
+from node.kafka_door.registry import Api, Registry
+from node.kafka_door.services import DoorServices
+
+__all__ = ["build_registry"]
+
+
+def _unreachable(*_: object) -> None:
+    raise AssertionError("ApiVersions is answered by the connection loop")
+
+
+def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
+    """The registry of everything the door serves, bound to ``services``."""
+
+    def bound(handler: Callable[..., Any]) -> Callable[..., Any]:
+        return functools.partial(handler, services)
+
+    return Registry(
+        [
+            # Produce v0-v2 are advertised and refused (KAFKA-18659: librdkafka compresses
+            # only when Produce v0 is in the broker's range)
+            Api(0, "Produce", 0, 8, bound(handle_produce), refused_below=3),
+            Api(1, "Fetch", 4, 11, bound(handle_fetch)),
+            Api(2, "ListOffsets", 1, 5, bound(handle_list_offsets)),
+            Api(3, "Metadata", 0, 8, bound(handle_metadata)),
+            Api(10, "FindCoordinator", 0, 2, bound(handle_find_coordinator)),
+            Api(17, "SaslHandshake", 1, 1, sasl.handshake),
+            Api(18, "ApiVersions", 0, 3, _unreachable),
+            Api(21, "DeleteRecords", 0, 1, bound(handle_delete_records)),
+            Api(22, "InitProducerId", 0, 1, bound(handle_init_producer_id)),
+            Api(
+                23,
+                "OffsetForLeaderEpoch",
+                2,
+                3,
+                bound(handle_offset_for_leader_epoch),
+            ),
+            Api(36, "SaslAuthenticate", 0, 1, sasl.authenticate),
+        ]
+    )
