@@ -188,8 +188,8 @@ class LocalCluster:
     ) -> None:
         """``kafka_ports``: each node also serves Kafka's wire protocol on its port there (0:
         any free port). ``zookeeper_tls``: the ZooKeeper (the cluster's own, or
-        ``zookeeper``'s, which must have been made with it) serves TLS and the nodes connect to its TLS port; their
-        ``zookeeper.ssl.*`` settings come with ``overrides``."""
+        ``zookeeper``'s, which must have been made with it) serves TLS and the nodes connect to
+        its TLS port; their ``zookeeper.ssl.*`` settings come with ``overrides``."""
         self.directory = Path(directory)
         self._own_zookeeper = zookeeper is None
         self.zookeeper = zookeeper or ZooKeeperServer(

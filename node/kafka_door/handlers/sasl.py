@@ -4,8 +4,8 @@ SASL_PLAINTEXT or SASL_SSL listener, against the node's SCRAM credential store.
 As Kafka's ``SaslServerAuthenticator``: the connection's first requests may only be ApiVersions
 and SaslHandshake; the handshake names a mechanism (UNSUPPORTED_SASL_MECHANISM, 33, with the
 enabled ones, and the connection closed, otherwise); then SaslAuthenticate requests carry the
-exchange's messages (RFC 5802, :class:`odradek.scram.ScramServerExchange`). A wrong password or an unknown user answers
-SASL_AUTHENTICATION_FAILED (58) with Kafka's message and closes the connection; a SaslAuthenticate
+exchange's messages (RFC 5802, :class:`odradek.scram.ScramServerExchange`). A wrong password
+or an unknown user answers SASL_AUTHENTICATION_FAILED (58) with Kafka's message and closes the connection; a SaslAuthenticate
 out of turn answers ILLEGAL_SASL_STATE (34) and closes it. SaslHandshake v0 (raw tokens outside
 Kafka's framing) is not served: every client since Kafka 1.0 sends v1.
 
