@@ -183,9 +183,10 @@ class KafkaDoor:
     def open_connections(self) -> int:
         return self._connections
 
-    def start(self, listeners: Sequence[KafkaListenerSpec]) -> dict[str, int]:
-        """Binds every listener and starts serving; returns the bound port per listener
-        name. Raises ``OSError`` naming the listener that cannot bind (nothing is left bound)."""
+    def bind(self, listeners: Sequence[KafkaListenerSpec]) -> dict[str, int]:
+        """Binds every listener (connections wait in the backlog until :meth:`serve`);
+        returns the bound port per listener name. Raises ``OSError`` naming the listener that
+        cannot bind (nothing is left bound)."""
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="kafka-door", daemon=True
         )
@@ -199,6 +200,21 @@ class KafkaDoor:
             raise
         return dict(self.ports)
 
+    def serve(self) -> None:
+        """Starts accepting on every bound listener."""
+
+        async def start() -> None:
+            for server in self._servers:
+                await server.start_serving()
+
+        asyncio.run_coroutine_threadsafe(start(), self._loop).result(timeout=10)
+
+    def start(self, listeners: Sequence[KafkaListenerSpec]) -> dict[str, int]:
+        """:meth:`bind`, then :meth:`serve`."""
+        ports = self.bind(listeners)
+        self.serve()
+        return ports
+
     async def _bind(self, spec: KafkaListenerSpec) -> int:
         host = spec.host or "0.0.0.0"
         try:
@@ -209,6 +225,7 @@ class KafkaDoor:
                 ssl=spec.ssl_context,
                 reuse_address=True,
                 limit=256 * 1024,
+                start_serving=False,
             )
         except OSError as e:
             raise OSError(

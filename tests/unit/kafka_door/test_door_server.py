@@ -183,9 +183,7 @@ def test_an_idle_connection_is_closed(door_factory):
 
 
 def test_connections_past_the_per_ip_limit_are_closed(door_factory):
-    _, port = door_factory(
-        {METADATA: metadata_answer}, limits=DoorLimits(max_connections_per_ip=2)
-    )
+    _, port = door_factory({METADATA: metadata_answer}, limits=DoorLimits(max_connections_per_ip=2))
     first, second = connect(port), connect(port)
     for sock in (first, second):  # both served
         sock.sendall(request_frame(METADATA, 0, 1, EMPTY_METADATA_V0))
