@@ -6,8 +6,9 @@ and SaslHandshake; the handshake names a mechanism (UNSUPPORTED_SASL_MECHANISM, 
 enabled ones, and the connection closed, otherwise); then SaslAuthenticate requests carry the
 exchange's messages (RFC 5802, :class:`odradek.scram.ScramServerExchange`). A wrong password
 or an unknown user answers SASL_AUTHENTICATION_FAILED (58) with Kafka's message and closes the
-connection; a SaslAuthenticate out of turn answers ILLEGAL_SASL_STATE (34) and closes it. SaslHandshake v0 (raw tokens outside
-Kafka's framing) is not served: every client since Kafka 1.0 sends v1.
+connection; a SaslAuthenticate out of turn answers ILLEGAL_SASL_STATE (34) and closes it.
+SaslHandshake v0 (raw tokens outside Kafka's framing) is not served: every client since Kafka
+1.0 sends v1.
 
 Runs on a request thread, one request of a connection at a time (no lock needed for the
 connection's state).
