@@ -50,7 +50,9 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             Api(2, "ListOffsets", 1, 5, bound(handle_list_offsets)),
             Api(3, "Metadata", 0, 8, bound(handle_metadata)),
             Api(10, "FindCoordinator", 0, 2, bound(handle_find_coordinator)),
-            Api(17, "SaslHandshake", 1, 1, sasl.handshake),
+            # v0 is advertised (librdkafka 2.0 requires it in range to use SASL at all) and
+            # refused: its raw-token exchange is not served; every client sends v1
+            Api(17, "SaslHandshake", 0, 1, sasl.handshake, refused_below=1),
             Api(18, "ApiVersions", 0, 3, _unreachable),
             Api(21, "DeleteRecords", 0, 1, bound(handle_delete_records)),
             Api(22, "InitProducerId", 0, 1, bound(handle_init_producer_id)),
