@@ -49,10 +49,15 @@ from node.grpc_door.tls_credentials import (
     channel_credentials,
     server_credentials,
 )
+from node.kafka_door.handlers.sasl import SaslHandlers
+from node.kafka_door.server import KafkaDoor
+from node.kafka_door.services import DoorServices
+from node.kafka_listeners import kafka_door, kafka_listener_specs
 from node.listeners import advertised_endpoints
 from node.metrics.endpoint import MetricsEndpoint
 from node.replication.alter_partition import AlterPartitionManager
 from node.replication.fetcher import ReplicaFetcherManager
+from node.security.auth_helper import AuthHelper
 from node.security.authorizer import AclAuthorizer
 from node.security.sasl import SaslSessions
 from node.security.scram_store import ScramCredentialStore
@@ -196,6 +201,8 @@ class Node:
         self.sasl_sessions: SaslSessions | None = None
         """The certificate reloader of each SSL listener."""
         self.groups: GroupCoordinator | None = None
+        self.kafka_door: KafkaDoor | None = None
+        """The Kafka listeners (``kafka.listener.names``), when there are any."""
         self._health = health.HealthServicer()
         self._ticker: threading.Thread | None = None
         self.metrics: MetricsEndpoint | None = None
@@ -294,7 +301,10 @@ class Node:
         # one server per listener (sharing the worker threads), so that each knows its
         # listener: Metadata answers with that listener's endpoints, and only the inter-broker
         # listener serves the replication and controller services
+        kafka_names = c.effective_kafka_listener_names
         for listener in c.effective_listeners:
+            if listener.name in kafka_names:
+                continue  # served by the Kafka door (below)
             protocol = c.protocol_map[listener.name]
             ssl_config = c.ssl_for(listener.name)
             # ssl.client.auth=requested: gRPC cannot ask for a certificate without requiring
@@ -370,6 +380,20 @@ class Node:
                     f"{_bind_error(host, listener.port)}"
                 )
             self.ports[listener.name] = port
+        if kafka_names:
+            services = DoorServices(
+                node_id=c.node_id,
+                replicas=self.replicas,
+                metadata=self.metadata,
+                auth=None if authorizer is None else AuthHelper(authorizer),
+                producer_ids=producer_ids,
+                groups=self.groups,
+                admin=None,
+                auto_create_topics=c.auto_create_topics_enable,
+            )
+            sasl_handlers = SaslHandlers(scram_store.credential, c.sasl_enabled_mechanisms)
+            self.kafka_door = kafka_door(c, services, sasl_handlers, executor)
+            self.ports.update(self.kafka_door.bind(kafka_listener_specs(c)))
         self.port = self.ports[c.effective_listeners[0].name]
         if self.metrics is not None and c.metrics_port is not None:
             # on the host of the first listener, as the gRPC port
@@ -405,6 +429,8 @@ class Node:
             server.start()
         for terminator in self._terminators:
             terminator.start()
+        if self.kafka_door is not None:
+            self.kafka_door.serve()
         if self.groups is not None:
             self.groups.start()
         self.controller.startup()
@@ -509,6 +535,8 @@ class Node:
             self.replicas.shutdown()
         for terminator in self._terminators:
             terminator.stop()
+        if self.kafka_door is not None:
+            self.kafka_door.stop()
         stopping = [server.stop(grace=1) for server in self._servers]
         for done in stopping:
             done.wait()

@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ANONYMOUS", "Connection", "RequestContext"]
+from node.security.auth_helper import Caller
+from node.security.principal import ANONYMOUS, KafkaPrincipal
 
-ANONYMOUS = "User:ANONYMOUS"
+__all__ = ["Connection", "RequestContext"]
 
 
 @dataclass(slots=True)
@@ -27,7 +28,7 @@ class Connection:
     """PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
     peer_host: str
     peer_port: int
-    principal: str = ANONYMOUS
+    principal: KafkaPrincipal = ANONYMOUS
     """``User:<name>``: the certificate's mapped name on SSL, the SASL user once authenticated."""
     authenticated: bool = True
     """False on a SASL listener until SaslAuthenticate succeeds."""
@@ -55,8 +56,13 @@ class RequestContext:
     client_id: str | None
 
     @property
-    def principal(self) -> str:
+    def principal(self) -> KafkaPrincipal:
         return self.connection.principal
+
+    @property
+    def caller(self) -> Caller:
+        """Who asks, as the ACL checks take it."""
+        return Caller(self.connection.principal, self.connection.peer_host)
 
     @property
     def listener(self) -> str:

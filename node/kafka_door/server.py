@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from node.kafka_door import api_versions
-from node.kafka_door.context import ANONYMOUS, Connection, RequestContext
+from node.kafka_door.context import Connection, RequestContext
 from node.kafka_door.frames import (
     API_VERSIONS_KEY,
     SIZE,
@@ -56,6 +56,7 @@ from node.kafka_door.frames import (
     response_header,
 )
 from node.kafka_door.registry import Registry
+from node.security.principal import ANONYMOUS, KafkaPrincipal
 
 __all__ = [
     "DoorLimits",
@@ -153,7 +154,7 @@ class KafkaListenerSpec:
     host: str
     port: int
     ssl_context: ssl.SSLContext | None = None
-    principal_of_certificate: Callable[[dict[str, Any]], str] | None = None
+    principal_of_certificate: Callable[[dict[str, Any]], KafkaPrincipal] | None = None
     """The SSL principal mapper: a peer certificate (``SSLSocket.getpeercert()``) to
     ``User:<name>``."""
 

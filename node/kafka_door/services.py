@@ -9,23 +9,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from node.coordinator.producer_id_manager import ProducerIdManager
+from node.core.metadata_cache import MetadataCache
+from node.core.replica_manager import ReplicaManager
+from node.security.auth_helper import AuthHelper
+
 __all__ = ["DoorServices"]
 
 
 @dataclass(frozen=True, slots=True)
 class DoorServices:
     node_id: int
-    replicas: Any
-    """The replica manager (:class:`node.core.replica_manager.ReplicaManager`)."""
-    metadata: Any
-    """The metadata cache (:class:`node.core.metadata_cache.MetadataCache`)."""
-    auth: Any
-    """The authorization helper of the security room (ACL checks on domain values)."""
-    producer_ids: Any
-    """The producer id manager (InitProducerId)."""
+    replicas: ReplicaManager
+    metadata: MetadataCache
+    auth: AuthHelper | None
+    """The ACL checks (``None``: no authorizer, everything allowed)."""
+    producer_ids: ProducerIdManager | None
     groups: Any
-    """The group coordinator (FindCoordinator's partition of ``__consumer_offsets``)."""
+    """The group coordinator (:class:`node.coordinator.group_coordinator.GroupCoordinator`)."""
     admin: Any
-    """The admin manager (topics, configs, ACLs, SCRAM credentials, elections)."""
+    """The admin room (topics, configs, ACLs, SCRAM credentials, elections); ``None`` until
+    wired."""
     auto_create_topics: bool = True
     """``auto.create.topics.enable``."""

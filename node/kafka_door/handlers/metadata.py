@@ -5,69 +5,93 @@ As Kafka's ``KafkaApis.handleTopicMetadataRequest`` (ZooKeeper mode):
 * every broker is given by its endpoint on the listener the request came in on (a broker without
   that listener is left out; a partition led by one answers LISTENER_NOT_FOUND, 72);
 * all topics: v0 with an empty list, v1+ with a null one; topics the principal may not DESCRIBE
-  are left out of an all-topics answer and answer TOPIC_AUTHORIZATION_FAILED (29) when named;
+  are left out of an all-topics answer and answer TOPIC_AUTHORIZATION_FAILED (29) when named
+  (whether they exist or not);
 * a named topic that does not exist is created when ``auto.create.topics.enable`` is on, the
-  request allows it (v4+: ``allow_auto_topic_creation``) and the principal may CREATE it (on the
-  cluster or the topic), with the node's ``num.partitions`` and ``default.replication.factor``;
-  it answers LEADER_NOT_AVAILABLE (5) until its leaders are elected, as Kafka does; otherwise
-  UNKNOWN_TOPIC_OR_PARTITION (3).
+  request allows it (v4+: ``allow_auto_topic_creation``) and the principal may CREATE on the
+  cluster or on the topic, with the node's ``num.partitions`` and ``default.replication.factor``;
+  it answers LEADER_NOT_AVAILABLE (5) until its leaders are elected, as Kafka does (and other
+  creation errors as they come: INVALID_TOPIC_EXCEPTION 17, INVALID_REPLICATION_FACTOR 38);
+  otherwise UNKNOWN_TOPIC_OR_PARTITION (3).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from node.core.requests import MetadataResult, TopicMetadata
 from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
 from node.kafka_door.services import DoorServices
+from odradek.acl import AclOperation
 
 __all__ = ["handle_metadata"]
 
 API_KEY = 3
 UNKNOWN_TOPIC_OR_PARTITION = 3
-LEADER_NOT_AVAILABLE = 5
 TOPIC_AUTHORIZATION_FAILED = 29
-INVALID_TOPIC_EXCEPTION = 17
+NO_OPERATIONS = -(2**31)
+"""``*_authorized_operations`` when not asked for (Kafka's ``Int32.MinValue``)."""
 
 
 def handle_metadata(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     topics = request.topics
-    all_topics = topics is None or (version == 0 and not topics)
-    names = None if all_topics else list(dict.fromkeys(t.name for t in topics))
-    host = ctx.connection.peer_host
-    view = services.metadata.describe(names, ctx.listener)
-    existing = {t.name for t in view.topics if t.error_code != UNKNOWN_TOPIC_OR_PARTITION}
-    if all_topics:
-        visible = services.auth.allowed_topics(ctx.principal, host, "DESCRIBE", existing)
-        answered = [t for t in view.topics if t.name in visible]
-        created: dict[str, int] = {}
-        refused: set[str] = set()
+    names: list[str] | None = (
+        None
+        if topics is None or (version == 0 and not topics)
+        else list(dict.fromkeys(t.name for t in topics))
+    )
+
+    def answer(asked: Sequence[str] | None) -> MetadataResult:
+        return services.metadata.metadata(list(asked or ()), asked is None, ctx.listener)
+
+    result = (
+        answer(names)
+        if services.auth is None
+        else services.auth.metadata(ctx.caller, names, answer)
+    )
+    allow = names is not None and bool(getattr(request, "allow_auto_topic_creation", True))
+    if allow and services.auto_create_topics and services.admin is not None:
+        result = _auto_create(services, ctx, result)
+    return _encode(ctx, result)
+
+
+def _auto_create(services: DoorServices, ctx: RequestContext, result: MetadataResult) -> Any:
+    missing = [t.name for t in result.topics if t.error_code == UNKNOWN_TOPIC_OR_PARTITION]
+    if not missing:
+        return result
+    if services.auth is not None and not services.auth.cluster(ctx.caller, AclOperation.CREATE):
+        ok = services.auth.topics(ctx.caller, AclOperation.CREATE, missing)
+        refused = {n for n in missing if not ok[n]}
     else:
-        asked = set(names or ())
-        visible = services.auth.allowed_topics(ctx.principal, host, "DESCRIBE", asked)
-        refused = asked - visible
-        missing = [n for n in (names or ()) if n not in existing and n not in refused]
-        allow = bool(getattr(request, "allow_auto_topic_creation", True))
-        created = {}
-        if missing and services.auto_create_topics and allow:
-            creatable = services.auth.allowed_topics(ctx.principal, host, "CREATE", set(missing))
-            created = services.admin.auto_create_topics([n for n in missing if n in creatable])
-        answered = list(view.topics)
-    cls = response_class(API_KEY, version)
+        refused = set()
+    created = services.admin.auto_create_topics([n for n in missing if n not in refused])
+    topics = []
+    for t in result.topics:
+        if t.name in refused:
+            topics.append(TopicMetadata(name=t.name, error_code=TOPIC_AUTHORIZATION_FAILED))
+        elif t.name in created:
+            topics.append(TopicMetadata(name=t.name, error_code=created[t.name]))
+        else:
+            topics.append(t)
+    return MetadataResult(result.brokers, result.controller_id, result.cluster_id, tuple(topics))
+
+
+def _encode(ctx: RequestContext, result: MetadataResult) -> Any:
+    cls = response_class(API_KEY, ctx.api_version)
     broker_cls = nested(cls, "MetadataResponseBroker")
     topic_cls = nested(cls, "MetadataResponseTopic")
     partition_cls = nested(cls, "MetadataResponsePartition")
-    out_topics = []
-    for t in answered:
-        if t.name in refused:
-            error, partitions = TOPIC_AUTHORIZATION_FAILED, ()
-        elif t.name in created:
-            error, partitions = created[t.name], ()
-        else:
-            error = t.error_code
-            partitions = tuple(
+    topics = tuple(
+        make(
+            topic_cls,
+            error_code=t.error_code,
+            name=t.name,
+            is_internal=t.name.startswith("__"),
+            partitions=tuple(
                 make(
                     partition_cls,
                     error_code=p.error_code,
@@ -79,26 +103,20 @@ def handle_metadata(services: DoorServices, ctx: RequestContext, request: Any) -
                     offline_replicas=tuple(p.offline_replicas),
                 )
                 for p in t.partitions
-            )
-        out_topics.append(
-            make(
-                topic_cls,
-                error_code=error,
-                name=t.name,
-                is_internal=t.name.startswith("__"),
-                partitions=partitions,
-                topic_authorized_operations=-(2**31),
-            )
+            ),
+            topic_authorized_operations=NO_OPERATIONS,
         )
+        for t in result.topics
+    )
     return make(
         cls,
         throttle_time=0,
         brokers=tuple(
             make(broker_cls, node_id=b.node_id, host=b.host, port=b.port, rack=b.rack or None)
-            for b in view.brokers
+            for b in result.brokers
         ),
-        cluster_id=view.cluster_id or None,
-        controller_id=view.controller_id,
-        topics=tuple(out_topics),
-        cluster_authorized_operations=-(2**31),
+        cluster_id=result.cluster_id or None,
+        controller_id=result.controller_id,
+        topics=topics,
+        cluster_authorized_operations=NO_OPERATIONS,
     )

@@ -1,44 +1,66 @@
 """ListOffsets (2) v1-v5, OffsetForLeaderEpoch (23) v2-v3 and DeleteRecords (21) v0-v1.
 
-ListOffsets: the special timestamps are Kafka's — -2 earliest, -1 latest (the high watermark
-for a consumer), -3 the record with the largest timestamp (KIP-734), -4 the earliest local
-offset (no tiered storage here: the earliest); any other timestamp below -4 answers
-INVALID_REQUEST... as the replica manager decides. A partition the principal may not DESCRIBE
-answers TOPIC_AUTHORIZATION_FAILED (29). DeleteRecords needs DELETE on the topic.
+ListOffsets: the special timestamps are Kafka's: -2 earliest, -1 latest (the high watermark for
+a consumer), -3 the record with the largest timestamp (KIP-734, from v7: refused below it), -4
+the earliest local offset (from v8). A special timestamp below its version, or any other
+negative one, answers UNSUPPORTED_VERSION (35) for its partition, as Kafka's ReplicaManager
+does. Each API checks the ACLs of :class:`~node.security.auth_helper.AuthHelper` (DESCRIBE,
+DESCRIBE, DELETE on each topic): a refused partition answers TOPIC_AUTHORIZATION_FAILED (29).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from node.core.requests import (
+    DeleteRecordsPartition,
+    ListOffsetsPartition,
+    ListOffsetsResult,
+    OffsetForLeaderEpochPartition,
+    OffsetForLeaderEpochResult,
+)
 from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
 from node.kafka_door.services import DoorServices
+from odradek.acl import AclOperation
 
 __all__ = ["handle_delete_records", "handle_list_offsets", "handle_offset_for_leader_epoch"]
 
+UNSUPPORTED_VERSION = 35
 TOPIC_AUTHORIZATION_FAILED = 29
+_TIMESTAMP_SINCE = {-2: 1, -1: 1, -3: 7, -4: 8}
+"""Kafka's special ListOffsets timestamps and the version each needs
+(``ReplicaManager.timestampMinSupportedVersion``)."""
 
 
 def handle_list_offsets(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
-    from node.core.requests import ListOffsetsPartition
-
-    names = {t.name for t in request.topics}
-    denied = services.auth.denied_topics(ctx.principal, ctx.connection.peer_host, "DESCRIBE", names)
-    wanted = [
-        ListOffsetsPartition(
-            topic=t.name,
-            partition=int(p.partition_index),
-            timestamp=int(p.timestamp),
-            current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
-        )
-        for t in request.topics
-        if t.name not in denied
-        for p in t.partitions
-    ]
-    results = services.replicas.list_offsets(
-        wanted, isolation_level=int(getattr(request, "isolation_level", 0))
+    version = ctx.api_version
+    wanted: list[ListOffsetsPartition] = []
+    results: list[ListOffsetsResult] = []
+    for t in request.topics:
+        for p in t.partitions:
+            timestamp = int(p.timestamp)
+            if timestamp < 0 and version < _TIMESTAMP_SINCE.get(timestamp, 1 << 15):
+                results.append(
+                    ListOffsetsResult(t.name, int(p.partition_index), UNSUPPORTED_VERSION)
+                )
+                continue
+            wanted.append(
+                ListOffsetsPartition(
+                    topic=t.name,
+                    partition=int(p.partition_index),
+                    timestamp=timestamp,
+                    current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
+                )
+            )
+    if services.auth is not None:
+        wanted, refused = services.auth.list_offsets(ctx.caller, wanted)
+        results += refused
+    results += services.replicas.list_offsets(
+        wanted,
+        replica_id=int(request.replica_id),
+        isolation_level=int(getattr(request, "isolation_level", 0)),
     )
     by_key = {(r.topic, r.partition): r for r in results}
     cls = response_class(2, ctx.api_version)
@@ -48,17 +70,17 @@ def handle_list_offsets(services: DoorServices, ctx: RequestContext, request: An
     for t in request.topics:
         partitions = []
         for p in t.partitions:
-            r = by_key.get((t.name, int(p.partition_index)))
-            if r is None:
-                fields: dict[str, Any] = {"error_code": TOPIC_AUTHORIZATION_FAILED}
-            else:
-                fields = {
-                    "error_code": r.error_code,
-                    "timestamp": r.timestamp,
-                    "offset": r.offset,
-                    "leader_epoch": r.leader_epoch,
-                }
-            partitions.append(make(partition_cls, partition_index=p.partition_index, **fields))
+            r = by_key[(t.name, int(p.partition_index))]
+            partitions.append(
+                make(
+                    partition_cls,
+                    partition_index=p.partition_index,
+                    error_code=r.error_code,
+                    timestamp=r.timestamp,
+                    offset=r.offset,
+                    leader_epoch=r.leader_epoch,
+                )
+            )
         topics.append(make(topic_cls, name=t.name, partitions=tuple(partitions)))
     return make(cls, throttle_time=0, topics=tuple(topics))
 
@@ -66,22 +88,26 @@ def handle_list_offsets(services: DoorServices, ctx: RequestContext, request: An
 def handle_offset_for_leader_epoch(
     services: DoorServices, ctx: RequestContext, request: Any
 ) -> Any:
-    from node.core.requests import EpochRequest
-
-    names = {t.topic for t in request.topics}
-    denied = services.auth.denied_topics(ctx.principal, ctx.connection.peer_host, "DESCRIBE", names)
     wanted = [
-        EpochRequest(
+        OffsetForLeaderEpochPartition(
             topic=t.topic,
             partition=int(p.partition),
             leader_epoch=int(p.leader_epoch),
             current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
         )
         for t in request.topics
-        if t.topic not in denied
         for p in t.partitions
     ]
-    results = services.replicas.offset_for_leader_epoch(wanted)
+    results: list[OffsetForLeaderEpochResult] = []
+    if services.auth is not None:
+        ok = services.auth.topics(ctx.caller, AclOperation.DESCRIBE, [p.topic for p in wanted])
+        results += [
+            OffsetForLeaderEpochResult(p.topic, p.partition, TOPIC_AUTHORIZATION_FAILED)
+            for p in wanted
+            if not ok[p.topic]
+        ]
+        wanted = [p for p in wanted if ok[p.topic]]
+    results += services.replicas.offset_for_leader_epoch(wanted)
     by_key = {(r.topic, r.partition): r for r in results}
     cls = response_class(23, ctx.api_version)
     topic_cls = nested(cls, "OffsetForLeaderTopicResult")
@@ -90,33 +116,31 @@ def handle_offset_for_leader_epoch(
     for t in request.topics:
         partitions = []
         for p in t.partitions:
-            r = by_key.get((t.topic, int(p.partition)))
-            if r is None:
-                fields: dict[str, Any] = {"error_code": TOPIC_AUTHORIZATION_FAILED}
-            else:
-                fields = {
-                    "error_code": r.error_code,
-                    "leader_epoch": r.leader_epoch,
-                    "end_offset": r.end_offset,
-                }
-            partitions.append(make(partition_cls, partition=p.partition, **fields))
+            r = by_key[(t.topic, int(p.partition))]
+            partitions.append(
+                make(
+                    partition_cls,
+                    partition=p.partition,
+                    error_code=r.error_code,
+                    leader_epoch=r.leader_epoch,
+                    end_offset=r.end_offset,
+                )
+            )
         topics.append(make(topic_cls, topic=t.topic, partitions=tuple(partitions)))
     return make(cls, throttle_time=0, topics=tuple(topics))
 
 
 def handle_delete_records(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
-    from node.core.requests import DeleteRecordsPartition
-
-    names = {t.name for t in request.topics}
-    denied = services.auth.denied_topics(ctx.principal, ctx.connection.peer_host, "DELETE", names)
     wanted = [
         DeleteRecordsPartition(topic=t.name, partition=int(p.partition_index), offset=int(p.offset))
         for t in request.topics
-        if t.name not in denied
         for p in t.partitions
     ]
-    results = services.replicas.delete_records(
-        wanted, timeout_ms=int(request.timeout.total_seconds() * 1000)
+    allowed, results = (
+        (wanted, []) if services.auth is None else services.auth.delete_records(ctx.caller, wanted)
+    )
+    results += services.replicas.delete_records(
+        allowed, timeout_ms=int(request.timeout.total_seconds() * 1000)
     )
     by_key = {(r.topic, r.partition): r for r in results}
     cls = response_class(21, ctx.api_version)
@@ -126,15 +150,13 @@ def handle_delete_records(services: DoorServices, ctx: RequestContext, request: 
     for t in request.topics:
         partitions = []
         for p in t.partitions:
-            r = by_key.get((t.name, int(p.partition_index)))
-            error = TOPIC_AUTHORIZATION_FAILED if r is None else r.error_code
-            low = -1 if r is None else r.low_watermark
+            r = by_key[(t.name, int(p.partition_index))]
             partitions.append(
                 make(
                     partition_cls,
                     partition_index=p.partition_index,
-                    low_watermark=low,
-                    error_code=error,
+                    low_watermark=r.low_watermark,
+                    error_code=r.error_code,
                 )
             )
         topics.append(make(topic_cls, name=t.name, partitions=tuple(partitions)))

@@ -22,6 +22,7 @@ from typing import Any
 from node.kafka_door.build import make
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
+from node.security.principal import KafkaPrincipal
 from odradek.errors import (
     IllegalSaslStateError,
     OdradekError,
@@ -103,7 +104,7 @@ class SaslHandlers:
                 auth_bytes=b"",
                 session_lifetime=0,
             )
-        conn.principal = f"User:{exchange.username}"
+        conn.principal = KafkaPrincipal("User", exchange.username)
         conn.authenticated = True
         conn.sasl_exchange = None
         return make(

@@ -192,7 +192,7 @@ def test_scram_over_the_sasl_handlers_authenticates_and_refuses():
 
     conn, final = login("s3cret")
     assert final.error_code is ErrorCode.none
-    assert conn.authenticated and conn.principal == "User:alice"
+    assert conn.authenticated and str(conn.principal) == "User:alice"
     assert not conn.close_after_response
 
     conn, final = login("wrong")
