@@ -23,11 +23,11 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from kazoo.client import KazooClient
 
-from controller.admin import AdminServicer
 from controller.controller import Controller, ControllerConfig
 from controller.registration import BrokerRegistration
 from controller.service import ControllerServicer
 from controller.zk_connection import ensure_chroot, new_zk_client
+from node.admin.admin_manager import AdminServicer
 from node.config import NodeConfig
 from node.coordinator.group_coordinator import GroupCoordinator
 from node.coordinator.producer_id_manager import ProducerIdManager

@@ -1,6 +1,6 @@
 """The Admin service of a node: the topic calls behind ACLs (with an authorizer), the ACL calls
 and the SCRAM credential calls, in front of the controller's
-:class:`~controller.admin.AdminServicer`.
+:class:`~node.admin.admin_manager.AdminServicer`.
 
 =====================================  ==========================================  =========
 call                                   needs                                        refused
@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import grpc
 
-from controller.admin import AdminServicer
+from node.admin.admin_manager import AdminServicer
 from node.grpc_door.authentication import current_request
 from node.grpc_door.request_checks import (
     CLUSTER_DENIED,

@@ -20,7 +20,6 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from controller.admin import AdminServicer
 from controller.controller import Controller, ControllerConfig
 from controller.registration import BrokerRegistration
 from controller.service import ControllerServicer
@@ -31,6 +30,7 @@ from controller.zk_data import (
     TopicPartitionStateZNode,
     TopicZNode,
 )
+from node.admin.admin_manager import AdminServicer
 from odradek.clock import SystemClock
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
