@@ -181,6 +181,8 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 DEFAULT_CONTROLLER_WAIT_MS = 30_000
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+"""KRaft's metadata log: Kafka refuses to create it (INVALID_REQUEST) in either mode."""
 
 
 # -- what the manager reads of the rest of the node (structural: the node's own objects fit) ----
@@ -458,6 +460,10 @@ class AdminManager:
             try:
                 if names.count(topic.name) > 1:
                     raise InvalidRequestError(f"Topic {topic.name!r} appears more than once.")
+                if topic.name == CLUSTER_METADATA_TOPIC:
+                    raise InvalidRequestError(
+                        f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited."
+                    )
                 assignment, config = self._validate_new_topic(topic, brokers, existing)
                 topic_id = ""
                 if not validate_only:

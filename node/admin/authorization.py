@@ -32,9 +32,10 @@ describe_cluster                       nothing                                  
 
 Without an authorizer every call is allowed (and the ACL calls answer SECURITY_DISABLED, 54,
 from the manager). Kafka's order of checks is kept where it shows: a topic named twice in
-CreateTopics / CreatePartitions is INVALID_REQUEST before its authorization (the manager's
-check, for the allowed ones), DeleteTopics answers TOPIC_AUTHORIZATION_FAILED before
-UNKNOWN_TOPIC_OR_PARTITION.
+CreateTopics / CreatePartitions is INVALID_REQUEST whatever the ACLs (the manager's answer:
+it goes there unchecked, and is not created), DeleteTopics answers TOPIC_AUTHORIZATION_FAILED
+before UNKNOWN_TOPIC_OR_PARTITION, the cluster-wide calls answer the refusal before anything
+else (SECURITY_DISABLED, UNSUPPORTED_VERSION or a request's INVALID_REQUEST).
 
 Thread-safe: no state of its own.
 """
@@ -42,6 +43,7 @@ Thread-safe: no state of its own.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Protocol, TypeVar
 
@@ -97,6 +99,12 @@ class _HasName(Protocol):
 
 _R = TypeVar("_R", bound=_HasResource)
 _N = TypeVar("_N", bound=_HasName)
+
+
+def _repeated(names: Sequence[str]) -> set[str]:
+    """The names given more than once: the manager answers them INVALID_REQUEST whoever asks
+    (Kafka checks duplicates before authorization in CreateTopics and CreatePartitions)."""
+    return {n for n, count in Counter(names).items() if count > 1}
 
 
 def _by_name(results: Iterable[_N]) -> dict[str, _N]:
@@ -203,6 +211,7 @@ class AuthorizedAdmin:
         names = [t.name for t in topics]
         d = self.decisions
         allowed = d.topics(principal, host, AclOperation.CREATE, names, or_cluster=True)
+        allowed |= _repeated(names)  # INVALID_REQUEST before authorization, as Kafka
         may_describe = d.topics(principal, host, AclOperation.DESCRIBE_CONFIGS, names)
         answered = _by_name(
             self.admin.create_topics(
@@ -258,7 +267,7 @@ class AuthorizedAdmin:
     ) -> list[TopicResult]:
         op = AclOperation.ALTER
         names = [t.name for t in topics]
-        allowed = self.decisions.topics(principal, host, op, names)
+        allowed = self.decisions.topics(principal, host, op, names) | _repeated(names)
         return self._per_topic(
             names,
             allowed,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from node.admin.admin_manager import AdminManager
-from node.admin.requests import ClusterBroker
+from node.admin.requests import ClusterBroker, NewTopicSpec
 from node.config import NodeConfig
 from node.listeners import Listener
 from node.server import Node
@@ -195,3 +195,9 @@ def test_auto_create_topics_creates_with_the_node_defaults(nodes):
     assert zero.zk is not None
     greedy = AdminManager(zero.zk, zero.clock, default_replication_factor=3)
     assert greedy.auto_create_topics(["auto-c"]) == {"auto-c": 38}  # INVALID_REPLICATION_FACTOR
+    # Kafka's refusal of KRaft's metadata log, in either mode
+    [refused] = admin.create_topics([NewTopicSpec("__cluster_metadata")])
+    assert (refused.error_code, refused.error_message) == (
+        42,
+        "Creation of internal topic __cluster_metadata is prohibited.",
+    )

@@ -225,3 +225,10 @@ def test_without_an_authorizer_everything_is_allowed():
     assert codes(admin.delete_topics("User:ANONYMOUS", "", ["a"])) == [("a", 0)]
     assert admin.describe_log_dirs("User:ANONYMOUS", "").error_code == 0
     assert AdminAuthorization(None).cluster("User:x", "", Op.ALTER)
+
+
+def test_a_topic_named_twice_reaches_the_manager_whatever_the_acls():
+    admin, inner = authorized()
+    admin.create_topics(ALICE, HOST, [NewTopicSpec("t"), NewTopicSpec("t"), NewTopicSpec("u")])
+    # the manager answers INVALID_REQUEST for "t" (as Kafka, before authorization); "u" is refused
+    assert inner.calls == [("create_topics", ["t", "t"])]
