@@ -6,8 +6,9 @@ What a node uses:
   and its broker epoch;
 - :class:`controller.controller.Controller` (with :class:`controller.config.ControllerConfig`):
   the node's controller candidate;
-- :class:`controller.service.ControllerServicer` and :class:`controller.admin.AdminServicer`:
-  the Controller and Admin gRPC services.
+- :class:`controller.service.ControllerServicer`: the Controller gRPC service.
+
+(The Admin service, Kafka's ``ZkAdminManager``, is the node's admin room, :mod:`node.admin`.)
 
 The decisions are pure functions in :mod:`controller.assignment`, :mod:`controller.election`,
 :mod:`controller.isr` and :mod:`controller.reassignment`; :mod:`controller.zk_data` holds the

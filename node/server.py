@@ -23,17 +23,19 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from kazoo.client import KazooClient
 
-from controller.admin import AdminServicer
 from controller.controller import Controller, ControllerConfig
 from controller.registration import BrokerRegistration
 from controller.service import ControllerServicer
 from controller.zk_connection import ensure_chroot, new_zk_client
+from node.admin.admin_manager import AdminManager
+from node.admin.authorization import AuthorizedAdmin
+from node.admin.requests import NewTopicSpec
 from node.config import NodeConfig
 from node.coordinator.group_coordinator import GroupCoordinator
 from node.coordinator.producer_id_manager import ProducerIdManager
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
-from node.grpc_door.acl_admin_service import AclAdminServicer
+from node.grpc_door.admin_service import AdminServicer
 from node.grpc_door.authentication import AuthenticationInterceptor
 from node.grpc_door.authorizing_services import (
     AuthorizingBrokerServicer,
@@ -130,24 +132,20 @@ class Channels:
 
 
 def _topic_creator(
-    admin: Callable[[], AdminServicer],
+    admin: Callable[[], AdminManager],
 ) -> Callable[[str, int, int, Mapping[str, str]], None]:
-    """Creates an internal topic through the node's Admin servicer (in-process, as Kafka's
+    """Creates an internal topic through the node's admin manager (in-process, as Kafka's
     ``AutoTopicCreationManager`` does in ZooKeeper mode): an existing topic is fine."""
 
     def create(name: str, partitions: int, replication: int, configs: Mapping[str, str]) -> None:
-        request = pb.CreateTopicsRequest(
-            topics=[
-                pb.CreatableTopic(
-                    name=name,
-                    num_partitions=partitions,
-                    replication_factor=replication,
-                    configs=dict(configs),
-                )
-            ]
+        topic = NewTopicSpec(
+            name=name,
+            num_partitions=partitions,
+            replication_factor=replication,
+            configs=dict(configs),
         )
         try:
-            (result,) = admin().CreateTopics(request, None).topics  # type: ignore[arg-type]
+            (result,) = admin().create_topics([topic])
         except Exception:
             log.exception("creating %s failed", name)
             return
@@ -203,6 +201,10 @@ class Node:
         self.groups: GroupCoordinator | None = None
         self.kafka_door: KafkaDoor | None = None
         """The Kafka listeners (``kafka.listener.names``), when there are any."""
+        self.admin: AdminManager | None = None
+        """The admin room (topics, configs, ACLs, credentials, elections), for either door."""
+        self.authorized_admin: AuthorizedAdmin | None = None
+        """The admin room behind the ACL checks."""
         self._health = health.HealthServicer()
         self._ticker: threading.Thread | None = None
         self.metrics: MetricsEndpoint | None = None
@@ -271,14 +273,21 @@ class Node:
             self.clock, scram_store.credential, c.sasl_enabled_mechanisms
         )
         sasl = SaslServicer(self.sasl_sessions)
-        plain_admin = AdminServicer(
+        self.admin = AdminManager(
             self.zk,
             self.clock,
+            node_id=c.node_id,
             default_num_partitions=c.num_partitions,
             default_replication_factor=c.default_replication_factor,
             log_defaults=c.log,
+            acls=authorizer,
+            credentials=scram_store,
+            metadata=self.metadata,
+            logs=self.log_manager,
         )
-        admin: pb_grpc.AdminServicer = AclAdminServicer(plain_admin, authorizer, scram_store)
+        plain_admin = self.admin
+        self.authorized_admin = AuthorizedAdmin(self.admin, authorizer)
+        admin = AdminServicer(self.authorized_admin)
         # The group coordinator creates __consumer_offsets itself (in-process, no ACL check).
         self.groups = GroupCoordinator(
             c.group_coordinator,
@@ -388,7 +397,7 @@ class Node:
                 auth=None if authorizer is None else AuthHelper(authorizer),
                 producer_ids=producer_ids,
                 groups=self.groups,
-                admin=None,
+                admin=self.authorized_admin,
                 auto_create_topics=c.auto_create_topics_enable,
             )
             sasl_handlers = SaslHandlers(scram_store.credential, c.sasl_enabled_mechanisms)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from node.admin.authorization import AuthorizedAdmin
 from node.coordinator.producer_id_manager import ProducerIdManager
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
@@ -27,8 +28,8 @@ class DoorServices:
     producer_ids: ProducerIdManager | None
     groups: Any
     """The group coordinator (:class:`node.coordinator.group_coordinator.GroupCoordinator`)."""
-    admin: Any
-    """The admin room (topics, configs, ACLs, SCRAM credentials, elections); ``None`` until
-    wired."""
+    admin: AuthorizedAdmin | None
+    """The admin room behind its ACL checks (topics, configs, ACLs, SCRAM credentials,
+    elections, Metadata's auto-creation)."""
     auto_create_topics: bool = True
     """``auto.create.topics.enable``."""

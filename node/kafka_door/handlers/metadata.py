@@ -25,13 +25,11 @@ from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
 from node.kafka_door.services import DoorServices
-from odradek.acl import AclOperation
 
 __all__ = ["handle_metadata"]
 
 API_KEY = 3
 UNKNOWN_TOPIC_OR_PARTITION = 3
-TOPIC_AUTHORIZATION_FAILED = 29
 NO_OPERATIONS = -(2**31)
 """``*_authorized_operations`` when not asked for (Kafka's ``Int32.MinValue``)."""
 
@@ -54,30 +52,25 @@ def handle_metadata(services: DoorServices, ctx: RequestContext, request: Any) -
         else services.auth.metadata(ctx.caller, names, answer)
     )
     allow = names is not None and bool(getattr(request, "allow_auto_topic_creation", True))
-    if allow and services.auto_create_topics and services.admin is not None:
+    if allow and services.auto_create_topics:
         result = _auto_create(services, ctx, result)
     return _encode(ctx, result)
 
 
 def _auto_create(services: DoorServices, ctx: RequestContext, result: MetadataResult) -> Any:
+    """The missing topics created (with the admin room's CREATE check), each answered with
+    what its creation said (LEADER_NOT_AVAILABLE once created)."""
     missing = [t.name for t in result.topics if t.error_code == UNKNOWN_TOPIC_OR_PARTITION]
-    if not missing:
+    if not missing or services.admin is None:
         return result
-    if services.auth is not None and not services.auth.cluster(ctx.caller, AclOperation.CREATE):
-        ok = services.auth.topics(ctx.caller, AclOperation.CREATE, missing)
-        refused = {n for n in missing if not ok[n]}
-    else:
-        refused = set()
-    created = services.admin.auto_create_topics([n for n in missing if n not in refused])
-    topics = []
-    for t in result.topics:
-        if t.name in refused:
-            topics.append(TopicMetadata(name=t.name, error_code=TOPIC_AUTHORIZATION_FAILED))
-        elif t.name in created:
-            topics.append(TopicMetadata(name=t.name, error_code=created[t.name]))
-        else:
-            topics.append(t)
-    return MetadataResult(result.brokers, result.controller_id, result.cluster_id, tuple(topics))
+    created = services.admin.auto_create_topics(
+        str(ctx.principal), ctx.connection.peer_host, missing
+    )
+    topics = tuple(
+        TopicMetadata(name=t.name, error_code=created[t.name]) if t.name in created else t
+        for t in result.topics
+    )
+    return MetadataResult(result.brokers, result.controller_id, result.cluster_id, topics)
 
 
 def _encode(ctx: RequestContext, result: MetadataResult) -> Any:

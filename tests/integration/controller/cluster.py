@@ -20,7 +20,6 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from controller.admin import AdminServicer
 from controller.controller import Controller, ControllerConfig
 from controller.registration import BrokerRegistration
 from controller.service import ControllerServicer
@@ -31,6 +30,9 @@ from controller.zk_data import (
     TopicPartitionStateZNode,
     TopicZNode,
 )
+from node.admin.admin_manager import AdminManager
+from node.admin.authorization import AuthorizedAdmin
+from node.grpc_door.admin_service import AdminServicer
 from odradek.clock import SystemClock
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
@@ -208,7 +210,7 @@ class Cluster:
         self.observer = new_client(zk_connect)
         self.brokers: dict[int, FakeBroker] = {}
         self.controllers: list[tuple[Controller, KazooClient]] = []
-        self.admin = AdminServicer(self.observer, self.clock)
+        self.admin = AdminServicer(AuthorizedAdmin(AdminManager(self.observer, self.clock), None))
 
     # -- members ----------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.admin import has_collision, validate_replica_assignment
+from node.admin.admin_manager import has_collision, validate_replica_assignment
 from odradek.errors import InvalidReplicaAssignmentError
 
 
