@@ -36,7 +36,6 @@ from node.core.replica_manager import ReplicaManager
 from node.grpc_door.acl_admin_service import AclAdminServicer
 from node.grpc_door.authentication import AuthenticationInterceptor
 from node.grpc_door.authorizing_services import (
-    AuthorizingBrokerServicer,
     AuthorizingControllerServicer,
     AuthorizingReplicationServicer,
 )
@@ -53,6 +52,7 @@ from node.listeners import advertised_endpoints
 from node.metrics.endpoint import MetricsEndpoint
 from node.replication.alter_partition import AlterPartitionManager
 from node.replication.fetcher import ReplicaFetcherManager
+from node.security.auth_helper import AuthHelper
 from node.security.authorizer import AclAuthorizer
 from node.security.sasl import SaslSessions
 from node.security.scram_store import ScramCredentialStore
@@ -322,14 +322,13 @@ class Node:
                 ],
             )
             self._servers.append(server)
-            broker: pb_grpc.BrokerServicer = BrokerServicer(
-                self.replicas, producer_ids, listener.name, groups=self.groups
+            broker = BrokerServicer(
+                self.replicas,
+                producer_ids,
+                listener.name,
+                groups=self.groups,
+                auth=AuthHelper(authorizer) if authorizer is not None else None,
             )
-            if authorizer is not None:
-                broker = AuthorizingBrokerServicer(
-                    BrokerServicer(self.replicas, producer_ids, listener.name, groups=self.groups),
-                    authorizer,
-                )
             pb_grpc.add_BrokerServicer_to_server(broker, server)
             pb_grpc.add_AdminServicer_to_server(admin, server)
             if protocol == "SASL_SSL":
