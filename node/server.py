@@ -38,7 +38,6 @@ from node.core.replica_manager import ReplicaManager
 from node.grpc_door.admin_service import AdminServicer
 from node.grpc_door.authentication import AuthenticationInterceptor
 from node.grpc_door.authorizing_services import (
-    AuthorizingBrokerServicer,
     AuthorizingControllerServicer,
     AuthorizingReplicationServicer,
 )
@@ -341,14 +340,13 @@ class Node:
                 ],
             )
             self._servers.append(server)
-            broker: pb_grpc.BrokerServicer = BrokerServicer(
-                self.replicas, producer_ids, listener.name, groups=self.groups
+            broker = BrokerServicer(
+                self.replicas,
+                producer_ids,
+                listener.name,
+                groups=self.groups,
+                auth=AuthHelper(authorizer) if authorizer is not None else None,
             )
-            if authorizer is not None:
-                broker = AuthorizingBrokerServicer(
-                    BrokerServicer(self.replicas, producer_ids, listener.name, groups=self.groups),
-                    authorizer,
-                )
             pb_grpc.add_BrokerServicer_to_server(broker, server)
             pb_grpc.add_AdminServicer_to_server(admin, server)
             if protocol == "SASL_SSL":

@@ -1,95 +1,84 @@
-"""The calling principal's ACL decisions, for the gRPC servicers (Kafka's ``AuthHelper``).
+"""The calling principal's ACL decisions, for the gRPC servicers: the gRPC face of
+:class:`~node.security.auth_helper.AuthHelper`.
 
-:class:`RequestChecks` asks the :class:`~node.security.authorizer.AclAuthorizer` about the
-principal of the call being handled (:func:`node.grpc_door.authentication.current_request`).
-Thread-safe (no state of its own).
+:func:`current_caller` is the principal and host of the call being handled
+(:func:`node.grpc_door.authentication.current_request`); :class:`RequestChecks` asks the
+helper about it, and aborts a call refused as a whole with ``PERMISSION_DENIED`` and the
+Kafka error code in the ``odradek-error-code`` trailing metadata. Thread-safe (no state of
+its own).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import grpc
 
 from node.grpc_door.authentication import current_request
+from node.security.auth_helper import (
+    CLUSTER_DENIED,
+    GROUP_DENIED,
+    TOPIC_DENIED,
+    AuthHelper,
+    Caller,
+    Refusal,
+)
 from node.security.authorizer import AclAuthorizer
 from node.security.principal import ANONYMOUS
-from odradek.acl import CLUSTER_NAME, AclOperation, AclPermissionType, ResourceType
+from odradek.acl import AclOperation, ResourceType
 from odradek.client.errors import ERROR_CODE_METADATA_KEY
-from odradek.errors import (
-    ClusterAuthorizationFailedError,
-    GroupAuthorizationFailedError,
-    TopicAuthorizationFailedError,
-)
 
-__all__ = ["CLUSTER_DENIED", "GROUP_DENIED", "TOPIC_DENIED", "RequestChecks", "denied_message"]
+__all__ = [
+    "CLUSTER_DENIED",
+    "GROUP_DENIED",
+    "TOPIC_DENIED",
+    "RequestChecks",
+    "abort_refused",
+    "current_caller",
+    "denied_message",
+]
 
-TOPIC_DENIED = TopicAuthorizationFailedError.code
-CLUSTER_DENIED = ClusterAuthorizationFailedError.code
-GROUP_DENIED = GroupAuthorizationFailedError.code
+
+def current_caller() -> Caller:
+    """The caller of the call this thread is handling (anonymous outside a handler)."""
+    ctx = current_request()
+    if ctx is None:
+        return Caller(ANONYMOUS, "")
+    return Caller(ctx.principal, ctx.client_host)
 
 
-class RequestChecks:
-    """The calling principal's decisions, cached per call site."""
-
-    def __init__(self, authorizer: AclAuthorizer) -> None:
-        self._authorizer = authorizer
-
-    def allowed(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
-        ctx = current_request()
-        principal = str(ctx.principal if ctx is not None else ANONYMOUS)
-        host = ctx.client_host if ctx is not None else ""
-        return self._authorizer.authorize(principal, host, operation, resource_type, name)
-
-    def topics(self, operation: AclOperation, names: Iterable[str]) -> dict[str, bool]:
-        return {n: self.allowed(operation, ResourceType.TOPIC, n) for n in set(names)}
-
-    def cluster(self, operation: AclOperation) -> bool:
-        return self.allowed(operation, ResourceType.CLUSTER, CLUSTER_NAME)
-
-    def may_write_a_topic(self) -> bool:
-        """Whether the caller may WRITE some topic (Kafka's ``authorizeByResourceType``, as
-        InitProducerId asks it): a topic pattern an ACL allows WRITE (or ALL) on, for which
-        the authorizer's whole decision (denials included) allows it."""
-        candidates = {
-            binding.pattern.name
-            for binding in self._authorizer.bindings()
-            if binding.pattern.resource_type is ResourceType.TOPIC
-            and binding.entry.permission_type is AclPermissionType.ALLOW
-            and binding.entry.operation in (AclOperation.WRITE, AclOperation.ALL)
-        }
-        return any(self.allowed(AclOperation.WRITE, ResourceType.TOPIC, n) for n in candidates)
-
-    def require_groups(
-        self, operation: AclOperation, groups: Iterable[str], context: grpc.ServicerContext
-    ) -> None:
-        """Aborts the call with GROUP_AUTHORIZATION_FAILED unless ``operation`` is allowed
-        on every one of ``groups``."""
-        for group in groups:
-            if not self.allowed(operation, ResourceType.GROUP, group):
-                ctx = current_request()
-                who = ctx.principal if ctx is not None else ANONYMOUS
-                context.set_trailing_metadata(((ERROR_CODE_METADATA_KEY, str(GROUP_DENIED)),))
-                context.abort(
-                    grpc.StatusCode.PERMISSION_DENIED,
-                    f"{GroupAuthorizationFailedError.name} ({GROUP_DENIED}): {who} may not "
-                    f"{operation.kafka_name} group {group!r}",
-                )
-
-    def require_cluster(self, operation: AclOperation, context: grpc.ServicerContext) -> None:
-        """Aborts the call with CLUSTER_AUTHORIZATION_FAILED unless allowed."""
-        if not self.cluster(operation):
-            ctx = current_request()
-            who = ctx.principal if ctx is not None else ANONYMOUS
-            context.set_trailing_metadata(((ERROR_CODE_METADATA_KEY, str(CLUSTER_DENIED)),))
-            context.abort(
-                grpc.StatusCode.PERMISSION_DENIED,
-                f"{ClusterAuthorizationFailedError.name} ({CLUSTER_DENIED}): {who} may not "
-                f"{operation.kafka_name} on the cluster",
-            )
+def abort_refused(context: grpc.ServicerContext, refusals: Sequence[Refusal]) -> None:
+    """Aborts the call with ``PERMISSION_DENIED`` and the first refusal's code and message,
+    if any refusal."""
+    if refusals:
+        first = refusals[0]
+        context.set_trailing_metadata(((ERROR_CODE_METADATA_KEY, str(first.error_code)),))
+        context.abort(grpc.StatusCode.PERMISSION_DENIED, first.error_message)
 
 
 def denied_message(topic: str, operation: AclOperation) -> str:
-    ctx = current_request()
-    who = ctx.principal if ctx is not None else ANONYMOUS
-    return f"{who} may not {operation.kafka_name} topic {topic!r}"
+    return AuthHelper.topic_message(current_caller(), operation, topic)
+
+
+class RequestChecks:
+    """The calling principal's decisions (see :class:`~node.security.auth_helper.AuthHelper`)."""
+
+    def __init__(self, authorizer: AclAuthorizer) -> None:
+        self.helper = AuthHelper(authorizer)
+
+    def allowed(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        return self.helper.allowed(current_caller(), operation, resource_type, name)
+
+    def topics(self, operation: AclOperation, names: Iterable[str]) -> dict[str, bool]:
+        return self.helper.topics(current_caller(), operation, names)
+
+    def cluster(self, operation: AclOperation) -> bool:
+        return self.helper.cluster(current_caller(), operation)
+
+    def may_write_a_topic(self) -> bool:
+        return self.helper.may_write_a_topic(current_caller())
+
+    def require_cluster(self, operation: AclOperation, context: grpc.ServicerContext) -> None:
+        """Aborts the call with CLUSTER_AUTHORIZATION_FAILED unless allowed."""
+        refusal = self.helper.cluster_refusal(current_caller(), operation)
+        abort_refused(context, [refusal] if refusal is not None else [])

@@ -11,23 +11,35 @@ lock.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import grpc
 
 from node.coordinator.group_coordinator import GroupCoordinator
 from node.coordinator.producer_id_manager import ProducerIdManager, init_producer_id
 from node.core.replica_manager import ReplicaManager
-from node.core.requests import FetchResult
+from node.core.requests import (
+    DeleteRecordsResult,
+    FetchPartition,
+    FetchResult,
+    ListOffsetsResult,
+    MetadataResult,
+    ProduceResult,
+)
 from node.grpc_door import translate as wire
 from node.grpc_door.group_service import GroupRpcs
+from node.grpc_door.request_checks import current_caller
+from node.security.auth_helper import AuthHelper
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
 
 class BrokerServicer(GroupRpcs, pb_grpc.BrokerServicer):
     """Produce, Fetch, ListOffsets, Metadata, DeleteRecords and InitProducerId for clients;
-    the consumer group RPCs (:class:`GroupRpcs`) with a ``groups`` coordinator."""
+    the consumer group RPCs (:class:`GroupRpcs`) with a ``groups`` coordinator. With ``auth``
+    every call goes through its ACL checks first (:mod:`node.security.auth_helper`): refused
+    partitions are answered with the helper's errors after the allowed ones, and nothing of a
+    refused topic reaches the core."""
 
     def __init__(
         self,
@@ -35,6 +47,7 @@ class BrokerServicer(GroupRpcs, pb_grpc.BrokerServicer):
         producer_ids: ProducerIdManager | None = None,
         listener_name: str | None = None,
         groups: GroupCoordinator | None = None,
+        auth: AuthHelper | None = None,
     ) -> None:
         """``listener_name``: the listener this instance serves (Metadata and FindCoordinator
         answer with its endpoints); ``None``: the brokers' registered host and port."""
@@ -42,48 +55,78 @@ class BrokerServicer(GroupRpcs, pb_grpc.BrokerServicer):
         self._producer_ids = producer_ids
         self._listener_name = listener_name
         self._groups = groups
+        self._auth = auth
 
     def Produce(  # noqa: N802  (gRPC method names)
         self, request: pb.ProduceRequest, context: grpc.ServicerContext
     ) -> pb.ProduceResponse:
-        results = self._replicas.append_records(
-            wire.produce_from_wire(request), acks=request.acks, timeout_ms=request.timeout_ms
-        )
-        return wire.produce_to_wire(results, request.acks)
+        partitions = wire.produce_from_wire(request)
+        refused: list[ProduceResult] = []
+        if self._auth is not None:
+            partitions, refused = self._auth.produce(current_caller(), partitions)
+        results: list[ProduceResult] = []
+        if partitions or not refused:
+            results = self._replicas.append_records(
+                partitions, acks=request.acks, timeout_ms=request.timeout_ms
+            )
+        return wire.produce_to_wire([*results, *refused], request.acks)
 
     def Fetch(  # noqa: N802
         self, request: pb.FetchRequest, context: grpc.ServicerContext
     ) -> pb.FetchResponse:
-        return wire.fetch_to_wire(_fetch(self._replicas, request, from_follower=False))
+        partitions = wire.fetch_from_wire(request)
+        refused: list[FetchResult] = []
+        if self._auth is not None:
+            partitions, refused = self._auth.fetch(current_caller(), partitions)
+        results: list[FetchResult] = []
+        if partitions or not refused:
+            results = _fetch(self._replicas, request, partitions, from_follower=False)
+        return wire.fetch_to_wire([*results, *refused])
 
     def ListOffsets(  # noqa: N802
         self, request: pb.ListOffsetsRequest, context: grpc.ServicerContext
     ) -> pb.ListOffsetsResponse:
+        partitions = wire.list_offsets_from_wire(request)
+        refused: list[ListOffsetsResult] = []
+        if self._auth is not None:
+            partitions, refused = self._auth.list_offsets(current_caller(), partitions)
         results = self._replicas.list_offsets(
-            wire.list_offsets_from_wire(request),
-            replica_id=wire.optional_field(request, "replica_id"),
+            partitions, replica_id=wire.optional_field(request, "replica_id")
         )
-        return wire.list_offsets_to_wire(results)
+        return wire.list_offsets_to_wire([*results, *refused])
 
     def Metadata(  # noqa: N802
         self, request: pb.MetadataRequest, context: grpc.ServicerContext
     ) -> pb.MetadataResponse:
-        result = self._replicas.metadata.metadata(
-            list(request.topics), request.all_topics, self._listener_name
-        )
-        return wire.metadata_to_wire(result)
+        def answer(topics: Sequence[str] | None) -> MetadataResult:
+            return self._replicas.metadata.metadata(
+                topics or [], topics is None, self._listener_name
+            )
+
+        topics = None if request.all_topics else list(request.topics)
+        if self._auth is None:
+            return wire.metadata_to_wire(answer(topics))
+        return wire.metadata_to_wire(self._auth.metadata(current_caller(), topics, answer))
 
     def DeleteRecords(  # noqa: N802
         self, request: pb.DeleteRecordsRequest, context: grpc.ServicerContext
     ) -> pb.DeleteRecordsResponse:
-        results = self._replicas.delete_records(
-            wire.delete_records_from_wire(request), timeout_ms=request.timeout_ms
-        )
-        return wire.delete_records_to_wire(results)
+        partitions = wire.delete_records_from_wire(request)
+        refused: list[DeleteRecordsResult] = []
+        if self._auth is not None:
+            partitions, refused = self._auth.delete_records(current_caller(), partitions)
+        results: list[DeleteRecordsResult] = []
+        if partitions or not refused:
+            results = self._replicas.delete_records(partitions, timeout_ms=request.timeout_ms)
+        return wire.delete_records_to_wire([*results, *refused])
 
     def InitProducerId(  # noqa: N802
         self, request: pb.InitProducerIdRequest, context: grpc.ServicerContext
     ) -> pb.InitProducerIdResponse:
+        if self._auth is not None:
+            refused = self._auth.init_producer_id(current_caller())
+            if refused is not None:
+                return wire.init_producer_id_to_wire(refused)
         transactional_id = (
             request.transactional_id if request.HasField("transactional_id") else None
         )
@@ -91,10 +134,14 @@ class BrokerServicer(GroupRpcs, pb_grpc.BrokerServicer):
 
 
 def _fetch(
-    replicas: ReplicaManager, request: pb.FetchRequest, *, from_follower: bool
+    replicas: ReplicaManager,
+    request: pb.FetchRequest,
+    partitions: Sequence[FetchPartition],
+    *,
+    from_follower: bool,
 ) -> list[FetchResult]:
     return replicas.fetch(
-        wire.fetch_from_wire(request),
+        partitions,
         from_follower=from_follower,
         replica_id=wire.optional_field(request, "replica_id"),
         max_wait_ms=request.max_wait_ms,
@@ -120,7 +167,7 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
         _check_follower(request, context)
         sessions = self._replicas.follower_sessions
         sessions.fetched(request.replica_id)
-        results = _fetch(self._replicas, request, from_follower=True)
+        results = _fetch(self._replicas, request, wire.fetch_from_wire(request), from_follower=True)
         if _has_records(results):
             sessions.answered_with_data(request.replica_id)
         return wire.fetch_to_wire(results)
@@ -145,7 +192,9 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
                     sessions.closed(follower)  # the call has already ended
                     return
             sessions.fetched(request.replica_id)
-            results = _fetch(self._replicas, request, from_follower=True)
+            results = _fetch(
+                self._replicas, request, wire.fetch_from_wire(request), from_follower=True
+            )
             if _has_records(results):
                 sessions.answered_with_data(request.replica_id)
             yield wire.fetch_to_wire(results)
