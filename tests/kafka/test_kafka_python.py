@@ -1,20 +1,20 @@
-"""kafka-python 3 against a real odradek cluster's Kafka listeners: its admin client creates a
-topic, its producer sends with every codec it has, its consumer reads by assign."""
+"""kafka-python 3 against a real odradek cluster's Kafka listeners: its producer sends with every
+codec it has and every acks setting, its consumer reads by assign (its admin client has tests of
+its own with the admin APIs)."""
 
 from __future__ import annotations
 
 import uuid
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from tests.kafka.test_confluent_kafka import create_topic
 
 
-def test_kafka_python_creates_produces_and_consumes(bootstrap):
+def test_kafka_python_produces_and_consumes_with_every_codec(kafka_cluster, bootstrap):
     topic = f"kp-{uuid.uuid4().hex[:6]}"
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30_000)
-    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=3)])
-    admin.close()
+    create_topic(kafka_cluster, topic, partitions=2)
     for codec in (None, "gzip", "snappy", "lz4", "zstd"):
         producer = KafkaProducer(bootstrap_servers=bootstrap, compression_type=codec, acks="all")
         futures = [
@@ -42,6 +42,7 @@ def test_kafka_python_creates_produces_and_consumes(bootstrap):
 
 @pytest.mark.parametrize("acks", [0, 1, "all"])
 def test_kafka_python_acks(bootstrap, acks):
+    # the topic is created by the producer's Metadata request (auto.create.topics.enable)
     topic = f"kp-acks-{uuid.uuid4().hex[:6]}"
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks=acks)
     for i in range(20):
