@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from odradek.errors import CorruptRecordError
@@ -29,12 +30,36 @@ from odradek.records import (
     RecordBatch,
 )
 
-__all__ = ["FileRecords", "SCAN_CHUNK_BYTES"]
+__all__ = ["FileRecords", "FileSlice", "SCAN_CHUNK_BYTES"]
 
 SCAN_CHUNK_BYTES = 64 * 1024
 """How much a header scan reads at a time: several batch headers per ``pread``."""
 
 _LENGTH = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class FileSlice:
+    """``length`` bytes of a segment file from byte ``position`` (Kafka's ``FileRecords.slice``):
+    record batches a reader may send without copying them into Python (the Kafka door's
+    ``os.sendfile``), or read (:meth:`read`).
+
+    ``fd`` is the segment's open descriptor, not owned: never close it. It stays open while the
+    segment is; a deleted segment is closed only ``file.delete.delay.ms`` after its deletion was
+    scheduled (60 s by default), so a reader that takes its own ``os.dup`` at once reads the
+    bytes as they were, as Kafka's readers do of a segment being deleted.
+    """
+
+    fd: int
+    position: int
+    length: int
+
+    def read(self) -> bytes:
+        """The slice's bytes (fewer if the file is shorter than the slice)."""
+        return os.pread(self.fd, self.length, self.position)
+
+    def __len__(self) -> int:
+        return self.length
 
 
 class FileRecords:
@@ -146,6 +171,11 @@ class FileRecords:
         return True
 
     # -- reading --
+    def slice(self, position: int, size: int) -> FileSlice:
+        """``size`` bytes from ``position`` (fewer at the end of the file), not read: the caller
+        reads or sends them from the descriptor (:class:`FileSlice`)."""
+        return FileSlice(self._fd, position, max(0, min(size, self._size - position)))
+
     def read(self, position: int, size: int) -> bytes:
         """``size`` bytes from ``position`` (fewer at the end of the file)."""
         data = os.pread(self._fd, size, position)

@@ -744,8 +744,10 @@ class Log:
         max_bytes: int,
         max_offset: int | None = None,
         min_one_message: bool = True,
+        as_slice: bool = False,
     ) -> FetchDataInfo:
-        """Whole batches from the one containing ``start_offset``, as raw bytes.
+        """Whole batches from the one containing ``start_offset``, as raw bytes (``as_slice``:
+        as a slice of the segment file, not read).
 
         ``max_offset`` bounds the read (exclusive): the high watermark for consumers, None
         (the LEO) for followers. A read at the LEO or at/after ``max_offset`` is empty; one
@@ -772,7 +774,9 @@ class Log:
             segment = self._segments.floor(start_offset)
             while segment is not None and segment.base_offset <= bound_base:
                 max_position = segment.size if segment.base_offset < bound_base else bound_position
-                info = segment.read(start_offset, max_bytes, max_position, min_one_message)
+                info = segment.read(
+                    start_offset, max_bytes, max_position, min_one_message, as_slice
+                )
                 if info is not None:
                     return info
                 segment = self._segments.higher(segment.base_offset)

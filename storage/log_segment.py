@@ -32,7 +32,7 @@ from odradek.errors import CorruptRecordError
 from odradek.records import NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, RecordBatch
 from storage.config import LogConfig
 from storage.errors import InvalidOffsetError, LogSegmentOffsetOverflowError
-from storage.file_records import FileRecords
+from storage.file_records import FileRecords, FileSlice
 from storage.offset_index import OffsetIndex, OffsetPosition
 from storage.time_index import TimeIndex, TimestampOffset
 
@@ -86,7 +86,8 @@ class LogOffsetMetadata:
 
 @dataclass(frozen=True, slots=True)
 class FetchDataInfo:
-    """The result of a read: whole batches as raw bytes, not decoded.
+    """The result of a read: whole batches as raw bytes, not decoded; or, read ``as_slice``,
+    ``records`` empty and ``slice`` the part of the segment file holding them.
 
     ``records`` may end in a partial batch (the reader drops it); ``first_entry_incomplete``
     is true when even the first batch did not fit (only possible without ``min_one_message``).
@@ -95,6 +96,7 @@ class FetchDataInfo:
     fetch_offset_metadata: LogOffsetMetadata
     records: bytes | memoryview
     first_entry_incomplete: bool = False
+    slice: FileSlice | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,12 +296,14 @@ class LogSegment:
         max_size: int,
         max_position: int | None = None,
         min_one_message: bool = False,
+        as_slice: bool = False,
     ) -> FetchDataInfo | None:
         """Read whole batches from the one containing ``start_offset``.
 
         At most ``max_size`` bytes (at least the first batch with ``min_one_message``), never
         past byte ``max_position`` (default: the segment's size). None if no batch at or after
-        ``start_offset`` is in this segment. Raises ``ValueError`` for a negative ``max_size``.
+        ``start_offset`` is in this segment. ``as_slice``: the records as a :class:`FileSlice`
+        of the segment file, not read. Raises ``ValueError`` for a negative ``max_size``.
         """
         if max_size < 0:
             raise ValueError(f"invalid max size {max_size} for log read from {self.log.path}")
@@ -317,9 +321,12 @@ class LogSegment:
         fetch_size = min(max_position - start_position, adjusted_max_size)
         if fetch_size <= 0:
             return FetchDataInfo(metadata, b"")
-        return FetchDataInfo(
-            metadata, self.log.read(start_position, fetch_size), adjusted_max_size < batch_size
-        )
+        incomplete = adjusted_max_size < batch_size
+        if as_slice:
+            return FetchDataInfo(
+                metadata, b"", incomplete, self.log.slice(start_position, fetch_size)
+            )
+        return FetchDataInfo(metadata, self.log.read(start_position, fetch_size), incomplete)
 
     def read_next_offset(self) -> int:
         """The offset after the last batch in the segment (``base_offset`` if empty)."""

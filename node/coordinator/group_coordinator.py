@@ -71,7 +71,7 @@ from node.coordinator.group_state import (
 )
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
-from node.core.requests import ProducePartition
+from node.core.requests import ProducePartition, records_bytes
 from odradek.clock import Clock
 from odradek.errors import (
     CoordinatorLoadInProgressError,
@@ -227,7 +227,7 @@ class GroupCoordinator:
                 while offset < end:
                     data = log_.read(offset, _LOAD_READ_BYTES).records
                     progressed = False
-                    for batch in read_batches(bytes(data)):
+                    for batch in read_batches(records_bytes(data)):
                         if batch.last_offset < offset:
                             continue
                         progressed = True

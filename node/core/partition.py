@@ -32,6 +32,7 @@ from odradek.errors import (
     OffsetOutOfRangeError,
 )
 from storage import Log
+from storage.file_records import FileSlice
 from storage.log import LogAppendInfo
 
 LATEST_TIMESTAMP = -1
@@ -66,7 +67,7 @@ class IsrChange:
 class ReadResult:
     """A fetch's answer for one partition."""
 
-    records: bytes | memoryview
+    records: bytes | memoryview | FileSlice
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
@@ -455,16 +456,23 @@ class Partition:
         return ReadResult(info.records, hw, log_start, leo), change
 
     def read_for_consumer(
-        self, *, fetch_offset: int, max_bytes: int, current_leader_epoch: int
+        self,
+        *,
+        fetch_offset: int,
+        max_bytes: int,
+        current_leader_epoch: int,
+        as_slice: bool = False,
     ) -> ReadResult:
-        """Serve a consumer's fetch: records below the high watermark. Raises like
+        """Serve a consumer's fetch: records below the high watermark (``as_slice``: as a slice
+        of the segment file, for a door that sends it without reading it). Raises like
         ``read_for_follower``; an offset between the high watermark and the LEO reads empty."""
         with self._lock:
             self._check_leader(current_leader_epoch)
         log = self.log
         hw, log_start, leo = log.high_watermark, log.log_start_offset, log.log_end_offset
-        info = log.read(fetch_offset, max_bytes, max_offset=hw)
-        return ReadResult(info.records, hw, log_start, leo)
+        info = log.read(fetch_offset, max_bytes, max_offset=hw, as_slice=as_slice)
+        records = info.records if info.slice is None else info.slice
+        return ReadResult(records, hw, log_start, leo)
 
     def fetch_offset_for_timestamp(
         self, timestamp: int, *, current_leader_epoch: int, isolation_bounded: bool = True

@@ -449,6 +449,7 @@ class ReplicaManager:
         max_bytes: int = 0,
         isolation_level: int = READ_UNCOMMITTED,
         broker_epoch: int = -1,
+        as_slices: bool = False,
     ) -> list[FetchResult]:
         """A consumer's or follower's fetch (Kafka's ``FetchParams`` as keywords): long-polls
         until ``min_bytes`` are ready, an error or a divergence is found, or ``max_wait_ms``
@@ -458,13 +459,16 @@ class ReplicaManager:
         its broker epoch (-1: not checked); it reads up to the log end offset and updates the
         follower's state (ISR, high watermark). A consumer reads below the high watermark
         (``isolation_level``: without transactions READ_COMMITTED reads the same).
-        ``max_bytes`` 0: 50 MiB. Raises :class:`InvalidRequestError` for a follower fetch
-        without a replica id; answers every other error per partition."""
+        ``max_bytes`` 0: 50 MiB. ``as_slices``: a consumer's records as slices of the segment
+        files (:class:`~storage.file_records.FileSlice`), not read, for a door that sends them
+        with sendfile (Kafka's ``FileRecords.transferTo``). Raises
+        :class:`InvalidRequestError` for a follower fetch without a replica id; answers every
+        other error per partition."""
         if from_follower and replica_id < 0:
             raise InvalidRequestError("a follower fetch needs replica_id")
         if isolation_level not in (READ_UNCOMMITTED, READ_COMMITTED):
             raise InvalidRequestError(f"unknown isolation level {isolation_level}")
-        params = _FetchParams(from_follower, replica_id, max(0, max_bytes), broker_epoch)
+        params = _FetchParams(from_follower, replica_id, max(0, max_bytes), broker_epoch, as_slices)
         if max_wait_ms <= 0:
             return self._read_once(partitions, params, update_state=True)[0]
         deadline = self._clock.monotonic_ms() + max_wait_ms
@@ -517,6 +521,7 @@ class ReplicaManager:
                         fetch_offset=fp.fetch_offset,
                         max_bytes=max_bytes,
                         current_leader_epoch=fp.current_leader_epoch,
+                        as_slice=params.as_slices,
                     )
                 diverging = None
                 if result.diverging_epoch is not None:
@@ -688,6 +693,7 @@ class _FetchParams:
     replica_id: int
     max_bytes: int
     broker_epoch: int
+    as_slices: bool
 
 
 def _produce_error(topic: str, partition: int, err: OdradekError) -> ProduceResult:

@@ -19,9 +19,10 @@ Immutable values (frozen dataclasses); thread-safe.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from storage.file_records import FileSlice
 
 __all__ = [
     "READ_COMMITTED",
@@ -63,29 +64,6 @@ transactions, the high watermark: the two answer alike here)."""
 
 
 # -- records -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class FileSlice:
-    """``length`` bytes of a segment file from byte ``position`` (Kafka's ``FileRecords.slice``):
-    record batches a door may send without copying them into Python (the Kafka door's
-    ``os.sendfile(socket, fd, position, length)``), or read (:meth:`read`; the gRPC door).
-
-    ``fd`` is an open file descriptor of the segment; it stays valid while the segment is open
-    (a segment deleted meanwhile is read as it was: POSIX keeps an unlinked file's data while
-    a descriptor is open). Not owned: never close it.
-    """
-
-    fd: int
-    position: int
-    length: int
-
-    def read(self) -> bytes:
-        """The slice's bytes (fewer if the file is shorter than the slice)."""
-        return os.pread(self.fd, self.length, self.position)
-
-    def __len__(self) -> int:
-        return self.length
 
 
 Records = bytes | memoryview | FileSlice

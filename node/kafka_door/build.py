@@ -16,7 +16,6 @@ import dataclasses
 import datetime
 import sys
 import uuid
-from functools import cache
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -27,12 +26,17 @@ _ZERO_UUID = uuid.UUID(int=0)
 __all__ = ["error_code", "make", "nested"]
 
 
-@cache
+_field_kinds: dict[type[Any], dict[str, str]] = {}
+
+
 def _fields(cls: type[Any]) -> dict[str, str]:
     """Field name -> kafka_type (``""`` for entity/array fields)."""
-    return {
-        f.name: str(f.metadata.get("kafka_type", "")) for f in dataclasses.fields(cls) if f.init
-    }
+    kinds = _field_kinds.get(cls)
+    if kinds is None:
+        kinds = _field_kinds[cls] = {
+            f.name: str(f.metadata.get("kafka_type", "")) for f in dataclasses.fields(cls) if f.init
+        }
+    return kinds
 
 
 def error_code(code: int) -> ErrorCode:
@@ -64,10 +68,16 @@ def make(cls: type[Any], **values: Any) -> Any:
     return cls(**kwargs)
 
 
-@cache
+_nested: dict[tuple[str, str], type[Any]] = {}
+
+
 def nested(cls: type[Any], name: str) -> type[Any]:
     """The class ``name`` defined beside ``cls`` (the same API version)."""
-    value = getattr(sys.modules[cls.__module__], name)
-    if not isinstance(value, type):
-        raise LookupError(f"{cls.__module__}.{name} is not a class")
-    return value
+    key = (cls.__module__, name)
+    found = _nested.get(key)
+    if found is None:
+        value = getattr(sys.modules[cls.__module__], name)
+        if not isinstance(value, type):
+            raise LookupError(f"{cls.__module__}.{name} is not a class")
+        found = _nested[key] = value
+    return found

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 
-async def _round_trip(bootstrap: str, topic: str) -> list:
+async def _round_trip(bootstrap: str, topic: str) -> list[Any]:
     for codec, idempotent in (
         (None, True),
         ("gzip", False),
@@ -32,7 +33,7 @@ async def _round_trip(bootstrap: str, topic: str) -> list:
         tp = TopicPartition(topic, 0)
         consumer.assign([tp])
         await consumer.seek_to_beginning(tp)
-        got: list = []
+        got: list[Any] = []
         while len(got) < 250:
             batch = await consumer.getmany(tp, timeout_ms=10_000)
             assert batch, f"no records after {len(got)}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -30,8 +31,8 @@ def create_topic(cluster: LocalCluster, name: str, partitions: int = 3, **config
     """Creates ``name`` (three replicas) through odradek's own admin client (the admin APIs of
     the Kafka door have tests of their own) and waits until the Kafka door's Metadata shows a
     leader for every partition."""
-    with OdradekAdmin(cluster.bootstrap_servers) as admin:
-        admin.create_topics([OdradekNewTopic(name, partitions, 3, configs=dict(configs))])
+    with OdradekAdmin(cluster.bootstrap_servers) as odradek_admin:
+        odradek_admin.create_topics([OdradekNewTopic(name, partitions, 3, configs=dict(configs))])
     admin = AdminClient({"bootstrap.servers": cluster.kafka_bootstrap_servers})
     deadline = time.monotonic() + 60  # noqa: TID251
     while time.monotonic() < deadline:  # noqa: TID251
@@ -46,12 +47,14 @@ def create_topic(cluster: LocalCluster, name: str, partitions: int = 3, **config
     raise AssertionError(f"{name} has no leaders after 60 s")
 
 
-def produce(bootstrap: str, topic: str, records: list[dict], **config: object) -> list:
+def produce(
+    bootstrap: str, topic: str, records: list[dict[str, Any]], **config: object
+) -> list[Any]:
     """Produces ``records`` (kwargs of ``Producer.produce``) and returns the delivery reports'
     messages, failing on any delivery error."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **config})
-    delivered: list = []
-    errors: list = []
+    delivered: list[Any] = []
+    errors: list[Any] = []
 
     def report(err, msg):
         (errors if err is not None else delivered).append(err or msg)
@@ -64,22 +67,23 @@ def produce(bootstrap: str, topic: str, records: list[dict], **config: object) -
     return delivered
 
 
-def consume(bootstrap: str, assignments: list[TopicPartition], count: int) -> list:
+def consume(bootstrap: str, assignments: list[TopicPartition], count: int) -> list[Any]:
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": unique("g"), "enable.auto.commit": False}
     )
     consumer.assign(assignments)
-    out: list = []
+    out: list[Any] = []
     deadline = time.monotonic() + 60  # noqa: TID251
     try:
         while len(out) < count and time.monotonic() < deadline:  # noqa: TID251
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
-            if msg.error() is not None:
-                if msg.error().code() == KafkaError._PARTITION_EOF:
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
                     continue
-                raise KafkaException(msg.error())
+                raise KafkaException(error)
             out.append(msg)
     finally:
         consumer.close()
@@ -93,8 +97,8 @@ def test_metadata_lists_the_three_brokers_on_their_kafka_listeners(kafka_cluster
     assert sorted(md.brokers) == [0, 1, 2]
     advertised = {f"{b.host}:{b.port}" for b in md.brokers.values()}
     assert advertised == {n.kafka_address for n in kafka_cluster.nodes}
-    assert md.cluster_id
     assert md.controller_id in (0, 1, 2)
+    assert md.cluster_id
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -135,7 +139,7 @@ def test_keys_headers_null_values_and_one_mib_values_round_trip(kafka_cluster, b
     # overhead, as on Kafka: the topic allows 2 MiB
     create_topic(kafka_cluster, topic, partitions=1, **{"max.message.bytes": "2097152"})
     big = bytes(range(256)) * 4096  # 1 MiB
-    records = [
+    records: list[dict[str, Any]] = [
         {"key": b"k1", "value": b"v1", "headers": [("h1", b"a"), ("h2", None), ("h1", b"b")]},
         {"key": None, "value": None},
         {"key": b"big", "value": big},
@@ -154,7 +158,7 @@ def test_a_batch_over_the_topics_limit_is_refused_with_kafkas_error(kafka_cluste
     topic = unique("small")
     create_topic(kafka_cluster, topic, partitions=1, **{"max.message.bytes": "1000"})
     producer = Producer({"bootstrap.servers": bootstrap, "compression.type": "none"})
-    errors: list = []
+    errors: list[Any] = []
     producer.produce(topic, value=b"x" * 5000, on_delivery=lambda err, msg: errors.append(err))
     producer.flush(60)
     assert len(errors) == 1 and errors[0] is not None
@@ -222,7 +226,7 @@ def test_what_one_door_writes_the_other_reads_byte_for_byte(kafka_cluster, boots
     kafka_side = consume(bootstrap, [TopicPartition(topic, 0, 0)], 3)
     with OdradekConsumer(kafka_cluster.bootstrap_servers) as consumer:
         consumer.assign([OdradekTopicPartition(topic, 0)])
-        grpc_side: list = []
+        grpc_side: list[Any] = []
         deadline = time.monotonic() + 30  # noqa: TID251
         while len(grpc_side) < 3 and time.monotonic() < deadline:  # noqa: TID251
             grpc_side.extend(consumer.poll(timeout_ms=500))

@@ -5,6 +5,7 @@ its own with the admin APIs)."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -29,7 +30,7 @@ def test_kafka_python_produces_and_consumes_with_every_codec(kafka_cluster, boot
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     consumer.assign([TopicPartition(topic, 0)])
     consumer.seek_to_beginning()
-    got: list = []
+    got: list[Any] = []
     while len(got) < 500:
         batch = consumer.poll(timeout_ms=10_000)
         assert batch, f"no records after {len(got)}"
@@ -52,7 +53,7 @@ def test_kafka_python_acks(bootstrap, acks):
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     consumer.assign([TopicPartition(topic, 0)])
     consumer.seek_to_beginning()
-    got: list = []
+    got: list[Any] = []
     while len(got) < 20:
         batch = consumer.poll(timeout_ms=10_000)
         assert batch

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from node.core import replication_rules as rules
 from node.core.partition import IsrChange, LeaderAndIsrState, Partition
+from node.core.requests import records_bytes
 from odradek.clock import ManualClock
 from odradek.errors import (
     NotLeaderOrFollowerError,
@@ -407,7 +408,7 @@ class SimNode:
             FetchResponse(
                 request.fetch_id,
                 0,
-                bytes(result.records),
+                records_bytes(result.records),
                 result.high_watermark,
                 result.log_start_offset,
                 result.log_end_offset,
@@ -428,7 +429,7 @@ class SimNode:
         self._send(
             src,
             ConsumerFetchResponse(
-                request.request_id, 0, bytes(result.records), result.high_watermark
+                request.request_id, 0, records_bytes(result.records), result.high_watermark
             ),
         )
 

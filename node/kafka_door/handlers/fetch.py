@@ -22,12 +22,12 @@ import os
 from typing import Any
 
 from node.core.requests import READ_UNCOMMITTED, FetchPartition, Records
-from node.core.requests import FileSlice as CoreFileSlice
 from node.kafka_door.context import RequestContext
 from node.kafka_door.fetch_encoding import FetchedPartition, encode_fetch_response
 from node.kafka_door.frames import response_class
 from node.kafka_door.server import FileSlice
 from node.kafka_door.services import DoorServices
+from storage.file_records import FileSlice as SegmentSlice
 
 __all__ = ["handle_fetch"]
 
@@ -68,6 +68,8 @@ def handle_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> A
         min_bytes=int(request.min_bytes),
         max_bytes=int(getattr(request, "max_bytes", 2**31 - 1)),
         isolation_level=int(getattr(request, "isolation_level", READ_UNCOMMITTED)),
+        # plaintext: the records go from the page cache to the socket (sendfile)
+        as_slices=ctx.connection.security_protocol in ("PLAINTEXT", "SASL_PLAINTEXT"),
     )
     by_key = {(r.topic, r.partition): r for r in results}
     topics: list[tuple[str, list[FetchedPartition]]] = []
@@ -92,6 +94,6 @@ def handle_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> A
 def _records(records: Records) -> bytes | FileSlice:
     """A slice of a segment file goes out with sendfile from a descriptor of the door's own (the
     segment's may be closed once the segment is deleted, after ``file.delete.delay.ms``)."""
-    if isinstance(records, CoreFileSlice):
+    if isinstance(records, SegmentSlice):
         return FileSlice(os.dup(records.fd), records.position, records.length)
     return records if isinstance(records, bytes) else bytes(records)

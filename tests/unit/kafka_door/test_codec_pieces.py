@@ -8,11 +8,13 @@ import io
 import os
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_writer
+from kio.static.primitive import i16, i32
 
 from node.kafka_door.build import make, nested
 from node.kafka_door.context import Connection, RequestContext
@@ -37,7 +39,10 @@ def test_a_flexible_request_header_carries_tagged_fields():
     entity_writer(RequestHeaderV2)(
         out,
         RequestHeaderV2(
-            request_api_key=18, request_api_version=3, correlation_id=9, client_id="kcat"
+            request_api_key=i16(18),
+            request_api_version=i16(3),
+            correlation_id=i32(9),
+            client_id="kcat",
         ),
     )
     frame = out.getvalue() + b"\x05body!"
@@ -163,7 +168,7 @@ def _context(conn: Connection, key: int, version: int = 1) -> RequestContext:
     return RequestContext(conn, key, version, 1, "test")
 
 
-def _request(cls: type, **fields: object) -> object:
+def _request(cls: type[Any], **fields: object) -> Any:
     return make(cls, **fields)
 
 
@@ -172,7 +177,7 @@ def test_scram_over_the_sasl_handlers_authenticates_and_refuses():
     store = {("SCRAM-SHA-512", "alice"): credential}
     handlers = SaslHandlers(lambda m, u: store.get((m, u)), ("SCRAM-SHA-256", "SCRAM-SHA-512"))
 
-    def login(password: str) -> tuple[Connection, object]:
+    def login(password: str) -> tuple[Connection, Any]:
         conn = Connection("SECURE", "SASL_PLAINTEXT", "127.0.0.1", 5000, authenticated=False)
         hello = handlers.handshake(
             _context(conn, 17), _request(request_class(17, 1), mechanism="SCRAM-SHA-512")

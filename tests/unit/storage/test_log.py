@@ -73,6 +73,22 @@ def test_read_is_bounded_by_max_offset(tmp_path, clock):
     assert log.read(5, 1 << 20, max_offset=4).records == b""
 
 
+def test_a_read_as_a_slice_names_the_same_bytes_in_the_segment_file(tmp_path, clock):
+    log = open_log(tmp_path, clock, LogConfig(segment_bytes=2000))
+    for i in range(12):
+        log.append_as_leader(make_batch(3, first=3 * i, value_size=50), leader_epoch=0)
+    assert log.num_segments > 1
+    for offset, max_bytes, bound in ((0, 1 << 20, None), (7, 300, None), (20, 1 << 20, 30)):
+        read = log.read(offset, max_bytes, max_offset=bound)
+        sliced = log.read(offset, max_bytes, max_offset=bound, as_slice=True)
+        assert sliced.records == b"" and sliced.slice is not None
+        assert sliced.slice.read() == read.records
+        assert len(sliced.slice) == len(read.records)
+        assert sliced.first_entry_incomplete == read.first_entry_incomplete
+    at_end = log.read(log.log_end_offset, 1000, as_slice=True)
+    assert at_end.records == b"" and at_end.slice is None
+
+
 def test_min_one_message_and_partial_reads(tmp_path, clock):
     log = open_log(tmp_path, clock)
     log.append_as_leader(make_batch(10, value_size=100), leader_epoch=0)
