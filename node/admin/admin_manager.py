@@ -166,6 +166,9 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 DEFAULT_CONTROLLER_WAIT_MS = 30_000
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+"""Kafka's internal topics: created by their coordinators with their own settings, never by
+auto-creation with the node's defaults."""
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 """KRaft's metadata log: Kafka refuses to create it (INVALID_REQUEST) in either mode."""
 
@@ -542,7 +545,10 @@ class AdminManager:
         LEADER_NOT_AVAILABLE (5) for a topic created now or already existing (its leaders are
         not known yet), INVALID_TOPIC_EXCEPTION (17) for a bad name, UNKNOWN_TOPIC_OR_PARTITION
         (3) for a topic this node is creating already, else create_topics' error (e.g.
-        INVALID_REPLICATION_FACTOR, 38). Thread-safe."""
+        INVALID_REPLICATION_FACTOR, 38). An internal topic (``__consumer_offsets``,
+        ``__transaction_state``) is left to its coordinator, which creates it with its own
+        settings (the group coordinator on FindCoordinator): UNKNOWN_TOPIC_OR_PARTITION until
+        then (Kafka creates it here with the coordinator's settings). Thread-safe."""
         out: dict[str, int] = {}
         mine: list[str] = []
         for name in dict.fromkeys(names):
@@ -550,6 +556,9 @@ class AdminManager:
                 validate_topic_name(name)
             except InvalidTopicError:
                 out[name] = InvalidTopicError.code
+                continue
+            if name in INTERNAL_TOPICS:
+                out[name] = UnknownTopicOrPartitionError.code
                 continue
             with self._inflight_lock:
                 if name in self._inflight:

@@ -181,6 +181,8 @@ def test_auto_create_topics_creates_with_the_node_defaults(nodes):
     assert first == {"auto-a": 5, "bad name": 17, "auto-b": 5}
     # already there: LEADER_NOT_AVAILABLE again, as Kafka answers TOPIC_ALREADY_EXISTS
     assert admin.auto_create_topics(["auto-a"]) == {"auto-a": 5}
+    # the offsets topic is the group coordinator's to create, with its own settings
+    assert admin.auto_create_topics(["__consumer_offsets"]) == {"__consumer_offsets": 3}
     with Admin(_bootstrap(zero)) as client:
 
         def auto_a() -> TopicMetadata | None:
@@ -191,8 +193,9 @@ def test_auto_create_topics_creates_with_the_node_defaults(nodes):
         # num.partitions=3, default.replication.factor=2
         assert len(described.partitions) == 3
         assert all(len(p.replicas) == 2 for p in described.partitions)
-    # a replication factor the cluster cannot give passes its error through
     assert zero.zk is not None
+    assert zero.zk.exists("/brokers/topics/__consumer_offsets") is None
+    # a replication factor the cluster cannot give passes its error through
     greedy = AdminManager(zero.zk, zero.clock, default_replication_factor=3)
     assert greedy.auto_create_topics(["auto-c"]) == {"auto-c": 38}  # INVALID_REPLICATION_FACTOR
     # Kafka's refusal of KRaft's metadata log, in either mode
