@@ -22,7 +22,7 @@ ControlledShutdown)
 
 A whole call refused (31 on the Replication and Controller services) is aborted with
 ``PERMISSION_DENIED`` and the code in the ``odradek-error-code`` trailing metadata.
-The Admin service's checks are :mod:`node.grpc_door.acl_admin_service`'s. Thread-safe (no
+The Admin service's checks are the admin room's (:mod:`node.admin.authorization`). Thread-safe (no
 state of their own).
 """
 
