@@ -49,11 +49,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import shutil
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Protocol, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
@@ -94,13 +91,13 @@ from node.admin.config_ops import (
     describe_topic_configs,
     topic_config_names,
 )
+from node.admin.local_admin import LocalAdmin
 from node.admin.requests import (
     AclCreationResult,
     AlterConfigsResource,
     AlterConfigsResult,
     AlterPartitionReassignmentsResult,
     AlterUserScramCredentialsResult,
-    ClusterBroker,
     ConfigResource,
     ConfigResourceType,
     ConfigSource,
@@ -116,26 +113,22 @@ from node.admin.requests import (
     DescribedConfig,
     DescribeLogDirsResult,
     DescribeUserScramCredentialsResponse,
-    DescribeUserScramCredentialsResult,
     ElectionType,
     ElectLeadersResult,
     IncrementalAlterConfigsResource,
     InvalidAcl,
     ListPartitionReassignmentsResult,
-    LogDirDescription,
-    LogDirPartition,
-    LogDirTopic,
     NewTopicSpec,
     OngoingReassignment,
     PartitionProducers,
     PartitionResult,
-    ProducerState,
     ReassignablePartition,
     ScramCredentialDeletion,
-    ScramCredentialInfo,
     ScramCredentialUpsertion,
     TopicResult,
 )
+from node.admin.security_admin import SecurityAdmin
+from node.admin.views import AclStore, ClusterView, CredentialStore, LocalLogs
 from odradek.acl import AclBinding, AclBindingFilter
 from odradek.clock import Clock
 from odradek.errors import (
@@ -148,23 +141,15 @@ from odradek.errors import (
     InvalidTopicError,
     LeaderNotAvailableError,
     NoReassignmentInProgressError,
-    NotLeaderOrFollowerError,
     OdradekError,
     PreferredLeaderNotAvailableError,
     ReassignmentInProgressError,
     RequestTimedOutError,
-    ResourceNotFoundError,
-    SecurityDisabledError,
     TopicAlreadyExistsError,
-    UnacceptableCredentialError,
     UnknownServerError,
     UnknownTopicOrPartitionError,
-    UnsupportedSaslMechanismError,
-    UnsupportedVersionError,
 )
-from odradek.scram import MECHANISMS, ScramCredential, credential_from_salted_password
 from storage.config import LogConfig
-from storage.log import Log
 from storage.log_manager import validate_topic_name
 
 __all__ = [
@@ -181,76 +166,11 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 DEFAULT_CONTROLLER_WAIT_MS = 30_000
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+"""Kafka's internal topics: created by their coordinators with their own settings, never by
+auto-creation with the node's defaults."""
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 """KRaft's metadata log: Kafka refuses to create it (INVALID_REQUEST) in either mode."""
-
-
-# -- what the manager reads of the rest of the node (structural: the node's own objects fit) ----
-
-
-class EndpointView(Protocol):
-    @property
-    def listener(self) -> str: ...
-    @property
-    def host(self) -> str: ...
-    @property
-    def port(self) -> int: ...
-
-
-class BrokerView(Protocol):
-    @property
-    def node_id(self) -> int: ...
-    @property
-    def host(self) -> str: ...
-    @property
-    def port(self) -> int: ...
-    @property
-    def rack(self) -> str: ...
-    @property
-    def endpoints(self) -> Iterable[EndpointView]: ...
-
-
-class SnapshotView(Protocol):
-    @property
-    def controller_id(self) -> int: ...
-    @property
-    def cluster_id(self) -> str: ...
-    @property
-    def brokers(self) -> Mapping[int, BrokerView]: ...
-    @property
-    def partitions(self) -> Mapping[tuple[str, int], Any]: ...
-
-
-class ClusterView(Protocol):
-    """The node's metadata cache (:class:`node.core.metadata_cache.MetadataCache`)."""
-
-    @property
-    def snapshot(self) -> SnapshotView: ...
-
-
-class LocalLogs(Protocol):
-    """The node's log manager (:class:`storage.log_manager.LogManager`)."""
-
-    @property
-    def log_dirs(self) -> Sequence[Path]: ...
-    def all_logs(self) -> Mapping[tuple[str, int], Log]: ...
-    def get_log(self, topic: str, partition: int) -> Log | None: ...
-
-
-class AclStore(Protocol):
-    """Where ACLs live (:class:`node.security.authorizer.AclAuthorizer`)."""
-
-    def bindings(self) -> list[AclBinding]: ...
-    def create_acls(self, bindings: Iterable[AclBinding]) -> None: ...
-    def delete_acls(self, filters: Iterable[AclBindingFilter]) -> list[list[AclBinding]]: ...
-
-
-class CredentialStore(Protocol):
-    """Where SCRAM credentials live (:class:`node.security.scram_store.ScramCredentialStore`)."""
-
-    def users(self) -> list[str]: ...
-    def describe(self, user: str) -> dict[str, int]: ...
-    def alter(self, user: str, upsert: dict[str, ScramCredential], delete: set[str]) -> None: ...
 
 
 # -- pure topic rules ---------------------------------------------------------------------------
@@ -334,10 +254,8 @@ class AdminManager:
         self._log_defaults = log_defaults if log_defaults is not None else LogConfig()
         self._poll_s = poll_interval_ms / 1000
         self._pause = threading.Event()
-        self._acls = acls
-        self._credentials = credentials
-        self._metadata = metadata
-        self._logs = logs
+        self._security = SecurityAdmin(acls, credentials)
+        self._local = LocalAdmin(node_id, metadata, logs)
         self._inflight_lock = threading.Lock()
         self._inflight: set[str] = set()
 
@@ -627,7 +545,10 @@ class AdminManager:
         LEADER_NOT_AVAILABLE (5) for a topic created now or already existing (its leaders are
         not known yet), INVALID_TOPIC_EXCEPTION (17) for a bad name, UNKNOWN_TOPIC_OR_PARTITION
         (3) for a topic this node is creating already, else create_topics' error (e.g.
-        INVALID_REPLICATION_FACTOR, 38). Thread-safe."""
+        INVALID_REPLICATION_FACTOR, 38). An internal topic (``__consumer_offsets``,
+        ``__transaction_state``) is left to its coordinator, which creates it with its own
+        settings (the group coordinator on FindCoordinator): UNKNOWN_TOPIC_OR_PARTITION until
+        then (Kafka creates it here with the coordinator's settings). Thread-safe."""
         out: dict[str, int] = {}
         mine: list[str] = []
         for name in dict.fromkeys(names):
@@ -635,6 +556,9 @@ class AdminManager:
                 validate_topic_name(name)
             except InvalidTopicError:
                 out[name] = InvalidTopicError.code
+                continue
+            if name in INTERNAL_TOPICS:
+                out[name] = UnknownTopicOrPartitionError.code
                 continue
             with self._inflight_lock:
                 if name in self._inflight:
@@ -1130,232 +1054,51 @@ class AdminManager:
             return new
         raise UnknownServerError(f"could not add partitions to {topic!r}: too many races")
 
-    # -- ACLs -------------------------------------------------------------------------------
+    # -- ACLs and SCRAM credentials (node.admin.security_admin) ------------------------------
 
     def create_acls(self, creations: Sequence[AclBinding | InvalidAcl]) -> list[AclCreationResult]:
-        """Store the ACLs; one result per creation, INVALID_REQUEST (42) for one a door could
-        not decode (SECURITY_DISABLED, 54, for each without an authorizer)."""
-        if self._acls is None:
-            return [_security_disabled(AclCreationResult)] * len(creations)
-        self._acls.create_acls([c for c in creations if isinstance(c, AclBinding)])
-        return [
-            AclCreationResult(InvalidRequestError.code, c.message)
-            if isinstance(c, InvalidAcl)
-            else AclCreationResult()
-            for c in creations
-        ]
+        """See :meth:`SecurityAdmin.create_acls`."""
+        return self._security.create_acls(creations)
 
     def describe_acls(self, acl_filter: AclBindingFilter | InvalidAcl) -> DescribeAclsResult:
-        """The ACLs ``acl_filter`` matches (SECURITY_DISABLED without an authorizer)."""
-        if self._acls is None:
-            return _security_disabled(DescribeAclsResult)
-        if isinstance(acl_filter, InvalidAcl):
-            return DescribeAclsResult(InvalidRequestError.code, acl_filter.message)
-        return DescribeAclsResult(
-            acls=tuple(b for b in self._acls.bindings() if acl_filter.matches(b))
-        )
+        """See :meth:`SecurityAdmin.describe_acls`."""
+        return self._security.describe_acls(acl_filter)
 
     def delete_acls(
         self, filters: Sequence[AclBindingFilter | InvalidAcl]
     ) -> list[DeleteAclsFilterResult]:
-        """Delete what each filter matches; per filter the ACLs it deleted, INVALID_REQUEST for
-        one a door could not decode (SECURITY_DISABLED for each without an authorizer)."""
-        if self._acls is None:
-            return [_security_disabled(DeleteAclsFilterResult)] * len(filters)
-        deleted = iter(
-            self._acls.delete_acls([f for f in filters if isinstance(f, AclBindingFilter)])
-        )
-        return [
-            DeleteAclsFilterResult(InvalidRequestError.code, f.message)
-            if isinstance(f, InvalidAcl)
-            else DeleteAclsFilterResult(matching_acls=tuple(next(deleted)))
-            for f in filters
-        ]
-
-    # -- SCRAM credentials ------------------------------------------------------------------
+        """See :meth:`SecurityAdmin.delete_acls`."""
+        return self._security.delete_acls(filters)
 
     def describe_user_scram_credentials(
         self, users: Sequence[str] | None = None
     ) -> DescribeUserScramCredentialsResponse:
-        """Per user (each once; every user with a credential for ``None`` or empty) the
-        mechanisms and iterations; RESOURCE_NOT_FOUND for a named user without any. Without a
-        credential store: UNSUPPORTED_VERSION at the top."""
-        store = self._credentials
-        if store is None:
-            return DescribeUserScramCredentialsResponse(
-                UnsupportedVersionError.code, "this node keeps no credentials"
-            )
-        named = list(dict.fromkeys(users or ()))
-        results = []
-        for user in named or store.users():
-            infos = store.describe(user)
-            if not infos and not named:
-                continue
-            if not infos:
-                results.append(
-                    DescribeUserScramCredentialsResult(
-                        user, ResourceNotFoundError.code, f"user {user!r} has no SCRAM credentials"
-                    )
-                )
-                continue
-            results.append(
-                DescribeUserScramCredentialsResult(
-                    user,
-                    credential_infos=tuple(
-                        ScramCredentialInfo(m, i) for m, i in sorted(infos.items())
-                    ),
-                )
-            )
-        return DescribeUserScramCredentialsResponse(results=tuple(results))
+        """See :meth:`SecurityAdmin.describe_user_scram_credentials`."""
+        return self._security.describe_user_scram_credentials(users)
 
     def alter_user_scram_credentials(
         self,
         deletions: Sequence[ScramCredentialDeletion],
         upsertions: Sequence[ScramCredentialUpsertion],
     ) -> list[AlterUserScramCredentialsResult]:
-        """Per user (in the order first named): set and delete credentials in one write.
-        UNSUPPORTED_SASL_MECHANISM for an unknown upserted mechanism, UNACCEPTABLE_CREDENTIAL
-        for iterations out of the mechanism's range or an empty salt or password,
-        INVALID_REQUEST for an empty user, an unknown deleted mechanism or one both set and
-        deleted, RESOURCE_NOT_FOUND for deleting a credential the user lacks;
-        UNSUPPORTED_VERSION for every user without a credential store."""
-        users = list(dict.fromkeys([d.name for d in deletions] + [u.name for u in upsertions]))
-        store = self._credentials
-        if store is None:
-            return [
-                AlterUserScramCredentialsResult(
-                    u, UnsupportedVersionError.code, "this node keeps no credentials"
-                )
-                for u in users
-            ]
-        results = []
-        for user in users:
-            code, message = 0, ""
-            deleting = {d.mechanism for d in deletions if d.name == user}
-            upsert: dict[str, ScramCredential] = {}
-            for u in (u for u in upsertions if u.name == user):
-                if u.mechanism not in MECHANISMS:
-                    code, message = UnsupportedSaslMechanismError.code, f"{u.mechanism!r}"
-                    break
-                _, least, most = MECHANISMS[u.mechanism]
-                if not least <= u.iterations <= most or not u.salt or not u.salted_password:
-                    code = UnacceptableCredentialError.code
-                    message = f"{u.mechanism} needs iterations in [{least}, {most}] and a salt"
-                    break
-                upsert[u.mechanism] = credential_from_salted_password(
-                    u.mechanism, u.salted_password, u.salt, u.iterations
-                )
-            unknown = deleting - set(MECHANISMS)
-            if not code and (unknown or deleting & set(upsert) or not user):
-                code = InvalidRequestError.code
-                message = "an empty user, an unknown mechanism, or one both set and deleted"
-            if not code and deleting - set(store.describe(user)):
-                code = ResourceNotFoundError.code
-                message = f"user {user!r} has no {', '.join(sorted(deleting))} credential"
-            if not code:
-                store.alter(user, upsert, deleting)
-            results.append(AlterUserScramCredentialsResult(user, code, message))
-        return results
+        """See :meth:`SecurityAdmin.alter_user_scram_credentials`."""
+        return self._security.alter_user_scram_credentials(deletions, upsertions)
 
-    # -- this node: the cluster as it sees it, its log dirs, its producers -------------------
-
-    def _cluster_view(self) -> ClusterView:
-        if self._metadata is None:
-            raise ValueError("this admin manager has no metadata cache")
-        return self._metadata
-
-    def _local_logs(self) -> LocalLogs:
-        if self._logs is None:
-            raise ValueError("this admin manager has no log manager")
-        return self._logs
+    # -- this node (node.admin.local_admin) -------------------------------------------------
 
     def describe_cluster(self, listener_name: str | None = None) -> DescribeClusterResult:
-        """The cluster id, the active controller's id (-1 when unknown) and the live brokers,
-        each by its endpoint on ``listener_name`` (brokers without that listener left out), as
-        this node's metadata cache knows them (Kafka's ``handleDescribeCluster``)."""
-        snapshot = self._cluster_view().snapshot
-        brokers = []
-        for node_id, broker in sorted(snapshot.brokers.items()):
-            endpoint = _on_listener(broker, listener_name)
-            if endpoint is not None:
-                host, port = endpoint
-                brokers.append(ClusterBroker(node_id, host, port, broker.rack or None))
-        return DescribeClusterResult(
-            cluster_id=snapshot.cluster_id,
-            controller_id=snapshot.controller_id,
-            brokers=tuple(brokers),
-        )
+        """See :meth:`LocalAdmin.describe_cluster`."""
+        return self._local.describe_cluster(listener_name)
 
     def describe_log_dirs(
         self, partitions: Collection[tuple[str, int]] | None = None
     ) -> DescribeLogDirsResult:
-        """Every log directory of this node with the size of each of its partitions (those in
-        ``partitions``, or all when ``None``): offset lag 0 and never a future replica (odradek
-        has no intra-broker moves), and the file system's total and usable bytes (Kafka's
-        ``ReplicaManager.describeLogDirs``)."""
-        logs = self._local_logs()
-        wanted = None if partitions is None else set(partitions)
-        by_dir: dict[Path, dict[str, list[LogDirPartition]]] = {d: {} for d in logs.log_dirs}
-        for (topic, partition), log in sorted(logs.all_logs().items()):
-            if wanted is not None and (topic, partition) not in wanted:
-                continue
-            topics = by_dir.setdefault(log.dir.parent, {})
-            topics.setdefault(topic, []).append(LogDirPartition(partition, log.size))
-        out = []
-        for directory, topics in by_dir.items():
-            try:
-                usage = shutil.disk_usage(directory)
-                total, usable = int(usage.total), int(usage.free)
-            except OSError:
-                total = usable = -1
-            out.append(
-                LogDirDescription(
-                    log_dir=str(directory),
-                    topics=tuple(LogDirTopic(t, tuple(ps)) for t, ps in sorted(topics.items())),
-                    total_bytes=total,
-                    usable_bytes=usable,
-                )
-            )
-        return DescribeLogDirsResult(results=tuple(out))
+        """See :meth:`LocalAdmin.describe_log_dirs`."""
+        return self._local.describe_log_dirs(partitions)
 
     def describe_producers(self, partitions: Sequence[tuple[str, int]]) -> list[PartitionProducers]:
-        """Per partition the active idempotent producers in this node's replica's producer
-        state (Kafka's ``ReplicaManager.activeProducerState``: any local replica answers).
-        INVALID_TOPIC_EXCEPTION for an illegal name, UNKNOWN_TOPIC_OR_PARTITION for a
-        partition the cluster does not have, NOT_LEADER_OR_FOLLOWER for one this node does not
-        host."""
-        logs = self._local_logs()
-        known = self._cluster_view().snapshot.partitions
-        out = []
-        for topic, partition in partitions:
-            try:
-                validate_topic_name(topic)
-            except InvalidTopicError as e:
-                out.append(PartitionProducers(topic, partition, *_error(e)))
-                continue
-            log = logs.get_log(topic, partition)
-            if log is None:
-                if (topic, partition) in known:
-                    error: OdradekError = NotLeaderOrFollowerError(
-                        f"node {self.node_id} hosts no replica of {topic}-{partition}"
-                    )
-                else:
-                    error = UnknownTopicOrPartitionError(f"{topic}-{partition} does not exist")
-                out.append(PartitionProducers(topic, partition, *_error(error)))
-                continue
-            producers = tuple(
-                ProducerState(
-                    producer_id=pid,
-                    producer_epoch=entry.producer_epoch,
-                    last_sequence=entry.last_seq,
-                    last_timestamp=entry.last_timestamp,
-                    coordinator_epoch=entry.coordinator_epoch,
-                    current_txn_start_offset=entry.current_txn_first_offset,
-                )
-                for pid, entry in sorted(log.producer_state().items())
-            )
-            out.append(PartitionProducers(topic, partition, active_producers=producers))
-        return out
+        """See :meth:`LocalAdmin.describe_producers`."""
+        return self._local.describe_producers(partitions)
 
 
 def _replica_assignment(assignment: TopicAssignment, partition: int) -> ReplicaAssignment:
@@ -1364,23 +1107,3 @@ def _replica_assignment(assignment: TopicAssignment, partition: int) -> ReplicaA
         adding_replicas=tuple(assignment.adding_replicas.get(partition, ())),
         removing_replicas=tuple(assignment.removing_replicas.get(partition, ())),
     )
-
-
-def _on_listener(broker: BrokerView, listener_name: str | None) -> tuple[str, int] | None:
-    """Where a client of ``listener_name`` reaches ``broker``; ``None`` if it has no such
-    listener. A broker registered without endpoints (one PLAINTEXT listener) is reached at its
-    host and port."""
-    endpoints = list(broker.endpoints)
-    if listener_name is None or not endpoints:
-        return broker.host, broker.port
-    for e in endpoints:
-        if e.listener == listener_name:
-            return e.host, e.port
-    return None
-
-
-_R = TypeVar("_R")
-
-
-def _security_disabled(cls: Callable[[int, str], _R]) -> _R:
-    return cls(SecurityDisabledError.code, "no authorizer is configured (authorizer.class.name)")

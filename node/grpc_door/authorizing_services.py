@@ -7,7 +7,7 @@ trailing metadata.
 
 The client API's checks run inside :class:`~node.grpc_door.service.BrokerServicer` (given an
 :class:`~node.security.auth_helper.AuthHelper`); the Admin service's are
-:mod:`node.grpc_door.acl_admin_service`'s. Thread-safe (no state of their own).
+the admin room's (:mod:`node.admin.authorization`). Thread-safe (no state of their own).
 """
 
 from __future__ import annotations

@@ -14,7 +14,19 @@ from pathlib import Path
 import pytest
 
 from node.admin.admin_manager import AdminManager
-from node.admin.requests import ClusterBroker, NewTopicSpec
+from node.admin.requests import (
+    AlterConfigOp,
+    AlterConfigOpType,
+    AlterConfigsResource,
+    ClusterBroker,
+    ConfigResource,
+    ConfigResourceType,
+    ConfigSource,
+    DescribeConfigsResource,
+    DescribedConfig,
+    IncrementalAlterConfigsResource,
+    NewTopicSpec,
+)
 from node.config import NodeConfig
 from node.listeners import Listener
 from node.server import Node
@@ -181,6 +193,8 @@ def test_auto_create_topics_creates_with_the_node_defaults(nodes):
     assert first == {"auto-a": 5, "bad name": 17, "auto-b": 5}
     # already there: LEADER_NOT_AVAILABLE again, as Kafka answers TOPIC_ALREADY_EXISTS
     assert admin.auto_create_topics(["auto-a"]) == {"auto-a": 5}
+    # the offsets topic is the group coordinator's to create, with its own settings
+    assert admin.auto_create_topics(["__consumer_offsets"]) == {"__consumer_offsets": 3}
     with Admin(_bootstrap(zero)) as client:
 
         def auto_a() -> TopicMetadata | None:
@@ -191,8 +205,9 @@ def test_auto_create_topics_creates_with_the_node_defaults(nodes):
         # num.partitions=3, default.replication.factor=2
         assert len(described.partitions) == 3
         assert all(len(p.replicas) == 2 for p in described.partitions)
-    # a replication factor the cluster cannot give passes its error through
     assert zero.zk is not None
+    assert zero.zk.exists("/brokers/topics/__consumer_offsets") is None
+    # a replication factor the cluster cannot give passes its error through
     greedy = AdminManager(zero.zk, zero.clock, default_replication_factor=3)
     assert greedy.auto_create_topics(["auto-c"]) == {"auto-c": 38}  # INVALID_REPLICATION_FACTOR
     # Kafka's refusal of KRaft's metadata log, in either mode
@@ -201,3 +216,72 @@ def test_auto_create_topics_creates_with_the_node_defaults(nodes):
         42,
         "Creation of internal topic __cluster_metadata is prohibited.",
     )
+
+
+def test_configs_incremental_and_legacy_on_topics_and_read_only_brokers(nodes):
+    zero, one = nodes
+    admin = _admin(zero)
+    [created] = admin.create_topics(
+        [NewTopicSpec("conf", assignments=((0, (0,)),), configs={"retention.ms": "60000"})]
+    )
+    assert created.error_code == 0 and created.topic_id
+    assert (created.num_partitions, created.replication_factor) == (1, 1)
+    assert {c.name: c.value for c in created.configs}["retention.ms"] == "60000"
+    topic = ConfigResource(ConfigResourceType.TOPIC, "conf")
+
+    def described(*keys: str) -> dict[str, DescribedConfig]:
+        [result] = admin.describe_configs(
+            [DescribeConfigsResource(topic, keys or None)], include_synonyms=True
+        )
+        assert result.error_code == 0, result.error_message
+        return {c.name: c for c in result.configs}
+
+    append = AlterConfigOp("cleanup.policy", AlterConfigOpType.APPEND, "compact")
+    [done] = admin.incremental_alter_configs([IncrementalAlterConfigsResource(topic, (append,))])
+    assert done.error_code == 0, done.error_message
+    policy = described("cleanup.policy")["cleanup.policy"]
+    assert (policy.value, policy.config_source) == (
+        "delete,compact",
+        ConfigSource.DYNAMIC_TOPIC_CONFIG,
+    )
+    assert [s.source for s in policy.synonyms] == [
+        ConfigSource.DYNAMIC_TOPIC_CONFIG,
+        ConfigSource.DEFAULT_CONFIG,
+    ]
+    assert described()["retention.ms"].value == "60000"
+    # one bad operation fails the resource as a whole, and nothing is written
+    ops = (
+        AlterConfigOp("retention.ms", AlterConfigOpType.SET, "1"),
+        AlterConfigOp("retention.ms", AlterConfigOpType.APPEND, "2"),
+    )
+    [dup] = admin.incremental_alter_configs([IncrementalAlterConfigsResource(topic, ops)])
+    assert dup.error_code == 42  # INVALID_REQUEST: a config named twice
+    listed = AlterConfigOp("retention.ms", AlterConfigOpType.APPEND, "2")
+    [bad] = admin.incremental_alter_configs([IncrementalAlterConfigsResource(topic, (listed,))])
+    assert bad.error_code == 40  # INVALID_CONFIG: retention.ms is no list
+    assert described("retention.ms")["retention.ms"].value == "60000"
+    # the legacy call replaces every override: retention.ms and cleanup.policy go back
+    [legacy] = admin.alter_configs([AlterConfigsResource(topic, {"segment.bytes": "1048576"})])
+    assert legacy.error_code == 0
+    after = described("retention.ms", "cleanup.policy", "segment.bytes")
+    assert after["segment.bytes"].config_source is ConfigSource.DYNAMIC_TOPIC_CONFIG
+    assert after["retention.ms"].config_source is ConfigSource.DEFAULT_CONFIG
+    assert after["cleanup.policy"].value == "delete"
+    # the other node reads the same overrides from ZooKeeper
+    [seen] = _admin(one).describe_configs([DescribeConfigsResource(topic, ("segment.bytes",))])
+    assert [c.value for c in seen.configs] == ["1048576"]
+    # brokers: this node's defaults, read-only; another node's id is INVALID_REQUEST
+    mine, other, missing = admin.describe_configs(
+        [
+            DescribeConfigsResource(ConfigResource(ConfigResourceType.BROKER, "0")),
+            DescribeConfigsResource(ConfigResource(ConfigResourceType.BROKER, "1")),
+            DescribeConfigsResource(ConfigResource(ConfigResourceType.TOPIC, "absent")),
+        ]
+    )
+    entries = {c.name: c for c in mine.configs}
+    assert entries["num.partitions"].value == "3" and entries["num.partitions"].read_only
+    assert entries["log.roll.ms"].config_source is ConfigSource.DEFAULT_CONFIG
+    assert (other.error_code, missing.error_code) == (42, 3)
+    broker = ConfigResource(ConfigResourceType.BROKER, "0")
+    [refused] = admin.alter_configs([AlterConfigsResource(broker, {"num.partitions": "5"})])
+    assert refused.error_code == 42
