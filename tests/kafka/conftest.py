@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kazoo.client import KazooClient
 
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
@@ -50,6 +51,20 @@ def kafka_cluster(
     finally:
         for node in cluster.nodes:
             node.kill()
+
+
+@pytest.fixture(scope="module")
+def zk_connect_module(zookeeper: ZooKeeperServer, request: pytest.FixtureRequest) -> str:
+    """A connect string with a chroot of the module's own (for in-process nodes)."""
+    chroot = f"/kafka-module{next(_chroots)}"
+    client = KazooClient(hosts=zookeeper.connect_string, timeout=10)
+    client.start(timeout=15)
+    try:
+        client.ensure_path(chroot)
+    finally:
+        client.stop()
+        client.close()
+    return zookeeper.connect_string + chroot
 
 
 @pytest.fixture(scope="module")
