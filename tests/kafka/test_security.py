@@ -108,19 +108,23 @@ def secured(tmp_path_factory: pytest.TempPathFactory, zk_connect_module: str) ->
     node = Node(config)
     node.start()
     try:
-        admin_tls = {
+        admin_tls: dict[str, Any] = {
             "security_protocol": "SSL",
             "ssl_cafile": str(cafile),
             "ssl_certfile": str(admin_pem),
         }
         with Admin(f"localhost:{node.ports['INTERNAL']}", **admin_tls) as admin:
             wait_for(lambda: admin.cluster_metadata().brokers, "a live broker")
-            for topic in ("orders", "secret"):
-                assert admin.create_topics([NewTopic(topic, 1, 1)]) == {topic: None}
-                wait_for(
-                    lambda t=topic: admin.describe_topics([t])[t].partitions[0].leader >= 0,
-                    "a leader",
-                )
+            assert admin.create_topics([NewTopic(t, 1, 1) for t in ("orders", "secret")]) == {
+                "orders": None,
+                "secret": None,
+            }
+
+            def led() -> bool:
+                found = admin.describe_topics(["orders", "secret"])
+                return all(found[t].partitions[0].leader >= 0 for t in ("orders", "secret"))
+
+            wait_for(led, "leaders")
             assert admin.alter_user_scram_credentials(
                 [
                     ScramUpsertion("alice", "SCRAM-SHA-512", "alice-secret"),
@@ -177,7 +181,7 @@ def read_all(config: dict[str, Any], topic: str, count: int) -> list[bytes]:
             error = msg.error()
             if error is not None:
                 raise KafkaException(error)
-            values.append(msg.value())
+            values.append(msg.value() or b"")
     finally:
         consumer.close()
     return values
