@@ -27,6 +27,7 @@ import contextlib
 import functools
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -270,6 +271,9 @@ class LocalCluster:
 # -- the README's demo ----------------------------------------------------------------------
 STATE_FILE = "cluster.json"
 DEMO_PORTS = (9092, 9093, 9094)
+DEMO_KAFKA_PORTS = (19092, 19093, 19094)
+"""Where the demo's nodes serve Kafka's wire protocol (Redpanda's quickstart uses 19092 for its
+external Kafka port too); 9092-9094 stay odradek's gRPC ports, as before."""
 DEMO_ZK_PORT = 2181
 
 
@@ -332,9 +336,12 @@ def demo(
     stop_command: str | None = None,
     *,
     tls: bool = False,
+    kafka_ports: Sequence[int] | None = DEMO_KAFKA_PORTS,
 ) -> int:
     """The README's demo; ``stop_command`` is how its messages name the way to stop it (by
-    default this module's ``stop --dir DIRECTORY``; scripts/cluster.sh names itself)."""
+    default this module's ``stop --dir DIRECTORY``; scripts/cluster.sh names itself).
+    ``kafka_ports``: the nodes also serve Kafka's wire protocol there (not with ``tls``), and
+    the demo shows kcat and confluent-kafka using it."""
     stop_command = stop_command or f"python -m deploy.local.cluster stop --dir {directory}"
     state = directory / STATE_FILE
     if state.exists():
@@ -354,6 +361,7 @@ def demo(
     directory.mkdir(parents=True, exist_ok=True)
     overrides = tls_overrides(directory, zookeeper=True) if tls else None
     command_config = directory / "certs" / "admin.properties" if tls else None
+    kafka_ports = None if tls else kafka_ports
     cluster = LocalCluster(
         directory,
         3,
@@ -361,15 +369,17 @@ def demo(
         zookeeper_port=zookeeper_port,
         overrides=overrides,
         zookeeper_tls=zookeeper_tls(directory / "certs") if tls else None,
+        kafka_ports=kafka_ports,
     )
     secure = (
         f" (TLS on {cluster.zookeeper.secure_connect_string}, znodes with secure ACLs)"
         if tls
         else ""
     )
+    kafka = f", Kafka's protocol on {cluster.kafka_bootstrap_servers}" if kafka_ports else ""
     print(
         f"starting ZooKeeper on 127.0.0.1:{zookeeper_port}{secure} and 3 nodes on "
-        f"{cluster.bootstrap_servers}"
+        f"{cluster.bootstrap_servers} (gRPC){kafka}"
     )
     try:
         cluster.start()
@@ -429,13 +439,73 @@ def demo(
         bootstrap,
     )
     cli(["cluster", "describe"], bootstrap)
+    if kafka_ports:
+        _kafka_clients(cluster.kafka_bootstrap_servers, produce=not written)
     print()
     print(f"the cluster is running (data in {directory}).")
     config = f" --command-config {command_config}" if command_config else ""
     print(f"  use it:   .venv/bin/odradek --bootstrap-server {bootstrap}{config} topics list")
+    if kafka_ports:
+        print(f"  or any Kafka client: kcat -b {cluster.kafka_bootstrap_servers} -L")
     print(f"  stop it:  {stop_command}")
     print("  starting it again keeps the data.")
     return 0
+
+
+_CONFLUENT_KAFKA = """
+import sys
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+bootstrap, produce = sys.argv[1], sys.argv[2] == "yes"
+if produce:
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    producer.produce("demo", key=b"librdkafka", value=b"hello from confluent-kafka")
+    assert producer.flush(30) == 0, "not delivered"
+    print("confluent-kafka produced 1 record to demo (idempotent, acks=all)")
+consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "demo-reader"})
+consumer.assign([TopicPartition("demo", p, 0) for p in range(3)])
+low_high = [consumer.get_watermark_offsets(TopicPartition("demo", p), timeout=30) for p in range(3)]
+wanted = sum(high - low for low, high in low_high)
+read = []
+while len(read) < wanted:
+    msg = consumer.poll(10)
+    if msg is None:
+        sys.exit(f"confluent-kafka read {len(read)} of {wanted} records")
+    if msg.error() is None:
+        read.append(msg)
+consumer.close()
+print(f"confluent-kafka read all {wanted} records of demo:")
+for msg in sorted(read, key=lambda m: (m.partition(), m.offset())):
+    print(f"  {msg.partition()}:{msg.offset()} {msg.key()!r} {msg.value()!r}")
+"""
+
+
+def _kafka_clients(kafka_bootstrap: str, *, produce: bool) -> None:
+    """kcat and confluent-kafka on the Kafka listeners: the cluster as a Kafka client sees it,
+    one record produced by librdkafka (the first time), and every record read back."""
+    first = kafka_bootstrap.split(",")[0]
+    for args in (
+        ["-L", "-t", "demo"],
+        ["-C", "-t", "demo", "-o", "beginning", "-e", "-q", "-f", "%p:%o %k %s\n"],
+    ):
+        print(f"$ kcat -b {first} {shlex.join(args)}", flush=True)
+        result = subprocess.run(
+            ["kcat", "-b", first, *args], capture_output=True, text=True, check=False
+        )
+        sys.stdout.write(result.stdout)
+        if result.returncode != 0:
+            sys.stderr.write(result.stderr)
+            raise SystemExit(f"demo: kcat {' '.join(args)} failed ({result.returncode})")
+    result = subprocess.run(
+        [sys.executable, "-c", _CONFLUENT_KAFKA, kafka_bootstrap, "yes" if produce else "no"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    sys.stdout.write(result.stdout)
+    if result.returncode != 0:
+        sys.stderr.write(result.stderr)
+        raise SystemExit("demo: confluent-kafka could not use the Kafka listeners")
 
 
 def _cmdline(pid: int) -> str | None:
@@ -517,6 +587,13 @@ def main(argv: list[str] | None = None) -> int:
         help="demo: the nodes' ports, three comma-separated (default 9092,9093,9094)",
     )
     parser.add_argument(
+        "--kafka-ports",
+        type=_three_ports,
+        default=DEMO_KAFKA_PORTS,
+        help="demo: where the nodes serve Kafka's wire protocol, three comma-separated "
+        "(default 19092,19093,19094)",
+    )
+    parser.add_argument(
         "--zookeeper-port", type=int, default=DEMO_ZK_PORT, help="demo: ZooKeeper's port"
     )
     parser.add_argument(
@@ -537,6 +614,7 @@ def main(argv: list[str] | None = None) -> int:
             args.zookeeper_port,
             args.stop_command,
             tls=args.tls,
+            kafka_ports=args.kafka_ports,
         )
     return stop(args.dir.resolve())
 
