@@ -32,14 +32,19 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _demo(directory: Path, ports: list[int], zookeeper_port: int) -> tuple[str, ...]:
-    """The arguments of a demo in ``directory`` on the given ports."""
+def _demo(
+    directory: Path, ports: list[int], zookeeper_port: int, kafka_ports: list[int] | None = None
+) -> tuple[str, ...]:
+    """The arguments of a demo in ``directory`` on the given ports (Kafka's: free ones)."""
+    kafka_ports = kafka_ports or [free_port() for _ in range(3)]
     return (
         "demo",
         "--dir",
         str(directory),
         "--ports",
         ",".join(map(str, ports)),
+        "--kafka-ports",
+        ",".join(map(str, kafka_ports)),
         "--zookeeper-port",
         str(zookeeper_port),
     )
@@ -71,7 +76,8 @@ def _wait_dead(pids: list[int], timeout_s: float = 30.0) -> list[int]:
 def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_data(tmp_path):
     directory = tmp_path / "cluster"
     ports = [free_port() for _ in range(3)]
-    demo = _demo(directory, ports, free_port())
+    kafka_ports = [free_port() for _ in range(3)]
+    demo = _demo(directory, ports, free_port(), kafka_ports)
     bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
     pids: list[int] = []
     # a state file left by a cluster that died long ago, whose pid another process now has
@@ -93,6 +99,16 @@ def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_d
         consumed = sorted(line.split("\t", 1)[1] for line in out if line.startswith("Offset:"))
         assert consumed == [f"user{i}\thello {i}" for i in range(6)]
         assert "3 brokers, 1 topic, 3 partitions: 0 under-replicated, 0 offline" in first.stdout
+        # Kafka clients use the same cluster: kcat sees the brokers on their Kafka ports and
+        # reads the six records; confluent-kafka adds one and reads all seven
+        for i, port in enumerate(kafka_ports):
+            assert f"broker {i} at 127.0.0.1:{port}" in first.stdout
+        kcat_lines = [line for line in out if line[:1].isdigit() and " user" in line]
+        assert sorted(line.split(" ", 1)[1] for line in kcat_lines) == [
+            f"user{i} hello {i}" for i in range(6)
+        ]
+        assert "confluent-kafka produced 1 record to demo" in first.stdout
+        assert "confluent-kafka read all 7 records of demo:" in first.stdout
         # it says how to stop it, the way it was started (here: this module, this directory)
         assert (
             f"  stop it:  python -m deploy.local.cluster stop --dir {directory}\n" in first.stdout
@@ -124,7 +140,9 @@ def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_d
         pids = json.loads((directory / "cluster.json").read_text())["pids"]
         assert "Created topic" not in second.stdout  # the topic survived the restart
         assert "$ odradek produce" not in second.stdout
-        assert "already has its records (6): not producing them again" in second.stdout
+        assert "already has its records (7): not producing them again" in second.stdout
+        assert "confluent-kafka produced" not in second.stdout
+        assert "confluent-kafka read all 7 records of demo:" in second.stdout
         assert "  stop it:  bash scripts/cluster.sh stop\n" in second.stdout
         again = _run(*demo, "--stop-command", "bash scripts/cluster.sh stop")
         assert again.returncode == 1
@@ -141,7 +159,7 @@ def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_d
                 "--from-beginning",
                 "--print-offset",
                 "--max-messages",
-                "6",
+                "7",
             ],
             capture_output=True,
             text=True,
@@ -151,10 +169,12 @@ def test_demo_starts_a_working_cluster_that_stop_stops_and_a_restart_keeps_the_d
         )
         assert consume.returncode == 0, consume.stderr
         values = sorted(line.split("\t")[-1] for line in consume.stdout.splitlines())
-        assert values == sorted(f"hello {i}" for i in range(6))
+        assert values == sorted([*(f"hello {i}" for i in range(6)), "hello from confluent-kafka"])
         with Consumer(bootstrap) as consumer:
             ends = consumer.end_offsets([TopicPartition("demo", p) for p in range(3)])
-        assert sum(ends.values()) == 6  # six records in all: the second demo added none
+        # seven records in all (six from odradek's CLI, one from confluent-kafka): the second
+        # demo added none
+        assert sum(ends.values()) == 7
     finally:
         if (directory / "cluster.json").exists():
             _run("stop", "--dir", str(directory))
