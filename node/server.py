@@ -48,6 +48,7 @@ from node.grpc_door.tls_credentials import (
     channel_credentials,
     server_credentials,
 )
+from node.grpc_door.unexpected_errors import UnexpectedErrorInterceptor
 from node.listeners import advertised_endpoints
 from node.metrics.endpoint import MetricsEndpoint
 from node.replication.alter_partition import AlterPartitionManager
@@ -311,6 +312,8 @@ class Node:
                 # it too and share its clients; refuse the port instead
                 options=[*GRPC_OPTIONS, ("grpc.so_reuseport", 0)],
                 interceptors=[
+                    # outermost: whatever fails below is answered without its text
+                    UnexpectedErrorInterceptor(),
                     AuthenticationInterceptor(
                         listener.name,
                         protocol,
