@@ -50,6 +50,7 @@ from node.grpc_door.tls_credentials import (
     channel_credentials,
     server_credentials,
 )
+from node.grpc_door.unexpected_errors import UnexpectedErrorInterceptor
 from node.kafka_door.handlers.sasl import SaslHandlers
 from node.kafka_door.server import KafkaDoor
 from node.kafka_door.services import DoorServices
@@ -329,6 +330,8 @@ class Node:
                 # it too and share its clients; refuse the port instead
                 options=[*GRPC_OPTIONS, ("grpc.so_reuseport", 0)],
                 interceptors=[
+                    # outermost: whatever fails below is answered without its text
+                    UnexpectedErrorInterceptor(),
                     AuthenticationInterceptor(
                         listener.name,
                         protocol,

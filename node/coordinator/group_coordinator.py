@@ -63,6 +63,7 @@ from node.coordinator.group_state import (
     GroupShard,
     HeartbeatRequest,
     TopicInfo,
+    check_group_id,
     delete_group_records,
     heartbeat,
     member_leave_records,
@@ -79,7 +80,6 @@ from odradek.errors import (
     CorruptRecordError,
     GroupIdNotFoundError,
     GroupSubscribedToTopicError,
-    InvalidGroupIdError,
     NonEmptyGroupError,
     NotCoordinatorError,
     NotEnoughReplicasAfterAppendError,
@@ -273,8 +273,7 @@ class GroupCoordinator:
     def _shard(self, group_id: str) -> _Shard:
         """The loaded shard of ``group_id``. Raises INVALID_GROUP_ID, NOT_COORDINATOR,
         COORDINATOR_LOAD_IN_PROGRESS."""
-        if not group_id:
-            raise InvalidGroupIdError("the group id is empty")
+        check_group_id(group_id)
         partition = partition_for(group_id, self._num_partitions())
         with self._lock:
             shard = self._shards.get(partition)
@@ -353,8 +352,7 @@ class GroupCoordinator:
             self._maybe_create_topic()
         for group_id in group_ids:
             try:
-                if not group_id:
-                    raise InvalidGroupIdError("the group id is empty")
+                check_group_id(group_id)
                 if not exists:
                     raise CoordinatorNotAvailableError(f"{OFFSETS_TOPIC} is being created")
                 state = snapshot.partitions.get(

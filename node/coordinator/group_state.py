@@ -34,6 +34,7 @@ from odradek.errors import (
     FencedMemberEpochError,
     GroupIdNotFoundError,
     GroupMaxSizeReachedError,
+    InvalidGroupIdError,
     InvalidRegularExpressionError,
     InvalidRequestError,
     OffsetMetadataTooLargeError,
@@ -482,9 +483,47 @@ class HeartbeatResult:
     """A static member replaced by this one: the coordinator drops its session."""
 
 
+KAFKA_STRING_MAX_BYTES = 0x7FFF
+"""Kafka's protocol strings (int16 length): the most a group record may carry, and more than
+any Kafka client can send."""
+
+
+def check_group_id(group_id: str) -> None:
+    """Raises INVALID_GROUP_ID for an empty group id or one longer than Kafka's strings."""
+    if not group_id:
+        raise InvalidGroupIdError("the group id is empty")
+    size = len(group_id.encode())
+    if size > KAFKA_STRING_MAX_BYTES:
+        raise InvalidGroupIdError(
+            f"the group id is {size} bytes long; Kafka's strings are at most "
+            f"{KAFKA_STRING_MAX_BYTES}"
+        )
+
+
+def _check_lengths(req: HeartbeatRequest) -> None:
+    """INVALID_REQUEST for a string no Kafka client could send (and no record can hold)."""
+    fields = {
+        "MemberId": req.member_id,
+        "InstanceId": req.instance_id,
+        "RackId": req.rack_id,
+        "SubscribedTopicRegex": req.subscribed_topic_regex,
+        "ServerAssignor": req.server_assignor,
+        "ClientId": req.client_id,
+        "ClientHost": req.client_host,
+    }
+    for i, name in enumerate(req.subscribed_topic_names or ()):
+        fields[f"SubscribedTopicNames[{i}]"] = name
+    for name, value in fields.items():
+        if value is not None and len(value.encode()) > KAFKA_STRING_MAX_BYTES:
+            raise InvalidRequestError(
+                f"{name} is longer than {KAFKA_STRING_MAX_BYTES} bytes, Kafka's string limit."
+            )
+
+
 def _validate(req: HeartbeatRequest) -> None:
     if not req.group_id:
         raise InvalidRequestError("GroupId can't be empty.")
+    _check_lengths(req)
     if req.instance_id == "":
         raise InvalidRequestError("InstanceId can't be empty.")
     if req.rack_id == "":

@@ -165,8 +165,9 @@ class ProducerIdManager:
             try:
                 block = self._claim()
             except (KazooException, ValueError) as e:
+                log.warning("claiming a producer id block failed", exc_info=e)
                 raise CoordinatorLoadInProgressError(
-                    f"cannot claim a producer id block now: {type(e).__name__}: {e}"
+                    "cannot claim a producer id block now (ZooKeeper did not answer); retry"
                 ) from e
             with self._lock:
                 self._prefetched = block

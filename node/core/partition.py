@@ -38,6 +38,10 @@ from storage.log import LogAppendInfo
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+"""The first offset on this node's disk: the log start offset (no tiered storage here)."""
+LATEST_TIERED_TIMESTAMP = -5
+"""The last offset in tiered storage: none (-1) without it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -478,6 +482,8 @@ class Partition:
         self, timestamp: int, *, current_leader_epoch: int, isolation_bounded: bool = True
     ) -> tuple[int, int, int]:
         """ListOffsets: ``(timestamp, offset, leader_epoch)``, ``(-1, -1, -1)`` if none.
+        ``timestamp``: LATEST (-1), EARLIEST (-2), MAX_TIMESTAMP (-3), EARLIEST_LOCAL (-4: the
+        log start offset), LATEST_TIERED (-5: none), else a time (any other negative one as 0).
 
         Consumers see only offsets below the high watermark; a new leader whose high
         watermark has not reached the start of its epoch answers OFFSET_NOT_AVAILABLE for the
@@ -495,9 +501,15 @@ class Partition:
                     )
                 offset = hw if isolation_bounded else log.log_end_offset
                 return -1, offset, log.epoch_for_offset(offset - 1) if offset > 0 else -1
-            if timestamp == EARLIEST_TIMESTAMP:
+            if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                 start = log.log_start_offset
                 return -1, start, log.epoch_for_offset(start)
+            if timestamp == LATEST_TIERED_TIMESTAMP:
+                return -1, -1, -1
+        # Kafka's UnifiedLog.fetchOffsetByTimestamp takes any other target as a time, negative
+        # ones too: the first record at or after it (records' times are not negative)
+        if timestamp < 0 and timestamp != MAX_TIMESTAMP:
+            timestamp = 0
         found = log.fetch_offset_by_timestamp(timestamp)
         if found is None or (isolation_bounded and found.offset >= hw):
             return -1, -1, -1

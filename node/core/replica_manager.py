@@ -105,12 +105,21 @@ class IsrChangeSubmitter(Protocol):
 
 
 def error_of(exc: BaseException) -> OdradekError:
-    """The typed error a request reports for ``exc`` (I/O failures are KAFKA_STORAGE_ERROR)."""
+    """The typed error a request reports for ``exc``: itself if typed; KAFKA_STORAGE_ERROR for
+    an I/O failure (its strerror, no path); else UNKNOWN_SERVER_ERROR with a fixed sentence,
+    the exception and its traceback logged here: no Python exception text reaches a client
+    (issue 27.4)."""
     if isinstance(exc, OdradekError):
         return exc
     if isinstance(exc, OSError):
-        return KafkaStorageError(f"I/O error: {exc}")
-    return UnknownServerError(f"{type(exc).__name__}: {exc}")
+        log.warning("I/O error answered as %s", KafkaStorageError.name, exc_info=exc)
+        return KafkaStorageError(f"I/O error: {exc.strerror or 'unknown'}")
+    log.error("unexpected error answered as %s", UnknownServerError.name, exc_info=exc)
+    return UnknownServerError(UNKNOWN_SERVER_ERROR_MESSAGE)
+
+
+UNKNOWN_SERVER_ERROR_MESSAGE = "the server failed to process the request; its log has the details"
+"""The error message of every UNKNOWN_SERVER_ERROR the core answers."""
 
 
 class ReplicaManager:

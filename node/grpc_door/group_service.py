@@ -63,7 +63,8 @@ class GroupRpcs:
     ) -> pb.FindCoordinatorResponse:
         ids = list(request.group_ids)
         self._check(context, lambda auth, caller: auth.find_coordinator(caller, ids))
-        coordinators = self._coordinator(context).find_coordinator(ids)
+        # the coordinator's endpoint on the listener this request came in on (Kafka's rule)
+        coordinators = self._coordinator(context).find_coordinator(ids, self._listener_name)
         return wire.find_coordinator_to_wire(coordinators)
 
     def ConsumerGroupHeartbeat(  # noqa: N802

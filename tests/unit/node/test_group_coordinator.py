@@ -20,6 +20,7 @@ from node.coordinator.group_requests import HeartbeatRequest, OffsetCommitPartit
 from node.core.metadata_cache import MetadataCache
 from node.core.requests import (
     Broker,
+    BrokerEndPoint,
     LeaderAndIsrPartition,
     ProducePartition,
     ProduceResult,
@@ -111,7 +112,17 @@ def _coordinator(clock: ManualClock, **config: int) -> tuple[GroupCoordinator, _
         UpdateMetadataRequest(
             controller_id=-1,
             controller_epoch=1,
-            live_brokers=(Broker(node_id=0, host="h", port=1),),
+            live_brokers=(
+                Broker(
+                    node_id=0,
+                    host="h",
+                    port=1,
+                    endpoints=(
+                        BrokerEndPoint("INTERNAL", "h", 1),
+                        BrokerEndPoint("CLIENT", "client.example", 9092, "SSL"),
+                    ),
+                ),
+            ),
             partition_states=(
                 *(
                     LeaderAndIsrPartition(topic="t", partition=p, leader=0, topic_id=TID)
@@ -205,3 +216,13 @@ def test_requests_for_a_partition_not_led_here() -> None:
     found = coordinator.find_coordinator(["g", ""])
     assert [c.node_id for c in found] == [0, -1]
     assert found[1].error_code == 24  # INVALID_GROUP_ID
+
+
+def test_find_coordinator_answers_the_endpoint_on_the_requests_listener() -> None:
+    coordinator, _ = _coordinator(ManualClock())
+    [on_client] = coordinator.find_coordinator(["g"], "CLIENT")
+    assert (on_client.node_id, on_client.host, on_client.port) == (0, "client.example", 9092)
+    [registered] = coordinator.find_coordinator(["g"])
+    assert (registered.host, registered.port) == ("h", 1)
+    [none] = coordinator.find_coordinator(["g"], "OTHER")
+    assert (none.error_code, none.node_id) == (15, -1)  # COORDINATOR_NOT_AVAILABLE

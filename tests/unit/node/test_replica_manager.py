@@ -13,7 +13,7 @@ import pytest
 
 from node.config import NodeConfig
 from node.core.metadata_cache import MetadataCache
-from node.core.replica_manager import ReplicaManager
+from node.core.replica_manager import UNKNOWN_SERVER_ERROR_MESSAGE, ReplicaManager, error_of
 from node.core.requests import (
     Broker,
     FetchPartition,
@@ -305,3 +305,12 @@ def test_out_of_range_fetch(manager):
     _produce(manager, 1, count=2)
     r = _consumer_fetch(manager, 5)
     assert r.error_code == OffsetOutOfRangeError.code
+
+
+def test_an_untyped_exception_is_answered_without_its_text(caplog):
+    """Issue 27.4: UNKNOWN_SERVER_ERROR with a fixed sentence; the exception goes to the log."""
+    err = error_of(ValueError("invalid target timestamp -99"))
+    assert err.code == -1 and err.message == UNKNOWN_SERVER_ERROR_MESSAGE
+    assert "ValueError" in caplog.text and "-99" in caplog.text
+    io = error_of(FileNotFoundError(2, "No such file or directory", "/secret/path"))
+    assert (io.code, io.message) == (56, "I/O error: No such file or directory")
