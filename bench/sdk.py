@@ -9,6 +9,8 @@ records, it measures:
   (min.insync.replicas 2) with acks=-1 — the baselines;
 * the SDK producer's ``send()`` loop with its default settings, and its bulk path
   (``send_many`` in chunks of 10,000 values), on the same topics with the same acks;
+* on the RF-1 topic, the ``send()`` loop with a per-record delivery callback
+  (``send(...).add_done_callback(cb)``), paired with the plain loop of the same round;
 * p50 / p99 latency from ``send()`` to the record's result at half of the ``send()`` loop's own
   peak rate (a paced loop for ``--latency-s`` seconds);
 * the producer's peak RSS while a loop sends 1 GB of records to a broker that answers each
@@ -76,6 +78,32 @@ def send_loop(servers: str, topic: str, acks: int, records: int, **settings: Any
             send(topic, value)
         producer.flush()
         return records / (time.perf_counter() - start)
+
+
+def callback_loop(servers: str, topic: str, acks: int, records: int) -> float:
+    """The ``send()`` loop with a per-record delivery callback, as most Kafka programs learn of
+    delivery (``send(...).add_done_callback(cb)``; the callback counts the records that
+    failed); records/s. Every callback has run when it returns."""
+    value = os.urandom(RECORD_BYTES)
+    failed = [0]
+    called = [0]
+
+    def delivered(future: Any) -> None:
+        called[0] += 1
+        if future.exception() is not None:
+            failed[0] += 1
+
+    with Producer(servers, acks=acks) as producer:
+        producer.send(topic, value).result(timeout=60)
+        send = producer.send
+        start = time.perf_counter()
+        for _ in range(records):
+            send(topic, value).add_done_callback(delivered)
+        producer.flush()
+        seconds = time.perf_counter() - start
+    if called[0] != records or failed[0]:
+        raise RuntimeError(f"{called[0]} callbacks for {records} records, {failed[0]} failed")
+    return records / seconds
 
 
 def bulk_loop(servers: str, topic: str, acks: int, records: int) -> float:
@@ -398,7 +426,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                         max_in_flight_per_partition=5,
                     )
 
+                def send_with_callback(topic: str = topic, acks: int = acks) -> float:
+                    return callback_loop(servers, topic, acks, args.records)
+
                 measures: dict[str, Callable[[], float]] = {"send": send, "bulk": bulk}
+                if rf == 1:  # the delivery callback's cost: right after the plain loop
+                    measures["send_callback"] = send_with_callback
                 if acks == -1:  # idempotence's cost: the same loop with it off, same in flight
                     measures["send_no_idempotence"] = send_without_idempotence
                 figures = _rounds(args.repeat, baseline, measures)
@@ -413,6 +446,17 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                     ]
                     figures["idempotence_ratio"] = round(statistics.median(per_round), 3)
                     figures["idempotence_ratio_rounds"] = [round(r, 3) for r in per_round]
+                if rf == 1:
+                    paired = [
+                        round(cb / plain, 3)
+                        for cb, plain in zip(
+                            figures["send_callback_ratio_rounds"],
+                            figures["send_ratio_rounds"],
+                            strict=True,
+                        )
+                    ]
+                    figures["callback_ratio"] = statistics.median(paired)
+                    figures["callback_ratio_rounds"] = paired
                 out.update({f"rf{rf}_{name}": value for name, value in figures.items()})
                 p50, p99 = paced_latency(
                     servers, topic, acks, figures["send_records_per_s"] / 2, args.latency_s
@@ -498,6 +542,12 @@ def report(out: dict[str, object]) -> None:
             f"at {out[f'rf{rf}_half_load_records_per_s']} records/s p50 "
             f"{out[f'rf{rf}_half_load_p50_ms']} ms p99 {out[f'rf{rf}_half_load_p99_ms']} ms"
         )
+    print(
+        f"send() with a per-record delivery callback (RF 1): "
+        f"{out['rf1_send_callback_records_per_s']} records/s, without "
+        f"{out['rf1_send_records_per_s']}: {out['rf1_callback_ratio']} "
+        f"(rounds {out['rf1_callback_ratio_rounds']}; target >= 0.8)"
+    )
     print(
         f"idempotence on / off (RF 3 acks=-1 send() loop, 5 in flight): "
         f"{out['rf3_idempotence_ratio']} (rounds {out['rf3_idempotence_ratio_rounds']}; "

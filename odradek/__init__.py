@@ -24,8 +24,10 @@ __all__ = [
     "ConsumerRecord",
     "OffsetAndTimestamp",
     "NewTopic",
+    "NewPartitions",
     "ConfigChange",
     "ConfigEntry",
+    "OffsetAndMetadata",
     "__version__",
 ]
 
@@ -34,6 +36,8 @@ _LAZY = {
     "Consumer": "odradek.consumer",
     "Admin": "odradek.admin",
     "NewTopic": "odradek.admin",
+    "NewPartitions": "odradek.admin",
+    "OffsetAndMetadata": "odradek.client.group",
     "ConfigChange": "odradek.admin",
     "ConfigEntry": "odradek.admin",
     "TopicPartition": "odradek.client.types",
@@ -43,7 +47,8 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from odradek.admin import Admin, ConfigChange, ConfigEntry, NewTopic
+    from odradek.admin import Admin, ConfigChange, ConfigEntry, NewPartitions, NewTopic
+    from odradek.client.group import OffsetAndMetadata
     from odradek.client.types import (
         ConsumerRecord,
         OffsetAndTimestamp,
