@@ -149,6 +149,8 @@ class GroupClient:
         self._request_timeout_ms = request_timeout_ms
         self._retry_backoff_ms = retry_backoff_ms
         self._coordinator: str | None = None
+        self.coordinator_id = -1
+        """The coordinator's node id, once found (-1 before)."""
 
     def forget_coordinator(self) -> None:
         self._coordinator = None
@@ -174,6 +176,7 @@ class GroupClient:
             if c.error_code:
                 raise error_from_code(c.error_code, c.error_message, f"group {self.group_id}")
             self._coordinator = f"{c.host}:{c.port}"
+            self.coordinator_id = c.node_id
             return self._coordinator
         raise last
 
