@@ -50,12 +50,12 @@ def rewrite(argv: Sequence[str]) -> list[str]:
         return out  # odradek's own shape: acls add ..., users alter ...
     if out[at] == "acls":
         actions = [a for a in rest if a in _ACL_ACTIONS]
-        kept = [a for a in rest if a not in _ACL_ACTIONS and a != "--force"]
+        options = [a for a in rest if a not in _ACL_ACTIONS and a != "--force"]
         if len(actions) > 1:
             raise InputError("give one of --add, --list, --remove")
         if not actions:
             return out  # argparse says what is missing
-        return [*head, _ACL_ACTIONS[actions[0]], *kept]
+        return [*head, _ACL_ACTIONS[actions[0]], *options]
     actions = [a for a in rest if a in _USER_ACTIONS]
     if len(actions) > 1:
         raise InputError("give one of --alter, --describe")

@@ -449,6 +449,8 @@ class GroupMember:
             except Exception as exc:
                 error = exc
             with self._lock:
+                if self._thread is not threading.current_thread():
+                    return  # left (and maybe subscribed again: another thread heartbeats)
                 self._in_flight = False
                 if kind == "leave":
                     if error is not None:
@@ -462,7 +464,7 @@ class GroupMember:
         """Under the lock: wait until a heartbeat (or a leave) is due and return it, or
         ``None`` when the thread is to stop."""
         while True:
-            if self._stopping:
+            if self._stopping or self._thread is not threading.current_thread():
                 return None
             now = self._clock.monotonic_ms()
             active = (
@@ -863,7 +865,8 @@ class GroupMember:
                 self._executor.shutdown(wait=False)
                 self._executor = None
         with self._lock:
-            self._thread = None
+            self._thread = None  # the thread stops at its next look (a heartbeat's answer)
+            self._in_flight = False
             self._deferred = None
             self._fenced = None
             self._fatal = None

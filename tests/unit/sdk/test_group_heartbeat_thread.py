@@ -177,3 +177,17 @@ def test_the_server_assignor_and_poll_interval_go_out_on_join() -> None:
     assert client.requests[0].server_assignor == "range"
     assert client.requests[0].rebalance_timeout_ms == 12_345
     member.leave()
+
+
+def test_leaving_and_subscribing_again_leaves_one_heartbeat_thread() -> None:
+    member, _consumer, _client, recorder, _clock = _joined()
+    for _ in range(3):
+        member.leave()
+        member.subscribe([TOPIC], None, recorder)
+
+    def heartbeat_threads() -> int:
+        return sum(t.name == "odradek-heartbeat-g" for t in threading.enumerate())
+
+    _wait(lambda: heartbeat_threads() == 1)
+    member.leave()
+    _wait(lambda: heartbeat_threads() == 0)
