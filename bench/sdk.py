@@ -10,7 +10,8 @@ records, it measures:
 * the SDK producer's ``send()`` loop with its default settings, and its bulk path
   (``send_many`` in chunks of 10,000 values), on the same topics with the same acks;
 * on the RF-1 topic, the ``send()`` loop with a per-record delivery callback
-  (``send(...).add_done_callback(cb)``), paired with the plain loop of the same round;
+  (``send(topic, value, callback=cb)``, and ``send(...).add_done_callback(cb)``), each paired
+  with the plain loop of the same round;
 * p50 / p99 latency from ``send()`` to the record's result at half of the ``send()`` loop's own
   peak rate (a paced loop for ``--latency-s`` seconds);
 * the producer's peak RSS while a loop sends 1 GB of records to a broker that answers each
@@ -80,10 +81,13 @@ def send_loop(servers: str, topic: str, acks: int, records: int, **settings: Any
         return records / (time.perf_counter() - start)
 
 
-def callback_loop(servers: str, topic: str, acks: int, records: int) -> float:
+def callback_loop(
+    servers: str, topic: str, acks: int, records: int, *, via_future: bool = False
+) -> float:
     """The ``send()`` loop with a per-record delivery callback, as most Kafka programs learn of
-    delivery (``send(...).add_done_callback(cb)``; the callback counts the records that
-    failed); records/s. Every callback has run when it returns."""
+    delivery: ``send(topic, value, callback=cb)`` (Kafka's ``send(record, callback)``), or with
+    ``via_future`` ``send(topic, value).add_done_callback(cb)``; the callback counts the
+    records that failed. Records/s; every callback has run when it returns."""
     value = os.urandom(RECORD_BYTES)
     failed = [0]
     called = [0]
@@ -97,8 +101,12 @@ def callback_loop(servers: str, topic: str, acks: int, records: int) -> float:
         producer.send(topic, value).result(timeout=60)
         send = producer.send
         start = time.perf_counter()
-        for _ in range(records):
-            send(topic, value).add_done_callback(delivered)
+        if via_future:
+            for _ in range(records):
+                send(topic, value).add_done_callback(delivered)
+        else:
+            for _ in range(records):
+                send(topic, value, callback=delivered)
         producer.flush()
         seconds = time.perf_counter() - start
     if called[0] != records or failed[0]:
@@ -429,9 +437,14 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 def send_with_callback(topic: str = topic, acks: int = acks) -> float:
                     return callback_loop(servers, topic, acks, args.records)
 
-                measures: dict[str, Callable[[], float]] = {"send": send, "bulk": bulk}
+                def send_add_done_callback(topic: str = topic, acks: int = acks) -> float:
+                    return callback_loop(servers, topic, acks, args.records, via_future=True)
+
+                measures: dict[str, Callable[[], float]] = {"send": send}
                 if rf == 1:  # the delivery callback's cost: right after the plain loop
                     measures["send_callback"] = send_with_callback
+                    measures["send_add_done_callback"] = send_add_done_callback
+                measures["bulk"] = bulk
                 if acks == -1:  # idempotence's cost: the same loop with it off, same in flight
                     measures["send_no_idempotence"] = send_without_idempotence
                 figures = _rounds(args.repeat, baseline, measures)
@@ -447,16 +460,20 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                     figures["idempotence_ratio"] = round(statistics.median(per_round), 3)
                     figures["idempotence_ratio_rounds"] = [round(r, 3) for r in per_round]
                 if rf == 1:
-                    paired = [
-                        round(cb / plain, 3)
-                        for cb, plain in zip(
-                            figures["send_callback_ratio_rounds"],
-                            figures["send_ratio_rounds"],
-                            strict=True,
-                        )
-                    ]
-                    figures["callback_ratio"] = statistics.median(paired)
-                    figures["callback_ratio_rounds"] = paired
+                    for name, loop in (
+                        ("callback", "send_callback"),
+                        ("add_done_callback", "send_add_done_callback"),
+                    ):
+                        paired = [
+                            round(cb / plain, 3)
+                            for cb, plain in zip(
+                                figures[f"{loop}_ratio_rounds"],
+                                figures["send_ratio_rounds"],
+                                strict=True,
+                            )
+                        ]
+                        figures[f"{name}_ratio"] = statistics.median(paired)
+                        figures[f"{name}_ratio_rounds"] = paired
                 out.update({f"rf{rf}_{name}": value for name, value in figures.items()})
                 p50, p99 = paced_latency(
                     servers, topic, acks, figures["send_records_per_s"] / 2, args.latency_s
@@ -543,10 +560,12 @@ def report(out: dict[str, object]) -> None:
             f"{out[f'rf{rf}_half_load_p50_ms']} ms p99 {out[f'rf{rf}_half_load_p99_ms']} ms"
         )
     print(
-        f"send() with a per-record delivery callback (RF 1): "
-        f"{out['rf1_send_callback_records_per_s']} records/s, without "
-        f"{out['rf1_send_records_per_s']}: {out['rf1_callback_ratio']} "
-        f"(rounds {out['rf1_callback_ratio_rounds']}; target >= 0.8)"
+        f"send() with a per-record delivery callback (RF 1): send(callback=cb) "
+        f"{out['rf1_send_callback_records_per_s']} records/s, send().add_done_callback(cb) "
+        f"{out['rf1_send_add_done_callback_records_per_s']}, without "
+        f"{out['rf1_send_records_per_s']}: {out['rf1_callback_ratio']} and "
+        f"{out['rf1_add_done_callback_ratio']} of it (rounds {out['rf1_callback_ratio_rounds']},"
+        f" {out['rf1_add_done_callback_ratio_rounds']}; target >= 0.8)"
     )
     print(
         f"idempotence on / off (RF 3 acks=-1 send() loop, 5 in flight): "

@@ -32,6 +32,7 @@ def test_sdk_benchmark_prints_its_figures_as_one_json_line(tmp_path, capsys):
         "rf1_bulk_ratio",
         "rf1_send_callback_records_per_s",
         "rf1_callback_ratio",
+        "rf1_add_done_callback_ratio",
         "rf1_half_load_p99_ms",
         "rf3_send_ratio",
         "rf3_bulk_ratio",
