@@ -258,6 +258,7 @@ class Consumer:
         self._closed = False
         self._commit_executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._paused: set[TopicPartition] = set()
+        self._authorization_checked: object = None  # the metadata snapshot last looked at
         self._group: GroupMember | None = (
             None
             if group_id is None
@@ -294,6 +295,7 @@ class Consumer:
                 raise TypeError(f"assign() takes TopicPartitions, not {tp!r}")
         self._states = {tp: self._states.get(tp) or _PartitionState() for tp in wanted}
         self._metadata.add_topics({tp.topic for tp in wanted})
+        self._authorization_checked = None
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions given to :meth:`assign`."""
@@ -553,11 +555,15 @@ class Consumer:
     def _raise_unauthorized(self) -> None:
         """Raise TOPIC_AUTHORIZATION_FAILED for the topics assigned or subscribed to that the
         metadata answer refused: waiting will not help (Kafka's consumer raises its
-        TopicAuthorizationException from poll, naming them)."""
+        TopicAuthorizationException from poll, naming them, once per metadata update)."""
+        snapshot = self._metadata.snapshot()
+        if snapshot is self._authorization_checked:
+            return
+        self._authorization_checked = snapshot
         wanted = {tp.topic for tp in self._states}
         if self._group is not None and self._group.subscribed:
             wanted |= self._group.subscription()
-        topics = self._metadata.snapshot().topics
+        topics = snapshot.topics
         denied = TopicAuthorizationFailedError.code
         refused = sorted(
             t for t in wanted if (m := topics.get(t)) is not None and m.error_code == denied
@@ -800,6 +806,7 @@ class Consumer:
         if not names and compiled is None:
             raise ValueError("subscribe() needs topics or a pattern")
         self._group.subscribe(names, compiled, listener)
+        self._authorization_checked = None
 
     def unsubscribe(self) -> None:
         """Leave the group and stop consuming: positions are committed first (with

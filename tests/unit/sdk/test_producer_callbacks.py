@@ -5,7 +5,8 @@ not stop the others."""
 
 from __future__ import annotations
 
-from odradek.client.futures import FutureRecordMetadata
+from odradek.client.futures import FutureRecordMetadata, ProduceRequestResult
+from odradek.client.types import TopicPartition
 from tests.unit.sdk.test_producer import make_producer
 
 
@@ -49,3 +50,44 @@ def test_a_failed_record_s_callback_sees_the_error_and_a_raising_one_stops_nothi
         producer.flush(timeout=10)
     assert outcomes["small"] is None
     assert type(outcomes["big"]).__name__ == "MessageTooLargeError"
+
+
+class _CompletingList(list[object]):
+    """A batch's callback list whose ``+=`` lets the batch complete right before or right
+    after the pair lands: the two orders a lock-free add_done_callback can race a completion
+    in, made deterministic."""
+
+    def __init__(self, result: ProduceRequestResult, *, before: bool) -> None:
+        super().__init__()
+        self.result, self.before, self.armed = result, before, False
+
+    def __iadd__(self, pair: object) -> _CompletingList:  # type: ignore[misc]
+        if self.armed and self.before:
+            self.armed = False
+            self.result.complete(7, -1, None)
+        super().__iadd__(pair)  # type: ignore[arg-type]
+        if self.armed:
+            self.armed = False
+            self.result.complete(7, -1, None)
+        return self
+
+
+def _race(*, before: bool) -> list[int]:
+    result = ProduceRequestResult(TopicPartition("t", 0))
+    racing = _CompletingList(result, before=before)
+    result._callbacks = racing
+    first, second = FutureRecordMetadata(result, 0, 0), FutureRecordMetadata(result, 1, 0)
+    runs: list[int] = []
+    first.add_done_callback(lambda f: runs.append(0))  # an ordinary one, before
+    racing.armed = True
+    second.add_done_callback(lambda f: runs.append(1))  # the batch completes meanwhile
+    assert second.result().offset == 8
+    second.add_done_callback(lambda f: runs.append(2))  # after completion: at once
+    return runs
+
+
+def test_a_callback_added_as_its_batch_completes_runs_exactly_once() -> None:
+    # add_done_callback takes no lock: a pair added as the completion seals the list is run
+    # by the completion (added before the seal) or by its adder (after), never both or neither
+    assert _race(before=False) == [0, 1, 2]  # the completion ran it
+    assert _race(before=True) == [0, 1, 2]  # its adder did
