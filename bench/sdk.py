@@ -9,6 +9,9 @@ records, it measures:
   (min.insync.replicas 2) with acks=-1 — the baselines;
 * the SDK producer's ``send()`` loop with its default settings, and its bulk path
   (``send_many`` in chunks of 10,000 values), on the same topics with the same acks;
+* on the RF-1 topic, the ``send()`` loop with a per-record delivery callback
+  (``send(topic, value, callback=cb)``, and ``send(...).add_done_callback(cb)``), each paired
+  with the plain loop of the same round;
 * p50 / p99 latency from ``send()`` to the record's result at half of the ``send()`` loop's own
   peak rate (a paced loop for ``--latency-s`` seconds);
 * the producer's peak RSS while a loop sends 1 GB of records to a broker that answers each
@@ -76,6 +79,39 @@ def send_loop(servers: str, topic: str, acks: int, records: int, **settings: Any
             send(topic, value)
         producer.flush()
         return records / (time.perf_counter() - start)
+
+
+def callback_loop(
+    servers: str, topic: str, acks: int, records: int, *, via_future: bool = False
+) -> float:
+    """The ``send()`` loop with a per-record delivery callback, as most Kafka programs learn of
+    delivery: ``send(topic, value, callback=cb)`` (Kafka's ``send(record, callback)``), or with
+    ``via_future`` ``send(topic, value).add_done_callback(cb)``; the callback counts the
+    records that failed. Records/s; every callback has run when it returns."""
+    value = os.urandom(RECORD_BYTES)
+    failed = [0]
+    called = [0]
+
+    def delivered(future: Any) -> None:
+        called[0] += 1
+        if future.exception() is not None:
+            failed[0] += 1
+
+    with Producer(servers, acks=acks) as producer:
+        producer.send(topic, value).result(timeout=60)
+        send = producer.send
+        start = time.perf_counter()
+        if via_future:
+            for _ in range(records):
+                send(topic, value).add_done_callback(delivered)
+        else:
+            for _ in range(records):
+                send(topic, value, callback=delivered)
+        producer.flush()
+        seconds = time.perf_counter() - start
+    if called[0] != records or failed[0]:
+        raise RuntimeError(f"{called[0]} callbacks for {records} records, {failed[0]} failed")
+    return records / seconds
 
 
 def bulk_loop(servers: str, topic: str, acks: int, records: int) -> float:
@@ -398,7 +434,17 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                         max_in_flight_per_partition=5,
                     )
 
-                measures: dict[str, Callable[[], float]] = {"send": send, "bulk": bulk}
+                def send_with_callback(topic: str = topic, acks: int = acks) -> float:
+                    return callback_loop(servers, topic, acks, args.records)
+
+                def send_add_done_callback(topic: str = topic, acks: int = acks) -> float:
+                    return callback_loop(servers, topic, acks, args.records, via_future=True)
+
+                measures: dict[str, Callable[[], float]] = {"send": send}
+                if rf == 1:  # the delivery callback's cost: right after the plain loop
+                    measures["send_callback"] = send_with_callback
+                    measures["send_add_done_callback"] = send_add_done_callback
+                measures["bulk"] = bulk
                 if acks == -1:  # idempotence's cost: the same loop with it off, same in flight
                     measures["send_no_idempotence"] = send_without_idempotence
                 figures = _rounds(args.repeat, baseline, measures)
@@ -413,6 +459,21 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                     ]
                     figures["idempotence_ratio"] = round(statistics.median(per_round), 3)
                     figures["idempotence_ratio_rounds"] = [round(r, 3) for r in per_round]
+                if rf == 1:
+                    for name, loop in (
+                        ("callback", "send_callback"),
+                        ("add_done_callback", "send_add_done_callback"),
+                    ):
+                        paired = [
+                            round(cb / plain, 3)
+                            for cb, plain in zip(
+                                figures[f"{loop}_ratio_rounds"],
+                                figures["send_ratio_rounds"],
+                                strict=True,
+                            )
+                        ]
+                        figures[f"{name}_ratio"] = statistics.median(paired)
+                        figures[f"{name}_ratio_rounds"] = paired
                 out.update({f"rf{rf}_{name}": value for name, value in figures.items()})
                 p50, p99 = paced_latency(
                     servers, topic, acks, figures["send_records_per_s"] / 2, args.latency_s
@@ -498,6 +559,14 @@ def report(out: dict[str, object]) -> None:
             f"at {out[f'rf{rf}_half_load_records_per_s']} records/s p50 "
             f"{out[f'rf{rf}_half_load_p50_ms']} ms p99 {out[f'rf{rf}_half_load_p99_ms']} ms"
         )
+    print(
+        f"send() with a per-record delivery callback (RF 1): send(callback=cb) "
+        f"{out['rf1_send_callback_records_per_s']} records/s, send().add_done_callback(cb) "
+        f"{out['rf1_send_add_done_callback_records_per_s']}, without "
+        f"{out['rf1_send_records_per_s']}: {out['rf1_callback_ratio']} and "
+        f"{out['rf1_add_done_callback_ratio']} of it (rounds {out['rf1_callback_ratio_rounds']},"
+        f" {out['rf1_add_done_callback_ratio_rounds']}; target >= 0.8)"
+    )
     print(
         f"idempotence on / off (RF 3 acks=-1 send() loop, 5 in flight): "
         f"{out['rf3_idempotence_ratio']} (rounds {out['rf3_idempotence_ratio_rounds']}; "

@@ -11,6 +11,8 @@ broker's storage does — does not load gRPC.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -24,8 +26,10 @@ __all__ = [
     "ConsumerRecord",
     "OffsetAndTimestamp",
     "NewTopic",
+    "NewPartitions",
     "ConfigChange",
     "ConfigEntry",
+    "OffsetAndMetadata",
     "__version__",
 ]
 
@@ -34,6 +38,8 @@ _LAZY = {
     "Consumer": "odradek.consumer",
     "Admin": "odradek.admin",
     "NewTopic": "odradek.admin",
+    "NewPartitions": "odradek.admin",
+    "OffsetAndMetadata": "odradek.client.group",
     "ConfigChange": "odradek.admin",
     "ConfigEntry": "odradek.admin",
     "TopicPartition": "odradek.client.types",
@@ -43,7 +49,8 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from odradek.admin import Admin, ConfigChange, ConfigEntry, NewTopic
+    from odradek.admin import Admin, ConfigChange, ConfigEntry, NewPartitions, NewTopic
+    from odradek.client.group import OffsetAndMetadata
     from odradek.client.types import (
         ConsumerRecord,
         OffsetAndTimestamp,
@@ -58,6 +65,12 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'odradek' has no attribute {name!r}")
+    if "grpc" not in sys.modules:
+        # gRPC's C core prints to stderr (e.g. "Handshake failed" lines, at INFO) unless
+        # GRPC_VERBOSITY says otherwise, read once when grpc is imported: an application's
+        # stderr is not the SDK's to write on. The SDK reports through its typed errors and
+        # Python's logging instead. An explicit setting wins.
+        os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

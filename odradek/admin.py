@@ -30,7 +30,7 @@ goes to each partition's leader. Thread-safe.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Literal, Self, TypeVar, Unpack
@@ -61,6 +61,7 @@ __all__ = [
     "ClusterDescription",
     "ConfigChange",
     "ConfigEntry",
+    "DescribeTopicsResult",
     "NewPartitions",
     "NewTopic",
     "OngoingReassignment",
@@ -211,6 +212,45 @@ class OngoingReassignment:
     removing_replicas: tuple[int, ...]
 
 
+class DescribeTopicsResult(Mapping[str, TopicMetadata]):
+    """What :meth:`Admin.describe_topics` answers, per topic (Kafka's ``DescribeTopicsResult``):
+    a mapping over every topic asked for, in the order asked, whose ``result[name]`` is the
+    topic's :class:`TopicMetadata` or raises the topic's typed error (as the per-topic future's
+    ``get()`` does in Kafka). ``errors`` holds the topics that could not be described and
+    ``described`` the others; iterating ``items()`` or ``values()`` raises the first error
+    (Kafka's ``allTopicNames().get()``). Immutable."""
+
+    __slots__ = ("_order", "described", "errors")
+
+    def __init__(
+        self,
+        order: Sequence[str],
+        described: Mapping[str, TopicMetadata],
+        errors: Mapping[str, OdradekError],
+    ) -> None:
+        self._order = tuple(order)
+        self.described: Mapping[str, TopicMetadata] = dict(described)
+        self.errors: Mapping[str, OdradekError] = dict(errors)
+
+    def __getitem__(self, name: str) -> TopicMetadata:
+        error = self.errors.get(name)
+        if error is not None:
+            raise error
+        return self.described[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.described or name in self.errors
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __repr__(self) -> str:
+        return f"DescribeTopicsResult(described={self.described!r}, errors={self.errors!r})"
+
+
 class Admin(ConsumerGroupAdmin):
     """Administers an odradek cluster (see the module docstring for the error rules); the
     consumer group methods come from :class:`~odradek.client.group_admin.ConsumerGroupAdmin`.
@@ -324,22 +364,29 @@ class Admin(ConsumerGroupAdmin):
         """The names of every topic, sorted."""
         return sorted(self._cluster(None).topics)
 
-    def describe_topics(self, names: Iterable[str] | None = None) -> dict[str, TopicMetadata]:
+    def describe_topics(self, names: Iterable[str] | None = None) -> DescribeTopicsResult:
         """Topics with their partitions (leader, leader epoch, replicas, ISR); every topic when
-        ``names`` is ``None``. Raises the error of the first topic that cannot be described
-        (:class:`~odradek.errors.UnknownTopicOrPartitionError` for a missing one)."""
-        wanted = None if names is None else list(names)
+        ``names`` is ``None``. A result per topic, as Kafka's ``describeTopics``: a topic that
+        cannot be described does not hide the others; ``result[name]`` raises its error
+        (:class:`~odradek.errors.UnknownTopicOrPartitionError` for a missing one,
+        ``TopicAuthorizationFailedError`` for one the caller may not describe), and
+        ``result.errors`` maps each such topic to its error."""
+        wanted = None if names is None else list(dict.fromkeys(names))
         cluster = self._cluster(wanted)
-        out: dict[str, TopicMetadata] = {}
-        for name in wanted if wanted is not None else sorted(cluster.topics):
+        described: dict[str, TopicMetadata] = {}
+        errors: dict[str, OdradekError] = {}
+        order = tuple(wanted if wanted is not None else sorted(cluster.topics))
+        for name in order:
             topic = cluster.topics.get(name)
             if topic is None:
-                raise error_from_code(3, f"topic {name!r} does not exist")
+                errors[name] = error_from_code(3, f"topic {name!r} does not exist")
+                continue
             error = topic.error()
             if error is not None:
-                raise type(error)(f"topic {name!r} {_describe_code(topic.error_code)}")
-            out[name] = topic
-        return out
+                errors[name] = type(error)(f"topic {name!r} {_describe_code(topic.error_code)}")
+                continue
+            described[name] = topic
+        return DescribeTopicsResult(order, described, errors)
 
     def describe_cluster(self) -> ClusterDescription:
         """The cluster id, the active controller's id (-1: none) and the live brokers."""

@@ -62,7 +62,7 @@ from odradek.client.metadata import MetadataCache
 from odradek.client.security import SecurityConfig, SecurityOptions
 from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from odradek.clock import Clock, SystemClock
-from odradek.errors import OdradekError, OffsetOutOfRangeError
+from odradek.errors import OdradekError, OffsetOutOfRangeError, TopicAuthorizationFailedError
 from odradek.v1 import odradek_pb2 as pb
 
 __all__ = ["Consumer", "ConsumerConfig"]
@@ -114,6 +114,13 @@ class ConsumerConfig:
     # Commit the positions of owned partitions every auto_commit_interval_ms from poll().
     enable_auto_commit: bool = True
     auto_commit_interval_ms: int = 5_000
+    # The longest a group member may go between two poll() calls: past it, it leaves the
+    # group (its partitions move) and joins again at its next poll. Heartbeats go out from a
+    # thread of their own meanwhile. Sent to the coordinator as the rebalance timeout.
+    max_poll_interval_ms: int = 300_000
+    # The server-side assignor the group is to use (Kafka's group.remote.assignor: "uniform",
+    # "range"); None: the coordinator's default (its group.consumer.assignors' first).
+    group_remote_assignor: str | None = None
     # Sent to the coordinator and shown by describe.
     client_id: str = "odradek-consumer"
 
@@ -133,11 +140,24 @@ class ConsumerConfig:
             "default_api_timeout_ms": (self.default_api_timeout_ms, 0),
             "retry_backoff_ms": (self.retry_backoff_ms, 0),
             "metadata_max_age_ms": (self.metadata_max_age_ms, 1),
+            "max_poll_interval_ms": (self.max_poll_interval_ms, 1),
         }
         for name, (value, low) in checks.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, not {value!r}")
-        for name in ("fetch_max_wait_ms", "max_partition_fetch_bytes", "fetch_max_bytes"):
+        if self.group_remote_assignor is not None and (
+            not isinstance(self.group_remote_assignor, str) or not self.group_remote_assignor
+        ):
+            raise ValueError(
+                "group_remote_assignor must be an assignor's name, "
+                f"not {self.group_remote_assignor!r}"
+            )
+        for name in (
+            "fetch_max_wait_ms",
+            "max_partition_fetch_bytes",
+            "fetch_max_bytes",
+            "max_poll_interval_ms",
+        ):
             if getattr(self, name) > _INT32_MAX:
                 raise ValueError(f"{name} must fit in 32 bits")
 
@@ -193,6 +213,8 @@ class Consumer:
         group_instance_id: str | None = None,
         enable_auto_commit: bool = True,
         auto_commit_interval_ms: int = 5_000,
+        max_poll_interval_ms: int = 300_000,
+        group_remote_assignor: str | None = None,
         client_id: str = "odradek-consumer",
         **security: Unpack[SecurityOptions],
     ) -> None:
@@ -216,6 +238,8 @@ class Consumer:
             group_instance_id=group_instance_id,
             enable_auto_commit=enable_auto_commit,
             auto_commit_interval_ms=auto_commit_interval_ms,
+            max_poll_interval_ms=max_poll_interval_ms,
+            group_remote_assignor=group_remote_assignor,
             client_id=client_id,
         )
         self._clock: Clock = clock or SystemClock()
@@ -234,6 +258,7 @@ class Consumer:
         self._closed = False
         self._commit_executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._paused: set[TopicPartition] = set()
+        self._authorization_checked: object = None  # the metadata snapshot last looked at
         self._group: GroupMember | None = (
             None
             if group_id is None
@@ -253,6 +278,8 @@ class Consumer:
                 self.config.client_id,
                 self.config.enable_auto_commit,
                 self.config.auto_commit_interval_ms,
+                self.config.max_poll_interval_ms,
+                self.config.group_remote_assignor,
             )
         )
 
@@ -268,6 +295,7 @@ class Consumer:
                 raise TypeError(f"assign() takes TopicPartitions, not {tp!r}")
         self._states = {tp: self._states.get(tp) or _PartitionState() for tp in wanted}
         self._metadata.add_topics({tp.topic for tp in wanted})
+        self._authorization_checked = None
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions given to :meth:`assign`."""
@@ -501,6 +529,7 @@ class Consumer:
             if not self._states and not (self._group is not None and self._group.subscribed):
                 raise RuntimeError("poll() needs partitions to read: call assign() first")
             self._metadata.maybe_refresh()
+            self._raise_unauthorized()
             remaining = max(deadline - self._clock.monotonic_ms(), 0)
             self._resolve_positions(list(self._states), remaining, raise_retriable=False)
             remaining = max(deadline - self._clock.monotonic_ms(), 0)
@@ -522,6 +551,27 @@ class Consumer:
                 return []
             if not sent and not self._fetches:
                 time.sleep(max(min(self.config.retry_backoff_ms, wake - now), 0) / 1000)
+
+    def _raise_unauthorized(self) -> None:
+        """Raise TOPIC_AUTHORIZATION_FAILED for the topics assigned or subscribed to that the
+        metadata answer refused: waiting will not help (Kafka's consumer raises its
+        TopicAuthorizationException from poll, naming them, once per metadata update)."""
+        snapshot = self._metadata.snapshot()
+        if snapshot is self._authorization_checked:
+            return
+        self._authorization_checked = snapshot
+        wanted = {tp.topic for tp in self._states}
+        if self._group is not None and self._group.subscribed:
+            wanted |= self._group.subscription()
+        topics = snapshot.topics
+        denied = TopicAuthorizationFailedError.code
+        refused = sorted(
+            t for t in wanted if (m := topics.get(t)) is not None and m.error_code == denied
+        )
+        if refused:
+            raise TopicAuthorizationFailedError(
+                f"not authorized to describe or read topic(s) {', '.join(refused)}"
+            )
 
     def _prefetch(self) -> None:
         """Ask for the next records of every partition whose buffer is empty, now, so that
@@ -756,13 +806,18 @@ class Consumer:
         if not names and compiled is None:
             raise ValueError("subscribe() needs topics or a pattern")
         self._group.subscribe(names, compiled, listener)
+        self._authorization_checked = None
 
     def unsubscribe(self) -> None:
-        """Leave the group and stop consuming (positions are committed first with
-        auto-commit)."""
+        """Leave the group and stop consuming: positions are committed first (with
+        auto-commit), then the listener's ``on_partitions_revoked`` is called with the
+        partitions owned (``on_partitions_lost`` if the member was fenced), then the member
+        leaves. Raises what the listener raises (after leaving)."""
         if self._group is not None and self._group.subscribed:
-            close_group_member(self._group, self._group_positions())
-            self._group_set_assignment(set(), {})
+            try:
+                close_group_member(self._group, self._group_positions())
+            finally:
+                self._group_set_assignment(set(), {})
 
     def subscription(self) -> set[str]:
         """The topics subscribed to (the pattern's matches so far)."""
@@ -872,16 +927,24 @@ class Consumer:
             raise RuntimeError("the consumer is closed")
 
     def close(self) -> None:
-        """Close the consumer's connections; a group member first commits (with auto-commit)
-        and leaves its group. Idempotent."""
+        """Close the consumer's connections; a group member first commits (with auto-commit),
+        calls its listener's ``on_partitions_revoked`` for the partitions it owns
+        (``on_partitions_lost`` if it was fenced) and leaves its group. Idempotent; raises
+        what the listener raises, once everything is closed."""
         if not self._closed:
+            failure: BaseException | None = None
             if self._group is not None:
-                close_group_member(self._group, self._group_positions())
+                try:
+                    close_group_member(self._group, self._group_positions())
+                except Exception as exc:
+                    failure = exc
             if self._commit_executor is not None:
                 self._commit_executor.shutdown(wait=True)
             self._closed = True
             self._cancel_fetches()
             self._pool.close()
+            if failure is not None:
+                raise failure
 
     def __enter__(self) -> Self:
         return self

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, Unpack
@@ -404,10 +404,14 @@ class Producer:
         headers: Sequence[tuple[str, bytes | None]] = (),
         partition: int | None = None,
         timestamp_ms: int | None = None,
+        callback: Callable[[FutureRecordMetadata], object] | None = None,
     ) -> FutureRecordMetadata:
         """Queue a record for ``topic`` and return the future of its :class:`RecordMetadata`.
 
         ``value`` ``None`` is a tombstone. ``timestamp_ms`` defaults to the wall clock now.
+        ``callback`` (Kafka's ``send(record, callback)``) is called with the future once the
+        record is delivered or failed, as ``send(...).add_done_callback(callback)`` would, for
+        less: it is registered while the record is appended, without a lock of its own.
         Blocks up to ``max_block_ms`` to learn the topic's partitions, and while
         ``buffer_memory`` is full.
 
@@ -435,6 +439,8 @@ class Producer:
         if info is None:
             info_or_error = self._learn_topic(topic, timestamp_ms)
             if type(info_or_error) is FutureRecordMetadata:
+                if callback is not None:
+                    info_or_error.add_done_callback(callback)
                 return info_or_error
             assert isinstance(info_or_error, _TopicInfo)
             info = info_or_error
@@ -444,7 +450,10 @@ class Producer:
         if key is not None:
             estimate += len(key)
         if estimate > self._max_record:
-            return self._too_large(topic, estimate, timestamp_ms)
+            failed = self._too_large(topic, estimate, timestamp_ms)
+            if callback is not None:
+                failed.add_done_callback(callback)
+            return failed
         append = self._accumulator.append
         if partition is None:
             if key is None and self._default_partitioner:
@@ -457,13 +466,16 @@ class Producer:
                     value,
                     header_bytes,
                     estimate,
+                    callback,
                     abort_on_new_batch=True,
                 )
                 if future is not None:
                     return future
                 # The sticky partition's batch is done: move on to another one (KIP-480).
                 chosen = self._next_sticky(topic, info, chosen)
-                future = append(topic, chosen, timestamp_ms, None, value, header_bytes, estimate)
+                future = append(
+                    topic, chosen, timestamp_ms, None, value, header_bytes, estimate, callback
+                )
                 assert future is not None
                 return future
             partition = self._choose(topic, key, info)
@@ -471,7 +483,9 @@ class Producer:
             raise ValueError(
                 f"partition {partition} of topic {topic!r} is not in [0, {info.num_partitions})"
             )
-        future = append(topic, partition, timestamp_ms, key, value, header_bytes, estimate)
+        future = append(
+            topic, partition, timestamp_ms, key, value, header_bytes, estimate, callback
+        )
         assert future is not None
         return future
 

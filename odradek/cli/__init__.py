@@ -90,7 +90,15 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
+    from odradek.cli.kafka_shapes import rewrite
+
     parser = _parser()
+    try:
+        # kafka-acls.sh's and kafka-configs.sh's shapes of `acls` and `users`
+        argv = rewrite(sys.argv[1:] if argv is None else argv)
+    except InputError as exc:
+        print(error_line("odradek", exc), file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     if args.command in _CLIENT_COMMANDS:
         # gRPC's C core logs connection events (a node going away, …) at INFO on stderr;

@@ -89,13 +89,14 @@ def run_describe(args: argparse.Namespace) -> int:
             rows = [
                 [
                     args.group,
-                    description.coordinator,
+                    f"{description.coordinator} ({description.coordinator_id})",
                     description.assignor,
                     description.state,
                     str(len(description.members)),
                 ]
             ]
-            header = ["GROUP", "COORDINATOR", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+            # kafka-consumer-groups.sh's header and "host:port (id)" cell
+            header = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
             for line in table(header, rows):
                 print(line)
             return 0

@@ -116,7 +116,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_describe(args: argparse.Namespace) -> int:
     with _admin(args) as admin:
-        topics = admin.describe_topics(args.names or None)
+        result = admin.describe_topics(args.names or None)
+        for error in result.errors.values():
+            raise error  # one line, as before: the first topic that cannot be described
+        topics = dict(result)
         configs = admin.describe_configs(list(topics)) if topics else {}
     for name, topic in topics.items():
         overrides = {k: e.value for k, e in configs.get(name, {}).items() if not e.is_default}

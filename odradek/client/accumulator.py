@@ -50,7 +50,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from odradek.client.errors import BufferExhaustedError, ProducerClosedError
-from odradek.client.futures import FutureRecordMetadata, ProduceRequestResult
+from odradek.client.futures import Callback, FutureRecordMetadata, ProduceRequestResult
 from odradek.client.idempotence import IdempotenceState
 from odradek.client.types import TopicPartition
 from odradek.errors import OdradekError
@@ -269,6 +269,7 @@ class RecordAccumulator:
         value: bytes | None,
         headers: bytes,
         estimate: int,
+        callback: Callback | None = None,
         *,
         abort_on_new_batch: bool = False,
     ) -> FutureRecordMetadata | None:
@@ -276,7 +277,11 @@ class RecordAccumulator:
         ``estimate`` more bytes, else into a new batch — or, with ``abort_on_new_batch``, into
         nothing (``None``: the sticky partitioner then picks another partition).
 
-        ``headers`` is the record's encoded headers section. May block up to ``max_block_ms``
+        ``headers`` is the record's encoded headers section. ``callback`` is registered on
+        the record's future here, under the accumulator's lock: a batch open for appends
+        cannot complete (it is closed under this lock before it is sent, expired or aborted),
+        so the callback list needs no lock of its own (the per-record callback path).
+        May block up to ``max_block_ms``
         for ``buffer_memory`` when a new batch is needed. Raises
         :class:`~odradek.client.errors.BufferExhaustedError` if no room came, and
         :class:`~odradek.client.errors.ProducerClosedError` after :meth:`close`.
@@ -303,6 +308,8 @@ class RecordAccumulator:
                         del self._open[where]
                         changed = True
                     future = FutureRecordMetadata(batch.result, index, timestamp)
+                    if callback is not None:
+                        batch.result.add_callback_while_open(callback, future)
                     if not changed:
                         return future
                 else:
@@ -318,6 +325,8 @@ class RecordAccumulator:
                     added = batch.builder.append(timestamp, key, value, headers)
                     self._buffered += added + RECORD_MEMORY_OVERHEAD
                     future = FutureRecordMetadata(batch.result, 0, timestamp)
+                    if callback is not None:
+                        batch.result.add_callback_while_open(callback, future)
                     if batch.builder.size_in_bytes >= self._batch_size:
                         batch.closed = True
                         del self._open[where]

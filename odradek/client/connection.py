@@ -25,6 +25,7 @@ from odradek.client.addresses import format_address, parse_bootstrap_servers
 from odradek.client.errors import NetworkError, error_from_rpc
 from odradek.client.sasl import SaslAuthenticator, SaslTokenInterceptor
 from odradek.client.security import SecurityConfig
+from odradek.client.tls_diagnosis import ClientTls, register, unregister
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
 __all__ = [
@@ -74,6 +75,12 @@ class ConnectionPool:
         ``ValueError`` for one that cannot be read or holds no key or certificate."""
         self.security = security or SecurityConfig()
         self._credentials = self.security.channel_credentials()
+        # how odradek.client.tls_diagnosis probes a listener that closed a connection of ours
+        self._tls = ClientTls(
+            tls=self._credentials is not None,
+            certfile=self.security.ssl_certfile,
+            keyfile=self.security.ssl_keyfile,
+        )
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
         self._brokers: dict[str, pb_grpc.BrokerStub] = {}
@@ -85,6 +92,8 @@ class ConnectionPool:
         if channel is None:
             if self._closed:
                 raise RuntimeError("the connection pool is closed")
+            s = self.security
+            register(address, self._tls)
             if self._credentials is None:
                 channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
             else:
@@ -128,6 +137,8 @@ class ConnectionPool:
         with self._lock:
             self._closed = True
             channels = list(self._channels.values())
+            for address in self._channels:
+                unregister(address, self._tls)
             self._channels.clear()
             self._brokers.clear()
             self._admins.clear()

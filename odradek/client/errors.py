@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import grpc
 
+from odradek.client.tls_diagnosis import SslAuthenticationError, diagnose
 from odradek.errors import (
     FencedLeaderEpochError,
     InvalidRequestError,
@@ -34,6 +35,7 @@ __all__ = [
     "NetworkError",
     "NoOffsetForPartitionError",
     "ProducerClosedError",
+    "SslAuthenticationError",
     "error_from_code",
     "error_from_rpc",
     "is_invalid_metadata",
@@ -112,6 +114,10 @@ def error_from_rpc(exc: grpc.RpcError, address: str) -> OdradekError:
     status: grpc.StatusCode | None = code_of() if callable(code_of) else None
     details: str | None = details_of() if callable(details_of) else None
     text = one_line(details or (status.name if status is not None else str(exc)))
+    if status is grpc.StatusCode.UNAVAILABLE:
+        tls_failure = diagnose(address, text)
+        if tls_failure is not None:
+            return tls_failure
     if status in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
         return NetworkError(f"node {address} is not reachable: {text}")
     if status is grpc.StatusCode.DEADLINE_EXCEEDED:

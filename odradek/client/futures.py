@@ -28,11 +28,14 @@ __all__ = ["FutureRecordMetadata", "ProduceRequestResult", "wait_all"]
 
 log = logging.getLogger("odradek.producer")
 
-# Guards every result's callback list; held only to add a callback or take the list when the
-# batch completes, so one lock for all batches costs nothing in contention.
+# Guards the completion of every result (its outcome, and taking and sealing its callback
+# list); add_callback takes it too, add_done_callback only when it raced a completion.
 _CALLBACKS_LOCK = threading.Lock()
 
 Callback = Callable[["FutureRecordMetadata"], object]
+
+# A named tuple made without its generated __new__'s frame (RecordMetadata per delivered record).
+_new_tuple = tuple.__new__
 
 
 class ProduceRequestResult:
@@ -59,7 +62,11 @@ class ProduceRequestResult:
         self.error: BaseException | None = None
         self._done = False
         self._event = threading.Event()
-        self._callbacks: list[tuple[Callback, FutureRecordMetadata]] | None = None
+        # callback, future, callback, future, ...: flat, so that a record's callback allocates
+        # nothing the garbage collector tracks but its future (a tuple per record doubled the
+        # young objects, and the collections that walk them, while a batch is in flight)
+        # (a list from the start, None once complete: two threads adding never both create it)
+        self._callbacks: list[object] | None = []
 
     @property
     def is_done(self) -> bool:
@@ -78,23 +85,59 @@ class ProduceRequestResult:
             self._done = True
             callbacks = self._callbacks
             self._callbacks = None
+            assert callbacks is not None  # None only once done
+            callbacks.append(_SEAL)  # what was added before it is this thread's to run
         self._event.set()
-        if callbacks:
-            for callback, future in callbacks:
-                _run(callback, future)
+        end = _seal_index(callbacks)
+        if end:
+            # inlined _run: one frame less per record (the per-record callback path)
+            for callback, future in zip(callbacks[0:end:2], callbacks[1:end:2], strict=True):
+                try:
+                    callback(future)  # type: ignore[operator]
+                except Exception:
+                    log.exception("a send() callback raised")
 
     def wait(self, timeout: float | None) -> bool:
         """Wait up to ``timeout`` seconds (``None``: without limit); ``True`` if complete."""
         return self._done or self._event.wait(timeout)
 
+    def add_callback_while_open(self, callback: Callback, future: FutureRecordMetadata) -> None:
+        """``add_callback`` for a result whose batch is still open for appends, called under
+        the accumulator's lock (the batch cannot complete meanwhile): no lock taken. A list
+        grows by one ``+=`` (atomic under the GIL, as :meth:`add_callback`'s are)."""
+        callbacks = self._callbacks
+        assert callbacks is not None, "a batch open for appends is not complete"
+        callbacks += (callback, future)
+
     def add_callback(self, callback: Callback, future: FutureRecordMetadata) -> None:
         with _CALLBACKS_LOCK:
             if not self._done:
-                if self._callbacks is None:
-                    self._callbacks = []
-                self._callbacks.append((callback, future))
+                callbacks = self._callbacks
+                assert callbacks is not None  # None only once done
+                callbacks += (callback, future)
                 return
         _run(callback, future)
+
+
+_SEAL: object = object()
+"""Put on a batch's callback list by its completion: the callbacks before it are the
+completion's to run, those after it their adders'."""
+
+
+def _seal_index(callbacks: list[object]) -> int:
+    """Where the seal is (near the end: only pairs added after the completion follow it)."""
+    i = len(callbacks) - 1
+    while callbacks[i] is not _SEAL:
+        i -= 1
+    return i
+
+
+def _position(callbacks: list[object], future: object) -> int:
+    """Where ``future`` is on the list, searched from the end (it was added just now)."""
+    i = len(callbacks) - 1
+    while callbacks[i] is not future:
+        i -= 1
+    return i
 
 
 def wait_all(results: list[ProduceRequestResult], timeout: float | None) -> bool:
@@ -162,32 +205,66 @@ class FutureRecordMetadata:
         ``TimeoutError`` if it is still pending after ``timeout`` seconds.
         """
         result = self._result
-        if not result.wait(timeout):
+        if not result._done and not result._event.wait(timeout):
             raise TimeoutError(f"the record was not delivered within {timeout} s")
         if result.error is not None:
             raise result.error
-        return self._metadata()
+        # _metadata inlined: a delivery callback calls this once per record
+        base = result.base_offset
+        append_time = result.log_append_time_ms
+        tp = result.tp
+        return _new_tuple(
+            RecordMetadata,
+            (
+                tp.topic,
+                tp.partition,
+                base + self._relative_offset if base >= 0 else -1,
+                append_time if append_time >= 0 else self._timestamp,
+            ),
+        )
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """The error the record failed with, or ``None`` if it was delivered. Raises
         ``TimeoutError`` if it is still pending after ``timeout`` seconds."""
-        if not self._result.wait(timeout):
+        result = self._result
+        if not result._done and not result._event.wait(timeout):
             raise TimeoutError(f"the record was not delivered within {timeout} s")
-        return self._result.error
+        return result.error
 
     def add_done_callback(self, fn: Callback) -> None:
         """Call ``fn(self)`` when the record is delivered or fails (at once if it already
         has). It runs on the producer's I/O thread: keep it quick. An exception it raises is
         logged and ignored."""
-        self._result.add_callback(fn, self)
+        # This runs once per record sent, so it takes no lock (one cost as much as the rest):
+        # the pair goes on the batch's list in one ``+=`` (atomic), and it is this thread's
+        # to run only if the batch completed meanwhile and its completion did not see the
+        # pair — which a completion tells by the seal it puts on the list (see complete()).
+        result = self._result
+        callbacks = result._callbacks
+        if callbacks is not None:
+            callbacks += (fn, self)
+            if result._callbacks is callbacks:
+                return  # still attached: the completion, later, runs it
+            with _CALLBACKS_LOCK:
+                pass  # the completion has put its seal on the list
+            if _position(callbacks, self) < _seal_index(callbacks):
+                return  # appended before the seal: the completion runs it
+        _run(fn, self)
 
     def _metadata(self) -> RecordMetadata:
         result = self._result
         base = result.base_offset
-        offset = base + self._relative_offset if base >= 0 else -1
         append_time = result.log_append_time_ms
-        timestamp = append_time if append_time >= 0 else self._timestamp
-        return RecordMetadata(result.tp.topic, result.tp.partition, offset, timestamp)
+        tp = result.tp
+        return _new_tuple(
+            RecordMetadata,
+            (
+                tp.topic,
+                tp.partition,
+                base + self._relative_offset if base >= 0 else -1,
+                append_time if append_time >= 0 else self._timestamp,
+            ),
+        )
 
 
 # The handle passed to wait_all's callbacks (they ignore it).

@@ -65,6 +65,8 @@ class ConsumerGroupDescription:
     coordinator: str
     """The coordinator's ``host:port``."""
     members: tuple[MemberDescription, ...]
+    coordinator_id: int = -1
+    """The coordinator's node id."""
 
 
 def _tps(items: Iterable[pb.HeartbeatTopicPartitions]) -> frozenset[TopicPartition]:
@@ -134,6 +136,7 @@ class ConsumerGroupAdmin:
                 assignment_epoch=g.assignment_epoch,
                 assignor=g.assignor_name,
                 coordinator=coordinator,
+                coordinator_id=client.coordinator_id,
                 members=tuple(
                     MemberDescription(
                         member_id=m.member_id,

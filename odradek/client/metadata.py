@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from odradek.client.connection import ConnectionPool, call, format_address
 from odradek.client.errors import NetworkError, error_from_code
 from odradek.client.leader_watch import order_candidates
+from odradek.client.tls_diagnosis import SslAuthenticationError
 from odradek.client.types import TopicPartition
 from odradek.clock import Clock
 from odradek.errors import (
@@ -347,7 +348,11 @@ class MetadataCache:
                     address=address,
                     timeout_ms=self._request_timeout_ms,
                 )
-            except (SaslAuthenticationFailedError, UnsupportedSaslMechanismError):
+            except (
+                SaslAuthenticationFailedError,
+                UnsupportedSaslMechanismError,
+                SslAuthenticationError,
+            ):
                 raise  # wrong credentials: another node or a retry will not help (Kafka's too)
             except OdradekError as exc:
                 last = exc
@@ -390,7 +395,11 @@ class MetadataCache:
             try:
                 self.refresh()
                 last = None
-            except (SaslAuthenticationFailedError, UnsupportedSaslMechanismError):
+            except (
+                SaslAuthenticationFailedError,
+                UnsupportedSaslMechanismError,
+                SslAuthenticationError,
+            ):
                 raise
             except OdradekError as exc:
                 last = exc

@@ -416,11 +416,20 @@ class Sender:
                 )
             except OdradekError as exc:
                 last = exc
+                if not exc.retriable:
+                    break  # a refusal (CLUSTER_AUTHORIZATION_FAILED, KIP-679): every node says so
                 continue
             idempotence.set_id(ids)
             log.debug("producer id %d, epoch %d (from %s)", ids.producer_id, ids.epoch, address)
             return
         self._next_init_ms = now + self._retry_backoff_ms
+        if last is not None and not last.retriable:
+            # Kafka's producer raises the authorization error promptly rather than waiting out
+            # delivery_timeout_ms: the records waiting for a producer id fail with it; a later
+            # send asks again (an operator may grant the ACL meanwhile)
+            failed = self._accumulator.abort_undrained(last)
+            log.warning("could not get a producer id: %s (%d records failed)", last, failed)
+            return
         log.warning("could not get a producer id, retrying: %s", last)
 
     def _idempotence_verdict(self, batch: ProducerBatch, error: OdradekError) -> str:

@@ -72,7 +72,19 @@ def test_groups_commands(make_cluster, capsys):
     code, lines, _ = run(
         capsys, "groups", "describe", "g1", "--state", "--bootstrap-server", bootstrap
     )
-    assert lines[1].split()[3:] == ["Stable", "1"]
+    # kafka-consumer-groups.sh's columns (DescribeConsumerGroupTest, testDescribeState...)
+    assert lines[0].split() == [
+        "GROUP",
+        "COORDINATOR",
+        "(ID)",
+        "ASSIGNMENT-STRATEGY",
+        "STATE",
+        "#MEMBERS",
+    ]
+    coordinator = admin.describe_consumer_groups(["g1"])["g1"]
+    assert lines[1].split()[1:3] == [coordinator.coordinator, f"({coordinator.coordinator_id})"]
+    assert coordinator.coordinator_id >= 0
+    assert lines[1].split()[4:] == ["Stable", "1"]
     code, _, err = run(capsys, "groups", "delete", "g1", "--bootstrap-server", bootstrap)
     assert code == 1 and NonEmptyGroupError.name in err
     code, _, err = run(

@@ -14,7 +14,7 @@ from node.security.tls import SslConfig
 from node.server import Node
 from odradek import Admin, Consumer, NewTopic, Producer, TopicPartition
 from odradek.cli import main as cli
-from odradek.client.errors import NetworkError
+from odradek.client.errors import SslAuthenticationError
 from tests.certs import CertificateAuthority
 from tests.integration.helpers import wait_for
 
@@ -75,8 +75,11 @@ def test_sdk_clients_with_kafka_python_settings(bootstrap: str, tls: dict[str, s
         consumer.assign([TopicPartition("orders", 0)])
         records = wait_for(lambda: consumer.poll(timeout_ms=500), "the record")
         assert [r.value for r in records] == [b"over tls"]
-    # a client certificate of another CA, or none, does not get in
-    for certfile in (tls["mallory_pem"], None):
+    # a client certificate of another CA, or none, does not get in, and is told why
+    for certfile, why in (
+        (tls["mallory_pem"], "does not trust the client's certificate"),
+        (None, "requires a client certificate"),
+    ):
         with (
             Admin(
                 bootstrap,
@@ -85,7 +88,7 @@ def test_sdk_clients_with_kafka_python_settings(bootstrap: str, tls: dict[str, s
                 ssl_cafile=tls["cafile"],
                 ssl_certfile=certfile,
             ) as admin,
-            pytest.raises(NetworkError),
+            pytest.raises(SslAuthenticationError, match=why),
         ):
             admin.cluster_metadata()
 

@@ -12,7 +12,7 @@ import pytest
 from deploy.local.cluster import ROOT
 from deploy.local.zookeeper import free_port
 from odradek import Admin
-from odradek.client.errors import NetworkError
+from odradek.client.errors import SslAuthenticationError
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -55,7 +55,7 @@ def test_demo_on_mutual_tls(tmp_path: Path) -> None:
             assert "demo" in admin.list_topics()
         with (
             Admin(bootstrap, request_timeout_ms=3_000) as plaintext,
-            pytest.raises(NetworkError),
+            pytest.raises(SslAuthenticationError, match="requires TLS"),
         ):
             plaintext.list_topics()
     finally:

@@ -175,7 +175,7 @@ def test_a_wrong_password_an_unknown_user_or_no_session_are_refused(setup: Setup
         Admin(setup.sasl, **setup.user("bob", "x")) as admin,
         pytest.raises(TopicAuthorizationFailedError),
     ):
-        admin.describe_topics(["orders"])
+        admin.describe_topics(["orders"])["orders"]
     # a call without a session token
     with grpc.secure_channel(
         setup.sasl, grpc.ssl_channel_credentials(Path(setup.cafile).read_bytes())

@@ -84,7 +84,7 @@ def test_delete_list_and_describe_topics(cluster, admin):
     assert (part.partition, part.leader, part.replicas, part.isr) == (1, 2, (2, 3), (2, 3))
     assert sorted(admin.describe_topics()) == ["a", "b"]
     with pytest.raises(UnknownTopicOrPartitionError, match="'zzz' does not exist"):
-        admin.describe_topics(["zzz"])
+        admin.describe_topics(["zzz"])["zzz"]
     results = admin.delete_topics(["a", "zzz"], timeout_ms=500)
     assert results["a"] is None and isinstance(results["zzz"], UnknownTopicOrPartitionError)
     assert admin.list_topics() == ["b"]

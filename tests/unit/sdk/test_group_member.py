@@ -146,6 +146,15 @@ def _member(
     return member, consumer, client, listener, clock
 
 
+def _wait(done: Callable[[], bool]) -> None:
+    """Wait (without polling the member) for what its heartbeat thread does."""
+    for _ in range(1000):
+        if done():
+            return
+        threading.Event().wait(0.005)
+    raise AssertionError("the heartbeat thread never got there")
+
+
 def _until(member: GroupMember, done: Callable[[], bool]) -> None:
     for _ in range(1000):
         member.poll()
@@ -161,7 +170,7 @@ def test_poll_does_not_wait_for_the_coordinator() -> None:
     client.release.clear()  # the coordinator does not answer
     member.poll()
     member.poll()
-    assert client.calls == ["heartbeat"]  # sent once, in the background; poll returned
+    _wait(lambda: client.calls == ["heartbeat"])  # sent once, in the background; poll returned
     assert member.time_to_next_ms() <= 5
     client.release.set()
     _until(member, lambda: consumer._group_assignment() == {tp(0), tp(1)})
