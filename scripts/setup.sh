@@ -3,6 +3,7 @@
 # to run again:
 #   - Debian's zookeeper package (the real ZooKeeper the cluster and the tests run) and Java,
 #     and Netty's codec jar its TLS port needs (libnetty-java; deploy/local/zookeeper.py);
+#   - Debian's chromium and chromium-driver (the web console's browser tests);
 #   - a virtualenv in .venv with the project (editable) and its development tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,11 @@ fi
 if ! command -v java >/dev/null 2>&1; then
     echo "setup: installing a Java runtime for ZooKeeper"
     apt_install default-jre-headless
+fi
+
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+    echo "setup: installing Debian's Chromium and its driver for the console's browser tests"
+    apt_install chromium chromium-driver
 fi
 
 PYTHON=${PYTHON:-python3.11}
