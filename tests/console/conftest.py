@@ -44,6 +44,7 @@ class Console:
     process: subprocess.Popen[str]
     url: str
     output: list[str] = field(default_factory=list)
+    drain: threading.Thread | None = None
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -53,6 +54,10 @@ class Console:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self.drain is not None:
+            self.drain.join(timeout=15)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 def start_console(
@@ -85,7 +90,8 @@ def start_console(
         for line in process.stdout:
             console.output.append(line)
 
-    threading.Thread(target=drain, daemon=True).start()
+    console.drain = threading.Thread(target=drain, daemon=True)
+    console.drain.start()
     return console
 
 
