@@ -15,7 +15,6 @@ hides and refuses every change. Prints its URL, then serves until interrupted.
 from __future__ import annotations
 
 import argparse
-
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ __all__ = ["add_parser"]
 
 
 def _listen(text: str) -> str:
-    host, sep, port = text.rpartition(":")
+    _host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or int(port) > 65535:
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
     return text
@@ -69,9 +68,7 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     security = console_security(getattr(args, "command_config", None))
     try:
-        return serve(
-            args.bootstrap_server, security, listen=args.listen, read_only=args.read_only
-        )
+        return serve(args.bootstrap_server, security, listen=args.listen, read_only=args.read_only)
     except OSError as exc:
         raise InputError(f"cannot listen on {args.listen}: {exc.strerror}") from None
 

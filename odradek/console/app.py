@@ -147,9 +147,7 @@ def create_app(sessions: Sessions, config: ConsoleConfig) -> Starlette:
                 session = sessions.new()
             if request.method == "POST":
                 if fresh:
-                    return PlainTextResponse(
-                        "403: no session: reload the page", status_code=403
-                    )
+                    return PlainTextResponse("403: no session: reload the page", status_code=403)
                 form = await request.form()
                 token = request.headers.get("x-csrf-token") or str(form.get("csrf") or "")
                 if not hmac.compare_digest(token.encode(), session.csrf.encode()):
@@ -307,7 +305,9 @@ def create_app(sessions: Sessions, config: ConsoleConfig) -> Starlette:
     async def api_messages(request: Request, session: Session) -> Response:
         name = request.path_params["topic"]
         q = request.query_params
-        partition = None if q.get("partition", "") in ("", "all") else _int(q["partition"], "partition")
+        partition = (
+            None if q.get("partition", "") in ("", "all") else _int(q["partition"], "partition")
+        )
         kind = q.get("seek", "newest")
         value = q.get("value", "")
         limit = _int(q.get("limit") or "100", "limit")
@@ -508,7 +508,10 @@ def create_app(sessions: Sessions, config: ConsoleConfig) -> Starlette:
             await run(
                 view_of(session).add_acl,
                 _text(form, "resource_type"),
-                str(form.get("name") or ("kafka-cluster" if form.get("resource_type") == "Cluster" else "")),
+                str(
+                    form.get("name")
+                    or ("kafka-cluster" if form.get("resource_type") == "Cluster" else "")
+                ),
                 str(form.get("pattern_type") or "Literal"),
                 _text(form, "principal"),
                 str(form.get("host") or "*"),
@@ -590,6 +593,7 @@ def create_app(sessions: Sessions, config: ConsoleConfig) -> Starlette:
         Route("/favicon.ico", lambda request: Response(status_code=204)),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:

@@ -51,9 +51,8 @@ class Seek:
     def __post_init__(self) -> None:
         if self.kind not in SEEK_KINDS:
             raise ValueError(f"seek must be one of {', '.join(SEEK_KINDS)}, not {self.kind!r}")
-        if self.kind in ("offset", "timestamp"):
-            if self.value is None or self.value < 0:
-                raise ValueError(f"seek to {self.kind} needs a value >= 0")
+        if self.kind in ("offset", "timestamp") and (self.value is None or self.value < 0):
+            raise ValueError(f"seek to {self.kind} needs a value >= 0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +64,9 @@ class RecordFilter:
     pattern: str
     field: FilterField = "any"
     regex: bool = False
-    _compiled: re.Pattern[str] | None = dataclass_field(default=None, init=False, repr=False, compare=False)
+    _compiled: re.Pattern[str] | None = dataclass_field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if self.field not in FILTER_FIELDS:

@@ -77,7 +77,9 @@ def partition_offsets(
 
     def latest_answers(response: pb.ListOffsetsResponse) -> Iterable[Answer[int]]:
         for p in response.partitions:
-            yield Answer(TopicPartition(p.topic, p.partition), p.error_code, p.error_message, p.offset)
+            yield Answer(
+                TopicPartition(p.topic, p.partition), p.error_code, p.error_message, p.offset
+            )
 
     ends = send_to_leaders(
         metadata,

@@ -34,9 +34,7 @@ def make_sessions(bootstrap_servers: str, security: Mapping[str, Any]) -> Sessio
     clock = SystemClock()
     needs_login = login_required(security)
     base = {
-        k: v
-        for k, v in security.items()
-        if k not in ("sasl_plain_username", "sasl_plain_password")
+        k: v for k, v in security.items() if k not in ("sasl_plain_username", "sasl_plain_password")
     }
     if needs_login:
         base.setdefault("sasl_mechanism", "SCRAM-SHA-256")

@@ -71,11 +71,12 @@ class Sessions:
     def get(self, session_id: str | None) -> Session | None:
         """The live session of ``session_id`` (its idle time restarts), or ``None``."""
         now = self._clock.monotonic_ms()
-        expired: list[Session] = []
         with self._lock:
-            for s in list(self._sessions.values()):
-                if now - s.last_seen_ms > self._idle_timeout_ms:
-                    expired.append(self._sessions.pop(s.id))
+            expired = [
+                s for s in self._sessions.values() if now - s.last_seen_ms > self._idle_timeout_ms
+            ]
+            for s in expired:
+                del self._sessions[s.id]
             session = self._sessions.get(session_id or "")
             if session is not None:
                 session.last_seen_ms = now

@@ -24,7 +24,14 @@ from odradek.acl import (
     ResourcePattern,
     ResourceType,
 )
-from odradek.admin import Admin, ConfigChange, NewPartitions, NewTopic, ScramDeletion, ScramUpsertion
+from odradek.admin import (
+    Admin,
+    ConfigChange,
+    NewPartitions,
+    NewTopic,
+    ScramDeletion,
+    ScramUpsertion,
+)
 from odradek.cli.groups import reset_plan
 from odradek.client.connection import ConnectionPool
 from odradek.client.group_admin import ConsumerGroupDescription
@@ -298,7 +305,9 @@ class ClusterView:
             for name, t in sorted(cluster.topics.items())
             if search.lower() in name.lower() and t.error_code == 0
         ]
-        offsets = self.offsets(TopicPartition(t.name, p.partition) for t in chosen for p in t.partitions)
+        offsets = self.offsets(
+            TopicPartition(t.name, p.partition) for t in chosen for p in t.partitions
+        )
         rows = []
         for t in chosen:
             records: int | None = 0
@@ -446,9 +455,11 @@ class ClusterView:
     ) -> tuple[int, int]:
         """Produce one record; its partition and offset."""
         with self._acting("Write", "topic", topic):
-            meta = self.producer().send(
-                topic, value, key=key, headers=list(headers), partition=partition
-            ).result(timeout=30)
+            meta = (
+                self.producer()
+                .send(topic, value, key=key, headers=list(headers), partition=partition)
+                .result(timeout=30)
+            )
         return meta.partition, meta.offset
 
     # --- groups -------------------------------------------------------------------------------
@@ -476,9 +487,9 @@ class ClusterView:
         offset, the end offset (the high watermark) and the lag between them."""
         with self._acting("Describe", "group", group_id):
             try:
-                description: ConsumerGroupDescription | None = (
-                    self.admin.describe_consumer_groups([group_id])[group_id]
-                )
+                description: ConsumerGroupDescription | None = self.admin.describe_consumer_groups(
+                    [group_id]
+                )[group_id]
             except GroupIdNotFoundError:
                 description = None
             committed = self.admin.list_consumer_group_offsets(group_id)
@@ -576,9 +587,9 @@ class ClusterView:
         if execute:
             with self._acting("Read", "group", group_id):
                 results = self.admin.alter_consumer_group_offsets(group_id, plan)
-                for error in results.values():
-                    if error is not None:
-                        raise error
+                for failed in results.values():
+                    if failed is not None:
+                        raise failed
         return [
             ResetRow(tp.topic, tp.partition, committed.get(tp), new)
             for tp, new in sorted(plan.items())

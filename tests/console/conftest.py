@@ -60,9 +60,7 @@ class Console:
             self.process.stdout.close()
 
 
-def start_console(
-    bootstrap: str, *args: str, env: dict[str, str] | None = None
-) -> Console:
+def start_console(bootstrap: str, *args: str, env: dict[str, str] | None = None) -> Console:
     """Runs ``odradek console --listen 127.0.0.1:0`` and waits for its URL line."""
     command = [
         sys.executable, "-m", "odradek", "--bootstrap-server", bootstrap,
@@ -99,7 +97,9 @@ def make_browser(download_dir: Path) -> WebDriver:
     """Headless Chromium (Debian's), downloads going to ``download_dir``."""
     for path in (CHROMIUM, CHROMEDRIVER):
         if not Path(path).exists() and shutil.which(Path(path).name) is None:
-            pytest.fail(f"{path} is missing: bash scripts/setup.sh installs chromium chromium-driver")
+            pytest.fail(
+                f"{path} is missing: bash scripts/setup.sh installs chromium chromium-driver"
+            )
     options = Options()
     options.binary_location = CHROMIUM
     for arg in (
@@ -137,10 +137,13 @@ def make_browser(download_dir: Path) -> WebDriver:
 
 def console_errors(driver: WebDriver) -> list[dict[str, Any]]:
     """The browser console's errors since the last call (SEVERE entries)."""
-    return [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+    entries: list[dict[str, Any]] = driver.get_log("browser")  # type: ignore[attr-defined]
+    return [e for e in entries if e.get("level") == "SEVERE"]
 
 
-def wait_until(driver: WebDriver, condition: Callable[[WebDriver], Any], timeout_s: float = 30) -> Any:
+def wait_until(
+    driver: WebDriver, condition: Callable[[WebDriver], Any], timeout_s: float = 30
+) -> Any:
     return WebDriverWait(driver, timeout_s, poll_frequency=0.05).until(condition)
 
 
@@ -154,9 +157,7 @@ def module_cluster(
 ) -> Iterator[LocalCluster]:
     """Three nodes on the session's ZooKeeper, shared by a module's tests."""
     directory = tmp_path_factory.mktemp("console-cluster")
-    cluster = LocalCluster(
-        directory, 3, zookeeper=zookeeper, chroot=f"/console{next(_chroots)}"
-    )
+    cluster = LocalCluster(directory, 3, zookeeper=zookeeper, chroot=f"/console{next(_chroots)}")
     cluster.start()
     try:
         with Admin(cluster.bootstrap_servers) as admin:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
@@ -41,7 +42,7 @@ class Sasl:
         self.internal = f"localhost:{node.ports['INTERNAL']}"
         self.cafile = str(ca.write(directory / "ca.crt"))
         _, _, admin_pem = ca.issue("CN=admin").write(directory, "admin")
-        self.admin = {
+        self.admin: dict[str, Any] = {
             "security_protocol": "SSL",
             "ssl_cafile": self.cafile,
             "ssl_certfile": str(admin_pem),

@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -77,7 +78,9 @@ def open_page(browser: WebDriver, console: Console, path: str) -> None:
     wait_until(browser, lambda d: d.execute_script("return document.readyState") == "complete")
 
 
-def browse(browser: WebDriver, console: Console, topic: str, **fields: str) -> list[tuple[int, int]]:
+def browse(
+    browser: WebDriver, console: Console, topic: str, **fields: str
+) -> list[tuple[int, int]]:
     """Opens the messages page, fills the browse form, shows; the (partition, offset) rows."""
     open_page(browser, console, f"/topics/{quote(topic)}/messages")
     wait_until(browser, lambda d: d.execute_script("return document.body.dataset.loaded"))
@@ -149,7 +152,9 @@ def test_every_page_loads_without_console_errors(
 def test_seek_to_an_offset_in_a_100000_record_partition(
     browser: WebDriver, console: Console
 ) -> None:
-    rows = browse(browser, console, BIG, partition="0", seek="offset", **{"seek-value": "50000"}, limit="20")
+    rows = browse(
+        browser, console, BIG, partition="0", seek="offset", **{"seek-value": "50000"}, limit="20"
+    )
     assert rows == [(0, 50_000 + i) for i in range(20)]
     assert texts(browser, "#records tbody td.value")[0] == "record-50000"
     assert console_errors(browser) == []
@@ -159,18 +164,50 @@ def test_seek_to_a_timestamp_shows_the_first_record_at_or_after_it(
     browser: WebDriver, console: Console
 ) -> None:
     # 2.5 s after T0 on one partition: records 0, 2, 4, ... are on partition 0 at T0 + 2i s
-    rows = browse(browser, console, TIMED, partition="0", seek="timestamp", **{"seek-value": str(T0 + 2500)}, limit="5")
+    rows = browse(
+        browser,
+        console,
+        TIMED,
+        partition="0",
+        seek="timestamp",
+        **{"seek-value": str(T0 + 2500)},
+        limit="5",
+    )
     assert rows[0] == (0, 2)  # timestamp T0 + 4000, the first at or after T0 + 2500
     # across partitions, in timestamp order: T0 + 3000 (partition 1, offset 1) comes first
-    rows = browse(browser, console, TIMED, partition="all", seek="timestamp", **{"seek-value": str(T0 + 2500)}, limit="4")
+    rows = browse(
+        browser,
+        console,
+        TIMED,
+        partition="all",
+        seek="timestamp",
+        **{"seek-value": str(T0 + 2500)},
+        limit="4",
+    )
     assert rows == [(1, 1), (0, 2), (1, 2), (0, 3)]
 
 
 def test_filters_formats_and_export(browser: WebDriver, console: Console, downloads: Path) -> None:
-    rows = browse(browser, console, TIMED, partition="all", seek="oldest", limit="50", **{"filter-field": "header", "filter": "t-1[0-9]$", "regex": "1"})
+    rows = browse(
+        browser,
+        console,
+        TIMED,
+        partition="all",
+        seek="oldest",
+        limit="50",
+        **{"filter-field": "header", "filter": "t-1[0-9]$", "regex": "1"},
+    )
     assert sorted(rows) == sorted((i % 2, i // 2) for i in range(10, 20))
     # a substring on the key
-    rows = browse(browser, console, TIMED, partition="all", seek="oldest", limit="50", **{"filter-field": "key", "filter": "k19", "regex": "0"})
+    rows = browse(
+        browser,
+        console,
+        TIMED,
+        partition="all",
+        seek="oldest",
+        limit="50",
+        **{"filter-field": "key", "filter": "k19", "regex": "0"},
+    )
     assert sorted(rows) == sorted((i % 2, i // 2) for i in [19, *range(190, 200)])
     Select(browser.find_element(By.ID, "format")).select_by_value("json")
     first_value = texts(browser, "#records tbody td.value")[0]
@@ -190,8 +227,16 @@ def test_filters_formats_and_export(browser: WebDriver, console: Console, downlo
     )
     assert len(exported) == len(page_rows) == 11
     for record, cells in zip(exported, page_rows, strict=True):
-        assert [str(record["partition"]), str(record["offset"]), record["key"], record["value"]] == [
-            cells[0], cells[1], cells[3], cells[4],
+        assert [
+            str(record["partition"]),
+            str(record["offset"]),
+            record["key"],
+            record["value"],
+        ] == [
+            cells[0],
+            cells[1],
+            cells[3],
+            cells[4],
         ]
         assert "\n".join(f"{k}: {v}" for k, v in record["headers"]) == cells[5]
     csv_text = browser.execute_script("return window.odradekConsole.exportText('csv')")
@@ -199,7 +244,7 @@ def test_filters_formats_and_export(browser: WebDriver, console: Console, downlo
     assert len(csv_text.splitlines()) == 12
 
 
-def _json_or_none(path: Path) -> list[dict[str, object]] | None:
+def _json_or_none(path: Path) -> list[dict[str, Any]] | None:
     try:
         return json.loads(path.read_text())  # type: ignore[no-any-return]
     except (OSError, ValueError):
@@ -236,7 +281,7 @@ def test_live_tail_shows_new_records_and_a_burst_complete(
     values = browser.execute_script(
         "return window.odradekConsole.shown().slice(-10000).map(r => atob(r.value))"
     )
-    assert sorted(values) == sorted("burst-%d" % i for i in range(10_000))
+    assert sorted(values) == sorted(f"burst-{i}" for i in range(10_000))
     rows = shown_rows(browser)
     assert len(rows) == len(set(rows))  # none twice
     with Consumer(bootstrap) as consumer:
@@ -246,14 +291,12 @@ def test_live_tail_shows_new_records_and_a_burst_complete(
     assert console_errors(browser) == []
 
 
-def test_group_lag_and_offset_reset(
-    browser: WebDriver, console: Console, bootstrap: str
-) -> None:
+def test_group_lag_and_offset_reset(browser: WebDriver, console: Console, bootstrap: str) -> None:
     with Admin(bootstrap) as admin:
         # a real member commits, then leaves
         with Consumer(
-                bootstrap, group_id="billing", enable_auto_commit=False, auto_offset_reset="earliest"
-            ) as consumer:
+            bootstrap, group_id="billing", enable_auto_commit=False, auto_offset_reset="earliest"
+        ) as consumer:
             consumer.subscribe([BIG])
             wait_for(lambda: consumer.poll(timeout_ms=200) or None, "records")
             consumer.commit({TopicPartition(BIG, 0): 12_345})
@@ -283,7 +326,9 @@ def test_group_lag_and_offset_reset(
     # executing it commits that plan
     browser.find_element(By.ID, "execute").click()
     browser.switch_to.alert.accept()
-    wait_until(browser, lambda d: "Offsets reset" in d.find_element(By.CSS_SELECTOR, "#plan h2").text)
+    wait_until(
+        browser, lambda d: "Offsets reset" in d.find_element(By.CSS_SELECTOR, "#plan h2").text
+    )
     with Admin(bootstrap) as admin:
         assert admin.list_consumer_group_offsets("billing")[TopicPartition(BIG, 0)].offset == 12_000
     row = browser.find_element(By.CSS_SELECTOR, f'#offsets tr[data-topic="{BIG}"]')
@@ -295,7 +340,10 @@ def test_a_reset_of_an_active_group_is_refused(
 ) -> None:
     with Consumer(bootstrap, group_id="active-group") as consumer:
         consumer.subscribe(["orders"])
-        wait_for(lambda: consumer.poll(timeout_ms=200) is not None and consumer.assignment() or None, "an assignment")
+        wait_for(
+            lambda: (consumer.poll(timeout_ms=200) is not None and consumer.assignment()) or None,
+            "an assignment",
+        )
         open_page(browser, console, "/groups/active-group")
         browser.find_element(By.CSS_SELECTOR, "#reset summary").click()
         browser.find_element(By.ID, "reset-topic").clear()
@@ -358,7 +406,13 @@ def test_read_only_shows_no_change_controls_and_refuses_a_forged_change(
 ) -> None:
     ro = start_console(module_cluster.bootstrap_servers, "--read-only")
     try:
-        for path in ("/topics", "/topics/orders", "/topics/orders/messages", "/groups/billing", "/security"):
+        for path in (
+            "/topics",
+            "/topics/orders",
+            "/topics/orders/messages",
+            "/groups/billing",
+            "/security",
+        ):
             open_page(browser, ro, path)
             assert browser.find_element(By.ID, "read-only").text == "read-only"
             forms = browser.find_elements(By.CSS_SELECTOR, "form[method=post]")
