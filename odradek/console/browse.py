@@ -155,12 +155,15 @@ def browse(
     limit: int,
     record_filter: RecordFilter | None,
     clock: Clock,
+    newest: bool = False,
     max_scan: int = 100_000,
     timeout_ms: int = 15_000,
 ) -> BrowseResult:
     """Read ``starts[tp]`` up to ``ends[tp]`` (exclusive) of each partition with ``consumer``
-    (a fresh consumer without a group); see the module docstring. Raises the consumer's typed
-    errors (:class:`~odradek.errors.TopicAuthorizationFailedError`, ...)."""
+    (a fresh consumer without a group); see the module docstring. With ``newest`` the last
+    ``limit`` records of the merge are kept (the newest across the partitions), else the
+    first. Raises the consumer's typed errors
+    (:class:`~odradek.errors.TopicAuthorizationFailedError`, ...)."""
     if limit <= 0:
         raise ValueError(f"limit must be positive, not {limit}")
     tps = sorted(starts)
@@ -198,9 +201,10 @@ def browse(
     records: list[ConsumerRecord] = [r for tp in tps for r in kept[tp]]
     if len(tps) > 1:
         records.sort(key=lambda r: (r.timestamp, r.partition, r.offset))
-    shown = records[:limit]
     next_offsets = dict(positions)
-    if len(shown) < len(records):
+    # newest: every partition was read to its end, and the tail continues from there
+    shown = records[-limit:] if newest else records[:limit]
+    if not newest and len(shown) < len(records):
         # what was cut is not shown: each partition continues after its last shown record
         last: dict[TopicPartition, int] = {}
         for r in shown:

@@ -18,6 +18,7 @@ from odradek.errors import (
     GroupAuthorizationFailedError,
     OdradekError,
     SaslAuthenticationFailedError,
+    SecurityDisabledError,
     TopicAuthorizationFailedError,
 )
 
@@ -59,6 +60,8 @@ def sentence(error: BaseException, principal: str, action: Action) -> tuple[str,
         return f"{principal} may not {action.operation} group {name}".rstrip(), 403
     if isinstance(error, ClusterAuthorizationFailedError):
         return f"{principal} may not {action.operation} the cluster", 403
+    if isinstance(error, SecurityDisabledError):
+        return "This cluster has no authorizer (authorizer.class.name): it keeps no ACLs.", 400
     if isinstance(error, SaslAuthenticationFailedError):
         return "The username or password is wrong.", 401
     if isinstance(error, OdradekError):

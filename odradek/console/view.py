@@ -441,6 +441,7 @@ class ClusterView:
                     limit=limit,
                     record_filter=record_filter,
                     clock=self._clock,
+                    newest=seek.kind == "newest",
                 )
             finally:
                 consumer.close()

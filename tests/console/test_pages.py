@@ -185,6 +185,11 @@ def test_seek_to_a_timestamp_shows_the_first_record_at_or_after_it(
         limit="4",
     )
     assert rows == [(1, 1), (0, 2), (1, 2), (0, 3)]
+    # the newest across partitions are the last by time, whichever partition they are on
+    rows = browse(browser, console, TIMED, partition="all", seek="newest", limit="3")
+    assert rows == [(1, 98), (0, 99), (1, 99)]
+    rows = browse(browser, console, TIMED, partition="0", seek="oldest", limit="2")
+    assert rows == [(0, 0), (0, 1)]
 
 
 def test_filters_formats_and_export(browser: WebDriver, console: Console, downloads: Path) -> None:
