@@ -43,10 +43,20 @@ from odradek.console.offsets import partition_offsets
 
 def start_console(bootstrap: str) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "odradek", "--bootstrap-server", bootstrap, "console",
-         "--listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "odradek",
+            "--bootstrap-server",
+            bootstrap,
+            "console",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert process.stdout is not None
     line = process.stdout.readline()
     if "http://" not in line:
@@ -113,8 +123,12 @@ def topics_page(client: httpx.Client, bootstrap: str, count: int) -> dict[str, f
     sdk_s, page_s = timed(sdk), timed(page)
     admin.close()
     pool.close()
-    return {"topics": count, "topics_page_s": page_s, "topics_sdk_s": sdk_s,
-            "topics_page_ratio": page_s / sdk_s}  # fmt: skip
+    return {
+        "topics": count,
+        "topics_page_s": page_s,
+        "topics_sdk_s": sdk_s,
+        "topics_page_ratio": page_s / sdk_s,
+    }
 
 
 def fill(bootstrap: str, topic: str, count: int) -> None:
@@ -138,8 +152,10 @@ def seek(client: httpx.Client, topic: str, count: int) -> float:
     middle = count // 2
 
     def one() -> None:
-        r = client.get(f"/api/topics/{topic}/messages",
-                       params={"partition": "0", "seek": "offset", "value": str(middle), "limit": "100"})  # fmt: skip
+        r = client.get(
+            f"/api/topics/{topic}/messages",
+            params={"partition": "0", "seek": "offset", "value": str(middle), "limit": "100"},
+        )
         r.raise_for_status()
         assert r.json()["records"][0]["offset"] == middle
 
@@ -249,10 +265,15 @@ def tail_memory(
     half = [kib for s, kib in samples if s >= seconds / 2]
     first = [kib for s, kib in samples if s < seconds / 2]
     return {
-        "tail_rate": rate, "tail_seconds": seconds, "tail_sent": sent, "tail_received": received[0],
-        "rss_before_kib": before, "rss_peak_kib": max(kib for _, kib in samples),
-        "rss_peak_first_half_kib": max(first), "rss_peak_second_half_kib": max(half),
-    }  # fmt: skip
+        "tail_rate": rate,
+        "tail_seconds": seconds,
+        "tail_sent": sent,
+        "tail_received": received[0],
+        "rss_before_kib": before,
+        "rss_peak_kib": max(kib for _, kib in samples),
+        "rss_peak_first_half_kib": max(first),
+        "rss_peak_second_half_kib": max(half),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -278,29 +299,57 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             with httpx.Client(base_url=url, timeout=300) as client:
                 client.get("/").raise_for_status()
                 out.update(topics_page(client, bootstrap, args.topics))
-                print(f"topics page, {args.topics} topics: {out['topics_page_s'] * 1000:.0f} ms "
-                      f"({out['topics_page_ratio']:.2f}x the SDK calls beneath it, "
-                      f"{out['topics_sdk_s'] * 1000:.0f} ms)", flush=True)  # fmt: skip
+                print(
+                    f"topics page, {args.topics} topics: {out['topics_page_s'] * 1000:.0f} ms "
+                    f"({out['topics_page_ratio']:.2f}x the SDK calls beneath it, "
+                    f"{out['topics_sdk_s'] * 1000:.0f} ms)",
+                    flush=True,
+                )
                 fill(bootstrap, "bench-small", args.small)
                 fill(bootstrap, "bench-big", args.big)
                 small, big = (
                     seek(client, "bench-small", args.small),
                     seek(client, "bench-big", args.big),
                 )
-                out.update({"seek_small_records": args.small, "seek_big_records": args.big,
-                            "seek_small_ms": small * 1000, "seek_big_ms": big * 1000,
-                            "seek_ratio": big / small})  # fmt: skip
-                print(f"seek to the middle: {small * 1000:.1f} ms at {args.small:,} records, "
-                      f"{big * 1000:.1f} ms at {args.big:,} ({big / small:.2f}x)", flush=True)  # fmt: skip
+                out.update(
+                    {
+                        "seek_small_records": args.small,
+                        "seek_big_records": args.big,
+                        "seek_small_ms": small * 1000,
+                        "seek_big_ms": big * 1000,
+                        "seek_ratio": big / small,
+                    }
+                )
+                print(
+                    f"seek to the middle: {small * 1000:.1f} ms at {args.small:,} records, "
+                    f"{big * 1000:.1f} ms at {args.big:,} ({big / small:.2f}x)",
+                    flush=True,
+                )
                 out.update(tail_latency(client, bootstrap, args.latency_samples))
-                print(f"tail, produce to page: p50 {out['tail_p50_ms']:.1f} ms, p99 "
-                      f"{out['tail_p99_ms']:.1f} ms (an SDK consumer: p50 {out['consumer_p50_ms']:.1f}"
-                      f" ms, p99 {out['consumer_p99_ms']:.1f} ms)", flush=True)  # fmt: skip
+                print(
+                    "tail, produce to page: p50 {:.1f} ms, p99 {:.1f} ms (an SDK consumer: "
+                    "p50 {:.1f} ms, p99 {:.1f} ms)".format(
+                        out["tail_p50_ms"],
+                        out["tail_p99_ms"],
+                        out["consumer_p50_ms"],
+                        out["consumer_p99_ms"],
+                    ),
+                    flush=True,
+                )
                 out.update(tail_memory(client, bootstrap, process.pid, args.tail_rate, args.tail_s))
-                print(f"tail at {args.tail_rate:,}/s for {args.tail_s:.0f} s: {out['tail_received']:,}"
-                      f" of {out['tail_sent']:,} records arrived; console RSS {out['rss_before_kib'] // 1024}"
-                      f" MiB before, peak {out['rss_peak_first_half_kib'] // 1024} MiB in the first half,"
-                      f" {out['rss_peak_second_half_kib'] // 1024} MiB in the second", flush=True)  # fmt: skip
+                print(
+                    "tail at {:,}/s for {:.0f} s: {:,} of {:,} records arrived; console RSS "
+                    "{} MiB before, peak {} MiB in the first half, {} MiB in the second".format(
+                        args.tail_rate,
+                        args.tail_s,
+                        out["tail_received"],
+                        out["tail_sent"],
+                        out["rss_before_kib"] // 1024,
+                        out["rss_peak_first_half_kib"] // 1024,
+                        out["rss_peak_second_half_kib"] // 1024,
+                    ),
+                    flush=True,
+                )
         finally:
             if process is not None:
                 process.terminate()
