@@ -137,7 +137,7 @@ def fill(bootstrap: str, topic: str, count: int) -> None:
         wait_leaders(admin, [topic])
     chunk = 50_000
     values = [b"v" * 90 + b"%09d" % i for i in range(chunk)]
-    with Producer(bootstrap, linger_ms=20, batch_size=1_000_000) as producer:
+    with Producer(bootstrap, linger_ms=20) as producer:
         pending = []
         for start in range(0, count, chunk):
             n = min(chunk, count - start)
