@@ -141,6 +141,17 @@ def console_errors(driver: WebDriver) -> list[dict[str, Any]]:
     return [e for e in entries if e.get("level") == "SEVERE"]
 
 
+def screenshot(driver: WebDriver, name: str) -> None:
+    """Saves the page as ``NAME.png`` in ``$CONSOLE_SCREENSHOTS`` when it is set
+    (docs/console.md's pictures come from the tests this way); otherwise nothing."""
+    directory = os.environ.get("CONSOLE_SCREENSHOTS")
+    if directory:
+        height = driver.execute_script("return document.body.scrollHeight")
+        driver.set_window_size(1280, min(max(int(height) + 20, 420), 1400))
+        driver.save_screenshot(str(Path(directory) / f"{name}.png"))
+        driver.set_window_size(1400, 1000)
+
+
 def wait_until(
     driver: WebDriver, condition: Callable[[WebDriver], Any], timeout_s: float = 30
 ) -> Any:

@@ -12,6 +12,7 @@ import pytest
 from kazoo.client import KazooClient
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import Select
 
 from deploy.local.zookeeper import ZooKeeperServer
 from node.authorizer import AuthorizerConfig
@@ -30,7 +31,13 @@ from odradek.acl import (
 )
 from odradek.admin import ScramUpsertion
 from tests.certs import CertificateAuthority
-from tests.console.conftest import Console, console_errors, start_console, wait_until
+from tests.console.conftest import (
+    Console,
+    console_errors,
+    screenshot,
+    start_console,
+    wait_until,
+)
 from tests.integration.helpers import wait_for
 
 pytestmark = pytest.mark.console
@@ -153,6 +160,7 @@ def test_a_wrong_password_is_refused(browser: WebDriver, console: Console) -> No
     log_in(browser, console, "alice", "not-her-password")
     error = wait_until(browser, lambda d: d.find_element(By.ID, "error"))
     assert error.text == "The username or password is wrong."
+    screenshot(browser, "login")
     assert browser.find_elements(By.ID, "username")  # still the login page
     browser.get(console.url + "/topics")  # and nothing else opens
     assert browser.find_elements(By.ID, "username")
@@ -180,6 +188,7 @@ def test_a_principal_without_read_sees_the_refusal_sentence(
     browser.get(console.url + "/topics/orders/messages")
     error = wait_until(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#error:not([hidden])"))
     assert error.text == "User:alice may not Read topic orders"
+    screenshot(browser, "refusal")
     assert browser.find_elements(By.CSS_SELECTOR, "#records tbody tr") == []
     # the security page needs DESCRIBE on the cluster, which alice has not
     browser.get(console.url + "/security")
@@ -199,5 +208,54 @@ def test_a_super_user_reads_the_same_topic(browser: WebDriver, console: Console)
     assert any("User:alice" in r.text and "Describe" in r.text for r in acl_rows)
     users = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#users td:first-child")]
     assert "alice" in users and "root" in users
+    screenshot(browser, "security")
     browser.find_element(By.CSS_SELECTOR, "form[action='/logout'] button").click()
     wait_until(browser, lambda d: d.find_elements(By.ID, "username"))
+
+
+def test_acls_and_users_changed_from_the_security_page_apply(
+    browser: WebDriver, console: Console
+) -> None:
+    log_in(browser, console, "root", "root-secret")
+    browser.get(console.url + "/security")
+    browser.find_element(By.CSS_SELECTOR, "#add-acl summary").click()
+    form = browser.find_element(By.CSS_SELECTOR, "#add-acl form")
+    Select(form.find_element(By.NAME, "resource_type")).select_by_visible_text("Topic")
+    form.find_element(By.NAME, "name").send_keys("orders")
+    form.find_element(By.NAME, "principal").send_keys("User:alice")
+    Select(form.find_element(By.NAME, "operation")).select_by_visible_text("Read")
+    form.find_element(By.TAG_NAME, "button").click()
+    browser.switch_to.alert.accept()
+    wait_until(browser, lambda d: "Added the ACL." in d.page_source)
+    browser.find_element(By.CSS_SELECTOR, "#add-user summary").click()
+    form = browser.find_element(By.CSS_SELECTOR, "#add-user form")
+    form.find_element(By.NAME, "user").send_keys("bob")
+    form.find_element(By.NAME, "password").send_keys("bob-secret")
+    form.find_element(By.TAG_NAME, "button").click()
+    browser.switch_to.alert.accept()
+    wait_until(browser, lambda d: "Set the SCRAM credential of bob." in d.page_source)
+
+    # alice now reads the topic; bob logs in with the password set on the page
+    log_in(browser, console, "alice", "alice-secret")
+    browser.get(console.url + "/topics/orders/messages")
+    wait_until(browser, lambda d: d.execute_script("return document.body.dataset.loaded"))
+    values = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#records td.value")]
+    assert values == ["secret order"]
+    log_in(browser, console, "bob", "bob-secret")
+    assert wait_until(browser, lambda d: d.find_element(By.ID, "principal")).text == "User:bob"
+
+    # the ACL removed on the page no longer applies
+    log_in(browser, console, "root", "root-secret")
+    browser.get(console.url + "/security")
+    row = next(
+        r
+        for r in browser.find_elements(By.CSS_SELECTOR, "#acls tbody tr")
+        if "User:alice" in r.text and "Read" in r.text
+    )
+    row.find_element(By.TAG_NAME, "button").click()
+    browser.switch_to.alert.accept()
+    wait_until(browser, lambda d: "Removed 1 ACL(s)." in d.page_source)
+    log_in(browser, console, "alice", "alice-secret")
+    browser.get(console.url + "/topics/orders/messages")
+    error = wait_until(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#error:not([hidden])"))
+    assert error.text == "User:alice may not Read topic orders"

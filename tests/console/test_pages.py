@@ -24,6 +24,7 @@ from tests.console.conftest import (
     Console,
     console_errors,
     create_topic,
+    screenshot,
     start_console,
     texts,
     wait_until,
@@ -219,6 +220,7 @@ def test_filters_formats_and_export(browser: WebDriver, console: Console, downlo
     assert json.loads(first_value)["n"] in [19, *range(190, 200)] and "\n" in first_value
     Select(browser.find_element(By.ID, "format")).select_by_value("hex")
     assert texts(browser, "#records tbody td.key")[0].startswith("6b 31 39")  # "k19"
+    screenshot(browser, "messages-filtered")
     Select(browser.find_element(By.ID, "format")).select_by_value("text")
     # the JSON export, downloaded by the browser, is the rows on the page
     for old in downloads.glob("*"):
@@ -422,6 +424,8 @@ def test_read_only_shows_no_change_controls_and_refuses_a_forged_change(
             assert browser.find_element(By.ID, "read-only").text == "read-only"
             forms = browser.find_elements(By.CSS_SELECTOR, "form[method=post]")
             assert [f.get_attribute("action") for f in forms] == [], path
+            if path == "/topics/orders":
+                screenshot(browser, "read-only")
         # a forged change with the session's own CSRF token is still refused
         result = browser.execute_async_script(
             "const done = arguments[arguments.length - 1];"
