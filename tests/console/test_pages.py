@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -441,3 +442,26 @@ def test_read_only_shows_no_change_controls_and_refuses_a_forged_change(
         console_errors(browser)
     finally:
         ro.stop()
+
+
+def test_a_reconnecting_tail_resumes_at_its_last_event_id(console: Console) -> None:
+    # what an EventSource sends when it reconnects: the id of the last event it received
+    with (
+        httpx.Client(base_url=console.url, timeout=30) as client,
+        client.stream(
+            "GET", f"/api/topics/{TIMED}/tail", headers={"Last-Event-ID": "0:97,1:99"}
+        ) as response,
+    ):
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        seen: list[tuple[int, int]] = []
+        last_id = ""
+        for line in response.iter_lines():
+            if line.startswith("id: "):
+                last_id = line[4:]
+            if line.startswith("data: "):
+                seen += [(r["partition"], r["offset"]) for r in json.loads(line[6:])]
+            if len(seen) >= 4:
+                break
+    assert sorted(seen) == [(0, 97), (0, 98), (0, 99), (1, 99)]
+    assert last_id == "0:100,1:100"
