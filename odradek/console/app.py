@@ -160,6 +160,9 @@ def create_app(sessions: Sessions, config: ConsoleConfig) -> Starlette:
                         "403: this console is read-only: it changes nothing", status_code=403
                     )
             if needs_login and session.view is None:
+                if request.url.path.startswith("/api/"):
+                    refused = JSONResponse({"error": "Log in first."}, status_code=401)
+                    return set_cookie(refused, session) if fresh else refused
                 target = "/login?" + urlencode({"next": str(request.url.path)})
                 return set_cookie(RedirectResponse(target, status_code=303), session)
             try:
