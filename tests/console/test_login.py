@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from kazoo.client import KazooClient
 from selenium.webdriver.common.by import By
@@ -164,6 +165,8 @@ def test_a_wrong_password_is_refused(browser: WebDriver, console: Console) -> No
     assert browser.find_elements(By.ID, "username")  # still the login page
     browser.get(console.url + "/topics")  # and nothing else opens
     assert browser.find_elements(By.ID, "username")
+    answer = httpx.get(console.url + "/api/topics/orders/messages", timeout=30)
+    assert answer.status_code == 401 and answer.json() == {"error": "Log in first."}
     log_in(browser, console, "mallory", "alice-secret")
     assert wait_until(browser, lambda d: d.find_element(By.ID, "error")).text == (
         "The username or password is wrong."
