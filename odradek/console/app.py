@@ -233,7 +233,8 @@ def create_app(sessions: Sessions, config: ConsoleConfig) -> Starlette:
             raise ActionError(f"There is no live broker {node_id}.", 404)
         led = []
         hosted = []
-        for name in sorted(cluster.topics):
+        # the users' topics first, the internal ones (__consumer_offsets) after them
+        for name in sorted(cluster.topics, key=lambda n: (n.startswith("__"), n)):
             for p in cluster.topics[name].partitions:
                 if node_id in p.replicas:
                     hosted.append(p)
