@@ -133,9 +133,11 @@ class Sessions:
         self._close_view(session)
 
     def _close_view(self, session: Session) -> None:
-        if session.view is not None and session.view is not self._anonymous:
-            session.view.close()
-        session.view = None
+        view, session.view = session.view, None
+        if view is not None and view is not self._anonymous:
+            # closing flushes a producer and waits for channels: not on the caller's (the
+            # event loop's) time
+            threading.Thread(target=view.close, name="console-logout", daemon=True).start()
 
     def close(self) -> None:
         with self._lock:
@@ -143,6 +145,8 @@ class Sessions:
             self._sessions.clear()
             anonymous, self._anonymous = self._anonymous, None
         for s in sessions:
-            self._close_view(s)
+            if s.view is not None and s.view is not anonymous:
+                s.view.close()
+            s.view = None
         if anonymous is not None:
             anonymous.close()
