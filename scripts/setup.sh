@@ -5,6 +5,7 @@
 #     and Netty's codec jar its TLS port needs (libnetty-java; deploy/local/zookeeper.py);
 #   - the Kafka clients the tests drive against the Kafka listeners: Debian's kcat, and kafkajs
 #     from npm (tests/kafka/js, on Debian's nodejs);
+#   - Debian's chromium and chromium-driver (the web console's browser tests);
 #   - a virtualenv in .venv with the project (editable) and its development tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +45,10 @@ fi
 if [ ! -f tests/kafka/js/node_modules/kafkajs/package.json ]; then
     echo "setup: installing kafkajs (npm ci, tests/kafka/js)"
     (cd tests/kafka/js && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+    echo "setup: installing Debian's Chromium and its driver for the console's browser tests"
+    apt_install chromium chromium-driver
 fi
 
 PYTHON=${PYTHON:-python3.11}

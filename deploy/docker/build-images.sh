@@ -72,11 +72,12 @@ remove_rootfs() {
 }
 
 build_wheelhouse() {
-    # The project as one wheel plus its runtime dependencies (not the spark or dev extras).
+    # The project as one wheel plus its runtime dependencies and the console extra's (not the
+    # spark or dev extras).
     # Downloads happen only when the dependency list changes (a stamp file holds its hash).
     mkdir -p "$WHEELHOUSE"
     local deps stamp
-    deps=$("$PYTHON" -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))')
+    deps=$("$PYTHON" -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print("\n".join(p["dependencies"] + p["optional-dependencies"]["console"]))')
     stamp=$(printf '%s\n' "$deps" | sha256sum | cut -c1-16)
     if [ "$(cat "$WHEELHOUSE/.deps-stamp" 2>/dev/null)" != "$stamp" ]; then
         log "downloading runtime dependencies into $WHEELHOUSE"

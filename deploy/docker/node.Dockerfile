@@ -6,11 +6,12 @@
 ARG BASE=python:3.11-slim
 FROM ${BASE}
 
-# Dependencies come only from the wheelhouse: builds must not need the package index.
+# Dependencies come only from the wheelhouse: builds must not need the package index. The
+# console extra makes the same image serve `odradek console` (deploy/compose, deploy/k8s).
 COPY wheelhouse /tmp/wheelhouse
 RUN python3 -m venv /opt/odradek \
     && /opt/odradek/bin/pip install --quiet --no-cache-dir --no-index \
-        --find-links /tmp/wheelhouse odradek \
+        --find-links /tmp/wheelhouse 'odradek[console]' \
     && rm -rf /tmp/wheelhouse \
     && (getent group odradek >/dev/null || groupadd --system --gid 1000 odradek) \
     && useradd --system --uid 1000 --gid odradek --home-dir /var/lib/odradek odradek \

@@ -275,6 +275,7 @@ DEMO_KAFKA_PORTS = (19092, 19093, 19094)
 """Where the demo's nodes serve Kafka's wire protocol (Redpanda's quickstart uses 19092 for its
 external Kafka port too); 9092-9094 stay odradek's gRPC ports, as before."""
 DEMO_ZK_PORT = 2181
+DEMO_CONSOLE_PORT = 8080
 
 
 def tls_overrides(directory: Path, *, zookeeper: bool = False) -> dict[str, str]:
@@ -337,6 +338,7 @@ def demo(
     *,
     tls: bool = False,
     kafka_ports: Sequence[int] | None = DEMO_KAFKA_PORTS,
+    console_port: int = DEMO_CONSOLE_PORT,
 ) -> int:
     """The README's demo; ``stop_command`` is how its messages name the way to stop it (by
     default this module's ``stop --dir DIRECTORY``; scripts/cluster.sh names itself).
@@ -441,12 +443,15 @@ def demo(
     cli(["cluster", "describe"], bootstrap)
     if kafka_ports:
         _kafka_clients(cluster.kafka_bootstrap_servers, produce=not written)
+    console_url = start_console(directory, bootstrap, console_port, command_config, state)
     print()
     print(f"the cluster is running (data in {directory}).")
     config = f" --command-config {command_config}" if command_config else ""
     print(f"  use it:   .venv/bin/odradek --bootstrap-server {bootstrap}{config} topics list")
     if kafka_ports:
         print(f"  or any Kafka client: kcat -b {cluster.kafka_bootstrap_servers} -L")
+    if console_url:
+        print(f"  console:  {console_url}")
     print(f"  stop it:  {stop_command}")
     print("  starting it again keeps the data.")
     return 0
@@ -508,6 +513,59 @@ def _kafka_clients(kafka_bootstrap: str, *, produce: bool) -> None:
         raise SystemExit("demo: confluent-kafka could not use the Kafka listeners")
 
 
+def start_console(
+    directory: Path,
+    bootstrap: str,
+    port: int,
+    command_config: Path | None,
+    state: Path,
+    timeout_s: float = 60.0,
+) -> str | None:
+    """Starts ``odradek console`` on 127.0.0.1:``port`` (0: any free port) in the background,
+    its output in ``console.log``, records its pid in the demo's ``state`` file (``stop``
+    stops it) and returns its URL; or says in one line why it did not start and returns None
+    (the cluster runs on without it)."""
+    log = directory / "console.log"
+    command = [sys.executable, "-m", "odradek", "--bootstrap-server", bootstrap, "console"]
+    command += ["--listen", f"127.0.0.1:{port}"]
+    if command_config is not None:
+        command += ["--command-config", str(command_config)]
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT
+        )
+    deadline = time.monotonic() + timeout_s  # noqa: TID251
+    while time.monotonic() < deadline:  # noqa: TID251
+        text = log.read_text()
+        if "odradek console: http://" in text:
+            url = text.split("odradek console: ", 1)[1].split()[0]
+            info = json.loads(state.read_text())
+            info["console"] = {"pid": process.pid, "cmdline": _cmdline(process.pid)}
+            state.write_text(json.dumps(info))
+            return url
+        if process.poll() is not None:
+            lines = text.strip().splitlines() or [f"exit code {process.returncode}"]
+            print(f"demo: the console did not start: {lines[-1]}", file=sys.stderr)
+            return None
+        time.sleep(0.1)
+    process.kill()
+    process.wait()
+    print(f"demo: the console did not start within {timeout_s:.0f} s (see {log})", file=sys.stderr)
+    return None
+
+
+def _stop_console(info: dict[str, Any]) -> None:
+    console = info.get("console")
+    if not console or not console.get("cmdline") or _cmdline(console["pid"]) != console["cmdline"]:
+        return
+    _signal(console["pid"], signal.SIGTERM)
+    deadline = time.monotonic() + 10  # noqa: TID251
+    while time.monotonic() < deadline and _cmdline(console["pid"]) == console["cmdline"]:  # noqa: TID251
+        time.sleep(0.1)
+    if _cmdline(console["pid"]) == console["cmdline"]:
+        _signal(console["pid"], signal.SIGKILL)
+
+
 def _cmdline(pid: int) -> str | None:
     """The command line of process ``pid`` as /proc has it (arguments NUL-separated), or None
     when no process has that pid (or it has exited and has no command line left)."""
@@ -535,6 +593,7 @@ def stop(directory: Path) -> int:
         print(f"no cluster state in {directory}")
         return 1
     info = json.loads(state.read_text())
+    _stop_console(info)
     zk_pid = info["pids"][0]
     ours = _running(info)
     if not ours:
@@ -606,6 +665,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="demo: mutual TLS on development certificates (scripts/dev-certs.sh)",
     )
+    parser.add_argument(
+        "--console-port",
+        type=int,
+        default=DEMO_CONSOLE_PORT,
+        help="demo: the web console's port on 127.0.0.1 (default 8080; 0: any free port)",
+    )
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(
@@ -615,6 +680,7 @@ def main(argv: list[str] | None = None) -> int:
             args.stop_command,
             tls=args.tls,
             kafka_ports=args.kafka_ports,
+            console_port=args.console_port,
         )
     return stop(args.dir.resolve())
 

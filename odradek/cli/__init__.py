@@ -8,6 +8,7 @@ handler returning the exit code. Errors a user can cause print one line on stder
 
 Commands: ``topics``, ``produce``, ``consume``, ``cluster``, ``get-offsets``,
 ``delete-records``, ``leader-election``, ``reassign`` (the client SDK; ``docs/cli.md``),
+``console`` (the web console; ``docs/console.md``),
 ``node`` (runs a broker), ``dump-log`` (reads segment files). ``--bootstrap-server`` may come
 before the command or after it.
 """
@@ -39,6 +40,7 @@ _CLIENT_COMMANDS = frozenset(
         "acls",
         "users",
         "groups",
+        "console",
     }
 )
 
@@ -85,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
     from odradek.cli import groups
 
     groups.add_parser(sub)
+    from odradek.cli import console
+
+    console.add_parser(sub)
     return parser
 
 
