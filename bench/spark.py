@@ -157,7 +157,11 @@ def launch_failure(
     if returncode is None:
         how = f"did not answer within {seconds:.0f} s (killed)"
     elif returncode < 0:
-        how = f"was killed by {signal.Signals(-returncode).name} after {seconds:.1f} s"
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        how = f"was killed by {name} after {seconds:.1f} s"
     else:
         how = f"exited with status {returncode} after {seconds:.1f} s"
     shown = {name: env[name] for name in LAUNCH_ENV if name in env}
@@ -167,9 +171,16 @@ def launch_failure(
         f"Spark's JVM {how} before it wrote its gateway's port\n"
         f"  command: {shlex.join(command)}\n"
         f"  environment: {shown}\n"
-        f"  this process: {threading.active_count()} threads\n"
+        f"  this process: {threading.active_count()} threads, {_open_fds()} open descriptors\n"
         f"  its output ({log_path}), the last {len(lines)} lines:\n{tail}"
     )
+
+
+def _open_fds() -> int | str:
+    try:
+        return sum(1 for _ in Path("/proc/self/fd").iterdir())
+    except OSError:
+        return "?"
 
 
 def spawn_jvm(command: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
@@ -254,6 +265,8 @@ def launch_jvm(conf: Mapping[str, str], log_path: Path, timeout_s: float = LAUNC
                 returncode = None
             else:
                 returncode = proc.returncode
+            assert proc.stdin is not None
+            proc.stdin.close()
             copier.join(timeout=10)  # the output's last lines, written before it ended
             output = log_path.read_text(errors="replace").split("\n== ")[-1]
             raise SparkLaunchError(
