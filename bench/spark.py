@@ -192,8 +192,10 @@ def spawn_jvm(command: Sequence[str], env: Mapping[str, str]) -> subprocess.Pope
     one, CPython forks with ``fork()``, and the child runs the at-fork handlers of this
     process before it execs. gRPC's (any odradek client alive in this process) start its
     poller thread again in the child, and the child dies by SIGABRT or SIGSEGV when the file
-    descriptors are closed under that thread: no JVM ever runs and nothing is printed.
-    Without a ``preexec_fn`` CPython uses ``vfork()``, which runs no handlers."""
+    descriptors are closed under that thread: no JVM ever runs, and the one line printed is
+    gRPC's ``Epoll1Poller ... epoll_wait error: Bad file descriptor``. Without a
+    ``preexec_fn`` CPython uses ``vfork()``, which runs no handlers (docs/spark.md has the
+    rates measured)."""
     return subprocess.Popen(
         list(command),
         stdin=subprocess.PIPE,
@@ -248,6 +250,7 @@ def launch_jvm(conf: Mapping[str, str], log_path: Path, timeout_s: float = LAUNC
         log = log_path.open("ab")
         log.write(f"== {shlex.join(command)}\n".encode())
         log.flush()
+        output_at = log.tell()  # this launch's output starts here (the file may be reused)
         start = time.monotonic()
         proc = spawn_jvm(command, env)
         assert proc.stdout is not None
@@ -268,7 +271,9 @@ def launch_jvm(conf: Mapping[str, str], log_path: Path, timeout_s: float = LAUNC
             assert proc.stdin is not None
             proc.stdin.close()
             copier.join(timeout=10)  # the output's last lines, written before it ended
-            output = log_path.read_text(errors="replace").split("\n== ")[-1]
+            with log_path.open("rb") as written:
+                written.seek(output_at)
+                output = written.read().decode(errors="replace")
             raise SparkLaunchError(
                 launch_failure(returncode, time.monotonic() - start, command, env, log_path, output)
             )
