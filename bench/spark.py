@@ -29,12 +29,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
+import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import grpc
 
@@ -113,44 +118,215 @@ def consume(servers: str, total: int, partitions: int) -> float:
         return time.perf_counter() - start
 
 
-def start_session(builder: Any, attempts: int = 3) -> Any:
-    """``builder.getOrCreate()``, started again (up to ``attempts`` times, each failure named on
-    stderr) when Spark's JVM gateway exits before it answers: on the loaded two-core machine
-    the first launch in a long-running process has been seen to fail so, once, with no output
-    from the JVM, while the next launch works. Any other error is raised at once."""
-    from pyspark.errors import PySparkRuntimeError
+# What a failed launch names of this process's environment: what decides which Java runs, with
+# which options and which Spark (never the whole environment: it may hold credentials).
+LAUNCH_ENV = (
+    "JAVA_HOME",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "SPARK_HOME",
+    "SPARK_CONF_DIR",
+    "SPARK_LOCAL_IP",
+    "SPARK_SUBMIT_OPTS",
+    "PYSPARK_PYTHON",
+    "PYSPARK_DRIVER_PYTHON",
+    "PYSPARK_SUBMIT_ARGS",
+    "PYTHONPATH",
+    "PATH",
+    "TMPDIR",
+)
+LAUNCH_TIMEOUT_S = 300.0
 
-    for attempt in range(1, attempts + 1):
+
+class SparkLaunchError(RuntimeError):
+    """Spark's JVM ended, or did not answer in time, before it told this process its gateway's
+    port: the message names its exit status, the command, the environment that matters and
+    the last lines of its output."""
+
+
+def launch_failure(
+    returncode: int | None,
+    seconds: float,
+    command: Sequence[str],
+    env: Mapping[str, str],
+    log_path: Path,
+    output: str,
+) -> str:
+    """The message of a failed launch (``returncode`` None: it did not answer in time and was
+    killed)."""
+    if returncode is None:
+        how = f"did not answer within {seconds:.0f} s (killed)"
+    elif returncode < 0:
         try:
-            return builder.getOrCreate()
-        except PySparkRuntimeError as exc:
-            if "JAVA_GATEWAY_EXITED" not in str(exc) or attempt == attempts:
-                raise
-            print(
-                f"spark: the JVM gateway exited at start (attempt {attempt} of {attempts}): "
-                f"{exc}; starting it again",
-                file=sys.stderr,
-                flush=True,
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        how = f"was killed by {name} after {seconds:.1f} s"
+    else:
+        how = f"exited with status {returncode} after {seconds:.1f} s"
+    shown = {name: env[name] for name in LAUNCH_ENV if name in env}
+    lines = output.splitlines()[-60:]
+    tail = "\n".join(f"    {line}" for line in lines) if lines else "    (no output at all)"
+    return (
+        f"Spark's JVM {how} before it wrote its gateway's port\n"
+        f"  command: {shlex.join(command)}\n"
+        f"  environment: {shown}\n"
+        f"  this process: {threading.active_count()} threads, {_open_fds()} open descriptors\n"
+        f"  its output ({log_path}), the last {len(lines)} lines:\n{tail}"
+    )
+
+
+def _open_fds() -> int | str:
+    try:
+        return sum(1 for _ in Path("/proc/self/fd").iterdir())
+    except OSError:
+        return "?"
+
+
+def spawn_jvm(command: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    """Start ``command`` with a pipe on its stdin (the JVM exits when this process closes it),
+    its stdout and stderr on one pipe, in a process group of its own (a terminal's Ctrl-C is
+    for the tests, not for Spark).
+
+    No ``preexec_fn``, which PySpark's own ``launch_gateway`` passes (to ignore SIGINT): with
+    one, CPython forks with ``fork()``, and the child runs the at-fork handlers of this
+    process before it execs. gRPC's (any odradek client alive in this process) start its
+    poller thread again in the child, and the child dies by SIGABRT or SIGSEGV when the file
+    descriptors are closed under that thread: no JVM ever runs, and the one line printed is
+    gRPC's ``Epoll1Poller ... epoll_wait error: Bad file descriptor``. Without a
+    ``preexec_fn`` CPython uses ``vfork()``, which runs no handlers (docs/spark.md has the
+    rates measured)."""
+    return subprocess.Popen(
+        list(command),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=dict(env),
+        process_group=0,
+    )
+
+
+def _copy_output(source: IO[bytes], log: IO[bytes]) -> None:
+    """Everything the JVM prints, to its log file and on to this process's stderr (under
+    pytest: the capture of the test that runs at the time)."""
+    with source, log:
+        for chunk in iter(lambda: source.read1(65536), b""):  # type: ignore[attr-defined]
+            log.write(chunk)
+            log.flush()
+            try:
+                os.write(2, chunk)
+            except OSError:  # no stderr left (the process is exiting): the file has it
+                pass
+
+
+def launch_jvm(conf: Mapping[str, str], log_path: Path, timeout_s: float = LAUNCH_TIMEOUT_S) -> Any:
+    """Start Spark's JVM as PySpark's ``launch_gateway`` does (``spark-submit ... pyspark-shell``
+    with ``conf``; the JVM writes its gateway's port and secret to the file named in
+    ``_PYSPARK_DRIVER_CONN_INFO_PATH``) and return PySpark's gateway connected to it (PySpark
+    connects to a running JVM named in ``PYSPARK_GATEWAY_PORT``, as under ``spark-submit``).
+
+    It differs in how the process starts (:func:`spawn_jvm`: the cause of CI's launches that
+    died with no output) and in what a failure says: the JVM's output goes to ``log_path``
+    and a launch that fails raises :class:`SparkLaunchError` with the exit status, the
+    command, the environment that matters and the output's tail. A JVM that has not answered
+    in ``timeout_s`` is killed (PySpark would wait for ever)."""
+    from pyspark.find_spark_home import _find_spark_home
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.serializers import UTF8Deserializer, read_int
+
+    command = [str(Path(_find_spark_home()) / "bin" / "spark-submit")]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    command.append("pyspark-shell")
+    conn_dir = Path(tempfile.mkdtemp(prefix="odradek-spark-"))
+    try:
+        conn_info = conn_dir / "conn-info"
+        env = dict(
+            os.environ, SPARK_CONNECT_MODE="0", _PYSPARK_DRIVER_CONN_INFO_PATH=str(conn_info)
+        )
+        for name in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET"):
+            env.pop(name, None)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = log_path.open("ab")
+        log.write(f"== {shlex.join(command)}\n".encode())
+        log.flush()
+        output_at = log.tell()  # this launch's output starts here (the file may be reused)
+        start = time.monotonic()
+        proc = spawn_jvm(command, env)
+        assert proc.stdout is not None
+        copier = threading.Thread(
+            target=_copy_output, args=(proc.stdout, log), name="spark-jvm-output", daemon=True
+        )
+        copier.start()
+        deadline = start + timeout_s
+        while proc.poll() is None and not conn_info.is_file() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not conn_info.is_file():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+                returncode = None
+            else:
+                returncode = proc.returncode
+            assert proc.stdin is not None
+            proc.stdin.close()
+            copier.join(timeout=10)  # the output's last lines, written before it ended
+            with log_path.open("rb") as written:
+                written.seek(output_at)
+                output = written.read().decode(errors="replace")
+            raise SparkLaunchError(
+                launch_failure(returncode, time.monotonic() - start, command, env, log_path, output)
             )
-            time.sleep(2)
-    raise AssertionError("unreachable")
+        with conn_info.open("rb") as info:
+            port = read_int(info)
+            secret = UTF8Deserializer().loads(info)
+    finally:
+        shutil.rmtree(conn_dir, ignore_errors=True)
+    os.environ["PYSPARK_GATEWAY_PORT"] = str(port)
+    os.environ["PYSPARK_GATEWAY_SECRET"] = secret
+    try:
+        gateway = launch_gateway()
+    finally:  # spark-submit jobs started from this process must start JVMs of their own
+        del os.environ["PYSPARK_GATEWAY_PORT"]
+        del os.environ["PYSPARK_GATEWAY_SECRET"]
+    gateway.proc = proc  # holds the JVM's stdin: it lives as long as this process keeps it
+    return gateway
 
 
-def spark_session() -> Any:
+def start_session(conf: Mapping[str, str], jvm_log: Path) -> Any:
+    """A SparkSession with ``conf`` (``spark.master``, ``spark.app.name`` and settings): on the
+    JVM this process already runs (a session stopped leaves it running), or on a new one from
+    :func:`launch_jvm` with its output in ``jvm_log``. No retry: a failed launch raises
+    :class:`SparkLaunchError`, which says why."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    if SparkContext._gateway is None:
+        gateway = launch_jvm(conf, jvm_log)
+        SparkContext(conf=SparkConf().setAll(list(conf.items())), gateway=gateway)
+    return SparkSession.builder.config(map=dict(conf)).getOrCreate()
+
+
+SESSION_CONF = {
+    "spark.master": "local[2]",
+    "spark.app.name": "odradek-spark-bench",
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+def spark_session(jvm_log: Path | None = None) -> Any:
+    """The benchmark's local[2] session; the JVM's output in ``jvm_log`` (default: a file in
+    the temporary directory named after this process)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # the driver on loopback, not the first interface
     path = os.environ.get("PYTHONPATH", "")
     if str(ROOT) not in path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), path) if p)
-    from pyspark.sql import SparkSession
-
-    session = start_session(
-        SparkSession.builder.master("local[2]")
-        .appName("odradek-spark-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.showConsoleProgress", "false")
-    )
+    if jvm_log is None:
+        jvm_log = Path(tempfile.gettempdir()) / f"odradek-spark-jvm-{os.getpid()}.log"
+    session = start_session(SESSION_CONF, jvm_log)
     session.sparkContext.setLogLevel("ERROR")
     return session
 

@@ -43,8 +43,11 @@ def spark_cluster(
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
-    """A local[2] SparkSession with the ``odradek`` source registered."""
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A local[2] SparkSession with the ``odradek`` source registered. Its JVM's output is in
+    ``spark-jvm*/jvm.log`` under pytest's base temporary directory (and in the captured
+    stderr of the test that runs when it prints); a launch that fails says why
+    (:class:`bench.spark.SparkLaunchError`)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     # Spark binds its driver to the host name's address, or to the first non-loopback
@@ -54,28 +57,28 @@ def spark() -> Iterator[object]:
     path = os.environ.get("PYTHONPATH", "")
     if str(ROOT) not in path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), path) if p)
-    from pyspark.sql import SparkSession
-
     import odradek.spark
 
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("odradek-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.session.timeZone", "UTC")
-    )
-    session = start_session(builder)
+    session = start_session(SESSION_CONF, tmp_path_factory.mktemp("spark-jvm") / "jvm.log")
     session.sparkContext.setLogLevel("ERROR")
     odradek.spark.register(session)
     try:
         yield session
     finally:
         session.stop()
+
+
+SESSION_CONF = {
+    "spark.master": "local[2]",
+    "spark.app.name": "odradek-tests",
+    "spark.ui.enabled": "false",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "1g",
+    "spark.sql.session.timeZone": "UTC",
+}
 
 
 @pytest.fixture
