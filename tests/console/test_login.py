@@ -16,11 +16,11 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 
 from deploy.local.zookeeper import ZooKeeperServer
-from node.authorizer import AuthorizerConfig
 from node.config import NodeConfig
 from node.listeners import Listener
+from node.security.authorizer import AuthorizerConfig
+from node.security.tls import SslConfig
 from node.server import Node
-from node.tls import SslConfig
 from odradek import Admin, NewTopic, Producer
 from odradek.acl import (
     AccessControlEntry,
