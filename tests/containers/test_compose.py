@@ -20,6 +20,7 @@ from tests.integration.helpers import consume_all, wait_for, wait_for_full_isr
 
 HOST = "127.0.0.20"
 BOOTSTRAP = ",".join(f"{HOST}:{port}" for port in (9092, 9093, 9094))
+KAFKA_BOOTSTRAP = ",".join(f"{HOST}:{port}" for port in (19092, 19093, 19094))
 PROJECT = "odradek-compose-test"
 COMPOSE_FILE = ROOT / "deploy" / "compose" / "compose.yaml"
 
@@ -39,6 +40,21 @@ def _compose(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=300,
         check=False,
     )
+
+
+def _kcat(*args: str) -> str:
+    executable = shutil.which("kcat")
+    if executable is None:
+        pytest.fail("no kcat; run `bash scripts/setup.sh` (installs Debian's)", pytrace=False)
+    result = subprocess.run(
+        [executable, "-b", KAFKA_BOOTSTRAP, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
 
 
 def _up() -> None:
@@ -75,6 +91,12 @@ def test_the_compose_file_runs_a_replicated_cluster_that_keeps_its_data_across_d
         assert sorted(v for records in before.values() for _, v in records) == sorted(
             f"order {i}".encode() for i in range(60)
         )
+        # Kafka clients reach the same nodes on their advertised Kafka listeners
+        listing = _kcat("-L", "-t", "orders")
+        for node, port in zip((1, 2, 3), (19092, 19093, 19094), strict=True):
+            assert f"broker {node} at {HOST}:{port}" in listing
+        read = _kcat("-C", "-t", "orders", "-o", "beginning", "-e", "-q")
+        assert sorted(read.splitlines()) == sorted(f"order {i}" for i in range(60))
 
         # `down` stops the containers (SIGTERM, as `docker stop` sends) and removes them but
         # keeps the named volumes: the next `up` finds the topic and its records

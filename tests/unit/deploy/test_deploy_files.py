@@ -21,6 +21,7 @@ FILES = [
 ]
 # a valid value for each kind of setting, by the end of its variable's name
 SAMPLE_VALUES = {
+    "_KAFKA_LISTEN_ADDRESS": "127.0.0.1:19092",  # before _ADDRESS: a port of its own
     "_ADDRESS": "127.0.0.1:9092",
     "_CONNECT": "127.0.0.1:2181/odradek",
     "_DIRS": "/var/lib/odradek/data",
