@@ -86,8 +86,9 @@ NO_RESPONSE = _NoResponse()
 
 
 class _CloseConnection:
-    """A handler's answer that closes the connection instead (Produce with acks=0 that failed
-    for any partition: Kafka closes the connection so that the producer notices)."""
+    """A handler's answer that closes the connection instead: Produce with acks=0 that failed
+    for any partition (Kafka closes the connection so that the producer notices), or a request
+    Kafka would have refused while parsing it (an unknown isolation level)."""
 
     def __repr__(self) -> str:
         return "CLOSE_CONNECTION"
@@ -374,7 +375,7 @@ class KafkaDoor:
         if result is NO_RESPONSE:
             return None
         if result is CLOSE_CONNECTION:
-            raise _CloseError(f"{api.name} failed and gets no answer (acks=0)")
+            raise _CloseError(f"{api.name} v{version} refused without an answer")
         if isinstance(result, ResponseParts):
             head = response_header(key, header.correlation_id, result.flexible)
             result.parts.insert(0, SIZE.pack(len(head) + result.size()) + head)

@@ -21,11 +21,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from node.core.requests import READ_UNCOMMITTED, FetchPartition, Records
+from node.core.requests import READ_COMMITTED, READ_UNCOMMITTED, FetchPartition, Records
 from node.kafka_door.context import RequestContext
 from node.kafka_door.fetch_encoding import FetchedPartition, encode_fetch_response
 from node.kafka_door.frames import response_class
-from node.kafka_door.server import FileSlice
+from node.kafka_door.server import CLOSE_CONNECTION, FileSlice
 from node.kafka_door.services import DoorServices
 from storage.file_records import FileSlice as SegmentSlice
 
@@ -41,6 +41,10 @@ def handle_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> A
     session_id = int(getattr(request, "session_id", 0))
     session_epoch = int(getattr(request, "session_epoch", -1))
     top = {"throttle_time": 0, "error_code": 0, "session_id": 0}
+    isolation_level = int(getattr(request, "isolation_level", READ_UNCOMMITTED))
+    if isolation_level not in (READ_UNCOMMITTED, READ_COMMITTED):
+        # Kafka's IsolationLevel.forId refuses it while parsing: the connection is closed
+        return CLOSE_CONNECTION
     if session_id != 0 or session_epoch > 0:
         top["error_code"] = (
             FETCH_SESSION_ID_NOT_FOUND if session_id != 0 else INVALID_FETCH_SESSION_EPOCH
@@ -67,7 +71,7 @@ def handle_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> A
         max_wait_ms=int(request.max_wait.total_seconds() * 1000),
         min_bytes=int(request.min_bytes),
         max_bytes=int(getattr(request, "max_bytes", 2**31 - 1)),
-        isolation_level=int(getattr(request, "isolation_level", READ_UNCOMMITTED)),
+        isolation_level=isolation_level,
         # plaintext: the records go from the page cache to the socket (sendfile)
         as_slices=ctx.connection.security_protocol in ("PLAINTEXT", "SASL_PLAINTEXT"),
     )
