@@ -15,12 +15,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin import AIOKafkaAdminClient  # type: ignore[import-untyped]
 from aiokafka.admin import NewTopic as AioNewTopic
-from aiokafka.admin.config_resource import ConfigResource as AioConfigResource
+from aiokafka.admin.config_resource import (  # type: ignore[import-untyped]
+    ConfigResource as AioConfigResource,
+)
 from aiokafka.admin.config_resource import ConfigResourceType as AioConfigResourceType
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import (
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -82,8 +84,16 @@ def error_of(future: Any) -> KafkaError | None:
     try:
         future.result(timeout=60)
     except KafkaException as e:
-        return e.args[0]
+        error: KafkaError = e.args[0]
+        return error
     return None
+
+
+def failure(future: Any) -> KafkaError:
+    """The KafkaError a future must fail with."""
+    error = error_of(future)
+    assert error is not None, "succeeded"
+    return error
 
 
 def eventually(check: Callable[[], Any], what: str, timeout_s: float = 60) -> Any:
@@ -156,7 +166,7 @@ def test_create_topic_errors_are_kafkas(admin, bootstrap):
         ],
         operation_timeout=30,
     )
-    errors = {name: error_of(f) for name, f in futures.items()}
+    errors = {name: failure(f) for name, f in futures.items()}
     assert errors[existing].code() == KafkaError.TOPIC_ALREADY_EXISTS
     assert errors[too_many].code() == KafkaError.INVALID_REPLICATION_FACTOR
     assert "4" in errors[too_many].str()
@@ -171,7 +181,7 @@ def test_delete_topics_and_an_unknown_one(admin, bootstrap):
     missing = unique("never")
     futures = admin.delete_topics([name, missing], operation_timeout=30)
     assert error_of(futures[name]) is None
-    assert error_of(futures[missing]).code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert failure(futures[missing]).code() == KafkaError.UNKNOWN_TOPIC_OR_PART
     eventually(lambda: name not in admin.list_topics(timeout=10).topics, f"{name} deleted")
 
 
@@ -185,7 +195,7 @@ def test_create_partitions_grows_a_topic_and_refuses_to_shrink(admin, bootstrap)
         "four partitions",
     )
     futures = admin.create_partitions([NewPartitions(name, 2)], validate_only=True)
-    assert error_of(futures[name]).code() == KafkaError.INVALID_PARTITIONS
+    assert failure(futures[name]).code() == KafkaError.INVALID_PARTITIONS
 
 
 # -- confluent-kafka: configs -------------------------------------------------------------------
@@ -218,7 +228,7 @@ def test_describe_configs_of_a_topic_and_a_broker(admin, kafka_cluster, bootstra
     assert not partitions.is_default and partitions.is_read_only
 
     missing = admin.describe_configs([ConfigResource("TOPIC", unique("none"))])
-    assert error_of(next(iter(missing.values()))).code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert failure(next(iter(missing.values()))).code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
 def test_alter_configs_and_incremental_alter_configs(admin, bootstrap):
@@ -286,7 +296,7 @@ def test_alter_configs_and_incremental_alter_configs(admin, bootstrap):
             )
         ]
     )
-    assert error_of(next(iter(bad.values()))).code() == KafkaError.INVALID_CONFIG
+    assert failure(next(iter(bad.values()))).code() == KafkaError.INVALID_CONFIG
     assert overrides() == {"retention.ms": "5000", "cleanup.policy": "delete,compact"}
 
 
@@ -336,7 +346,7 @@ def test_scram_credentials_are_described_after_kafka_python_alters_them(admin, k
     )
     assert gone == {user: None}
     again = admin.describe_user_scram_credentials([user])[user]
-    assert error_of(again).code() == KafkaError.RESOURCE_NOT_FOUND
+    assert failure(again).code() == KafkaError.RESOURCE_NOT_FOUND
     refused = kp_admin.alter_user_scram_credentials(
         [ScramUpsertion(user, KpScramMechanism.SCRAM_SHA_512, "secret", iterations=1)]
     )
@@ -368,7 +378,7 @@ def test_acl_calls_without_an_authorizer_answer_security_disabled(admin):
         AclPermissionType.ALLOW,
     )
     futures = admin.create_acls([binding])
-    assert error_of(futures[binding]).code() == KafkaError.SECURITY_DISABLED
+    assert failure(futures[binding]).code() == KafkaError.SECURITY_DISABLED
 
 
 # -- confluent-kafka: ACLs on a cluster with an authorizer --------------------------------------
@@ -414,10 +424,10 @@ def _binding(name: str, pattern: ResourcePatternType, operation: AclOperation) -
 def _filter(name: str | None, pattern: ResourcePatternType) -> AclBindingFilter:
     return AclBindingFilter(
         ResourceType.TOPIC,
-        name,
+        name,  # type: ignore[arg-type]
         pattern,
-        None,
-        None,
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
         AclOperation.ANY,
         AclPermissionType.ANY,
     )
@@ -460,7 +470,7 @@ def test_an_invalid_acl_is_refused_with_invalid_request(acl_bootstrap):
         AclPermissionType.ALLOW,
     )
     futures = admin.create_acls([wrong])
-    error = error_of(futures[wrong])
+    error = failure(futures[wrong])
     assert error.code() == KafkaError.INVALID_REQUEST
     assert "kafka-cluster" in error.str()
 
