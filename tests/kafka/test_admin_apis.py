@@ -475,6 +475,41 @@ def test_an_invalid_acl_is_refused_with_invalid_request(acl_bootstrap):
     assert "kafka-cluster" in error.str()
 
 
+def test_the_door_checks_acls_for_the_connections_principal(acl_bootstrap):
+    """A DENY for the PLAINTEXT listener's principal (User:ANONYMOUS) on one topic: deleting it
+    and describing its configs are refused per resource, the rest of the request is served."""
+    admin = admin_client(acl_bootstrap)
+    locked, free = unique("locked"), unique("free")
+    futures = admin.create_topics([NewTopic(locked, 1, 1), NewTopic(free, 1, 1)])
+    assert [error_of(f) for f in futures.values()] == [None, None]
+    deny = AclBinding(
+        ResourceType.TOPIC,
+        locked,
+        ResourcePatternType.LITERAL,
+        "User:ANONYMOUS",
+        "*",
+        AclOperation.DELETE,
+        AclPermissionType.DENY,
+    )
+    assert error_of(admin.create_acls([deny])[deny]) is None
+    # an ACL on the topic: allow.everyone.if.no.acl.found no longer applies to it
+    configs = admin.describe_configs(
+        [ConfigResource("TOPIC", locked), ConfigResource("TOPIC", free)]
+    )
+    locked_configs, free_configs = configs.values()
+    assert failure(locked_configs).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert free_configs.result(timeout=60)["retention.ms"].value
+    deleted = admin.delete_topics([locked, free], operation_timeout=30)
+    assert failure(deleted[locked]).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert error_of(deleted[free]) is None
+    # hidden from the principal's Metadata while the ACL names it (no DESCRIBE), and still there
+    assert locked not in admin.list_topics(timeout=10).topics
+    admin.delete_acls([_filter(locked, ResourcePatternType.LITERAL)])[
+        _filter(locked, ResourcePatternType.LITERAL)
+    ].result(timeout=60)
+    eventually(lambda: locked in admin.list_topics(timeout=10).topics, f"{locked} kept")
+
+
 # -- kafka-python 3: reassignments, elections, log dirs, producers ------------------------------
 
 
