@@ -108,8 +108,16 @@ def eventually(check: Callable[[], Any], what: str, timeout_s: float = 60) -> An
 
 
 @pytest.fixture(scope="module")
-def admin(bootstrap: str) -> AdminClient:
-    return admin_client(bootstrap)
+def admin(bootstrap: str, kafka_cluster: LocalCluster) -> AdminClient:
+    """confluent-kafka's admin client, once the nodes know each other (a node answers Metadata
+    without brokers until the controller's first update reaches it, and librdkafka's admin
+    calls then wait for their next metadata refresh)."""
+    client = admin_client(bootstrap)
+    eventually(
+        lambda: len(client.list_topics(timeout=10).brokers) == len(kafka_cluster.nodes),
+        "every node in the metadata",
+    )
+    return client
 
 
 @pytest.fixture(scope="module")
@@ -523,7 +531,9 @@ def _replicas(admin: AdminClient, topic: str, partition: int) -> tuple[int, list
 def test_reassignment_then_preferred_election_moves_the_leader(admin, kp_admin, bootstrap):
     name = unique("move")
     create_topic(bootstrap, name, partitions=1)
-    leader, replicas = _replicas(admin, name, 0)
+    leader, replicas = eventually(
+        lambda: (r := _replicas(admin, name, 0))[1] and r, "the partition in the metadata"
+    )
     assert leader == replicas[0]
     reordered = [*replicas[1:], replicas[0]]
     tp = KpTopicPartition(name, 0)
@@ -599,8 +609,17 @@ def test_describe_producers_on_a_node_without_the_partition(admin, kp_admin, kaf
     first, other = (n.node_id for n in kafka_cluster.nodes[:2])
     futures = admin.create_topics([NewTopic(name, 1, replica_assignment=[[first]])])
     assert error_of(futures[name]) is None
-    with pytest.raises(kafka_errors.NotLeaderForPartitionError):
-        kp_admin.describe_producers([KpTopicPartition(name, 0)], broker_id=other)
+
+    def refused_as_not_hosted() -> bool:
+        try:
+            kp_admin.describe_producers([KpTopicPartition(name, 0)], broker_id=other)
+        except kafka_errors.UnknownTopicOrPartitionError:
+            return False  # that node has not learnt of the topic yet
+        except kafka_errors.NotLeaderForPartitionError:
+            return True
+        raise AssertionError(f"node {other} described a partition it has no replica of")
+
+    eventually(refused_as_not_hosted, "NOT_LEADER_OR_FOLLOWER from a node without a replica")
 
 
 # -- kafka-python 3 and aiokafka: topics and configs ---------------------------------------------
