@@ -17,6 +17,7 @@ from node.admin.requests import (
     AlterPartitionReassignmentsResult,
     ConfigResource,
     ConfigResourceType,
+    CreatableTopicResult,
     DescribeConfigsResult,
     DescribeLogDirsResult,
     ElectionType,
@@ -30,11 +31,15 @@ from node.kafka_door.context import Connection, RequestContext
 from node.kafka_door.frames import request_class
 from node.kafka_door.handlers.acls import _binding, _filter
 from node.kafka_door.handlers.cluster import handle_describe_log_dirs
-from node.kafka_door.handlers.configs import handle_describe_configs
+from node.kafka_door.handlers.configs import (
+    handle_describe_configs,
+    handle_incremental_alter_configs,
+)
 from node.kafka_door.handlers.partitions import (
     handle_alter_partition_reassignments,
     handle_elect_leaders,
 )
+from node.kafka_door.handlers.topics import handle_create_topics
 from node.kafka_door.services import DoorServices
 from odradek.acl import AclBinding, AclBindingFilter, PatternType, ResourceType
 
@@ -256,3 +261,62 @@ def test_a_refused_reassignment_repeats_the_error_on_every_partition():
         (0, ErrorCode.cluster_authorization_failed),
         (1, ErrorCode.cluster_authorization_failed),
     ]
+
+
+def test_a_topic_config_without_a_value_is_invalid_config_and_the_rest_is_created():
+    room = Room(answers={"create_topics": [CreatableTopicResult("good")]})
+    cls = request_class(19, 4)
+    topic_cls = nested(cls, "CreatableTopic")
+    config_cls = nested(cls, "CreatableTopicConfig")
+
+    def topic(name: str, value: str | None) -> Any:
+        return make(
+            topic_cls,
+            name=name,
+            num_partitions=-1,
+            replication_factor=-1,
+            assignments=(),
+            configs=(make(config_cls, name="retention.ms", value=value),),
+        )
+
+    request = make(
+        cls, topics=(topic("bad", None), topic("good", "1000")), timeout=5000, validate_only=False
+    )
+    response = handle_create_topics(services(room), context(19, 4), request)
+    ((_, args, kwargs),) = room.calls
+    assert [(t.name, dict(t.configs), t.num_partitions) for t in args[2]] == [
+        ("good", {"retention.ms": "1000"}, -1)
+    ]
+    assert kwargs == {"validate_only": False, "timeout_ms": 5000}
+    assert [(t.name, t.error_code, t.error_message) for t in response.topics] == [
+        (
+            "bad",
+            ErrorCode.invalid_config,
+            "Null value not supported for topic configs: retention.ms",
+        ),
+        ("good", ErrorCode.none, None),
+    ]
+
+
+def test_an_unknown_incremental_operation_is_invalid_request_for_its_resource():
+    room = Room(answers={"incremental_alter_configs": []})
+    cls = request_class(44, 1)
+    resource_cls = nested(cls, "AlterConfigsResource")
+    config_cls = nested(cls, "AlterableConfig")
+    request = make(
+        cls,
+        resources=(
+            make(
+                resource_cls,
+                resource_type=2,
+                resource_name="t",
+                configs=(make(config_cls, name="retention.ms", config_operation=9, value="1"),),
+            ),
+        ),
+        validate_only=False,
+    )
+    response = handle_incremental_alter_configs(services(room), context(44, 1), request)
+    (result,) = response.responses
+    assert result.error_code is ErrorCode.invalid_request
+    assert result.error_message == "Unknown alter config operation 9"
+    assert room.calls == []
