@@ -165,12 +165,12 @@ def test_create_topic_errors_are_kafkas(admin, bootstrap):
     existing = unique("exists")
     create_topic(bootstrap, existing, partitions=1)
     too_many = unique("rf")
-    null_configs = unique("bad-config")
+    bad_config = unique("bad-config")
     futures = admin.create_topics(
         [
             NewTopic(existing, 1, 3),
             NewTopic(too_many, 1, 4),
-            NewTopic(null_configs, 1, 1, config={"cleanup.policy": "nonsense"}),
+            NewTopic(bad_config, 1, 1, config={"cleanup.policy": "nonsense"}),
         ],
         operation_timeout=30,
     )
@@ -178,7 +178,7 @@ def test_create_topic_errors_are_kafkas(admin, bootstrap):
     assert errors[existing].code() == KafkaError.TOPIC_ALREADY_EXISTS
     assert errors[too_many].code() == KafkaError.INVALID_REPLICATION_FACTOR
     assert "4" in errors[too_many].str()
-    assert errors[null_configs].code() == KafkaError.INVALID_CONFIG
+    assert errors[bad_config].code() == KafkaError.INVALID_CONFIG
     for e in errors.values():
         assert "Traceback" not in e.str() and "Error(" not in e.str()
 
