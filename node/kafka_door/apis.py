@@ -14,6 +14,21 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from node.kafka_door.handlers.acls import (
+    handle_create_acls,
+    handle_delete_acls,
+    handle_describe_acls,
+)
+from node.kafka_door.handlers.cluster import (
+    handle_describe_cluster,
+    handle_describe_log_dirs,
+    handle_describe_producers,
+)
+from node.kafka_door.handlers.configs import (
+    handle_alter_configs,
+    handle_describe_configs,
+    handle_incremental_alter_configs,
+)
 from node.kafka_door.handlers.fetch import handle_fetch
 from node.kafka_door.handlers.find_coordinator import handle_find_coordinator
 from node.kafka_door.handlers.metadata import handle_metadata
@@ -22,9 +37,23 @@ from node.kafka_door.handlers.offsets import (
     handle_list_offsets,
     handle_offset_for_leader_epoch,
 )
+from node.kafka_door.handlers.partitions import (
+    handle_alter_partition_reassignments,
+    handle_elect_leaders,
+    handle_list_partition_reassignments,
+)
 from node.kafka_door.handlers.produce import handle_produce
 from node.kafka_door.handlers.producer_ids import handle_init_producer_id
 from node.kafka_door.handlers.sasl import SaslHandlers
+from node.kafka_door.handlers.scram import (
+    handle_alter_user_scram_credentials,
+    handle_describe_user_scram_credentials,
+)
+from node.kafka_door.handlers.topics import (
+    handle_create_partitions,
+    handle_create_topics,
+    handle_delete_topics,
+)
 from node.kafka_door.registry import Api, Registry
 from node.kafka_door.services import DoorServices
 
@@ -54,6 +83,8 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             # refused: its raw-token exchange is not served; every client sends v1
             Api(17, "SaslHandshake", 0, 1, sasl.handshake, refused_below=1),
             Api(18, "ApiVersions", 0, 3, _unreachable),
+            Api(19, "CreateTopics", 2, 4, bound(handle_create_topics)),
+            Api(20, "DeleteTopics", 1, 3, bound(handle_delete_topics)),
             Api(21, "DeleteRecords", 0, 1, bound(handle_delete_records)),
             Api(22, "InitProducerId", 0, 1, bound(handle_init_producer_id)),
             Api(
@@ -63,6 +94,45 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
                 3,
                 bound(handle_offset_for_leader_epoch),
             ),
+            Api(29, "DescribeAcls", 1, 2, bound(handle_describe_acls)),
+            Api(30, "CreateAcls", 1, 2, bound(handle_create_acls)),
+            Api(31, "DeleteAcls", 1, 2, bound(handle_delete_acls)),
+            Api(32, "DescribeConfigs", 1, 2, bound(handle_describe_configs)),
+            Api(33, "AlterConfigs", 0, 1, bound(handle_alter_configs)),
+            Api(35, "DescribeLogDirs", 1, 2, bound(handle_describe_log_dirs)),
             Api(36, "SaslAuthenticate", 0, 1, sasl.authenticate),
+            Api(37, "CreatePartitions", 0, 1, bound(handle_create_partitions)),
+            Api(43, "ElectLeaders", 0, 2, bound(handle_elect_leaders)),
+            Api(44, "IncrementalAlterConfigs", 0, 1, bound(handle_incremental_alter_configs)),
+            Api(
+                45,
+                "AlterPartitionReassignments",
+                0,
+                0,
+                bound(handle_alter_partition_reassignments),
+            ),
+            Api(
+                46,
+                "ListPartitionReassignments",
+                0,
+                0,
+                bound(handle_list_partition_reassignments),
+            ),
+            Api(
+                50,
+                "DescribeUserScramCredentials",
+                0,
+                0,
+                bound(handle_describe_user_scram_credentials),
+            ),
+            Api(
+                51,
+                "AlterUserScramCredentials",
+                0,
+                0,
+                bound(handle_alter_user_scram_credentials),
+            ),
+            Api(60, "DescribeCluster", 0, 1, bound(handle_describe_cluster)),
+            Api(61, "DescribeProducers", 0, 0, bound(handle_describe_producers)),
         ]
     )
