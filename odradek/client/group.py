@@ -375,8 +375,6 @@ class GroupMember:
         self._answers = 0  # heartbeat answers taken in (heartbeat() waits for the next)
         self._generation = 0  # bumped when the poll thread resets the membership
         self._owned: frozenset[TopicPartition] = frozenset()  # as the heartbeat reports them
-        # those of the assignment being reconciled: reported as owned too (see poll())
-        self._adding: frozenset[TopicPartition] = frozenset()
         self._deferred: pb.ConsumerGroupHeartbeatResponse | None = None  # to reconcile
         self._fenced: OdradekError | None = None  # a rejoin error for the poll thread
         self._fatal: BaseException | None = None  # raised from the next poll
@@ -509,7 +507,7 @@ class GroupMember:
         full = self.member_epoch == 0 or self._subscription_changed
         owned: dict[str, list[int]] = {}
         cluster = self._metadata.snapshot()
-        for tp in self._owned | self._adding:
+        for tp in self._owned:
             topic = cluster.topics.get(tp.topic)
             if topic is not None:
                 owned.setdefault(topic.topic_id, []).append(tp.partition)
@@ -629,15 +627,7 @@ class GroupMember:
             pending.then(pending.future)
             return  # the next step, if any, is in flight; else the next poll sends what is due
         with self._lock:
-            # Taken only between two heartbeats, and from then on the heartbeats report its
-            # new partitions as owned: an answer computed while this member reported not
-            # owning them could give them to another member as this one starts reading them.
-            deferred = None
-            if self._deferred is not None and not self._in_flight:
-                deferred, self._deferred = self._deferred, None
-                target = self._target_of(deferred)
-                if target is not None:
-                    self._adding = frozenset(target - self._owned)
+            deferred, self._deferred = self._deferred, None
         if deferred is not None:
             self._reconcile(deferred)
             if self._reconciling():
@@ -703,15 +693,19 @@ class GroupMember:
         ``on_partitions_revoked``), then look up the committed offsets of the new ones in the
         background, then assign them; then acknowledge with a heartbeat at once. Partitions
         that stay are not touched."""
-        target = self._target_of(response)
-        if target is None:
-            # a topic we have no metadata for yet: keep the assignment for a later poll
-            self._metadata.request_update()
-            with self._lock:
-                self._adding = frozenset()
-                if self._deferred is None:
-                    self._deferred = response
-            return
+        cluster = self._metadata.snapshot()
+        by_id = {t.topic_id: name for name, t in cluster.topics.items()}
+        target: set[TopicPartition] = set()
+        for a in response.assignment:
+            name = a.topic_name or by_id.get(a.topic_id)
+            if name is None:
+                # a topic we have no metadata for yet: keep the assignment for a later poll
+                self._metadata.request_update()
+                with self._lock:
+                    if self._deferred is None:
+                        self._deferred = response
+                return
+            target.update(TopicPartition(name, p) for p in a.partitions)
         owned = self._consumer._group_assignment()
         revoked = owned - target
         added = target - owned
@@ -738,33 +732,18 @@ class GroupMember:
 
         self._submit(self._commit_work(positions, self._request_timeout_ms), committed)
 
-    def _target_of(self, response: pb.ConsumerGroupHeartbeatResponse) -> set[TopicPartition] | None:
-        """The partitions an assignment names (``None``: a topic not in the metadata yet)."""
-        by_id = {t.topic_id: name for name, t in self._metadata.snapshot().topics.items()}
-        target: set[TopicPartition] = set()
-        for a in response.assignment:
-            name = a.topic_name or by_id.get(a.topic_id)
-            if name is None:
-                return None
-            target.update(TopicPartition(name, p) for p in a.partitions)
-        return target
-
     def _set_assignment(
-        self,
-        partitions: set[TopicPartition],
-        positions: Mapping[TopicPartition, int],
-        still_adding: set[TopicPartition] | None = None,
+        self, partitions: set[TopicPartition], positions: Mapping[TopicPartition, int]
     ) -> None:
         self._consumer._group_set_assignment(partitions, positions)
         with self._lock:
             self._owned = frozenset(partitions)
-            self._adding = frozenset(still_adding or ())
 
     def _revoked(
         self, target: set[TopicPartition], revoked: set[TopicPartition], added: set[TopicPartition]
     ) -> None:
         self._call("on_partitions_revoked", revoked)
-        self._set_assignment(self._consumer._group_assignment() - revoked, {}, added)
+        self._set_assignment(self._consumer._group_assignment() - revoked, {})
         if added:
             self._assign(target, added)
         else:
@@ -808,7 +787,6 @@ class GroupMember:
         with self._lock:
             self._generation += 1  # a heartbeat answer on its way is void too
             self._deferred = None
-            self._adding = frozenset()
             self.member_epoch = 0
             self._subscription_changed = True
         owned = self._consumer._group_assignment()
@@ -894,7 +872,6 @@ class GroupMember:
             self._fatal = None
             self._poll_expired = False
             self._owned = frozenset()
-            self._adding = frozenset()
             epoch, self.member_epoch = self.member_epoch, 0
             was_subscribed, self.subscribed = self.subscribed, False
             self._subscription_changed = True

@@ -6,10 +6,9 @@ again), and leaving calls the listener for the partitions owned (issue 27, items
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 
-from odradek.client.group import GroupMember, OffsetAndMetadata, close_group_member
-from odradek.client.types import TopicPartition
+from odradek.client.group import GroupMember, close_group_member
 from odradek.clock import ManualClock
 from odradek.errors import UnknownMemberIdError
 from odradek.v1 import odradek_pb2 as pb
@@ -192,57 +191,3 @@ def test_leaving_and_subscribing_again_leaves_one_heartbeat_thread() -> None:
     _wait(lambda: heartbeat_threads() == 1)
     member.leave()
     _wait(lambda: heartbeat_threads() == 0)
-
-
-class SlowOffsetsClient(RecordingClient):
-    """Committed offsets wait for ``offsets``: a reconciliation stays half-way."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.offsets = threading.Event()
-
-    def committed(
-        self, partitions: Collection[TopicPartition] | None, timeout_ms: int
-    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        self.calls.append("committed")
-        self.offsets.wait(10)
-        return dict.fromkeys(partitions or ())
-
-
-def test_partitions_being_assigned_are_reported_as_owned_while_the_assignment_completes() -> None:
-    # else the coordinator, hearing the member own none of them, may hand them to another
-    # member on the next rebalance while this one starts reading them: records read twice
-    clock = ManualClock()
-    consumer, client = FakeConsumer(), SlowOffsetsClient()
-    member = GroupMember(
-        client,  # type: ignore[arg-type]
-        consumer,
-        clock,
-        group_instance_id=None,
-        client_id="c",
-        enable_auto_commit=False,
-        auto_commit_interval_ms=60_000,
-        request_timeout_ms=1_000,
-        retry_backoff_ms=100,
-        metadata=FakeMetadata(),  # type: ignore[arg-type]
-    )
-    client.assignment = [0, 1]
-    member.subscribe([TOPIC], None, None)
-    for _ in range(2000):  # until the committed offsets of 0 and 1 are being looked up
-        member.poll()
-        if "committed" in client.calls:
-            break
-        threading.Event().wait(0.005)
-    assert consumer._group_assignment() == set()  # not assigned yet
-    sent = len(client.requests)
-    clock.advance(1_000)
-    _wait(lambda: len(client.requests) > sent)
-    reported = {p for t in client.requests[-1].topic_partitions for p in t.partitions}
-    assert reported == {0, 1}
-    client.offsets.set()
-    for _ in range(2000):
-        member.poll()
-        if consumer._group_assignment() == {tp(0), tp(1)}:
-            break
-        threading.Event().wait(0.005)
-    member.leave()
