@@ -693,19 +693,14 @@ class GroupMember:
         ``on_partitions_revoked``), then look up the committed offsets of the new ones in the
         background, then assign them; then acknowledge with a heartbeat at once. Partitions
         that stay are not touched."""
-        cluster = self._metadata.snapshot()
-        by_id = {t.topic_id: name for name, t in cluster.topics.items()}
-        target: set[TopicPartition] = set()
-        for a in response.assignment:
-            name = a.topic_name or by_id.get(a.topic_id)
-            if name is None:
-                # a topic we have no metadata for yet: keep the assignment for a later poll
-                self._metadata.request_update()
-                with self._lock:
-                    if self._deferred is None:
-                        self._deferred = response
-                return
-            target.update(TopicPartition(name, p) for p in a.partitions)
+        target = self._target_of(response)
+        if target is None:
+            # a topic we have no metadata for yet: keep the assignment for a later poll
+            self._metadata.request_update()
+            with self._lock:
+                if self._deferred is None:
+                    self._deferred = response
+            return
         owned = self._consumer._group_assignment()
         revoked = owned - target
         added = target - owned
@@ -731,6 +726,17 @@ class GroupMember:
             self._revoked(target, revoked, added)
 
         self._submit(self._commit_work(positions, self._request_timeout_ms), committed)
+
+    def _target_of(self, response: pb.ConsumerGroupHeartbeatResponse) -> set[TopicPartition] | None:
+        """The partitions an assignment names (``None``: a topic not in the metadata yet)."""
+        by_id = {t.topic_id: name for name, t in self._metadata.snapshot().topics.items()}
+        target: set[TopicPartition] = set()
+        for a in response.assignment:
+            name = a.topic_name or by_id.get(a.topic_id)
+            if name is None:
+                return None
+            target.update(TopicPartition(name, p) for p in a.partitions)
+        return target
 
     def _set_assignment(
         self, partitions: set[TopicPartition], positions: Mapping[TopicPartition, int]
@@ -758,6 +764,26 @@ class GroupMember:
                 log.info("group %s: committed offsets: %s; retrying", self.client.group_id, exc)
                 self._assign(target, added)
                 return
+            # Heartbeats report the partitions owned, and these are not yet: an answer to one
+            # may have given some of them to another member (a rebalance computed meanwhile).
+            # So they are taken only with no heartbeat in flight, and not if the newest answer
+            # no longer assigns them all: then the next poll reconciles that one instead.
+            with self._lock:
+                if self._stopping:
+                    return
+                if self._in_flight:
+                    self._pending = _Pending(future, fetched)  # after the answer
+                    return
+                newer = self._deferred
+            if newer is not None:
+                newer_target = self._target_of(newer)
+                if newer_target is None or not added <= newer_target:
+                    log.info(
+                        "group %s: the assignment changed while its offsets were looked up; "
+                        "reconciling the newer one",
+                        self.client.group_id,
+                    )
+                    return
             committed = future.result()
             assert isinstance(committed, dict)
             positions = {tp: om.offset for tp, om in committed.items() if om is not None}

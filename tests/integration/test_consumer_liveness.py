@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 
 from odradek import Admin, Consumer, NewTopic, Producer, TopicPartition
-from odradek.errors import UnknownTopicOrPartitionError
+from odradek.errors import UnknownTopicOrPartitionError, UnsupportedAssignorError
 from tests.integration.helpers import wait_for
 
 TOPIC = "work"
@@ -183,3 +183,21 @@ def test_a_commit_naming_a_missing_topic_raises_its_own_error(make_cluster) -> N
         assert consumer.committed([TopicPartition(TOPIC, 0)])[TopicPartition(TOPIC, 0)] is not None
     finally:
         consumer.close()
+
+
+def test_the_server_side_assignor_is_chosen_by_the_consumer(make_cluster) -> None:
+    # Kafka's group.remote.assignor
+    bootstrap = _setup(make_cluster)
+    seen: Counter[str] = Counter()
+    with (
+        _member(bootstrap, "ranged", group_remote_assignor="range") as consumer,
+        Admin(bootstrap) as admin,
+    ):
+        consumer.subscribe([TOPIC])
+        wait_for(lambda: _all_partitions(consumer, seen), "the partitions assigned")
+        assert admin.describe_consumer_groups(["ranged"])["ranged"].assignor == "range"
+    with _member(bootstrap, "odd", group_remote_assignor="no-such-assignor") as consumer:
+        consumer.subscribe([TOPIC])
+        with pytest.raises(UnsupportedAssignorError):
+            for _ in range(100):
+                consumer.poll(timeout_ms=100)

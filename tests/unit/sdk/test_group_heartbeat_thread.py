@@ -6,9 +6,10 @@ again), and leaving calls the listener for the partitions owned (issue 27, items
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 
-from odradek.client.group import GroupMember, close_group_member
+from odradek.client.group import GroupMember, OffsetAndMetadata, close_group_member
+from odradek.client.types import TopicPartition
 from odradek.clock import ManualClock
 from odradek.errors import UnknownMemberIdError
 from odradek.v1 import odradek_pb2 as pb
@@ -191,3 +192,69 @@ def test_leaving_and_subscribing_again_leaves_one_heartbeat_thread() -> None:
     _wait(lambda: heartbeat_threads() == 1)
     member.leave()
     _wait(lambda: heartbeat_threads() == 0)
+
+
+class SlowOffsetsClient(RecordingClient):
+    """Committed offsets wait for ``offsets``: a reconciliation stays half-way."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offsets = threading.Event()
+
+    def committed(
+        self, partitions: Collection[TopicPartition] | None, timeout_ms: int
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        self.calls.append("committed")
+        self.offsets.wait(10)
+        return dict.fromkeys(partitions or ())
+
+
+class SpyConsumer(FakeConsumer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.history: list[set[TopicPartition]] = []
+
+    def _group_set_assignment(
+        self, partitions: set[TopicPartition], positions: Mapping[TopicPartition, int]
+    ) -> None:
+        self.history.append(set(partitions))
+        super()._group_set_assignment(partitions, positions)
+
+
+def test_an_assignment_superseded_while_its_offsets_are_looked_up_is_not_taken() -> None:
+    # the member reports owning none of partitions 0 and 1 while it looks up their offsets;
+    # the coordinator's next answer gives 1 to another member: this member never reads 1
+    clock = ManualClock()
+    consumer, client = SpyConsumer(), SlowOffsetsClient()
+    member = GroupMember(
+        client,  # type: ignore[arg-type]
+        consumer,
+        clock,
+        group_instance_id=None,
+        client_id="c",
+        enable_auto_commit=False,
+        auto_commit_interval_ms=60_000,
+        request_timeout_ms=1_000,
+        retry_backoff_ms=100,
+        metadata=FakeMetadata(),  # type: ignore[arg-type]
+    )
+    client.assignment = [0, 1]
+    member.subscribe([TOPIC], None, None)
+    for _ in range(2000):  # until the committed offsets of 0 and 1 are being looked up
+        member.poll()
+        if "committed" in client.calls:
+            break
+        threading.Event().wait(0.005)
+    client.assignment = [0]  # a rebalance: 1 goes to another member
+    sent = len(client.requests)
+    clock.advance(1_000)
+    _wait(lambda: len(client.requests) > sent and not member._in_flight)
+    client.offsets.set()
+    for _ in range(2000):
+        member.poll()
+        if consumer._group_assignment() == {tp(0)}:
+            break
+        threading.Event().wait(0.005)
+    assert consumer._group_assignment() == {tp(0)}
+    assert all(tp(1) not in h for h in consumer.history), consumer.history
+    member.leave()
