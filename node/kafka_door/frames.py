@@ -128,16 +128,13 @@ def peek_api(frame: bytes | memoryview) -> tuple[int, int]:
 
 
 def decode_body(cls: type[Any], frame: bytes | memoryview, offset: int) -> Any:
-    """The request body at ``frame[offset:]`` as ``cls``; the whole rest of the frame must be
-    the body. Raises :class:`FrameError`."""
+    """The request body at ``frame[offset:]`` as ``cls``. Bytes after the body are ignored, as
+    Kafka's ``RequestContext.parseRequest`` ignores them (librdkafka's AlterUserScramCredentials
+    ends with one more tag buffer). Raises :class:`FrameError` for a body that cannot be read."""
     try:
-        body, size = _reader(cls)(frame, offset)  # kio answers the size it read
+        body, _ = _reader(cls)(frame, offset)
     except Exception as e:
         raise FrameError(f"unreadable {cls.__name__} v{cls.__version__}: {e}") from None
-    if offset + size != len(frame):
-        raise FrameError(
-            f"{cls.__name__} v{cls.__version__}: {len(frame) - offset - size} bytes after the body"
-        )
     return body
 
 

@@ -11,12 +11,9 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from deploy.local.cluster import LocalCluster
-from odradek import Admin as OdradekAdmin
 from odradek import Consumer as OdradekConsumer
-from odradek import NewTopic as OdradekNewTopic
 from odradek import Producer as OdradekProducer
 from odradek import TopicPartition as OdradekTopicPartition
 
@@ -27,13 +24,15 @@ def unique(name: str) -> str:
     return f"{name}-{uuid.uuid4().hex[:8]}"
 
 
-def create_topic(cluster: LocalCluster, name: str, partitions: int = 3, **configs: str) -> None:
-    """Creates ``name`` (three replicas) through odradek's own admin client (the admin APIs of
-    the Kafka door have tests of their own) and waits until the Kafka door's Metadata shows a
-    leader for every partition."""
-    with OdradekAdmin(cluster.bootstrap_servers) as odradek_admin:
-        odradek_admin.create_topics([OdradekNewTopic(name, partitions, 3, configs=dict(configs))])
-    admin = AdminClient({"bootstrap.servers": cluster.kafka_bootstrap_servers})
+def create_topic(bootstrap: str, name: str, partitions: int = 3, **configs: str) -> None:
+    """Creates ``name`` (three replicas) with confluent-kafka's AdminClient through the Kafka
+    door, and waits until its Metadata shows a leader for every partition."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    created = admin.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=3, config=dict(configs))],
+        operation_timeout=30,
+    )
+    created[name].result(timeout=60)
     deadline = time.monotonic() + 60  # noqa: TID251
     while time.monotonic() < deadline:  # noqa: TID251
         md = admin.list_topics(name, timeout=10).topics[name]
@@ -103,9 +102,9 @@ def test_metadata_lists_the_three_brokers_on_their_kafka_listeners(kafka_cluster
 
 @pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("idempotent", [True, False])
-def test_produce_and_consume_with_every_codec(kafka_cluster, bootstrap, codec, idempotent):
+def test_produce_and_consume_with_every_codec(bootstrap, codec, idempotent):
     topic = unique(f"codec-{codec}")
-    create_topic(kafka_cluster, topic, partitions=1)
+    create_topic(bootstrap, topic, partitions=1)
     values = [f"{codec} record {i} ".encode() * 20 for i in range(500)]
     delivered = produce(
         bootstrap,
@@ -120,9 +119,9 @@ def test_produce_and_consume_with_every_codec(kafka_cluster, bootstrap, codec, i
 
 
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
-def test_every_acks_setting_is_stored(kafka_cluster, bootstrap, acks):
+def test_every_acks_setting_is_stored(bootstrap, acks):
     topic = unique(f"acks-{acks}")
-    create_topic(kafka_cluster, topic, partitions=1)
+    create_topic(bootstrap, topic, partitions=1)
     produce(
         bootstrap,
         topic,
@@ -133,11 +132,11 @@ def test_every_acks_setting_is_stored(kafka_cluster, bootstrap, acks):
     assert [m.value() for m in got] == [f"v{i}".encode() for i in range(100)]
 
 
-def test_keys_headers_null_values_and_one_mib_values_round_trip(kafka_cluster, bootstrap):
+def test_keys_headers_null_values_and_one_mib_values_round_trip(bootstrap):
     topic = unique("shapes")
     # a 1 MiB record is over Kafka's default max.message.bytes (1048588) with its batch's
     # overhead, as on Kafka: the topic allows 2 MiB
-    create_topic(kafka_cluster, topic, partitions=1, **{"max.message.bytes": "2097152"})
+    create_topic(bootstrap, topic, partitions=1, **{"max.message.bytes": "2097152"})
     big = bytes(range(256)) * 4096  # 1 MiB
     records: list[dict[str, Any]] = [
         {"key": b"k1", "value": b"v1", "headers": [("h1", b"a"), ("h2", None), ("h1", b"b")]},
@@ -154,9 +153,9 @@ def test_keys_headers_null_values_and_one_mib_values_round_trip(kafka_cluster, b
     assert got[3].key() == b"" and got[3].value() == b""
 
 
-def test_a_batch_over_the_topics_limit_is_refused_with_kafkas_error(kafka_cluster, bootstrap):
+def test_a_batch_over_the_topics_limit_is_refused_with_kafkas_error(bootstrap):
     topic = unique("small")
-    create_topic(kafka_cluster, topic, partitions=1, **{"max.message.bytes": "1000"})
+    create_topic(bootstrap, topic, partitions=1, **{"max.message.bytes": "1000"})
     producer = Producer({"bootstrap.servers": bootstrap, "compression.type": "none"})
     errors: list[Any] = []
     producer.produce(topic, value=b"x" * 5000, on_delivery=lambda err, msg: errors.append(err))
@@ -165,9 +164,9 @@ def test_a_batch_over_the_topics_limit_is_refused_with_kafkas_error(kafka_cluste
     assert errors[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
 
 
-def test_consume_by_assign_from_earliest_latest_and_a_timestamp(kafka_cluster, bootstrap):
+def test_consume_by_assign_from_earliest_latest_and_a_timestamp(bootstrap):
     topic = unique("positions")
-    create_topic(kafka_cluster, topic, partitions=1)
+    create_topic(bootstrap, topic, partitions=1)
     first = produce(bootstrap, topic, [{"value": f"a{i}".encode()} for i in range(50)])
     middle_ts = int(time.time() * 1000) + 1  # noqa: TID251
     time.sleep(0.05)
@@ -201,7 +200,7 @@ def test_consume_by_assign_from_earliest_latest_and_a_timestamp(kafka_cluster, b
 
 def test_what_one_door_writes_the_other_reads_byte_for_byte(kafka_cluster, bootstrap):
     topic = unique("doors")
-    create_topic(kafka_cluster, topic, partitions=1)
+    create_topic(bootstrap, topic, partitions=1)
     produce(
         bootstrap,
         topic,

@@ -15,7 +15,7 @@ from tests.kafka.test_confluent_kafka import create_topic
 
 def test_kafka_python_produces_and_consumes_with_every_codec(kafka_cluster, bootstrap):
     topic = f"kp-{uuid.uuid4().hex[:6]}"
-    create_topic(kafka_cluster, topic, partitions=2)
+    create_topic(bootstrap, topic, partitions=2)
     for codec in (None, "gzip", "snappy", "lz4", "zstd"):
         producer = KafkaProducer(bootstrap_servers=bootstrap, compression_type=codec, acks="all")
         futures = [

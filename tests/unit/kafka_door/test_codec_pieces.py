@@ -93,11 +93,10 @@ def test_make_converts_codes_times_and_drops_fields_a_version_lacks():
     )
 
 
-def test_decode_body_refuses_trailing_bytes_and_truncation():
+def test_decode_body_ignores_trailing_bytes_as_kafka_and_refuses_truncation():
     cls = request_class(3, 1)  # Metadata v1: topics (nullable array)
     assert decode_body(cls, b"\xff\xff\xff\xff", 0).topics is None
-    with pytest.raises(FrameError):
-        decode_body(cls, b"\xff\xff\xff\xff\x00", 0)
+    assert decode_body(cls, b"\xff\xff\xff\xff\x00", 0).topics is None
     with pytest.raises(FrameError):
         decode_body(cls, b"\x00\x00\x00\x02\x00", 0)
 
