@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient  # type: ignore[import-untyped]
+from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin import NewTopic as AioNewTopic
-from aiokafka.admin.config_resource import (  # type: ignore[import-untyped]
+from aiokafka.admin.config_resource import (
     ConfigResource as AioConfigResource,
 )
 from aiokafka.admin.config_resource import ConfigResourceType as AioConfigResourceType
