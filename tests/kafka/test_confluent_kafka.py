@@ -237,3 +237,19 @@ def test_what_one_door_writes_the_other_reads_byte_for_byte(kafka_cluster, boots
     assert [tuple(h) for h in grpc_side[0].headers] == [("door", b"kafka")]
     assert kafka_side[0].timestamp()[1] == 1_700_000_000_123
     assert kafka_side[2].timestamp()[1] == 1_700_000_000_456
+
+
+def test_delete_records_moves_the_log_start_for_every_client(bootstrap):
+    topic = unique("trim")
+    create_topic(bootstrap, topic, partitions=1)
+    produce(bootstrap, topic, [{"value": f"r{i}".encode()} for i in range(20)])
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    (deleted,) = admin.delete_records([TopicPartition(topic, 0, 12)]).values()
+    assert deleted.result(timeout=30).low_watermark == 12
+    # consumers reading from the beginning now start at 12
+    assert [m.offset() for m in consume(bootstrap, [TopicPartition(topic, 0, -2)], 8)] == list(
+        range(12, 20)
+    )
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("g")})
+    assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30) == (12, 20)
+    consumer.close()
