@@ -34,6 +34,10 @@ __all__ = ["handle_fetch"]
 API_KEY = 1
 FETCH_SESSION_ID_NOT_FOUND = 70
 INVALID_FETCH_SESSION_EPOCH = 71
+MAX_WAIT_MS = 30_000
+"""A long poll waits at most this long whatever ``max_wait_ms`` asks (clients' request timeout
+is 30 s by default; they fetch again): a waiting fetch holds one of the node's request
+threads, unlike Kafka's purgatory, and must not hold it for days."""
 
 
 def handle_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
@@ -68,7 +72,7 @@ def handle_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> A
     results += services.replicas.fetch(
         allowed,
         from_follower=False,
-        max_wait_ms=int(request.max_wait.total_seconds() * 1000),
+        max_wait_ms=min(int(request.max_wait.total_seconds() * 1000), MAX_WAIT_MS),
         min_bytes=int(request.min_bytes),
         max_bytes=int(getattr(request, "max_bytes", 2**31 - 1)),
         isolation_level=isolation_level,
