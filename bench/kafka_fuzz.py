@@ -35,6 +35,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import crc32c
@@ -100,6 +101,7 @@ CORRUPT_ACCEPTED = "finding_corrupt_batch_accepted"
 ANSWER_NOT_CLOSE = "finding_answered_instead_of_closing"
 OPEN_AFTER = "finding_left_open"
 CLOSED_NOT_ANSWER = "finding_closed_instead_of_answering"
+TRACEBACK = "finding_traceback_in_node_log"
 FINDINGS = (
     HANG,
     MALFORMED,
@@ -108,6 +110,7 @@ FINDINGS = (
     ANSWER_NOT_CLOSE,
     OPEN_AFTER,
     CLOSED_NOT_ANSWER,
+    TRACEBACK,
 )
 
 # what a case expects
@@ -575,6 +578,7 @@ class FuzzReport:
     outcomes: Counter[str] = field(default_factory=Counter)
     kinds: Counter[str] = field(default_factory=Counter)
     findings: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def frames_per_s(self) -> float:
@@ -620,6 +624,7 @@ async def _worker(
     report: FuzzReport,
     worker: int,
     seed: int,
+    watch: LogWatch | None,
 ) -> None:
     conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
 
@@ -667,6 +672,12 @@ async def _worker(
         except (ValueError, asyncio.IncompleteReadError) as e:
             outcome, detail = MALFORMED, str(e)[:200]
             await close()
+        if watch is not None and outcome == CLOSED:
+            # the door logs an unexpected handler failure, then closes: the frame just closed
+            # is (with concurrent workers, most likely) the one that caused it
+            line = watch.traceback_of(case)
+            if line is not None:
+                outcome, detail = TRACEBACK, line[:400]
         report.outcomes[outcome] += 1
         report.frames += 1
         if outcome.startswith("finding_"):
@@ -684,6 +695,33 @@ async def _worker(
     await close()
 
 
+class LogWatch:
+    """The traceback lines a node's log file gained since the last look."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = path.stat().st_size if path.exists() else 0
+
+        self.pending: list[str] = []
+        """traceback lines not yet matched to a frame"""
+
+    def traceback_of(self, case: Case) -> str | None:
+        """A new traceback line naming ``case``'s API and version (the door logs
+        ``"<API> v<version> from <host> failed"``), taken off the pending ones."""
+        with self.path.open("rb") as f:
+            f.seek(self.offset)
+            text = f.read()
+        cut = text.rfind(b"\n") + 1
+        self.offset += cut
+        self.pending += log_tracebacks(text[:cut].decode(errors="replace"))
+        name = SERVED.get(case.api_key, ("?",))[0]
+        for line in self.pending:
+            if f"{name} v{case.api_version} " in line:
+                self.pending.remove(line)
+                return line
+        return None
+
+
 def worker_seed(seed: int, worker: int) -> int:
     return seed * 1000 + worker
 
@@ -698,6 +736,7 @@ async def _run(
     workers: int,
     deadline_s: float,
     report: FuzzReport,
+    watch: LogWatch | None,
 ) -> None:
     share = [frames // workers + (1 if i < frames % workers else 0) for i in range(workers)]
     await asyncio.gather(
@@ -711,6 +750,7 @@ async def _run(
                 report,
                 i,
                 seed,
+                watch,
             )
             for i in range(workers)
         )
@@ -725,14 +765,24 @@ def run_fuzz(
     seed: int,
     workers: int = 4,
     deadline_s: float = 10.0,
+    log_path: Path | None = None,
 ) -> FuzzReport:
     """Drives ``frames`` fuzzed frames at the Kafka listener ``address`` from ``workers``
-    connections at a time (worker ``i`` draws from ``Generator(seed * 1000 + i)``)."""
+    connections at a time (worker ``i`` draws from ``Generator(seed * 1000 + i)``). With the
+    node's ``log_path``, a frame closed right after the log gained a traceback is a finding."""
     host, port = address.rsplit(":", 1)
     report = FuzzReport(seed)
     start = time.perf_counter()
-    asyncio.run(_run(host, int(port), topic, partition, frames, seed, workers, deadline_s, report))
+    watch = LogWatch(log_path) if log_path is not None else None
+    asyncio.run(
+        _run(host, int(port), topic, partition, frames, seed, workers, deadline_s, report, watch)
+    )
     report.seconds = time.perf_counter() - start
+    if watch is not None:
+        watch.traceback_of(Case("", b"", 0, -1, -1, ""))  # the last lines
+        for line in watch.pending:
+            report.outcomes[TRACEBACK] += 1
+            report.findings.append({"outcome": TRACEBACK, "kind": "unattributed", "detail": line})
     return report
 
 
@@ -811,7 +861,10 @@ class WellBehaved:
         self.bootstrap = bootstrap
         self.topic = topic
         self.partitions = partitions
-        self.acked: set[bytes] = set()
+        self.acked: dict[bytes, tuple[int, int]] = {}
+        """value -> (partition, offset) of every acknowledged record"""
+        self.missing: list[tuple[int, int]] = []
+        self.watermarks: dict[int, tuple[int, int]] = {}
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._produce, daemon=True)
@@ -828,16 +881,16 @@ class WellBehaved:
 
         def report(err: Any, msg: Any) -> None:
             if err is None:
-                self.acked.add(msg.value())
+                self.acked[msg.value()] = (msg.partition(), msg.offset())
             else:
                 self.errors.append(str(err))
 
         n = 0
-        while not self._stop.is_set():
+        while not self._stop.wait(0.05):
             for _ in range(self.per_tick):
                 producer.produce(self.topic, f"well-behaved-{n}".encode(), on_delivery=report)
                 n += 1
-            producer.poll(0.05)
+            producer.poll(0)
         self.sent = n
         producer.flush(60)
 
@@ -859,7 +912,7 @@ class WellBehaved:
         at_end: set[int] = set()
         deadline = time.monotonic() + timeout_s
         try:
-            while (self.acked - seen) and time.monotonic() < deadline:
+            while len(seen) < len(self.acked) and time.monotonic() < deadline:
                 msg = consumer.poll(0.5)
                 if msg is None:
                     continue
@@ -868,10 +921,16 @@ class WellBehaved:
                         at_end.add(msg.partition())
                         continue
                     raise RuntimeError(str(msg.error()))
-                seen.add(msg.value())
+                if msg.value() in self.acked:
+                    seen.add(msg.value())
+            self.missing = sorted(v for k, v in self.acked.items() if k not in seen)
+            for p in range(self.partitions):
+                self.watermarks[p] = consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, p), timeout=10
+                )
         finally:
             consumer.close()
-        return len(self.acked), len(self.acked - seen)
+        return len(self.acked), len(self.missing)
 
 
 def log_tracebacks(text: str) -> list[str]:
