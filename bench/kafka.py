@@ -98,8 +98,8 @@ def produce_rate(config: dict[str, Any], topic: str, records: int) -> float:
     return records / seconds
 
 
-def consume_rate(config: dict[str, Any], topic: str, end: int) -> float:
-    """A consumer assigned ``topic`` partition 0 from the earliest offset reads up to ``end``;
+def consume_rate(config: dict[str, Any], topic: str, end: int, start_offset: int = 0) -> float:
+    """A consumer assigned ``topic`` partition 0 from ``start_offset`` reads up to ``end``;
     records/s from the assignment to the last record."""
     consumer = Consumer(
         {
@@ -111,10 +111,10 @@ def consume_rate(config: dict[str, Any], topic: str, end: int) -> float:
     )
     try:
         start = time.perf_counter()
-        consumer.assign([TopicPartition(topic, 0, 0)])
+        consumer.assign([TopicPartition(topic, 0, start_offset)])
         seen = 0
         deadline = start + 300
-        while seen < end and time.perf_counter() < deadline:
+        while seen < end - start_offset and time.perf_counter() < deadline:
             for msg in consumer.consume(num_messages=10_000, timeout=1):
                 if msg.error() is not None:
                     raise RuntimeError(str(msg.error()))
@@ -122,8 +122,8 @@ def consume_rate(config: dict[str, Any], topic: str, end: int) -> float:
         seconds = time.perf_counter() - start
     finally:
         consumer.close()
-    if seen < end:
-        raise RuntimeError(f"read {seen} of {end} records")
+    if seen < end - start_offset:
+        raise RuntimeError(f"read {seen} of {end - start_offset} records")
     return seen / seconds
 
 
@@ -169,6 +169,15 @@ def mock_bootstrap(holder: Producer) -> str:
     """The bootstrap servers of the mock cluster living inside ``holder``."""
     md = holder.list_topics(timeout=10)
     return ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
+
+
+def mock_watermarks(config: dict[str, Any], topic: str) -> tuple[int, int]:
+    consumer = Consumer({**config, "group.id": "bench-watermarks"})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    finally:
+        consumer.close()
+    return int(low), int(high)
 
 
 # -- idle connections --------------------------------------------------------------------------
@@ -246,7 +255,7 @@ def _median_round(
         "value",
         rounds,
     )
-    return figures["value"], figures["ratio"], ratios
+    return float(figures["value"]), float(figures["ratio"]), ratios
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
@@ -264,7 +273,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     seed = args.seed if args.seed is not None else random.randrange(1 << 31)
     print(f"fuzz seed {seed}", flush=True)
     batch, per_batch = make_batch()
-    soft, hard = raise_open_files(args.idle * 2 + 1024)  # the nodes inherit it
+    soft, _hard = raise_open_files(args.idle * 2 + 1024)  # the nodes inherit it
     out: dict[str, Any] = {
         "record_bytes": RECORD_BYTES,
         "records": args.records,
@@ -278,7 +287,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
 
     def grpc_rate(stub: pb_grpc.BrokerStub, topic: str) -> float:
         seconds, _ = grpc_producers(stub, batch, args.grpc_batches, INFLIGHT, acks=-1, topic=topic)
-        return args.grpc_batches * per_batch / seconds
+        return float(args.grpc_batches * per_batch / seconds)
 
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         cluster = LocalCluster(Path(tmp) / "cluster", 3, kafka_ports=[0, 0, 0])
@@ -335,12 +344,14 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             try:
                 mock = {"bootstrap.servers": mock_bootstrap(holder)}
                 mock_produce = statistics.median(
-                    produce_rate(mock, "mock", args.records) for _ in range(rounds)
+                    produce_rate(mock, f"mock-{i}", args.records) for i in range(rounds)
                 )
-                mock_end = rounds * (args.records + 1)  # every run's records and warm-up
-                mock_consume = statistics.median(
-                    consume_rate(mock, "mock", mock_end) for _ in range(rounds)
-                )
+                # the mock keeps only its newest segments: read what it holds of each topic
+                consumed: list[float] = []
+                for i in range(rounds):
+                    low, high = mock_watermarks(mock, f"mock-{i}")
+                    consumed.append(consume_rate(mock, f"mock-{i}", high, start_offset=low))
+                mock_consume = statistics.median(consumed)
             finally:
                 holder.flush(10)
             out["mock_produce_records_per_s"] = round(mock_produce)
@@ -424,8 +435,10 @@ def _fuzz(cluster: LocalCluster, seed: int, frames: int) -> dict[str, Any]:
     for key, f in firsts.items():
         print(f"fuzz finding {key} x{kinds[key]}: {f.get('detail', '')[:160]}")
         if "frame_hex" in f:
-            print(f"    reproducer (seed {seed}, worker {f['worker']}, frame {f['index']}): "
-                  f"{f['frame_hex'][:400]}")
+            print(
+                f"    reproducer (seed {seed}, worker {f['worker']}, frame {f['index']}): "
+                f"{f['frame_hex'][:400]}"
+            )
     return {
         "fuzz_frames": fuzzed.frames,
         "fuzz_seconds": round(fuzzed.seconds, 2),

@@ -1,4 +1,4 @@
-"""A fuzzer for the Kafka door: seeded mutations of valid Kafka requests, and what each one must get.
+"""A fuzzer for the Kafka door: seeded mutations of valid Kafka requests, and what each must get.
 
 Every frame is built from a valid request of an API the door serves (hand-built with ``struct``
 and checked against kio's request readers by :func:`self_check`), then mutated:
@@ -286,7 +286,9 @@ def corrupt_batch(rng: random.Random, batch: bytes) -> tuple[str, bytes]:
     elif kind == "wrong_magic":
         b[_MAGIC] = rng.choice([0, 1, 3, 4, 127, 255])
     elif kind == "count_more":
-        struct.pack_into(">i", b, _COUNT, struct.unpack_from(">i", b, _COUNT)[0] + rng.randrange(1, 1000))
+        struct.pack_into(
+            ">i", b, _COUNT, struct.unpack_from(">i", b, _COUNT)[0] + rng.randrange(1, 1000)
+        )
         _fix_crc(b)
     elif kind == "count_fewer":
         struct.pack_into(">i", b, _COUNT, struct.unpack_from(">i", b, _COUNT)[0] - 1)
@@ -330,7 +332,9 @@ class Generator:
         self.rng = random.Random(seed)
         self.topic = topic
         self.partition = partition
-        values = [Record(None, bytes(self.rng.randrange(256) for _ in range(100))) for _ in range(3)]
+        values = [
+            Record(None, bytes(self.rng.randrange(256) for _ in range(100))) for _ in range(3)
+        ]
         self.batch = build_batch(values)
 
     def _cid(self) -> int:
@@ -371,18 +375,20 @@ class Generator:
         )[0]
         if kind == "valid":
             key, version = self._served()
-            return Case(kind, frame(self._valid(key, version, cid)), cid, key, version, EXPECT_ANSWER)
+            return Case(
+                kind, frame(self._valid(key, version, cid)), cid, key, version, EXPECT_ANSWER
+            )
         if kind == "byte_flips":
             key, version = self._served()
-            payload = bytearray(self._valid(key, version, cid))
+            flipped = bytearray(self._valid(key, version, cid))
             start = len(header(key, version, cid))
             if key == 1:
                 start += 16  # not max_wait / min_bytes: a long poll is not a hang
-            if start < len(payload):
+            if start < len(flipped):
                 for _ in range(r.randint(1, 4)):
-                    at = r.randrange(start, len(payload))
-                    payload[at] = r.randrange(256)
-            return Case(kind, frame(bytes(payload)), cid, key, version, EXPECT_EITHER)
+                    at = r.randrange(start, len(flipped))
+                    flipped[at] = r.randrange(256)
+            return Case(kind, frame(bytes(flipped)), cid, key, version, EXPECT_EITHER)
         if kind == "truncated_body":
             key, version = self._served()
             payload = self._valid(key, version, cid)
@@ -398,11 +404,13 @@ class Generator:
             key = r.choice(UNKNOWN_KEYS)
             version = r.randint(0, 12)
             junk = bytes(r.randrange(256) for _ in range(r.randint(0, 32)))
-            return Case(kind, frame(header(key, version, cid) + junk), cid, key, version, EXPECT_CLOSE)
+            return Case(
+                kind, frame(header(key, version, cid) + junk), cid, key, version, EXPECT_CLOSE
+            )
         if kind == "version_out_of_range":
             key = r.choice(list(SERVED))
-            _, low, high, advertised_low = SERVED[key]
-            below = [v for v in range(-3, advertised_low)] + [-32768]
+            _, _, high, advertised_low = SERVED[key]
+            below = [*range(-3, advertised_low), -32768]
             above = [high + 1, high + 2, high + 7, 32767]
             version = r.choice(below + above)
             junk = bytes(r.randrange(256) for _ in range(r.randint(0, 16)))
@@ -411,7 +419,9 @@ class Generator:
             return Case(kind, data, cid, key, version, expect)
         if kind == "produce_v0_v2":
             version = r.randint(0, 2)
-            payload = header(0, version, cid) + body(0, 3, self.topic, self.partition, self.batch)[2:]
+            payload = (
+                header(0, version, cid) + body(0, 3, self.topic, self.partition, self.batch)[2:]
+            )
             return Case(kind, frame(payload), cid, 0, version, EXPECT_CLOSE)
         if kind in ("size_too_long", "size_too_short"):
             key, version = self._served()
@@ -442,7 +452,9 @@ class Generator:
                 data += frame(header(18, 0, cid ^ 1))
             return Case(f"{kind}:{name}", data, cid, 0, version, expect)
         if kind == "huge_array":
-            key, version = r.choice([(3, r.randint(1, 8)), (0, r.randint(3, 8)), (2, r.randint(1, 5))])
+            key, version = r.choice(
+                [(3, r.randint(1, 8)), (0, r.randint(3, 8)), (2, r.randint(1, 5))]
+            )
             count = r.choice([(1 << 31) - 1, 1 << 30, 10_000_000, -2, -(1 << 31)])
             if key == 3:
                 payload = _i32(count) + _str(self.topic)
@@ -450,7 +462,9 @@ class Generator:
                 payload = _str(None) + _i16(1) + _i32(1000) + _i32(count) + _str(self.topic)
             else:
                 payload = _i32(-1) + (_i8(0) if version >= 2 else b"") + _i32(count)
-            return Case(kind, frame(header(key, version, cid) + payload), cid, key, version, EXPECT_EITHER)
+            return Case(
+                kind, frame(header(key, version, cid) + payload), cid, key, version, EXPECT_EITHER
+            )
         if kind == "lying_string":
             key, version = self._served()
             where = r.choice(["client_id", "topic"])
@@ -463,8 +477,8 @@ class Generator:
                 payload += body(key, version, self.topic, self.partition, self.batch)
             else:
                 valid = body(key, version, self.topic, self.partition, self.batch)
-                name = _str(self.topic)
-                at = valid.find(name)
+                encoded = _str(self.topic)
+                at = valid.find(encoded)
                 payload = header(key, version, cid) + valid[:at] + _i16(lie) + valid[at + 2 :]
             return Case(f"{kind}:{where}", frame(payload), cid, key, version, EXPECT_EITHER)
         # sasl_out_of_order
@@ -909,20 +923,20 @@ class WellBehaved:
         )
         consumer.assign([TopicPartition(self.topic, p, 0) for p in range(self.partitions)])
         seen: set[bytes] = set()
-        at_end: set[int] = set()
         deadline = time.monotonic() + timeout_s
         try:
             while len(seen) < len(self.acked) and time.monotonic() < deadline:
                 msg = consumer.poll(0.5)
                 if msg is None:
                     continue
-                if msg.error() is not None:
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
-                        at_end.add(msg.partition())
+                error = msg.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
                         continue
-                    raise RuntimeError(str(msg.error()))
-                if msg.value() in self.acked:
-                    seen.add(msg.value())
+                    raise RuntimeError(str(error))
+                value = msg.value()
+                if value is not None and value in self.acked:
+                    seen.add(value)
             self.missing = sorted(v for k, v in self.acked.items() if k not in seen)
             for p in range(self.partitions):
                 self.watermarks[p] = consumer.get_watermark_offsets(
@@ -937,7 +951,9 @@ def log_tracebacks(text: str) -> list[str]:
     """The log lines that start a traceback, with the line before each (what failed)."""
     lines = text.splitlines()
     return [
-        f"{lines[i - 1] if i else ''} | {line}" for i, line in enumerate(lines) if "Traceback" in line
+        f"{lines[i - 1] if i else ''} | {line}"
+        for i, line in enumerate(lines)
+        if "Traceback" in line
     ]
 
 
@@ -963,4 +979,3 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 if __name__ == "__main__":
     main()
-

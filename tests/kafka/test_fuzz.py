@@ -47,7 +47,7 @@ def fuzzed(kafka_cluster: LocalCluster) -> fuzz.FuzzReport:
     report = fuzz.run_fuzz(
         target.kafka_address, topic, partition, FRAMES, seed, log_path=target.log_path
     )
-    acked, missing = well_behaved.finish()
+    acked, _ = well_behaved.finish()
     report.extra = {
         "acked": acked,
         "missing": well_behaved.missing[:10],
@@ -109,9 +109,7 @@ def test_the_node_stays_up_and_other_clients_lose_nothing(fuzzed, kafka_cluster)
 
 
 def _fetch_v4(correlation_id: int, topic: str, isolation_level: int) -> bytes:
-    data = bytearray(
-        fuzz.frame(fuzz.header(1, 4, correlation_id) + fuzz.body(1, 4, topic, 0))
-    )
+    data = bytearray(fuzz.frame(fuzz.header(1, 4, correlation_id) + fuzz.body(1, 4, topic, 0)))
     data[_FETCH_ISOLATION_AT] = isolation_level
     return bytes(data)
 
