@@ -527,7 +527,33 @@ def decode_response(key: int, version: int, payload: bytes) -> tuple[int, Any]:
 
 def _error_codes(value: Any) -> list[int]:
     """Every ``error_code`` in a kio response, depth first."""
-    out: list[int] = []
+    return [int(v) for v in _fields_named(value, "error_code")]
+
+
+def error_messages(value: Any) -> list[str]:
+    """Every non-empty ``error_message`` in a kio response."""
+    return [str(v) for v in _fields_named(value, "error_message") if v]
+
+
+# what Python's own exceptions say: a response carrying one leaked server internals
+PYTHON_MARKERS = (
+    "Traceback",
+    'File "',
+    "object has no attribute",
+    "NoneType",
+    "unpack requires",
+    "index out of range",
+    "invalid literal for int",
+    "KeyError",
+    "struct.error",
+    "unexpected keyword",
+    "not subscriptable",
+    "positional argument",
+)
+
+
+def _fields_named(value: Any, wanted: str) -> list[Any]:
+    out: list[Any] = []
     stack = [value]
     while stack:
         v = stack.pop()
@@ -541,8 +567,8 @@ def _error_codes(value: Any) -> list[int]:
             if name.startswith("__"):
                 continue
             item = getattr(v, name)
-            if name == "error_code":
-                out.append(int(item))
+            if name == wanted:
+                out.append(item)
             elif isinstance(item, tuple | list) or hasattr(item, "__dataclass_fields__"):
                 stack.append(item)
     return out
@@ -568,6 +594,9 @@ def classify(case: Case, payload: bytes | None) -> tuple[str, str]:
     if cid != case.correlation_id:
         return MALFORMED, f"correlation id {cid}, sent {case.correlation_id}"
     codes = _error_codes(value)
+    for message in error_messages(value):
+        if any(marker in message for marker in PYTHON_MARKERS):
+            return PYTHON_TEXT, message[:200]
     if case.expect == EXPECT_PRODUCE_ERROR:
         if not codes or any(c not in CORRUPT_BATCH_CODES for c in codes):
             return CORRUPT_ACCEPTED, f"error codes {codes}"
