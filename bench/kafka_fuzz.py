@@ -894,26 +894,32 @@ def leader_partition(address: str, topic: str, timeout_s: float = 60) -> int:
 
 class WellBehaved:
     """A well-behaved confluent-kafka producer (idempotent, acks=all) sending numbered values to
-    ``topic`` in a thread while the fuzzer runs; :meth:`finish` stops it and reads the topic back
-    with a confluent-kafka consumer, returning (acknowledged, missing)."""
+    ``topic``, and a confluent-kafka consumer reading it from the start, each in a thread while
+    the fuzzer runs. :meth:`finish` stops the producer, lets the consumer catch up, and returns
+    (acknowledged, acknowledged but never read)."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, per_tick: int = 10) -> None:
         self.per_tick = per_tick
         """records sent every 50 ms (a steady trickle, not a load)"""
-        self.sent = 0
         self.bootstrap = bootstrap
         self.topic = topic
         self.partitions = partitions
         self.acked: dict[bytes, tuple[int, int]] = {}
         """value -> (partition, offset) of every acknowledged record"""
+        self.seen: set[bytes] = set()
         self.missing: list[tuple[int, int]] = []
+        """(partition, offset) of the acknowledged records the consumer never read"""
         self.watermarks: dict[int, tuple[int, int]] = {}
         self.errors: list[str] = []
+        """delivery failures and consumer errors"""
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._produce, daemon=True)
+        self._drain_until: float | None = None
+        self._producer = threading.Thread(target=self._produce, daemon=True)
+        self._consumer = threading.Thread(target=self._consume, daemon=True)
 
     def start(self) -> None:
-        self._thread.start()
+        self._producer.start()
+        self._consumer.start()
 
     def _produce(self) -> None:
         from confluent_kafka import Producer
@@ -926,7 +932,7 @@ class WellBehaved:
             if err is None:
                 self.acked[msg.value()] = (msg.partition(), msg.offset())
             else:
-                self.errors.append(str(err))
+                self.errors.append(f"delivery: {err}")
 
         n = 0
         while not self._stop.wait(0.05):
@@ -934,45 +940,51 @@ class WellBehaved:
                 producer.produce(self.topic, f"well-behaved-{n}".encode(), on_delivery=report)
                 n += 1
             producer.poll(0)
-        self.sent = n
-        producer.flush(60)
+        if producer.flush(60):
+            self.errors.append("delivery: records left unflushed after 60 s")
 
-    def finish(self, timeout_s: float = 60) -> tuple[int, int]:
+    def _consume(self) -> None:
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-        self._stop.set()
-        self._thread.join(timeout_s)
         consumer = Consumer(
             {
                 "bootstrap.servers": self.bootstrap,
                 "group.id": f"fuzz-check-{random.randrange(1 << 30)}",
                 "enable.auto.commit": False,
-                "enable.partition.eof": True,
             }
         )
         consumer.assign([TopicPartition(self.topic, p, 0) for p in range(self.partitions)])
-        seen: set[bytes] = set()
-        deadline = time.monotonic() + timeout_s
         try:
-            while len(seen) < len(self.acked) and time.monotonic() < deadline:
-                msg = consumer.poll(0.5)
-                if msg is None:
-                    continue
-                error = msg.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
+            while True:
+                msg = consumer.poll(0.2)
+                if msg is not None:
+                    error = msg.error()
+                    if error is not None:
+                        if error.code() != KafkaError._PARTITION_EOF:
+                            self.errors.append(f"consumer: {error}")
                         continue
-                    raise RuntimeError(str(error))
-                value = msg.value()
-                if value is not None and value in self.acked:
-                    seen.add(value)
-            self.missing = sorted(v for k, v in self.acked.items() if k not in seen)
+                    value = msg.value()
+                    if value is not None:
+                        self.seen.add(value)
+                    continue
+                drain_until = self._drain_until
+                if drain_until is not None and (
+                    time.monotonic() > drain_until or self.acked.keys() <= self.seen
+                ):
+                    break
             for p in range(self.partitions):
                 self.watermarks[p] = consumer.get_watermark_offsets(
                     TopicPartition(self.topic, p), timeout=10
                 )
         finally:
             consumer.close()
+
+    def finish(self, timeout_s: float = 60) -> tuple[int, int]:
+        self._stop.set()
+        self._producer.join(timeout_s + 60)
+        self._drain_until = time.monotonic() + timeout_s
+        self._consumer.join(timeout_s + 30)
+        self.missing = sorted(v for k, v in self.acked.items() if k not in self.seen)
         return len(self.acked), len(self.missing)
 
 
