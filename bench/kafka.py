@@ -1,0 +1,506 @@
+"""Kafka door benchmark: what confluent-kafka (librdkafka) gets from odradek's Kafka listeners,
+beside what the broker takes over gRPC, and beside librdkafka's own mock cluster, in one run.
+
+On a local three-node cluster (real ZooKeeper, nodes as processes, loopback, Kafka listeners on
+every node) and 100-byte records, it measures:
+
+* confluent-kafka's producer (idempotent, acks=all, ``linger.ms`` 5, ``batch.size`` 65536)
+  into a replication-factor-3 topic (min.insync.replicas 2) and a replication-factor-1 topic,
+  each round bracketed by the broker's gRPC produce rate from pre-built 64 KiB batches
+  (``bench.cluster``'s machinery, acks=-1, 4 in flight) just before and just after it — target
+  >= 0.9x;
+* confluent-kafka's consumer (assign from earliest, default fetch sizes) reading the RF-3 topic
+  from the start, beside the raw gRPC fetch of the same records (``bench.cluster.run_consumer``)
+  and odradek's own ``Consumer`` (``bench.sdk.consumer_rate``) — target >= 1.0x of the raw
+  fetch;
+* the same producer and consumer against librdkafka's in-process mock cluster
+  (``test.mock.num.brokers=3``: real TCP ports inside the client), the client's ceiling: ours
+  over the mock's;
+* p50 / p99 produce latency (send to delivery callback) at half of the producer's measured rate
+  into the RF-3 topic (a paced loop for ``--latency-s`` seconds);
+* the producer's rate with 1,000 idle Kafka connections held open on the leader (raw sockets
+  that did an ApiVersions and sit idle) over its rate without them, bracketed — target >= 0.9x;
+* ``bench.kafka_fuzz``: ``--fuzz-frames`` fuzzed frames at the leader's door while a
+  well-behaved confluent-kafka client runs, frames/s and the count of each outcome.
+
+Ratios are printed, never asserted; every round's ratio is printed too (the machine is shared
+and its speed drifts). It ends with one JSON line.
+
+    python -m bench.kafka [--records 200000] [--repeat 3] [--fuzz-frames 20000]
+
+The default run takes about five minutes on two cores; ``--fuzz-frames 100000`` (the issue's
+figure: about three minutes more at ~550 frames/s) for the full fuzz.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import socket
+import statistics
+import struct
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from bench import kafka_fuzz
+from bench.cluster import _create_topic, _leader_stub, _ratio_rounds, make_batch, run_consumer
+from bench.cluster import run_producers as grpc_producers
+from bench.sdk import consumer_rate as sdk_consumer_rate
+from bench.sdk import end_offset
+from deploy.local.cluster import LocalCluster
+from odradek.v1 import odradek_pb2_grpc as pb_grpc
+
+RECORD_BYTES = 100
+INFLIGHT = 4
+IDLE_CONNECTIONS = 1_000
+PRODUCER_SETTINGS: dict[str, Any] = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "linger.ms": 5,
+    "batch.size": 65_536,
+}
+
+
+# -- confluent-kafka ---------------------------------------------------------------------------
+def produce_rate(config: dict[str, Any], topic: str, records: int) -> float:
+    """``records`` produce() calls into ``topic`` partition 0, then a flush; records/s from the
+    first call to the flush's return (a warm-up record, delivered first, is not counted)."""
+    value = os.urandom(RECORD_BYTES)
+    producer = Producer({**config, **PRODUCER_SETTINGS})
+    failures: list[str] = []
+
+    def report(err: Any, _msg: Any) -> None:
+        if err is not None:
+            failures.append(str(err))
+
+    producer.produce(topic, value, partition=0, on_delivery=report)
+    if producer.flush(60):
+        raise RuntimeError("the warm-up record was not delivered")
+    produce = producer.produce
+    poll = producer.poll
+    start = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                produce(topic, value, partition=0, on_delivery=report)
+                break
+            except BufferError:
+                poll(0.001)
+    left = producer.flush(120)
+    seconds = time.perf_counter() - start
+    if left or failures:
+        raise RuntimeError(f"{left} records undelivered, {len(failures)} failed: {failures[:1]}")
+    return records / seconds
+
+
+def consume_rate(config: dict[str, Any], topic: str, end: int, start_offset: int = 0) -> float:
+    """A consumer assigned ``topic`` partition 0 from ``start_offset`` reads up to ``end``;
+    records/s from the assignment to the last record."""
+    consumer = Consumer(
+        {
+            **config,
+            "group.id": f"bench-{random.randrange(1 << 30)}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        start = time.perf_counter()
+        consumer.assign([TopicPartition(topic, 0, start_offset)])
+        seen = 0
+        deadline = start + 300
+        while seen < end - start_offset and time.perf_counter() < deadline:
+            for msg in consumer.consume(num_messages=10_000, timeout=1):
+                if msg.error() is not None:
+                    raise RuntimeError(str(msg.error()))
+                seen += 1
+        seconds = time.perf_counter() - start
+    finally:
+        consumer.close()
+    if seen < end - start_offset:
+        raise RuntimeError(f"read {seen} of {end - start_offset} records")
+    return seen / seconds
+
+
+def paced_latency(
+    config: dict[str, Any], topic: str, rate: float, seconds: float
+) -> tuple[float, float, float]:
+    """Produces at ``rate`` records/s for ``seconds``; (p50 ms, p99 ms, achieved records/s)
+    from produce() to the delivery callback, every record timed."""
+    value = os.urandom(RECORD_BYTES)
+    producer = Producer({**config, **PRODUCER_SETTINGS})
+    latencies: list[float] = []
+    producer.produce(topic, value, partition=0)
+    producer.flush(60)
+    total = max(1, int(rate * seconds))
+    step = 1.0 / rate
+    clock = time.perf_counter
+    start = clock()
+    for i in range(total):
+        due = start + i * step
+        now = clock()
+        if due > now:
+            producer.poll(0)  # serve callbacks while ahead of schedule
+            now = clock()
+            if due > now:
+                time.sleep(due - now)
+                now = clock()
+
+        def done(err: Any, _msg: Any, sent: float = now) -> None:
+            if err is None:
+                latencies.append(clock() - sent)
+
+        producer.produce(topic, value, partition=0, on_delivery=done)
+        if i % 64 == 0:
+            producer.poll(0)
+    producer.flush(60)
+    achieved = total / (clock() - start)
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return statistics.median(ordered) * 1000, p99 * 1000, achieved
+
+
+def mock_bootstrap(holder: Producer) -> str:
+    """The bootstrap servers of the mock cluster living inside ``holder``."""
+    md = holder.list_topics(timeout=10)
+    return ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
+
+
+def mock_watermarks(config: dict[str, Any], topic: str) -> tuple[int, int]:
+    consumer = Consumer({**config, "group.id": "bench-watermarks"})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    finally:
+        consumer.close()
+    return int(low), int(high)
+
+
+# -- idle connections --------------------------------------------------------------------------
+def raise_open_files(needed: int) -> tuple[int, int]:
+    """Raises the soft limit of open files to at least ``needed`` (within the hard limit);
+    (soft, hard) after."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    return soft, hard
+
+
+def open_idle(address: str, count: int) -> list[socket.socket]:
+    """``count`` connections to ``address`` that each did an ApiVersions v0 and then sit idle."""
+    host, port = address.rsplit(":", 1)
+    sockets: list[socket.socket] = []
+    try:
+        for i in range(count):
+            s = socket.create_connection((host, int(port)), timeout=30)
+            sockets.append(s)
+            s.sendall(kafka_fuzz.frame(kafka_fuzz.header(18, 0, i)))
+            (size,) = struct.unpack(">i", _read_exactly(s, 4))
+            payload = _read_exactly(s, size)
+            if struct.unpack_from(">i", payload, 0)[0] != i:
+                raise RuntimeError("an ApiVersions answer with another correlation id")
+    except BaseException:
+        close_all(sockets)
+        raise
+    return sockets
+
+
+def _read_exactly(s: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = s.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("closed by the node")
+        out += chunk
+    return out
+
+
+def still_open(sockets: list[socket.socket]) -> int:
+    """How many of ``sockets`` the node has not closed (a closed one reads EOF at once)."""
+    alive = 0
+    for s in sockets:
+        s.setblocking(False)
+        try:
+            alive += s.recv(1) != b""
+        except BlockingIOError:
+            alive += 1
+        except OSError:
+            pass
+        finally:
+            s.setblocking(True)
+    return alive
+
+
+def close_all(sockets: list[socket.socket]) -> None:
+    for s in sockets:
+        s.close()
+
+
+# -- the run -----------------------------------------------------------------------------------
+def _median_round(
+    rounds: int, measure: Callable[[], float], baseline: Callable[[], float]
+) -> tuple[float, float, list[float]]:
+    """``_ratio_rounds`` over plain rates: (median round's figure, its ratio, every ratio)."""
+    figures, ratios, _ = _ratio_rounds(
+        "ratio",
+        lambda: {"value": measure()},
+        lambda: {"value": baseline()},
+        "value",
+        "value",
+        rounds,
+    )
+    return float(figures["value"]), float(figures["ratio"]), ratios
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
+    parser = argparse.ArgumentParser(prog="python -m bench.kafka")
+    parser.add_argument("--records", type=int, default=200_000, help="records per produce run")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds per ratio")
+    parser.add_argument("--grpc-batches", type=int, default=200)
+    parser.add_argument("--latency-s", type=float, default=5.0)
+    parser.add_argument("--idle", type=int, default=IDLE_CONNECTIONS)
+    parser.add_argument("--fuzz-frames", type=int, default=20_000)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--dir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    rounds = max(1, args.repeat)
+    seed = args.seed if args.seed is not None else random.randrange(1 << 31)
+    print(f"fuzz seed {seed}", flush=True)
+    batch, per_batch = make_batch()
+    soft, _hard = raise_open_files(args.idle * 2 + 1024)  # the nodes inherit it
+    out: dict[str, Any] = {
+        "record_bytes": RECORD_BYTES,
+        "records": args.records,
+        "repeat": rounds,
+        "grpc_batches": args.grpc_batches,
+        "grpc_records_per_batch": per_batch,
+        "idle_connections": args.idle,
+        "open_files_soft_limit": soft,
+        "fuzz_seed": seed,
+    }
+
+    def grpc_rate(stub: pb_grpc.BrokerStub, topic: str) -> float:
+        seconds, _ = grpc_producers(stub, batch, args.grpc_batches, INFLIGHT, acks=-1, topic=topic)
+        return float(args.grpc_batches * per_batch / seconds)
+
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        cluster = LocalCluster(Path(tmp) / "cluster", 3, kafka_ports=[0, 0, 0])
+        cluster.start()
+        try:
+            grpc_address = cluster.nodes[0].address
+            kafka = {"bootstrap.servers": cluster.kafka_bootstrap_servers}
+            stubs: dict[str, pb_grpc.BrokerStub] = {}
+            for name, rf in (("rf3", 3), ("rf1", 1)):
+                _create_topic(grpc_address, rf, topic=name)
+                stubs[name] = _leader_stub(cluster, name)
+
+            # -- producer vs the broker's gRPC rate
+            for name in ("rf3", "rf1"):
+
+                def ours(topic: str = name) -> float:
+                    return produce_rate(kafka, topic, args.records)
+
+                def theirs(topic: str = name) -> float:
+                    return grpc_rate(stubs[topic], topic)
+
+                value, ratio, ratios = _median_round(rounds, ours, theirs)
+                out[f"{name}_produce_records_per_s"] = round(value)
+                out[f"{name}_produce_ratio"] = ratio
+                out[f"{name}_produce_ratio_rounds"] = ratios
+            out["grpc_rf3_records_per_s"] = round(grpc_rate(stubs["rf3"], "rf3"))
+
+            # -- consumers over everything in rf3 partition 0
+            end = end_offset(stubs["rf3"], "rf3")
+            out["consume_records"] = end
+
+            def raw() -> float:
+                return end / run_consumer(stubs["rf3"], end, 0, topic="rf3")
+
+            value, ratio, ratios = _median_round(
+                rounds, lambda: consume_rate(kafka, "rf3", end), raw
+            )
+            out["consume_records_per_s"] = round(value)
+            out["consume_ratio"] = ratio
+            out["consume_ratio_rounds"] = ratios
+            value, ratio, ratios = _median_round(
+                rounds, lambda: sdk_consumer_rate(cluster.bootstrap_servers, "rf3", end), raw
+            )
+            out["sdk_consume_records_per_s"] = round(value)
+            out["sdk_consume_ratio"] = ratio
+            out["sdk_consume_ratio_rounds"] = ratios
+            out["raw_fetch_records_per_s"] = round(raw())
+            out["consume_over_sdk"] = round(
+                out["consume_records_per_s"] / out["sdk_consume_records_per_s"], 3
+            )
+
+            # -- librdkafka's mock cluster: the client's ceiling
+            holder = Producer({"test.mock.num.brokers": 3})
+            try:
+                mock = {"bootstrap.servers": mock_bootstrap(holder)}
+                mock_produce = statistics.median(
+                    produce_rate(mock, f"mock-{i}", args.records) for i in range(rounds)
+                )
+                # the mock keeps only its newest segments: read what it holds of each topic
+                consumed: list[float] = []
+                for i in range(rounds):
+                    low, high = mock_watermarks(mock, f"mock-{i}")
+                    consumed.append(consume_rate(mock, f"mock-{i}", high, start_offset=low))
+                mock_consume = statistics.median(consumed)
+            finally:
+                holder.flush(10)
+            out["mock_produce_records_per_s"] = round(mock_produce)
+            out["mock_consume_records_per_s"] = round(mock_consume)
+            out["produce_over_mock"] = round(out["rf3_produce_records_per_s"] / mock_produce, 3)
+            out["rf1_produce_over_mock"] = round(out["rf1_produce_records_per_s"] / mock_produce, 3)
+            out["consume_over_mock"] = round(out["consume_records_per_s"] / mock_consume, 3)
+
+            # -- latency at half the producer's rate
+            half = out["rf3_produce_records_per_s"] / 2
+            p50, p99, achieved = paced_latency(kafka, "rf3", half, args.latency_s)
+            out["half_load_target_records_per_s"] = round(half)
+            out["half_load_records_per_s"] = round(achieved)
+            out["half_load_p50_ms"] = round(p50, 2)
+            out["half_load_p99_ms"] = round(p99, 2)
+
+            # -- idle connections on the leader's Kafka listener
+            leader = _kafka_leader(cluster, "rf3")
+            with_idle: list[float] = []
+            idle_ratios: list[float] = []
+            before = produce_rate(kafka, "rf3", args.records)
+            alive = 0
+            for _ in range(rounds):
+                idle = open_idle(leader, args.idle)
+                try:
+                    with_idle.append(produce_rate(kafka, "rf3", args.records))
+                    alive = still_open(idle)
+                finally:
+                    close_all(idle)
+                after = produce_rate(kafka, "rf3", args.records)
+                idle_ratios.append(round(with_idle[-1] / ((before + after) / 2), 3))
+                before = after
+            median = sorted(range(rounds), key=lambda i: idle_ratios[i])[(rounds - 1) // 2]
+            out["idle_produce_records_per_s"] = round(with_idle[median])
+            out["idle_ratio"] = idle_ratios[median]
+            out["idle_ratio_rounds"] = idle_ratios
+            out["idle_still_open"] = alive
+
+            # -- the fuzzer, with a well-behaved client alongside
+            out.update(_fuzz(cluster, seed, args.fuzz_frames))
+            out["nodes_running"] = sum(node.running for node in cluster.nodes)
+        finally:
+            cluster.stop()
+
+    report(out)
+    return out
+
+
+def _kafka_leader(cluster: LocalCluster, topic: str) -> str:
+    """The Kafka listener of the node leading ``topic`` partition 0."""
+    for node in cluster.nodes:
+        try:
+            if kafka_fuzz.leader_partition(node.kafka_address, topic, timeout_s=0.5) == 0:
+                return node.kafka_address
+        except TimeoutError:
+            continue
+    raise RuntimeError(f"no node leads {topic}-0")
+
+
+def _fuzz(cluster: LocalCluster, seed: int, frames: int) -> dict[str, Any]:
+    kafka_fuzz.self_check()
+    admin_address = cluster.nodes[0].address
+    _create_topic(admin_address, 3, topic="fuzz", partitions=3)
+    _create_topic(admin_address, 3, topic="calm", partitions=3)
+    target = cluster.nodes[0]
+    partition = kafka_fuzz.leader_partition(target.kafka_address, "fuzz")
+    calm = kafka_fuzz.WellBehaved(cluster.kafka_bootstrap_servers, "calm", 3)
+    calm.start()
+    fuzzed = kafka_fuzz.run_fuzz(
+        target.kafka_address, "fuzz", partition, frames, seed, log_path=target.log_path
+    )
+    acked, missing = calm.finish()
+    apis, brokers = kafka_fuzz.probe(target.kafka_address)
+    kinds: dict[str, int] = {}
+    for f in fuzzed.findings:
+        key = f"{f['outcome']} {f['kind']}"
+        kinds[key] = kinds.get(key, 0) + 1
+    firsts: dict[str, dict[str, Any]] = {}
+    for f in fuzzed.findings:
+        firsts.setdefault(f"{f['outcome']} {f['kind']}", f)
+    for key, f in firsts.items():
+        print(f"fuzz finding {key} x{kinds[key]}: {f.get('detail', '')[:160]}")
+        if "frame_hex" in f:
+            print(
+                f"    reproducer (seed {seed}, worker {f['worker']}, frame {f['index']}): "
+                f"{f['frame_hex'][:400]}"
+            )
+    return {
+        "fuzz_frames": fuzzed.frames,
+        "fuzz_seconds": round(fuzzed.seconds, 2),
+        "fuzz_frames_per_s": round(fuzzed.frames_per_s),
+        "fuzz_outcomes": dict(sorted(fuzzed.outcomes.items())),
+        "fuzz_findings": fuzzed.finding_count(),
+        "fuzz_finding_kinds": kinds,
+        "fuzz_well_behaved_acked": acked,
+        "fuzz_well_behaved_missing": missing,
+        "fuzz_well_behaved_errors": len(calm.errors),
+        "fuzz_after_apis": apis,
+        "fuzz_after_brokers": brokers,
+    }
+
+
+def report(out: dict[str, Any]) -> None:
+    print(
+        f"{out['records']} records of {RECORD_BYTES} bytes per run; confluent-kafka idempotent, "
+        f"acks=all, linger.ms 5, batch.size 65536; {out['repeat']} rounds per ratio"
+    )
+    for name in ("rf3", "rf1"):
+        print(
+            f"produce {name}: {out[f'{name}_produce_records_per_s']:>9} records/s, "
+            f"{out[f'{name}_produce_ratio']}x the gRPC pre-built rate around it "
+            f"(rounds {out[f'{name}_produce_ratio_rounds']}; target >= 0.9)"
+        )
+    print(f"  gRPC pre-built rf3 acks=-1 (one more run): {out['grpc_rf3_records_per_s']} records/s")
+    print(
+        f"consume {out['consume_records']} records: confluent-kafka "
+        f"{out['consume_records_per_s']} records/s, {out['consume_ratio']}x the raw gRPC fetch "
+        f"(rounds {out['consume_ratio_rounds']}; target >= 1.0); odradek.Consumer "
+        f"{out['sdk_consume_records_per_s']} records/s, {out['sdk_consume_ratio']}x raw "
+        f"(rounds {out['sdk_consume_ratio_rounds']}); confluent over odradek.Consumer "
+        f"{out['consume_over_sdk']}x; raw fetch (one more run) {out['raw_fetch_records_per_s']}"
+    )
+    print(
+        f"librdkafka mock cluster: produce {out['mock_produce_records_per_s']} records/s "
+        f"(ours rf3 {out['produce_over_mock']}x, rf1 {out['rf1_produce_over_mock']}x), consume "
+        f"{out['mock_consume_records_per_s']} records/s (ours {out['consume_over_mock']}x)"
+    )
+    print(
+        f"latency at half load ({out['half_load_records_per_s']} of "
+        f"{out['half_load_target_records_per_s']} records/s wanted): p50 "
+        f"{out['half_load_p50_ms']} ms, p99 {out['half_load_p99_ms']} ms"
+    )
+    print(
+        f"with {out['idle_connections']} idle connections ({out['idle_still_open']} still open "
+        f"after): {out['idle_produce_records_per_s']} records/s, {out['idle_ratio']}x without "
+        f"(rounds {out['idle_ratio_rounds']}; target >= 0.9)"
+    )
+    print(
+        f"fuzz (seed {out['fuzz_seed']}): {out['fuzz_frames']} frames in {out['fuzz_seconds']} s "
+        f"= {out['fuzz_frames_per_s']} frames/s; outcomes {out['fuzz_outcomes']}; well-behaved "
+        f"client: {out['fuzz_well_behaved_acked']} acknowledged, "
+        f"{out['fuzz_well_behaved_missing']} missing; after: {out['fuzz_after_apis']} APIs, "
+        f"{out['fuzz_after_brokers']} brokers, {out['nodes_running']}/3 nodes running"
+    )
+    print(json.dumps(out, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
