@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import random
-import struct
 import uuid
 
 import pytest
@@ -64,10 +63,6 @@ def _known(finding: dict[str, object]) -> bool:
     kind = str(finding["kind"])
     if finding["outcome"] == fuzz.CORRUPT_ACCEPTED:
         return kind.endswith(("record_length_lie", "compressed_garbage"))
-    if finding["outcome"] == fuzz.TRACEBACK and kind != "unattributed":
-        data = bytes.fromhex(str(finding["frame_hex"]))
-        api_key = struct.unpack_from(">h", data, 4)[0]
-        return api_key == 1 and len(data) > _FETCH_ISOLATION_AT and data[_FETCH_ISOLATION_AT] > 1
     return False
 
 
@@ -102,7 +97,9 @@ def test_every_fuzzed_frame_gets_what_kafka_gives_it_in_time(fuzzed):
 def test_the_node_stays_up_and_other_clients_lose_nothing(fuzzed, kafka_cluster):
     assert all(node.running for node in kafka_cluster.nodes)
     apis, brokers = fuzz.probe(kafka_cluster.nodes[0].kafka_address)
-    assert apis == len(fuzz.SERVED) and brokers == 3
+    # ApiVersions still lists every API (the fuzzer builds requests of the data-plane ones in
+    # fuzz.SERVED; the admin APIs it reaches through the generic mutations)
+    assert apis >= len(fuzz.SERVED) and brokers == 3
     extra = fuzzed.extra
     assert extra["acked"] > 0 and not extra["producer_errors"], extra["producer_errors"][:3]
     assert extra["missing"] == [], extra
@@ -122,12 +119,6 @@ def test_a_fetch_with_a_known_isolation_level_is_answered(kafka_cluster):
     assert fuzz.decode_response(1, 4, payload)[0] == 5
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding for the lead: a Fetch whose isolation level is neither 0 nor 1 makes "
-    "ReplicaManager.fetch raise InvalidRequestError through handle_fetch: the door closes the "
-    "connection (as Kafka does) but logs it as an unexpected failure with a traceback",
-)
 def test_a_fetch_with_an_unknown_isolation_level_closes_without_a_traceback(kafka_cluster):
     node = kafka_cluster.nodes[0]
     watch = fuzz.LogWatch(node.log_path)
