@@ -893,6 +893,16 @@ class Admin(ConsumerGroupAdmin):
                 out[tp] = error_from_code(-1, "the answer has no result for it", str(tp))
         return out
 
+    # --- security ---------------------------------------------------------------------------
+
+    def sasl_salted_password(self) -> scram.SaltedPassword | None:
+        """On SASL_SSL, SCRAM's salted password this client proves its user with once its
+        first exchange with a node succeeded (the password is dropped then): give it to other
+        clients as ``sasl_salted_password`` so that they never see the password. ``None``
+        before that, or without SASL."""
+        secret = self._pool.scram
+        return None if secret is None else secret.salted_password
+
     # --- lifecycle --------------------------------------------------------------------------
 
     def close(self) -> None:

@@ -63,6 +63,11 @@ def sentence(error: BaseException, principal: str, action: Action) -> tuple[str,
     if isinstance(error, SecurityDisabledError):
         return "This cluster has no authorizer (authorizer.class.name): it keeps no ACLs.", 400
     if isinstance(error, SaslAuthenticationFailedError):
+        if "log in again" in error.message:
+            return "Your credential was changed on the cluster: log out and log in again.", 401
+        if "unknown or expired" in error.message:
+            # the SDK dropped the refused token: the next request authenticates again
+            return "The cluster's session expired (unknown or expired): try again.", 401
         return "The username or password is wrong.", 401
     if isinstance(error, OdradekError):
         message = " ".join(error.message.split())

@@ -179,7 +179,10 @@ def _lag(committed: int | None, end: int | None) -> int | None:
 
 class ClusterView:
     """One principal's connection to the cluster (``principal`` is how refusals name it:
-    ``User:alice``, or ``ANONYMOUS``). Raises ``ValueError`` for bad security settings."""
+    ``User:alice``, or ``ANONYMOUS``). Raises ``ValueError`` for bad security settings. Given a
+    SASL password, it authenticates at once (raising the SDK's typed error, e.g.
+    :class:`~odradek.errors.SaslAuthenticationFailedError`, for a wrong one) and keeps only
+    SCRAM's salted password from then on: no client of the view holds the password."""
 
     def __init__(
         self,
@@ -191,8 +194,21 @@ class ClusterView:
         self.bootstrap_servers = bootstrap_servers
         self.principal = principal
         self._clock = clock
-        self._security = security
         self.admin = Admin(bootstrap_servers, clock=clock, **security)
+        if security.get("sasl_plain_password"):
+            # prove the password once; from then on every client of this view holds only
+            # SCRAM's salted password (odradek.client.sasl), never the password
+            try:
+                self.admin.describe_cluster()
+            except BaseException:
+                self.admin.close()
+                raise
+            salted = self.admin.sasl_salted_password()
+            assert salted is not None
+            security = SecurityOptions(
+                **{**security, "sasl_plain_password": None, "sasl_salted_password": salted}
+            )
+        self._security = security
         self._pool = ConnectionPool(SecurityConfig(**security))
         self._metadata = MetadataCache(
             bootstrap_servers.split(","), self._pool, clock, request_timeout_ms=30_000
