@@ -19,7 +19,6 @@ from tests.console.conftest import (
     Console,
     console_errors,
     create_topic,
-    screenshot,
     start_console,
     wait_until,
 )
@@ -114,10 +113,8 @@ def test_topic_sizes_equal_the_leaders_log_dirs_and_grow(
         open_page(browser, console, "/topics")
         after = shown_topic_size(browser, "sized")
         assert after == sum(expected.values()) and after > before + 300 * 500
-        screenshot(browser, "topics")
         open_page(browser, console, "/topics/sized")
         assert shown_partition_sizes(browser) == expected
-        screenshot(browser, "topic")
     assert console_errors(browser) == []
 
 
@@ -139,5 +136,3 @@ def test_the_broker_page_shows_its_configuration_with_overrides_marked(
         segment = rows["log.segment.bytes"]
         assert "default" in segment.get_attribute("class").split()
         assert segment.find_element(By.CSS_SELECTOR, "td:nth-child(3)").text == "default"
-        if node_id == 0:
-            screenshot(browser, "broker")
