@@ -82,14 +82,16 @@ def leader_sizes(admin: Admin, topic: str) -> dict[int, int]:
 def shown_topic_size(browser: WebDriver, topic: str) -> int:
     for row in browser.find_elements(By.CSS_SELECTOR, "#topics tbody tr"):
         if row.find_element(By.CSS_SELECTOR, "td:first-child").text == topic:
-            return int(row.find_element(By.CSS_SELECTOR, "td.size").get_attribute("data-bytes"))
+            return int(
+                row.find_element(By.CSS_SELECTOR, "td.size").get_attribute("data-bytes") or ""
+            )
     raise AssertionError(f"no row for {topic}")
 
 
 def shown_partition_sizes(browser: WebDriver) -> dict[int, int]:
     return {
         int(row.find_element(By.CSS_SELECTOR, "td:first-child").text): int(
-            row.find_element(By.CSS_SELECTOR, "td.size").get_attribute("data-bytes")
+            row.find_element(By.CSS_SELECTOR, "td.size").get_attribute("data-bytes") or ""
         )
         for row in browser.find_elements(By.CSS_SELECTOR, "#partitions tbody tr")
     }
@@ -128,11 +130,11 @@ def test_the_broker_page_shows_its_configuration_with_overrides_marked(
             for row in browser.find_elements(By.CSS_SELECTOR, "#broker-configs tbody tr")
         }
         retention = rows["log.retention.ms"]
-        assert "override" in retention.get_attribute("class").split()
+        assert "override" in (retention.get_attribute("class") or "").split()
         assert retention.find_element(By.CSS_SELECTOR, "td:nth-child(2)").text == RETENTION_MS
         assert retention.find_element(By.CSS_SELECTOR, "td:nth-child(3)").text == (
             "server.properties"
         )
         segment = rows["log.segment.bytes"]
-        assert "default" in segment.get_attribute("class").split()
+        assert "default" in (segment.get_attribute("class") or "").split()
         assert segment.find_element(By.CSS_SELECTOR, "td:nth-child(3)").text == "default"
