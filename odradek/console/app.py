@@ -57,7 +57,7 @@ from odradek.acl import (
 )
 from odradek.client.types import TopicPartition
 from odradek.console.browse import RecordFilter, Seek, headers_from_form, record_json
-from odradek.console.refusals import Action, ActionError, sentence
+from odradek.console.refusals import SESSION_EXPIRED, Action, ActionError, sentence
 from odradek.console.sessions import Session, Sessions
 from odradek.console.view import RESET_SPECS, ClusterView, ConfigRow
 from odradek.errors import OdradekError
@@ -179,7 +179,15 @@ def create_app(sessions: Sessions, config: ConsoleConfig) -> Starlette:
                 target = "/login?" + urlencode({"next": str(request.url.path)})
                 return set_cookie(RedirectResponse(target, status_code=303), session)
             try:
-                response = await handler(request, session)
+                try:
+                    response = await handler(request, session)
+                except ActionError as exc:
+                    if exc.sentence != SESSION_EXPIRED or request.method != "GET":
+                        raise
+                    # a node forgot the session's token; the SDK authenticates again on the
+                    # next call, so a page (a read) is asked once more. A change is not
+                    # repeated: its page says to try again.
+                    response = await handler(request, session)
             except ActionError as exc:
                 response = error_page(request, session, exc)
             return set_cookie(response, session) if fresh else response

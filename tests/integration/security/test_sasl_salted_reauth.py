@@ -7,19 +7,25 @@ authorizer (the fixture of ``test_sasl.py``), real ZooKeeper, real clients."""
 from __future__ import annotations
 
 import gc
+import re
 import sys
+import threading
 import types
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import httpx
 import pytest
+import uvicorn
 
 from node.security.sasl import SaslSessions
 from odradek import Admin, Consumer, Producer, TopicPartition
 from odradek.admin import ScramUpsertion
+from odradek.console.app import ConsoleConfig, create_app
 from odradek.console.refusals import ActionError
-from odradek.console.server import make_sessions
+from odradek.console.server import bind, make_sessions
 from odradek.errors import SaslAuthenticationFailedError
+from tests.integration.helpers import wait_for
 from tests.integration.security.test_sasl import Setup
 from tests.integration.security.test_sasl import setup as setup  # the fixture
 
@@ -131,6 +137,48 @@ def test_a_credential_changed_on_the_server_needs_a_new_login(setup: Setup) -> N
     # a new login with the password works
     with Admin(setup.sasl, **setup.user("alice", PASSWORD)) as alice:
         assert alice.list_topics() == ["orders"]
+
+
+def test_console_pages_read_on_through_a_forgotten_token(setup: Setup) -> None:
+    """Through the console's application (in-process, served by uvicorn on loopback): after login a
+    page still loads when the node has forgotten the session's token — the console asks again
+    once for a page (a read) — and the session holds no password."""
+    security = {
+        "security_protocol": "SASL_SSL",
+        "ssl_cafile": setup.cafile,
+        "sasl_mechanism": "SCRAM-SHA-256",
+    }
+    sessions = make_sessions(setup.sasl, security)
+    app = create_app(sessions, ConsoleConfig(secure_cookie=False))
+    sock = bind("127.0.0.1:0")
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: server.started, "the console to serve")
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+            form = client.get("/login").text
+            csrf = re.search(r'name="csrf" value="([^"]+)"', form)
+            assert csrf is not None
+            answer = client.post(
+                "/login",
+                data={"csrf": csrf[1], "username": "alice", "password": PASSWORD, "next": "/"},
+                follow_redirects=False,
+            )
+            assert answer.status_code == 303
+            assert "orders" in client.get("/topics").text
+            assert _holds(sessions, PASSWORD) == []
+            assert _forget_tokens(setup.node.sasl_sessions) >= 1
+            page = client.get("/topics")
+            assert page.status_code == 200 and "orders" in page.text
+            assert _tokens(setup.node.sasl_sessions) >= 1
+            assert _holds(sessions, PASSWORD) == []
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+        sessions.close()
 
 
 def test_a_console_session_holds_no_password_and_reauthenticates(setup: Setup) -> None:
