@@ -5,7 +5,8 @@ On a local three-node cluster (real ZooKeeper, nodes as processes, loopback) wit
 ``odradek console`` process, over HTTP (httpx, the way a browser asks):
 
 * the topics page with ``--topics`` topics (1,000), beside the SDK calls it makes (metadata of
-  every topic and the offsets of every partition) — the page's own cost is the ratio;
+  every topic, the offsets of every partition, and every broker's log dirs for the sizes) —
+  the page's own cost is the ratio;
 * a seek to the middle offset of a ``--small`` (10,000) and a ``--big`` (10,000,000) record
   partition: the offset index makes it constant, so the ratio of the two is about 1;
 * the live tail's latency from a producer's ``send()`` (acks=-1) to the record arriving on the
@@ -113,6 +114,7 @@ def topics_page(client: httpx.Client, bootstrap: str, count: int) -> dict[str, f
             TopicPartition(t.name, p.partition) for t in meta.topics.values() for p in t.partitions
         ]
         partition_offsets(pool, cache, clock, tps)
+        admin.describe_log_dirs()
 
     def page() -> None:
         response = client.get("/topics")

@@ -17,14 +17,16 @@ Errors, one rule for every method:
   success, the typed :class:`~odradek.errors.OdradekError` otherwise. One item failing does
   not hide the others' outcome — as Kafka's per-topic result futures.
 * Questions (:meth:`Admin.list_topics`, :meth:`Admin.describe_topics`,
-  :meth:`Admin.describe_configs`, :meth:`Admin.describe_cluster`,
+  :meth:`Admin.describe_configs`, :meth:`Admin.describe_broker_configs`,
+  :meth:`Admin.describe_cluster`, :meth:`Admin.describe_log_dirs`,
   :meth:`Admin.list_partition_reassignments`) raise the typed error of the first item that
   could not be answered.
 * Either kind raises :class:`~odradek.client.errors.NetworkError` when no node answers, and
   the typed error of a request-level error code.
 
 Requests go to any node (the last one that answered first, then the others); ``DeleteRecords``
-goes to each partition's leader. Thread-safe.
+goes to each partition's leader; what only a node knows of itself (its log dirs, its broker
+configs) is asked of that node, as Kafka's ``AdminClient`` does. Thread-safe.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from odradek.acl import (
     acl_binding_to_wire,
     acl_filter_to_wire,
 )
-from odradek.client.connection import ConnectionPool, parse_bootstrap_servers, wait
+from odradek.client.connection import ConnectionPool, call, parse_bootstrap_servers, wait
 from odradek.client.errors import NetworkError, error_from_code
 from odradek.client.group_admin import ConsumerGroupAdmin
 from odradek.client.leaders import Answer, LeaderTarget, send_to_leaders
@@ -53,7 +55,7 @@ from odradek.client.metadata import BrokerInfo, ClusterMetadata, MetadataCache, 
 from odradek.client.security import SecurityConfig, SecurityOptions
 from odradek.client.types import TopicPartition
 from odradek.clock import Clock, SystemClock
-from odradek.errors import OdradekError
+from odradek.errors import BrokerNotAvailableError, OdradekError
 from odradek.v1 import odradek_pb2 as pb
 
 __all__ = [
@@ -62,9 +64,11 @@ __all__ = [
     "ConfigChange",
     "ConfigEntry",
     "DescribeTopicsResult",
+    "LogDirDescription",
     "NewPartitions",
     "NewTopic",
     "OngoingReassignment",
+    "ReplicaInfo",
     "ScramDeletion",
     "ScramUpsertion",
 ]
@@ -178,11 +182,46 @@ class NewPartitions:
 
 @dataclass(frozen=True, slots=True)
 class ConfigEntry:
-    """A topic config as :meth:`Admin.describe_configs` reports it."""
+    """A config as :meth:`Admin.describe_configs` (a topic's) or
+    :meth:`Admin.describe_broker_configs` (a broker's) reports it. ``is_default``: the topic
+    has no override of it. ``source``: where the value comes from, Kafka's ``ConfigSource``
+    name (``DYNAMIC_TOPIC_CONFIG`` a topic's override, ``STATIC_BROKER_CONFIG`` the node's
+    ``server.properties``, ``DEFAULT_CONFIG`` the built-in default; ``UNKNOWN`` from a node
+    that does not say)."""
 
     name: str
     value: str
     is_default: bool
+    source: str = "UNKNOWN"
+    read_only: bool = False
+
+
+def _config_entry(e: pb.ConfigEntry) -> ConfigEntry:
+    source = "UNKNOWN" if e.source == pb.CONFIG_SOURCE_UNKNOWN else pb.ConfigSource.Name(e.source)
+    return ConfigEntry(e.name, e.value, e.is_default, source, e.read_only)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaInfo:
+    """One replica's log in a log dir (Kafka's ``ReplicaInfo``): its size in bytes, its lag
+    behind the current replica (0: odradek has no future replicas), whether it is one."""
+
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirDescription:
+    """One log directory of a node (Kafka's ``LogDirDescription``): ``error`` ``None`` unless
+    the directory is offline; the replicas in it; its file system's total and usable bytes
+    (``None``: unknown)."""
+
+    path: str
+    error: OdradekError | None
+    replica_infos: Mapping[TopicPartition, ReplicaInfo]
+    total_bytes: int | None
+    usable_bytes: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,6 +433,58 @@ class Admin(ConsumerGroupAdmin):
         brokers = tuple(cluster.brokers[i] for i in sorted(cluster.brokers))
         return ClusterDescription(cluster.cluster_id, cluster.controller_id, brokers)
 
+    def describe_log_dirs(
+        self, broker_ids: Iterable[int] | None = None
+    ) -> dict[int, dict[str, LogDirDescription]]:
+        """Per broker (every live broker when ``broker_ids`` is ``None``) its log directories
+        by path, with the size in bytes of each replica's log in them (Kafka's
+        ``describeLogDirs``: one request per broker, since log dirs are per node). Raises
+        :class:`~odradek.errors.BrokerNotAvailableError` for an id that is no live broker,
+        :class:`~odradek.errors.ClusterAuthorizationFailedError` without DESCRIBE on the
+        cluster, or the error of a broker that could not be asked."""
+        out: dict[int, dict[str, LogDirDescription]] = {}
+        for broker in self._brokers(broker_ids):
+            response = call(
+                self._pool.admin(broker.address).DescribeLogDirs,
+                pb.DescribeLogDirsRequest(),
+                address=broker.address,
+                timeout_ms=self._request_timeout_ms,
+            )
+            if response.error_code:
+                raise error_from_code(response.error_code, "", f"broker {broker.node_id}")
+            out[broker.node_id] = {
+                d.path: LogDirDescription(
+                    path=d.path,
+                    error=error_from_code(d.error_code, "", f"log dir {d.path}")
+                    if d.error_code
+                    else None,
+                    replica_infos={
+                        TopicPartition(t.name, p.partition): ReplicaInfo(
+                            p.size_bytes, p.offset_lag, p.is_future
+                        )
+                        for t in d.topics
+                        for p in t.partitions
+                    },
+                    total_bytes=d.total_bytes if d.total_bytes >= 0 else None,
+                    usable_bytes=d.usable_bytes if d.usable_bytes >= 0 else None,
+                )
+                for d in response.log_dirs
+            }
+        return out
+
+    def _brokers(self, broker_ids: Iterable[int] | None) -> list[BrokerInfo]:
+        """The live brokers named (all when ``None``), in id order."""
+        cluster = self._metadata.refresh()
+        if broker_ids is None:
+            return [cluster.brokers[i] for i in sorted(cluster.brokers)]
+        out = []
+        for node_id in dict.fromkeys(broker_ids):
+            broker = cluster.brokers.get(node_id)
+            if broker is None:
+                raise BrokerNotAvailableError(f"broker {node_id} is not a live broker")
+            out.append(broker)
+        return out
+
     def cluster_metadata(self) -> ClusterMetadata:
         """Everything at once: brokers, controller and every topic's partitions."""
         return self._cluster(None)
@@ -430,7 +521,34 @@ class Admin(ConsumerGroupAdmin):
                 raise error_from_code(-1, "the answer has no result for it", f"topic {name!r}")
             if t.error_code:
                 raise error_from_code(t.error_code, t.error_message, f"topic {name!r}")
-            out[name] = {e.name: ConfigEntry(e.name, e.value, e.is_default) for e in t.entries}
+            out[name] = {e.name: _config_entry(e) for e in t.entries}
+        return out
+
+    def describe_broker_configs(
+        self, broker_ids: Iterable[int] | None = None
+    ) -> dict[int, dict[str, ConfigEntry]]:
+        """Each broker's configs by name (every live broker when ``broker_ids`` is ``None``),
+        each asked of the broker itself as Kafka's ``AdminClient`` does. A value the node's
+        ``server.properties`` sets away from the built-in default has ``source``
+        ``STATIC_BROKER_CONFIG``; all are read-only (odradek has no dynamic broker configs).
+        Raises :class:`~odradek.errors.BrokerNotAvailableError` for an id that is no live
+        broker, or the error of the first broker that cannot be described."""
+        out: dict[int, dict[str, ConfigEntry]] = {}
+        for broker in self._brokers(broker_ids):
+            wire = pb.ConfigResource(type=pb.CONFIG_RESOURCE_BROKER, name=str(broker.node_id))
+            response = call(
+                self._pool.admin(broker.address).DescribeConfigs,
+                pb.DescribeConfigsRequest(resources=[wire]),
+                address=broker.address,
+                timeout_ms=self._request_timeout_ms,
+            )
+            what = f"broker {broker.node_id}"
+            if len(response.resources) != 1:
+                raise error_from_code(-1, "the answer has no result for it", what)
+            r = response.resources[0]
+            if r.error_code:
+                raise error_from_code(r.error_code, r.error_message, what)
+            out[broker.node_id] = {e.name: _config_entry(e) for e in r.entries}
         return out
 
     def alter_configs(
@@ -774,6 +892,16 @@ class Admin(ConsumerGroupAdmin):
             if tp not in out:
                 out[tp] = error_from_code(-1, "the answer has no result for it", str(tp))
         return out
+
+    # --- security ---------------------------------------------------------------------------
+
+    def sasl_salted_password(self) -> scram.SaltedPassword | None:
+        """On SASL_SSL, SCRAM's salted password this client proves its user with once its
+        first exchange with a node succeeded (the password is dropped then): give it to other
+        clients as ``sasl_salted_password`` so that they never see the password. ``None``
+        before that, or without SASL."""
+        secret = self._pool.scram
+        return None if secret is None else secret.salted_password
 
     # --- lifecycle --------------------------------------------------------------------------
 

@@ -18,6 +18,14 @@ holds the credential)::
 
 with AuthMessage = client-first-bare + "," + server-first + "," + client-final-without-proof.
 
+The client needs the password only to compute SaltedPassword for the server's salt and
+iterations; ClientProof and ServerSignature follow from SaltedPassword alone (RFC 5802 §5.1 and
+§3). So after one exchange a client keeps the :class:`SaltedPassword` (salt, iterations and
+Hi's result) instead of the password, and proves itself again from it as long as the server's
+salt and iterations stay the same; when they differ the credential changed on the server and
+only the password could answer — :class:`ScramClient` then refuses with
+:class:`~odradek.errors.SaslAuthenticationFailedError` (log in again).
+
 Pure (random nonces and salts are drawn from :mod:`secrets` unless given); thread-safe.
 Failures raise :class:`~odradek.errors.SaslAuthenticationFailedError` (58) or
 :class:`~odradek.errors.UnsupportedSaslMechanismError` (33).
@@ -39,6 +47,7 @@ from odradek.errors import (
 
 __all__ = [
     "MECHANISMS",
+    "SaltedPassword",
     "ScramClient",
     "ScramCredential",
     "ScramServerExchange",
@@ -82,6 +91,24 @@ def _xor(a: bytes, b: bytes) -> bytes:
 def salted_password(password: str, salt: bytes, iterations: int, hash_name: str) -> bytes:
     """Hi(password, salt, i): PBKDF2 with HMAC-H."""
     return hashlib.pbkdf2_hmac(hash_name, password.encode(), salt, iterations)
+
+
+@dataclass(frozen=True, slots=True)
+class SaltedPassword:
+    """RFC 5802's SaltedPassword = Hi(password, salt, iterations) for one mechanism: enough to
+    answer a server that sends this salt and iteration count, and no way back to the password
+    (PBKDF2). A secret all the same (it proves the user to the server): ``repr`` hides it."""
+
+    mechanism: str
+    salt: bytes
+    iterations: int
+    value: bytes
+
+    def __repr__(self) -> str:
+        return (
+            f"SaltedPassword(mechanism={self.mechanism!r}, salt={_b64(self.salt)!r}, "
+            f"iterations={self.iterations}, value='***')"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,14 +194,30 @@ def _attributes(message: str, what: str) -> dict[str, str]:
 
 
 class ScramClient:
-    """The client side of one exchange. Not thread-safe (one exchange, one thread)."""
+    """The client side of one exchange, from the password or from the
+    :class:`SaltedPassword` an earlier exchange left (exactly one of the two; ``ValueError``
+    otherwise, or for a salted password of another mechanism). :attr:`salted_password` is
+    the one this exchange used, once :meth:`final_message` has run. Not thread-safe (one
+    exchange, one thread)."""
 
     def __init__(
-        self, mechanism: str, username: str, password: str, nonce: str | None = None
+        self,
+        mechanism: str,
+        username: str,
+        password: str | None = None,
+        nonce: str | None = None,
+        *,
+        salted: SaltedPassword | None = None,
     ) -> None:
+        self._mechanism = mechanism
         self._hash = _hash_name(mechanism)
+        if (password is None) == (salted is None):
+            raise ValueError("give either the password or the salted password")
+        if salted is not None and salted.mechanism != mechanism:
+            raise ValueError(f"the salted password is for {salted.mechanism}, not {mechanism}")
         self._username = username
         self._password = password
+        self.salted_password: SaltedPassword | None = salted
         self._nonce = nonce or secrets.token_urlsafe(24)
         self._client_first_bare = f"n={_sasl_name(username)},r={self._nonce}"
         self._server_signature: bytes | None = None
@@ -196,7 +239,7 @@ class ScramClient:
             iterations = int(attrs.get("i", ""))
         except ValueError:
             raise SaslAuthenticationFailedError("malformed iteration count") from None
-        salted = salted_password(self._password, salt, iterations, self._hash)
+        salted = self._salted(salt, iterations)
         client_key = _hmac(salted, b"Client Key", self._hash)
         stored_key = hashlib.new(self._hash, client_key).digest()
         without_proof = f"c=biws,r={nonce}"
@@ -205,6 +248,24 @@ class ScramClient:
         server_key = _hmac(salted, b"Server Key", self._hash)
         self._server_signature = _hmac(server_key, auth_message, self._hash)
         return f"{without_proof},p={_b64(proof)}".encode()
+
+    def _salted(self, salt: bytes, iterations: int) -> bytes:
+        """SaltedPassword for the server's salt and iterations: Hi over the password (which
+        this exchange then forgets), or the kept one if they match; a mismatch raises
+        :class:`SaslAuthenticationFailedError`."""
+        if self._password is not None:
+            value = salted_password(self._password, salt, iterations, self._hash)
+            self._password = None
+            self.salted_password = SaltedPassword(self._mechanism, salt, iterations, value)
+            return value
+        kept = self.salted_password
+        assert kept is not None
+        if (kept.salt, kept.iterations) != (salt, iterations):
+            raise SaslAuthenticationFailedError(
+                f"the {self._mechanism} credential of {self._username!r} changed on the server "
+                "(another salt or iteration count than at login): log in again with the password"
+            )
+        return kept.value
 
     def verify_server_final(self, server_final: bytes) -> None:
         """Checks the server's signature: raises :class:`SaslAuthenticationFailedError` for

@@ -26,7 +26,9 @@ out = ROOT / "docs" / "console"
 tmp = Path(tempfile.mkdtemp(prefix="odradek-shots-"))
 zk = ZooKeeperServer(tmp / "zk")
 zk.start()
-cluster = LocalCluster(tmp / "cluster", 3, zookeeper=zk, chroot="/shots")
+cluster = LocalCluster(
+    tmp / "cluster", 3, zookeeper=zk, chroot="/shots", overrides={"log.retention.ms": "259200000"}
+)
 cluster.start()
 b = cluster.bootstrap_servers
 try:

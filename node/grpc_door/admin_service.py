@@ -7,7 +7,9 @@ room's.
 
 The gRPC API keeps its own shapes where Kafka's differ: AlterConfigs is incremental (its ``set``
 and ``delete`` become SET and DELETE operations of IncrementalAlterConfigs), DescribeConfigs
-names topics only and answers ``is_default`` per entry, an empty partition list means every
+takes topic names (answered in ``topics``) and typed resources, topics or brokers (answered
+in ``resources``), and answers ``is_default`` and the source per entry, DescribeLogDirs
+answers with the node's id, an empty partition list means every
 partition (ElectLeaders, ListPartitionReassignments) and ``cancel`` stands for Kafka's null
 replicas.
 
@@ -26,6 +28,8 @@ from node.admin.requests import (
     ConfigResourceType,
     CreatePartitionsTopic,
     DescribeConfigsResource,
+    DescribeConfigsResult,
+    DescribeLogDirsResult,
     ElectionType,
     IncrementalAlterConfigsResource,
     InvalidAcl,
@@ -65,6 +69,60 @@ def _topic_result(r: TopicResult) -> pb.TopicResult:
 def _partition_result(r: PartitionResult) -> pb.PartitionResult:
     return pb.PartitionResult(
         topic=r.topic, partition=r.partition, error_code=r.error_code, error_message=r.error_message
+    )
+
+
+_RESOURCE_TYPES = {
+    pb.CONFIG_RESOURCE_TOPIC: ConfigResourceType.TOPIC,
+    pb.CONFIG_RESOURCE_BROKER: ConfigResourceType.BROKER,
+}
+
+
+def _config_resource(wire: pb.ConfigResource) -> ConfigResource:
+    return ConfigResource(_RESOURCE_TYPES.get(wire.type, ConfigResourceType.UNKNOWN), wire.name)
+
+
+def _config_entries(r: DescribeConfigsResult) -> list[pb.ConfigEntry]:
+    return [
+        pb.ConfigEntry(
+            name=c.name,
+            value=c.value or "",
+            is_default=c.is_default,
+            source=pb.ConfigSource.ValueType(int(c.config_source)),
+            read_only=c.read_only,
+        )
+        for c in r.configs
+    ]
+
+
+def _log_dirs(node_id: int, r: DescribeLogDirsResult) -> pb.DescribeLogDirsResponse:
+    return pb.DescribeLogDirsResponse(
+        error_code=r.error_code,
+        node_id=node_id,
+        log_dirs=[
+            pb.LogDir(
+                path=d.log_dir,
+                error_code=d.error_code,
+                total_bytes=d.total_bytes,
+                usable_bytes=d.usable_bytes,
+                topics=[
+                    pb.LogDirTopic(
+                        name=t.name,
+                        partitions=[
+                            pb.LogDirPartition(
+                                partition=p.partition_index,
+                                size_bytes=p.partition_size,
+                                offset_lag=p.offset_lag,
+                                is_future=p.is_future_key,
+                            )
+                            for p in t.partitions
+                        ],
+                    )
+                    for t in d.topics
+                ],
+            )
+            for d in r.results
+        ],
     )
 
 
@@ -150,24 +208,30 @@ class AdminServicer(pb_grpc.AdminServicer):
     def DescribeConfigs(  # noqa: N802 - gRPC method name
         self, request: pb.DescribeConfigsRequest, context: grpc.ServicerContext
     ) -> pb.DescribeConfigsResponse:
-        resources = [
-            DescribeConfigsResource(ConfigResource(ConfigResourceType.TOPIC, name))
-            for name in request.topics
-        ]
-        results = self._admin.describe_configs(*_caller(), resources)
+        topics = [ConfigResource(ConfigResourceType.TOPIC, name) for name in request.topics]
+        typed = [_config_resource(r) for r in request.resources]
+        results = self._admin.describe_configs(
+            *_caller(), [DescribeConfigsResource(r) for r in (*topics, *typed)]
+        )
         return pb.DescribeConfigsResponse(
             topics=[
                 pb.TopicConfigs(
                     name=r.resource.resource_name,
                     error_code=r.error_code,
                     error_message=r.error_message,
-                    entries=[
-                        pb.ConfigEntry(name=c.name, value=c.value or "", is_default=c.is_default)
-                        for c in r.configs
-                    ],
+                    entries=_config_entries(r),
                 )
-                for r in results
-            ]
+                for r in results[: len(topics)]
+            ],
+            resources=[
+                pb.ResourceConfigs(
+                    resource=wire,
+                    error_code=r.error_code,
+                    error_message=r.error_message,
+                    entries=_config_entries(r),
+                )
+                for wire, r in zip(request.resources, results[len(topics) :], strict=True)
+            ],
         )
 
     def AlterConfigs(  # noqa: N802 - gRPC method name
@@ -334,3 +398,12 @@ class AdminServicer(pb_grpc.AdminServicer):
                 for r in results
             ]
         )
+
+    # -- this node --------------------------------------------------------------------------
+
+    def DescribeLogDirs(  # noqa: N802 - gRPC method name
+        self, request: pb.DescribeLogDirsRequest, context: grpc.ServicerContext
+    ) -> pb.DescribeLogDirsResponse:
+        partitions = [(p.topic, p.partition) for p in request.partitions] or None
+        result = self._admin.describe_log_dirs(*_caller(), partitions)
+        return _log_dirs(self._admin.admin.node_id, result)

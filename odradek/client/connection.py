@@ -23,7 +23,7 @@ import grpc
 
 from odradek.client.addresses import format_address, parse_bootstrap_servers
 from odradek.client.errors import NetworkError, error_from_rpc
-from odradek.client.sasl import SaslAuthenticator, SaslTokenInterceptor
+from odradek.client.sasl import SaslAuthenticator, SaslTokenInterceptor, ScramSecret
 from odradek.client.security import SecurityConfig
 from odradek.client.tls_diagnosis import ClientTls, register, unregister
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
@@ -72,15 +72,26 @@ class ConnectionPool:
 
     def __init__(self, security: SecurityConfig | None = None) -> None:
         """``security``: how to connect (default PLAINTEXT). Its files are read here: raises
-        ``ValueError`` for one that cannot be read or holds no key or certificate."""
-        self.security = security or SecurityConfig()
-        self._credentials = self.security.channel_credentials()
+        ``ValueError`` for one that cannot be read or holds no key or certificate. The pool
+        does not keep ``security`` itself: its SCRAM secret is a :class:`ScramSecret`, which
+        drops the password after the first successful exchange."""
+        s = security or SecurityConfig()
+        self._credentials = s.channel_credentials()
         # how odradek.client.tls_diagnosis probes a listener that closed a connection of ours
         self._tls = ClientTls(
             tls=self._credentials is not None,
-            certfile=self.security.ssl_certfile,
-            keyfile=self.security.ssl_keyfile,
+            certfile=s.ssl_certfile,
+            keyfile=s.ssl_keyfile,
         )
+        self.scram: ScramSecret | None = None
+        if s.security_protocol == "SASL_SSL":
+            assert s.sasl_mechanism and s.sasl_plain_username
+            self.scram = ScramSecret(
+                s.sasl_mechanism,
+                s.sasl_plain_username,
+                s.sasl_plain_password or None,
+                s.sasl_salted_password,
+            )
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
         self._brokers: dict[str, pb_grpc.BrokerStub] = {}
@@ -92,18 +103,13 @@ class ConnectionPool:
         if channel is None:
             if self._closed:
                 raise RuntimeError("the connection pool is closed")
-            s = self.security
             register(address, self._tls)
             if self._credentials is None:
                 channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
             else:
                 channel = grpc.secure_channel(address, self._credentials, options=_CHANNEL_OPTIONS)
-            s = self.security
-            if s.security_protocol == "SASL_SSL":
-                assert s.sasl_mechanism and s.sasl_plain_username and s.sasl_plain_password
-                authenticator = SaslAuthenticator(
-                    channel, address, s.sasl_mechanism, s.sasl_plain_username, s.sasl_plain_password
-                )
+            if self.scram is not None:
+                authenticator = SaslAuthenticator(channel, address, self.scram)
                 # closing the intercepted channel closes the one it wraps
                 channel = grpc.intercept_channel(channel, SaslTokenInterceptor(authenticator))
             self._channels[address] = channel

@@ -6,6 +6,13 @@ gives; every call to that node then carries the token in the ``odradek-sasl-toke
 (:class:`SaslTokenInterceptor`). When the node refuses the token (it restarted, or the session
 expired), the token is dropped and the next call authenticates again.
 
+The secret all of a client's nodes are proved with is one :class:`ScramSecret`: the password
+until the first exchange succeeds (the node's signature checked), then only SCRAM's salted
+password for the node's salt and iterations (:class:`~odradek.scram.SaltedPassword`); the
+password is dropped. Later exchanges, to any node, prove the user from the salted password; if
+a node answers with another salt or iteration count (the credential was changed) the exchange
+fails with :class:`~odradek.errors.SaslAuthenticationFailedError`: log in again.
+
 Thread-safety: thread-safe (one exchange at a time per node, under a lock).
 """
 
@@ -18,27 +25,75 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from odradek.client.errors import error_from_code, error_from_rpc
-from odradek.scram import ScramClient
+from odradek.scram import SaltedPassword, ScramClient
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
-__all__ = ["SASL_TOKEN_METADATA_KEY", "SaslAuthenticator", "SaslTokenInterceptor"]
+__all__ = ["SASL_TOKEN_METADATA_KEY", "SaslAuthenticator", "SaslTokenInterceptor", "ScramSecret"]
 
 SASL_TOKEN_METADATA_KEY = "odradek-sasl-token"
 _TIMEOUT_S = 30.0
 
 
-class SaslAuthenticator:
-    """Authenticates to one node over ``channel`` and keeps the session token."""
+class ScramSecret:
+    """What a client proves its user with, shared by its nodes' authenticators: the password
+    (or a salted password given) until an exchange succeeds, then only the salted password
+    (see the module docstring). ``repr`` shows neither. Thread-safe."""
 
     def __init__(
-        self, channel: grpc.Channel, address: str, mechanism: str, username: str, password: str
+        self,
+        mechanism: str,
+        username: str,
+        password: str | None = None,
+        salted: SaltedPassword | None = None,
     ) -> None:
+        if (password is None) == (salted is None):
+            raise ValueError("give either the password or the salted password")
+        self.mechanism = mechanism
+        self.username = username
+        self._lock = threading.Lock()
+        self._password = password
+        self._salted = salted
+
+    def client(self) -> ScramClient:
+        """A client for one exchange, from the salted password once there is one."""
+        with self._lock:
+            if self._salted is not None:
+                return ScramClient(self.mechanism, self.username, salted=self._salted)
+            return ScramClient(self.mechanism, self.username, self._password)
+
+    def succeeded(self, client: ScramClient) -> None:
+        """``client``'s exchange succeeded (the node's signature checked): keep its salted
+        password and drop the password."""
+        with self._lock:
+            if client.salted_password is not None:
+                self._salted = client.salted_password
+                self._password = None
+
+    @property
+    def salted_password(self) -> SaltedPassword | None:
+        """The salted password once an exchange succeeded (or given), else ``None``."""
+        with self._lock:
+            return self._salted
+
+    def holds_password(self) -> bool:
+        """Whether the password is still kept (no exchange has succeeded yet)."""
+        with self._lock:
+            return self._password is not None
+
+    def __repr__(self) -> str:
+        return f"ScramSecret(mechanism={self.mechanism!r}, username={self.username!r})"
+
+
+class SaslAuthenticator:
+    """Authenticates to one node over ``channel`` with ``secret`` and keeps the session
+    token."""
+
+    def __init__(self, channel: grpc.Channel, address: str, secret: ScramSecret) -> None:
         self._stub = pb_grpc.SaslStub(channel)
         self._address = address
-        self._mechanism = mechanism
-        self._username = username
-        self._password = password
+        self._secret = secret
+        self._mechanism = secret.mechanism
         self._lock = threading.Lock()
         self._token: str | None = None
 
@@ -69,12 +124,13 @@ class SaslAuthenticator:
                     f"{self._mechanism} (the node offers {', '.join(handshake.mechanisms)})",
                     f"node {self._address}",
                 )
-            client = ScramClient(self._mechanism, self._username, self._password)
+            client = self._secret.client()
             first = self._step(handshake.session_id, client.first_message())
             final = self._step(handshake.session_id, client.final_message(first.auth_bytes))
         except grpc.RpcError as exc:
             raise error_from_rpc(exc, self._address) from None
         client.verify_server_final(final.auth_bytes)
+        self._secret.succeeded(client)
         return final.token
 
     def _step(self, session_id: str, auth_bytes: bytes) -> pb.SaslAuthenticateResponse:

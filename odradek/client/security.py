@@ -13,7 +13,11 @@
 - ``ssl_keyfile``: the client's unencrypted PEM private key;
 - ``sasl_mechanism`` (``SCRAM-SHA-256`` or ``SCRAM-SHA-512``), ``sasl_plain_username``,
   ``sasl_plain_password``: for SASL_SSL. The password never leaves the client: the SCRAM
-  exchange proves it (:mod:`odradek.client.sasl`).
+  exchange proves it (:mod:`odradek.client.sasl`), and the client keeps it only until its
+  first exchange succeeds: from then on it keeps SCRAM's salted password instead.
+- ``sasl_salted_password``: instead of ``sasl_plain_password``, the
+  :class:`~odradek.scram.SaltedPassword` another client learned
+  (:meth:`odradek.Admin.sasl_salted_password`): a client that never sees the password.
 
 The command line and Spark read Kafka's client properties (``--command-config
 client.properties``, ``kafka.security.protocol``): :func:`from_kafka_properties` maps them.
@@ -33,6 +37,8 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import grpc
+
+from odradek.scram import SaltedPassword
 
 __all__ = [
     "CLIENT_SECURITY_PROTOCOLS",
@@ -59,6 +65,7 @@ class SecurityOptions(TypedDict, total=False):
     sasl_mechanism: str | None
     sasl_plain_username: str | None
     sasl_plain_password: str | None
+    sasl_salted_password: SaltedPassword | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +80,7 @@ class SecurityConfig:
     sasl_mechanism: str | None = None
     sasl_plain_username: str | None = None
     sasl_plain_password: str | None = None
+    sasl_salted_password: SaltedPassword | None = None
 
     def __post_init__(self) -> None:
         protocol = self.security_protocol
@@ -92,25 +100,38 @@ class SecurityConfig:
                 f"sasl_mechanism must be one of {', '.join(SASL_MECHANISMS)}, "
                 f"not {self.sasl_mechanism!r}"
             )
-        if (self.sasl_mechanism or self.sasl_plain_username or self.sasl_plain_password) and (
-            protocol != "SASL_SSL"
-        ):
+        salted = self.sasl_salted_password
+        if (
+            self.sasl_mechanism
+            or self.sasl_plain_username
+            or self.sasl_plain_password
+            or salted is not None
+        ) and protocol != "SASL_SSL":
             raise ValueError("sasl_* settings need security_protocol SASL_SSL")
         if protocol == "SASL_SSL" and not (
-            self.sasl_mechanism and self.sasl_plain_username and self.sasl_plain_password
+            self.sasl_mechanism
+            and self.sasl_plain_username
+            and (self.sasl_plain_password or salted is not None)
         ):
             raise ValueError(
                 "SASL_SSL needs sasl_mechanism, sasl_plain_username and sasl_plain_password"
             )
+        if self.sasl_plain_password and salted is not None:
+            raise ValueError("give sasl_plain_password or sasl_salted_password, not both")
+        if salted is not None and salted.mechanism != self.sasl_mechanism:
+            raise ValueError(
+                f"sasl_salted_password is for {salted.mechanism}, not {self.sasl_mechanism}"
+            )
 
     def __repr__(self) -> str:  # never show the password
         password = "'***'" if self.sasl_plain_password else "None"
+        salted = "'***'" if self.sasl_salted_password is not None else "None"
         return (
             f"SecurityConfig(security_protocol={self.security_protocol!r}, "
             f"ssl_cafile={self.ssl_cafile!r}, ssl_certfile={self.ssl_certfile!r}, "
             f"ssl_keyfile={self.ssl_keyfile!r}, sasl_mechanism={self.sasl_mechanism!r}, "
             f"sasl_plain_username={self.sasl_plain_username!r}, "
-            f"sasl_plain_password={password})"
+            f"sasl_plain_password={password}, sasl_salted_password={salted})"
         )
 
     def options(self) -> SecurityOptions:
@@ -123,6 +144,7 @@ class SecurityConfig:
             sasl_mechanism=self.sasl_mechanism,
             sasl_plain_username=self.sasl_plain_username,
             sasl_plain_password=self.sasl_plain_password,
+            sasl_salted_password=self.sasl_salted_password,
         )
 
     @property

@@ -57,9 +57,9 @@ from odradek.acl import (
 )
 from odradek.client.types import TopicPartition
 from odradek.console.browse import RecordFilter, Seek, headers_from_form, record_json
-from odradek.console.refusals import Action, ActionError, sentence
+from odradek.console.refusals import SESSION_EXPIRED, Action, ActionError, sentence
 from odradek.console.sessions import Session, Sessions
-from odradek.console.view import RESET_SPECS, ClusterView
+from odradek.console.view import RESET_SPECS, ClusterView, ConfigRow
 from odradek.errors import OdradekError
 
 __all__ = ["ConsoleConfig", "create_app"]
@@ -79,6 +79,18 @@ class ConsoleConfig:
     tail_poll_ms: int = 500
 
 
+def _fmt_bytes(n: int | None) -> str:
+    """``1,234 B``, ``1.2 KiB`` ... ``-`` for unknown."""
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{n:,} B" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
 def _fmt_time(ms: int | None) -> str:
     if ms is None or ms < 0:
         return "-"
@@ -93,6 +105,7 @@ def _env() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["num"] = lambda n: "-" if n is None else f"{n:,}"
+    env.filters["bytes"] = _fmt_bytes
     env.filters["ids"] = lambda ids: ",".join(str(i) for i in ids) or "-"
     env.filters["q"] = lambda s: quote(str(s), safe="")
     env.filters["time"] = _fmt_time
@@ -166,7 +179,15 @@ def create_app(sessions: Sessions, config: ConsoleConfig) -> Starlette:
                 target = "/login?" + urlencode({"next": str(request.url.path)})
                 return set_cookie(RedirectResponse(target, status_code=303), session)
             try:
-                response = await handler(request, session)
+                try:
+                    response = await handler(request, session)
+                except ActionError as exc:
+                    if exc.sentence != SESSION_EXPIRED or request.method != "GET":
+                        raise
+                    # a node forgot the session's token; the SDK authenticates again on the
+                    # next call, so a page (a read) is asked once more. A change is not
+                    # repeated: its page says to try again.
+                    response = await handler(request, session)
             except ActionError as exc:
                 response = error_page(request, session, exc)
             return set_cookie(response, session) if fresh else response
@@ -240,7 +261,22 @@ def create_app(sessions: Sessions, config: ConsoleConfig) -> Starlette:
                     hosted.append(p)
                     if p.leader == node_id:
                         led.append(p)
-        return page(request, session, "broker.html", b=row, led=led, hosted=hosted)
+        configs: tuple[ConfigRow, ...] = ()
+        configs_error = None
+        try:
+            configs = await run(view_of(session).broker_configs, node_id)
+        except ActionError as exc:
+            configs_error = exc.sentence
+        return page(
+            request,
+            session,
+            "broker.html",
+            b=row,
+            led=led,
+            hosted=hosted,
+            configs=configs,
+            configs_error=configs_error,
+        )
 
     # --- topics -------------------------------------------------------------------------------
 

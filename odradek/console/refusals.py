@@ -50,6 +50,12 @@ class ActionError(Exception):
         self.status = status
 
 
+SESSION_EXPIRED = "The cluster's session expired (unknown or expired): try again."
+"""The sentence of a call that met a session token the node forgot (it restarted, or the
+session expired): the SDK dropped the token, and the next call authenticates again from the
+salted password it keeps."""
+
+
 def sentence(error: BaseException, principal: str, action: Action) -> tuple[str, int]:
     """The sentence and HTTP status for ``error`` met while ``principal`` did ``action``."""
     if isinstance(error, TopicAuthorizationFailedError):
@@ -63,6 +69,10 @@ def sentence(error: BaseException, principal: str, action: Action) -> tuple[str,
     if isinstance(error, SecurityDisabledError):
         return "This cluster has no authorizer (authorizer.class.name): it keeps no ACLs.", 400
     if isinstance(error, SaslAuthenticationFailedError):
+        if "log in again" in error.message:
+            return "Your credential was changed on the cluster: log out and log in again.", 401
+        if "unknown or expired" in error.message:
+            return SESSION_EXPIRED, 401
         return "The username or password is wrong.", 401
     if isinstance(error, OdradekError):
         message = " ".join(error.message.split())

@@ -9,9 +9,12 @@ until its user logs in, and then acts through a view of its own that authenticat
 user — so the cluster's ACLs apply to everything the console does for it. Logging in gives
 the session a new id (no fixation).
 
-The password goes to the SDK client of that view (which proves it with SCRAM to each node
-and keeps the node's session token) and nowhere else: not in the cookie, not on disk, not in
-a log. Time is an input (the clock). Thread-safe.
+The password goes to the SDK client of that view, which proves it with SCRAM once and then
+keeps only SCRAM's salted password (RFC 5802's SaltedPassword, from which the password cannot
+be recovered) to authenticate to the nodes again when their session tokens expire; the
+password itself is kept nowhere: not in the session, not in the cookie, not on disk, not in a
+log. A user whose credential is changed on the server must log in again. Time is an input
+(the clock). Thread-safe.
 """
 
 from __future__ import annotations
@@ -104,16 +107,14 @@ class Sessions:
         if not username or not password:
             raise ActionError("Give a username and a password.", 401)
         try:
+            # the view proves the password to the cluster and keeps only SCRAM's salted
+            # password (odradek.console.view.ClusterView)
             view = self._make_view(username, password)
         except ValueError as exc:
             raise ActionError(f"Cannot log in: {exc}", 400) from None
-        try:
-            view.admin.describe_cluster()
         except SaslAuthenticationFailedError:
-            view.close()
             raise ActionError("The username or password is wrong.", 401) from None
         except OdradekError as exc:
-            view.close()
             raise ActionError(f"Cannot log in: {exc.name}: {exc.message}", 502) from None
         fresh = Session(
             secrets.token_urlsafe(32),

@@ -94,6 +94,8 @@ class TopicRow:
     records: int | None
     under_replicated: int
     offline: int
+    size_bytes: int | None = None
+    """The sum of its partitions' sizes on their leaders (``None``: unknown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +107,8 @@ class PartitionRow:
     isr: tuple[int, ...]
     offsets: PartitionOffsets | None
     error: str | None
+    size_bytes: int | None = None
+    """The size of the leader's log (``None``: unknown)."""
 
     @property
     def status(self) -> str:
@@ -121,6 +125,9 @@ class ConfigRow:
     name: str
     value: str
     is_default: bool
+    source: str = "UNKNOWN"
+    """Kafka's ConfigSource name: ``DYNAMIC_TOPIC_CONFIG``, ``STATIC_BROKER_CONFIG`` (the
+    node's ``server.properties``), ``DEFAULT_CONFIG`` (built in)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +136,7 @@ class TopicDetail:
     partitions: tuple[PartitionRow, ...]
     configs: tuple[ConfigRow, ...] | None
     configs_error: str | None
+    sizes_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +187,10 @@ def _lag(committed: int | None, end: int | None) -> int | None:
 
 class ClusterView:
     """One principal's connection to the cluster (``principal`` is how refusals name it:
-    ``User:alice``, or ``ANONYMOUS``). Raises ``ValueError`` for bad security settings."""
+    ``User:alice``, or ``ANONYMOUS``). Raises ``ValueError`` for bad security settings. Given a
+    SASL password, it authenticates at once (raising the SDK's typed error, e.g.
+    :class:`~odradek.errors.SaslAuthenticationFailedError`, for a wrong one) and keeps only
+    SCRAM's salted password from then on: no client of the view holds the password."""
 
     def __init__(
         self,
@@ -191,8 +202,21 @@ class ClusterView:
         self.bootstrap_servers = bootstrap_servers
         self.principal = principal
         self._clock = clock
-        self._security = security
         self.admin = Admin(bootstrap_servers, clock=clock, **security)
+        if security.get("sasl_plain_password"):
+            # prove the password once; from then on every client of this view holds only
+            # SCRAM's salted password (odradek.client.sasl), never the password
+            try:
+                self.admin.describe_cluster()
+            except BaseException:
+                self.admin.close()
+                raise
+            salted = self.admin.sasl_salted_password()
+            assert salted is not None
+            security = SecurityOptions(
+                **{**security, "sasl_plain_password": None, "sasl_salted_password": salted}
+            )
+        self._security = security
         self._pool = ConnectionPool(SecurityConfig(**security))
         self._metadata = MetadataCache(
             bootstrap_servers.split(","), self._pool, clock, request_timeout_ms=30_000
@@ -288,6 +312,43 @@ class ClusterView:
         )
         return overview, cluster
 
+    def broker_configs(self, node_id: int) -> tuple[ConfigRow, ...]:
+        """The broker's configuration as it reports it (DescribeConfigs of the broker, asked
+        of that broker): values its ``server.properties`` sets first, then the defaults."""
+        with self._acting("DescribeConfigs", "cluster"):
+            entries = self.admin.describe_broker_configs([node_id])[node_id]
+        return tuple(
+            ConfigRow(e.name, e.value, e.source == "DEFAULT_CONFIG", e.source)
+            for e in sorted(entries.values(), key=lambda e: (e.source == "DEFAULT_CONFIG", e.name))
+        )
+
+    def leader_sizes(self, cluster: ClusterMetadata) -> dict[TopicPartition, int]:
+        """Each partition's size in bytes on its leader (as Kafka UIs show a topic's size),
+        from every broker's DescribeLogDirs; a partition without a leader, or whose leader
+        did not report it, is left out."""
+        with self._acting("Describe", "cluster"):
+            dirs = self.admin.describe_log_dirs()
+        on_broker: dict[tuple[int, TopicPartition], int] = {}
+        for broker, by_path in dirs.items():
+            for d in by_path.values():
+                for tp, info in d.replica_infos.items():
+                    if not info.is_future:
+                        on_broker[(broker, tp)] = info.size
+        out = {}
+        for t in cluster.topics.values():
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p.partition)
+                size = on_broker.get((p.leader, tp))
+                if size is not None:
+                    out[tp] = size
+        return out
+
+    def _sizes(self, cluster: ClusterMetadata) -> tuple[dict[TopicPartition, int], str | None]:
+        try:
+            return self.leader_sizes(cluster), None
+        except ActionError as exc:
+            return {}, exc.sentence
+
     # --- topics -------------------------------------------------------------------------------
 
     def offsets(
@@ -308,15 +369,22 @@ class ClusterView:
         offsets = self.offsets(
             TopicPartition(t.name, p.partition) for t in chosen for p in t.partitions
         )
+        sizes, _ = self._sizes(cluster)
         rows = []
         for t in chosen:
             records: int | None = 0
+            size: int | None = 0
             for p in t.partitions:
-                o = offsets.get(TopicPartition(t.name, p.partition))
+                tp = TopicPartition(t.name, p.partition)
+                o = offsets.get(tp)
                 if isinstance(o, PartitionOffsets) and records is not None:
                     records += o.records
                 else:
                     records = None
+                if size is not None and tp in sizes:
+                    size += sizes[tp]
+                else:
+                    size = None
             rows.append(
                 TopicRow(
                     name=t.name,
@@ -325,6 +393,7 @@ class ClusterView:
                     records=records,
                     under_replicated=sum(p.under_replicated for p in t.partitions),
                     offline=sum(p.offline for p in t.partitions),
+                    size_bytes=size,
                 )
             )
         return rows
@@ -333,6 +402,8 @@ class ClusterView:
         with self._acting("Describe", "topic", name):
             meta = self.admin.describe_topics([name])[name]
         offsets = self.offsets(TopicPartition(name, p.partition) for p in meta.partitions)
+        with self._acting("Describe", "topic", name):
+            sizes, sizes_error = self._sizes(self.admin.cluster_metadata())
         rows = []
         for p in meta.partitions:
             o = offsets.get(TopicPartition(name, p.partition))
@@ -348,6 +419,7 @@ class ClusterView:
                     p.isr,
                     o if isinstance(o, PartitionOffsets) else None,
                     error,
+                    sizes.get(TopicPartition(name, p.partition)),
                 )
             )
         configs: tuple[ConfigRow, ...] | None = None
@@ -356,12 +428,12 @@ class ClusterView:
             with self._acting("DescribeConfigs", "topic", name):
                 entries = self.admin.describe_configs([name])[name]
             configs = tuple(
-                ConfigRow(e.name, e.value, e.is_default)
+                ConfigRow(e.name, e.value, e.is_default, e.source)
                 for e in sorted(entries.values(), key=lambda e: (e.is_default, e.name))
             )
         except ActionError as exc:
             configs_error = exc.sentence
-        return TopicDetail(name, tuple(rows), configs, configs_error)
+        return TopicDetail(name, tuple(rows), configs, configs_error, sizes_error)
 
     def partitions_of(self, name: str) -> tuple[PartitionMetadata, ...]:
         with self._acting("Describe", "topic", name):

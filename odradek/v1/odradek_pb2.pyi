@@ -32,6 +32,52 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _ConfigResourceType:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ConfigResourceTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ConfigResourceType.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CONFIG_RESOURCE_UNKNOWN: _ConfigResourceType.ValueType  # 0
+    CONFIG_RESOURCE_TOPIC: _ConfigResourceType.ValueType  # 2
+    CONFIG_RESOURCE_BROKER: _ConfigResourceType.ValueType  # 4
+
+class ConfigResourceType(_ConfigResourceType, metaclass=_ConfigResourceTypeEnumTypeWrapper):
+    """Kafka's ConfigResource.Type ids."""
+
+CONFIG_RESOURCE_UNKNOWN: ConfigResourceType.ValueType  # 0
+CONFIG_RESOURCE_TOPIC: ConfigResourceType.ValueType  # 2
+CONFIG_RESOURCE_BROKER: ConfigResourceType.ValueType  # 4
+Global___ConfigResourceType: _TypeAlias = ConfigResourceType  # noqa: Y015
+
+class _ConfigSource:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ConfigSourceEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ConfigSource.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CONFIG_SOURCE_UNKNOWN: _ConfigSource.ValueType  # 0
+    DYNAMIC_TOPIC_CONFIG: _ConfigSource.ValueType  # 1
+    DYNAMIC_BROKER_CONFIG: _ConfigSource.ValueType  # 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG: _ConfigSource.ValueType  # 3
+    STATIC_BROKER_CONFIG: _ConfigSource.ValueType  # 4
+    """the node's server.properties"""
+    DEFAULT_CONFIG: _ConfigSource.ValueType  # 5
+    """the built-in default"""
+
+class ConfigSource(_ConfigSource, metaclass=_ConfigSourceEnumTypeWrapper):
+    """Kafka's DescribeConfigsResponse.ConfigSource ids."""
+
+CONFIG_SOURCE_UNKNOWN: ConfigSource.ValueType  # 0
+DYNAMIC_TOPIC_CONFIG: ConfigSource.ValueType  # 1
+DYNAMIC_BROKER_CONFIG: ConfigSource.ValueType  # 2
+DYNAMIC_DEFAULT_BROKER_CONFIG: ConfigSource.ValueType  # 3
+STATIC_BROKER_CONFIG: ConfigSource.ValueType  # 4
+"""the node's server.properties"""
+DEFAULT_CONFIG: ConfigSource.ValueType  # 5
+"""the built-in default"""
+Global___ConfigSource: _TypeAlias = ConfigSource  # noqa: Y015
+
 class _ElectionType:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -859,6 +905,144 @@ class DeleteRecordsResponse(_message.Message):
 Global___DeleteRecordsResponse: _TypeAlias = DeleteRecordsResponse  # noqa: Y015
 
 @_typing.final
+class DescribeLogDirsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopicPartition]:
+        """empty: every partition the node hosts"""
+
+    def __init__(
+        self,
+        *,
+        partitions: _abc.Iterable[Global___TopicPartition] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["partitions", b"partitions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeLogDirsRequest: _TypeAlias = DescribeLogDirsRequest  # noqa: Y015
+
+@_typing.final
+class LogDirPartition(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARTITION_FIELD_NUMBER: _builtins.int
+    SIZE_BYTES_FIELD_NUMBER: _builtins.int
+    OFFSET_LAG_FIELD_NUMBER: _builtins.int
+    IS_FUTURE_FIELD_NUMBER: _builtins.int
+    partition: _builtins.int
+    size_bytes: _builtins.int
+    """the replica's log: every segment's bytes"""
+    offset_lag: _builtins.int
+    """always 0 (odradek has no future replicas)"""
+    is_future: _builtins.bool
+    """always false"""
+    def __init__(
+        self,
+        *,
+        partition: _builtins.int = ...,
+        size_bytes: _builtins.int = ...,
+        offset_lag: _builtins.int = ...,
+        is_future: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["is_future", b"is_future", "offset_lag", b"offset_lag", "partition", b"partition", "size_bytes", b"size_bytes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LogDirPartition: _TypeAlias = LogDirPartition  # noqa: Y015
+
+@_typing.final
+class LogDirTopic(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___LogDirPartition]: ...
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        partitions: _abc.Iterable[Global___LogDirPartition] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "partitions", b"partitions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LogDirTopic: _TypeAlias = LogDirTopic  # noqa: Y015
+
+@_typing.final
+class LogDir(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    TOPICS_FIELD_NUMBER: _builtins.int
+    TOTAL_BYTES_FIELD_NUMBER: _builtins.int
+    USABLE_BYTES_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    error_code: _builtins.int
+    total_bytes: _builtins.int
+    """the file system's size, -1 unknown"""
+    usable_bytes: _builtins.int
+    """its free bytes, -1 unknown"""
+    @_builtins.property
+    def topics(self) -> _containers.RepeatedCompositeFieldContainer[Global___LogDirTopic]: ...
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        error_code: _builtins.int = ...,
+        topics: _abc.Iterable[Global___LogDirTopic] | None = ...,
+        total_bytes: _builtins.int = ...,
+        usable_bytes: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "path", b"path", "topics", b"topics", "total_bytes", b"total_bytes", "usable_bytes", b"usable_bytes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LogDir: _TypeAlias = LogDir  # noqa: Y015
+
+@_typing.final
+class DescribeLogDirsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    NODE_ID_FIELD_NUMBER: _builtins.int
+    LOG_DIRS_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    """CLUSTER_AUTHORIZATION_FAILED (31)"""
+    node_id: _builtins.int
+    """the answering node"""
+    @_builtins.property
+    def log_dirs(self) -> _containers.RepeatedCompositeFieldContainer[Global___LogDir]: ...
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        node_id: _builtins.int = ...,
+        log_dirs: _abc.Iterable[Global___LogDir] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "log_dirs", b"log_dirs", "node_id", b"node_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeLogDirsResponse: _TypeAlias = DescribeLogDirsResponse  # noqa: Y015
+
+@_typing.final
 class ReplicaAssignment(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -1032,20 +1216,53 @@ class DeleteTopicsResponse(_message.Message):
 Global___DeleteTopicsResponse: _TypeAlias = DeleteTopicsResponse  # noqa: Y015
 
 @_typing.final
+class ConfigResource(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TYPE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    type: Global___ConfigResourceType.ValueType
+    name: _builtins.str
+    """a topic's name, or a broker's id ("" for the cluster-wide default)"""
+    def __init__(
+        self,
+        *,
+        type: Global___ConfigResourceType.ValueType = ...,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConfigResource: _TypeAlias = ConfigResource  # noqa: Y015
+
+@_typing.final
 class DescribeConfigsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     TOPICS_FIELD_NUMBER: _builtins.int
+    RESOURCES_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def topics(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def topics(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """answered in `topics`"""
+
+    @_builtins.property
+    def resources(self) -> _containers.RepeatedCompositeFieldContainer[Global___ConfigResource]:
+        """Answered in `resources`. A broker is described only by itself: ask the node whose id it
+        is (another id is INVALID_REQUEST, 42, as in Kafka).
+        """
+
     def __init__(
         self,
         *,
         topics: _abc.Iterable[_builtins.str] | None = ...,
+        resources: _abc.Iterable[Global___ConfigResource] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["topics", b"topics"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["resources", b"resources", "topics", b"topics"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1058,19 +1275,26 @@ class ConfigEntry(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     VALUE_FIELD_NUMBER: _builtins.int
     IS_DEFAULT_FIELD_NUMBER: _builtins.int
+    SOURCE_FIELD_NUMBER: _builtins.int
+    READ_ONLY_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     value: _builtins.str
     is_default: _builtins.bool
+    """no topic override (the node's value or the built-in default)"""
+    source: Global___ConfigSource.ValueType
+    read_only: _builtins.bool
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         value: _builtins.str = ...,
         is_default: _builtins.bool = ...,
+        source: Global___ConfigSource.ValueType = ...,
+        read_only: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["is_default", b"is_default", "name", b"name", "value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["is_default", b"is_default", "name", b"name", "read_only", b"read_only", "source", b"source", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1106,20 +1330,58 @@ class TopicConfigs(_message.Message):
 Global___TopicConfigs: _TypeAlias = TopicConfigs  # noqa: Y015
 
 @_typing.final
+class ResourceConfigs(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESOURCE_FIELD_NUMBER: _builtins.int
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    ENTRIES_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    error_message: _builtins.str
+    @_builtins.property
+    def resource(self) -> Global___ConfigResource: ...
+    @_builtins.property
+    def entries(self) -> _containers.RepeatedCompositeFieldContainer[Global___ConfigEntry]: ...
+    def __init__(
+        self,
+        *,
+        resource: Global___ConfigResource | None = ...,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+        entries: _abc.Iterable[Global___ConfigEntry] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["resource", b"resource"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entries", b"entries", "error_code", b"error_code", "error_message", b"error_message", "resource", b"resource"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResourceConfigs: _TypeAlias = ResourceConfigs  # noqa: Y015
+
+@_typing.final
 class DescribeConfigsResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     TOPICS_FIELD_NUMBER: _builtins.int
+    RESOURCES_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def topics(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopicConfigs]: ...
+    def topics(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopicConfigs]:
+        """for the request's `topics`"""
+
+    @_builtins.property
+    def resources(self) -> _containers.RepeatedCompositeFieldContainer[Global___ResourceConfigs]:
+        """for the request's `resources`, in their order"""
+
     def __init__(
         self,
         *,
         topics: _abc.Iterable[Global___TopicConfigs] | None = ...,
+        resources: _abc.Iterable[Global___ResourceConfigs] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["topics", b"topics"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["resources", b"resources", "topics", b"topics"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

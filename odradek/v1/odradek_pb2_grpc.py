@@ -754,6 +754,11 @@ class AdminStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.AlterUserScramCredentialsRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.AlterUserScramCredentialsResponse.FromString,
                 _registered_method=True)
+        self.DescribeLogDirs = channel.unary_unary(
+                '/odradek.v1.Admin/DescribeLogDirs',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeLogDirsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeLogDirsResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -845,6 +850,15 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeLogDirs(self, request, context):
+        """The answering node's own log directories and the size of each of its replicas' logs
+        (Kafka's DescribeLogDirs: log dirs are per node, so a client asks every broker). Needs
+        DESCRIBE on the Cluster under an authorizer (else CLUSTER_AUTHORIZATION_FAILED, 31).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -912,6 +926,11 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.AlterUserScramCredentials,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.AlterUserScramCredentialsRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.AlterUserScramCredentialsResponse.SerializeToString,
+            ),
+            'DescribeLogDirs': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeLogDirs,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeLogDirsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeLogDirsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1269,6 +1288,33 @@ class Admin:
             '/odradek.v1.Admin/AlterUserScramCredentials',
             odradek_dot_v1_dot_odradek__pb2.AlterUserScramCredentialsRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.AlterUserScramCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeLogDirs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Admin/DescribeLogDirs',
+            odradek_dot_v1_dot_odradek__pb2.DescribeLogDirsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.DescribeLogDirsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -258,6 +258,11 @@ class AdminStub:
     authorizer. The client salts the password; the node stores only derived keys.
     """
     AlterUserScramCredentials: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.AlterUserScramCredentialsRequest, _odradek_pb2.AlterUserScramCredentialsResponse]
+    DescribeLogDirs: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DescribeLogDirsRequest, _odradek_pb2.DescribeLogDirsResponse]
+    """The answering node's own log directories and the size of each of its replicas' logs
+    (Kafka's DescribeLogDirs: log dirs are per node, so a client asks every broker). Needs
+    DESCRIBE on the Cluster under an authorizer (else CLUSTER_AUTHORIZATION_FAILED, 31).
+    """
 
 @_typing.type_check_only
 class AdminAsyncStub(AdminStub):
@@ -286,6 +291,11 @@ class AdminAsyncStub(AdminStub):
     authorizer. The client salts the password; the node stores only derived keys.
     """
     AlterUserScramCredentials: _aio.UnaryUnaryMultiCallable[_odradek_pb2.AlterUserScramCredentialsRequest, _odradek_pb2.AlterUserScramCredentialsResponse]  # type: ignore[assignment]
+    DescribeLogDirs: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DescribeLogDirsRequest, _odradek_pb2.DescribeLogDirsResponse]  # type: ignore[assignment]
+    """The answering node's own log directories and the size of each of its replicas' logs
+    (Kafka's DescribeLogDirs: log dirs are per node, so a client asks every broker). Needs
+    DESCRIBE on the Cluster under an authorizer (else CLUSTER_AUTHORIZATION_FAILED, 31).
+    """
 
 class AdminServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
@@ -389,6 +399,17 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
         request: _odradek_pb2.AlterUserScramCredentialsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_odradek_pb2.AlterUserScramCredentialsResponse, _abc.Awaitable[_odradek_pb2.AlterUserScramCredentialsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DescribeLogDirs(
+        self,
+        request: _odradek_pb2.DescribeLogDirsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.DescribeLogDirsResponse, _abc.Awaitable[_odradek_pb2.DescribeLogDirsResponse]]:
+        """The answering node's own log directories and the size of each of its replicas' logs
+        (Kafka's DescribeLogDirs: log dirs are per node, so a client asks every broker). Needs
+        DESCRIBE on the Cluster under an authorizer (else CLUSTER_AUTHORIZATION_FAILED, 31).
+        """
 
 def add_AdminServicer_to_server(servicer: AdminServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

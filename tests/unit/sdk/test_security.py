@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,8 +53,8 @@ def test_certificate_and_key_in_one_file_or_two(tmp_path: Path):
     leaf = ca.issue("CN=alice")
     key, cert, both = leaf.write(tmp_path, "alice")
     cafile = str(ca.write(tmp_path / "ca.crt"))
-    one_file = {"ssl_certfile": str(both)}
-    two_files = {"ssl_certfile": str(cert), "ssl_keyfile": str(key)}
+    one_file: dict[str, Any] = {"ssl_certfile": str(both)}
+    two_files: dict[str, Any] = {"ssl_certfile": str(cert), "ssl_keyfile": str(key)}
     for files in (one_file, two_files):
         config = SecurityConfig(security_protocol="SSL", ssl_cafile=cafile, **files)
         assert config.channel_credentials() is not None
