@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections import Counter
 from collections.abc import Callable
 
 import pytest
@@ -180,6 +181,7 @@ def run_scenario(
     print(
         f"\n{name}: {verdict.operations} operations, {verdict.acknowledged} acknowledged, "
         f"{verdict.failed} failed, {len(verdict.lost)} lost, {verdict.duplicated} duplicated, "
+        f"{verdict.unplaced} acknowledged without an offset, "
         f"{verdict.reads} reads ({history.consumer_errors} consumer restarts), "
         f"longest unavailability {verdict.unavailable_s:.1f} s"
     )
@@ -189,6 +191,11 @@ def run_scenario(
         f"{name}: acks=-1 writes stalled {stalls} (per fault; {sum(verdict.stalls_s):.1f} s in all)"
     )
     print(f"{name}: the nodes' logs are in {logs}")
+    if verdict.failed:
+        errors = Counter(s.error for s in history.sends if s.error is not None)
+        print(
+            f"{name}: failed sends by error: " + "; ".join(f"{n}x {e}" for e, n in errors.items())
+        )
     print(
         f"{name}: worst partition per role of the faulted node (measured/target): "
         f"{verdict.stall_text()}"

@@ -57,6 +57,13 @@ class Send:
     partition: int = -1
     offset: int = -1
     error: str | None = None
+    offset_reported: bool = True
+    """False for an acknowledgement that came without its offset: librdkafka's idempotent
+    producer reports a message as delivered without one when the success of a later batch of
+    the same producer and partition implies it (the broker accepted the next sequence number)
+    while its own answer was an error or never came (its ``IMPLICITACK``). The checker judges
+    such a value acknowledged (it must be in the final log, in ``partition``) but cannot judge
+    its offset."""
 
     @property
     def ok(self) -> bool:
@@ -261,10 +268,14 @@ def _record_delivery(
         send.error = f"{error.name()}: {error.str()}"
         return
     partition, offset = message.partition(), message.offset()
-    if partition is None or offset is None:  # librdkafka gives both with every success
-        send.error = f"a delivery report without a partition or an offset: {message!r}"
+    if partition is None:  # librdkafka assigns the partition before it sends
+        send.error = "a delivery report without a partition"
         return
-    send.partition, send.offset = partition, offset
+    send.partition = partition
+    if offset is None:  # delivered, the offset unknown (``Send.offset_reported``)
+        send.offset_reported = False
+    else:
+        send.offset = offset
     send.acked_at = now_s()
 
 
