@@ -8,7 +8,9 @@ from its files after a controlled stop.
 What must hold (each a list of violations in the ``Verdict``; the scenario asserts it empty):
 
 * lost: an acknowledged value that is nowhere in the final log;
-* misplaced: an acknowledged value not at the (partition, offset) it was acknowledged at;
+* misplaced: an acknowledged value not at the (partition, offset) it was acknowledged at (for
+  an acknowledgement that came without an offset, librdkafka's implicit ones: not in the
+  partition it was acknowledged in);
 * offsets: in each partition the final log's offsets are unique and increasing (contiguous:
   odradek has no transactions or compaction in this topic);
 * consumers: each consumer's view of a partition is a prefix of the final log (the same value
@@ -53,6 +55,9 @@ class Verdict:
     duplicated: int
     unavailable_s: float
     reads: int
+    unplaced: int = 0
+    """Acknowledgements without an offset (``Send.offset_reported``): judged for loss and
+    partition, not offset."""
     lost: list[str] = field(default_factory=list)
     misplaced: list[str] = field(default_factory=list)
     offsets: list[str] = field(default_factory=list)
@@ -159,7 +164,17 @@ def check(
     if history.idempotent:
         verdict.order = out_of_order(final)
     at = {p: dict(records) for p, records in final.items()}
+    in_partition = {p: {v for _, v in records} for p, records in final.items()}
     for send in acked:
+        if not send.offset_reported:  # acknowledged in a partition, at an offset not told
+            verdict.unplaced += 1
+            if send.value not in values:
+                verdict.lost.append(f"{send.value!r} acked in partition {send.partition}")
+            elif send.value not in in_partition.get(send.partition, set()):
+                verdict.misplaced.append(
+                    f"{send.value!r} acked in partition {send.partition}, which lacks it"
+                )
+            continue
         found = at.get(send.partition, {}).get(send.offset)
         if send.value not in values:
             verdict.lost.append(f"{send.value!r} acked at {send.partition}/{send.offset}")

@@ -1,9 +1,11 @@
 """ZooKeeper and three odradek nodes as containers (testcontainers), and the faults done to them.
 
 Every container uses host networking: ZooKeeper listens on 127.0.0.10:2181 and node N on
-127.0.0.1N:9092, so the tests reach them on loopback and iptables can single one out by
-address. Each node's data directory is bind-mounted from the test's temporary directory, so the
-checker can read every replica's files with ``storage`` once the node is stopped.
+127.0.0.1N:9092 (gRPC) and, on a plaintext cluster, on 127.0.0.1N:19092 (Kafka's wire protocol,
+the KAFKA listener of ``kafka.listen.address``), so the tests reach them on loopback and
+iptables can single one out by address. Each node's data directory is bind-mounted from the
+test's temporary directory, so the checker can read every replica's files with ``storage`` once
+the node is stopped.
 
 With :class:`ClusterTls` the same cluster runs on TLS (tests/containers/test_faults_tls.py):
 every node's listener is mutual TLS (clients and the nodes between themselves), the nodes reach
@@ -51,6 +53,9 @@ ZOOKEEPER_TLS_PORT = 2182
 CERTS_MOUNT = "/etc/odradek/certs"
 CHROOT = "/odradek"
 NODE_PORT = 9092
+KAFKA_PORT = 19092
+"""Each node's Kafka listener, on its own address (127.0.0.1N): apart from the compose test's
+127.0.0.20:19092-19094 and a developer's cluster on 127.0.0.1."""
 NODE_UID = 1000  # the node image's user: it must own the bind-mounted data directory
 SESSION_TIMEOUT_MS = 6_000
 REPLICA_LAG_TIME_MAX_MS = 5_000
@@ -144,6 +149,11 @@ class NodeContainer:
         return f"{self.host}:{NODE_PORT}"
 
     @property
+    def kafka_address(self) -> str:
+        """Where the node serves Kafka's wire protocol (a plaintext cluster's nodes only)."""
+        return f"{self.host}:{KAFKA_PORT}"
+
+    @property
     def data_dir(self) -> Path:
         return self.directory / "data"
 
@@ -210,6 +220,12 @@ class ContainerCluster:
                 for key, value in tls.node_env(node_id).items():
                     container.with_env(key, value)
                 container.with_volume_mapping(str(tls.directory), CERTS_MOUNT, "ro")
+            else:
+                # a TLS cluster gets no Kafka listener: ``kafka.listen.address``'s is PLAINTEXT,
+                # a way around the mutual TLS the TLS scenarios assert
+                container.with_env(
+                    "ODRADEK_KAFKA_LISTEN_ADDRESS", f"127.0.0.{10 + node_id}:{KAFKA_PORT}"
+                )
             self.nodes[node_id] = NodeContainer(node_id, node_dir, container, credentials)
 
     @property
@@ -219,6 +235,13 @@ class ContainerCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(n.address for n in self.nodes.values())
+
+    @property
+    def kafka_bootstrap_servers(self) -> str:
+        """The nodes' Kafka listeners, for Kafka clients (a plaintext cluster only)."""
+        if self.tls is not None:
+            raise ValueError("a TLS container cluster has no Kafka listeners")
+        return ",".join(n.kafka_address for n in self.nodes.values())
 
     @property
     def client_config(self) -> dict[str, Any]:

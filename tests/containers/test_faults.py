@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections import Counter
 from collections.abc import Callable
 
 import pytest
@@ -25,7 +26,7 @@ from tests.containers.cluster import (
     Partition,
     now_s,
 )
-from tests.containers.workload import PARTITIONS, TOPIC, Workload
+from tests.containers.workload import PARTITIONS, TOPIC, ProducerKind, Workload
 from tests.integration.helpers import wait_for
 
 pytestmark = pytest.mark.containers
@@ -137,16 +138,23 @@ def run_scenario(
     verdicts: list[Verdict],
     *,
     idempotent: bool = True,
+    producer: ProducerKind = "sdk",
 ) -> None:
     """Workload, ``fault``, healing, then the checks; records and asserts the verdict. With
-    ``idempotent`` (the SDK's default) duplicates and a producer's order are judged too."""
+    ``idempotent`` (the SDK's default) duplicates and a producer's order are judged too.
+    ``producer``: the SDK's producers, or librdkafka's on the Kafka listeners (workload.py)."""
     with Admin(cluster.bootstrap_servers, request_timeout_ms=10_000) as admin:
         created = admin.create_topics(
             [NewTopic(TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": "2"})]
         )
     assert created == {TOPIC: None}
     wait_full_isr(cluster)
-    workload = Workload(cluster.bootstrap_servers, idempotent=idempotent)
+    workload = Workload(
+        cluster.bootstrap_servers,
+        idempotent=idempotent,
+        producer=producer,
+        kafka_bootstrap_servers=cluster.kafka_bootstrap_servers,
+    )
     workload.start()
     try:
         wait_progress(workload, 100)
@@ -173,6 +181,7 @@ def run_scenario(
     print(
         f"\n{name}: {verdict.operations} operations, {verdict.acknowledged} acknowledged, "
         f"{verdict.failed} failed, {len(verdict.lost)} lost, {verdict.duplicated} duplicated, "
+        f"{verdict.unplaced} acknowledged without an offset, "
         f"{verdict.reads} reads ({history.consumer_errors} consumer restarts), "
         f"longest unavailability {verdict.unavailable_s:.1f} s"
     )
@@ -182,6 +191,11 @@ def run_scenario(
         f"{name}: acks=-1 writes stalled {stalls} (per fault; {sum(verdict.stalls_s):.1f} s in all)"
     )
     print(f"{name}: the nodes' logs are in {logs}")
+    if verdict.failed:
+        errors = Counter(s.error for s in history.sends if s.error is not None)
+        print(
+            f"{name}: failed sends by error: " + "; ".join(f"{n}x {e}" for e, n in errors.items())
+        )
     print(
         f"{name}: worst partition per role of the faulted node (measured/target): "
         f"{verdict.stall_text()}"
@@ -192,7 +206,7 @@ def run_scenario(
 # -- the scenarios ----------------------------------------------------------------------------
 
 
-def _kill_leader_three_times(cluster: ContainerCluster, workload: Workload) -> None:
+def kill_leader_three_times(cluster: ContainerCluster, workload: Workload) -> None:
     for _ in range(3):
         wait_full_isr(cluster)
         leader = leader_of_partition_0(cluster)
@@ -207,33 +221,31 @@ def _kill_leader_three_times(cluster: ContainerCluster, workload: Workload) -> N
 def test_leader_killed_repeatedly(cluster, verdicts):
     """SIGKILL of partition 0's leader, three times, each time restarted once another node
     has taken over (Kafka's hard bounce of the leader)."""
-    run_scenario("kill leader (3x)", cluster, _kill_leader_three_times, verdicts)
+    run_scenario("kill leader (3x)", cluster, kill_leader_three_times, verdicts)
 
 
 def test_leader_killed_repeatedly_without_idempotence(cluster, verdicts):
     """The same faults with the producers' idempotence off: duplicates are counted, not
     judged (the table shows what idempotence removes; loss and the rest are still judged)."""
-    run_scenario("kill leader (3x)", cluster, _kill_leader_three_times, verdicts, idempotent=False)
+    run_scenario("kill leader (3x)", cluster, kill_leader_three_times, verdicts, idempotent=False)
+
+
+def kill_controller(cluster: ContainerCluster, workload: Workload) -> None:
+    controller = wait_for(lambda: (c := cluster.controller_id()) > 0 and c, "an active controller")
+    workload.fault(roles_of(cluster, controller))
+    cluster.kill(controller)
+    wait_for(
+        lambda: cluster.controller_id() not in (-1, controller),
+        "another node to become the controller",
+    )
+    wait_progress(workload, 20)
+    workload.healed()
+    cluster.start_node(controller)
 
 
 def test_controller_killed(cluster, verdicts):
     """SIGKILL of the active controller; another node must take over the role."""
-
-    def fault(cluster: ContainerCluster, workload: Workload) -> None:
-        controller = wait_for(
-            lambda: (c := cluster.controller_id()) > 0 and c, "an active controller"
-        )
-        workload.fault(roles_of(cluster, controller))
-        cluster.kill(controller)
-        wait_for(
-            lambda: cluster.controller_id() not in (-1, controller),
-            "another node to become the controller",
-        )
-        wait_progress(workload, 20)
-        workload.healed()
-        cluster.start_node(controller)
-
-    run_scenario("kill controller", cluster, fault, verdicts)
+    run_scenario("kill controller", cluster, kill_controller, verdicts)
 
 
 def test_follower_killed(cluster, verdicts):
@@ -305,10 +317,9 @@ def test_follower_paused(cluster, verdicts):
     run_scenario("pause follower", cluster, fault, verdicts)
 
 
-def test_leader_partitioned(cluster, verdicts, partition: Partition):
-    """Partition 0's leader cut off from everyone (ZooKeeper, the other nodes, the clients) in
-    both directions with iptables, until its session expires and leadership moves; then healed.
-    """
+def partition_leader(partition: Partition) -> Fault:
+    """Partition 0's leader cut off with ``partition`` until its session expires and
+    leadership moves; then healed."""
 
     def fault(cluster: ContainerCluster, workload: Workload) -> None:
         leader = leader_of_partition_0(cluster)
@@ -328,7 +339,14 @@ def test_leader_partitioned(cluster, verdicts, partition: Partition):
             partition.heal()
         workload.healed()
 
-    run_scenario("partition leader", cluster, fault, verdicts)
+    return fault
+
+
+def test_leader_partitioned(cluster, verdicts, partition: Partition):
+    """Partition 0's leader cut off from everyone (ZooKeeper, the other nodes, the clients) in
+    both directions with iptables, until its session expires and leadership moves; then healed.
+    """
+    run_scenario("partition leader", cluster, partition_leader(partition), verdicts)
 
 
 def test_zookeeper_paused(cluster, verdicts):

@@ -4,12 +4,16 @@ Several producers (each its own ``Producer``, acks=-1, retrying) send unique val
 ``p<producer>-<seq>`` to a topic with three partitions, replication factor 3 and
 min.insync.replicas 2 at a bounded rate, not waiting for answers; each send is recorded
 with its send and acknowledgement times and the (partition, offset) it was acknowledged at, or
-its error. Consumers read every partition from the beginning, recording each (partition,
-offset, value) they are given. The checker (``checker.py``) judges the history against the log
-read after the fault has healed.
+its error. The producers are the odradek SDK's (gRPC; ``producer="sdk"``) or librdkafka's
+through confluent-kafka on the nodes' Kafka listeners (``producer="librdkafka"``: Kafka's wire
+protocol, its idempotent producer and its own retries), sending the same values at the same
+rate into the same history. Consumers (the SDK's) read every partition from the beginning,
+recording each (partition, offset, value) they are given. The checker (``checker.py``) judges
+the history against the log read after the fault has healed.
 
 Thread-safety: each producer and consumer runs in a thread of its own and appends to its own
-list; the lists are read only after ``stop`` has joined the threads.
+list; the lists are read only after ``stop`` has joined the threads. (librdkafka calls a
+producer's delivery callbacks from that producer's own ``poll``/``flush``, in its thread.)
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+import confluent_kafka
 
 from odradek import Consumer, Producer, RecordMetadata, TopicPartition
 from tests.containers.cluster import now_s
@@ -34,6 +40,10 @@ REQUEST_TIMEOUT_MS = 5_000
 """Clients give up on a request to a node that stopped answering (paused, partitioned) after
 5 s and retry elsewhere, rather than after the default 30 s."""
 METADATA_MAX_AGE_MS = 5_000
+DELIVERY_TIMEOUT_MS = 120_000
+"""How long a send may take, retries included (Kafka's ``delivery.timeout.ms`` default): long
+enough to ride out every fault of the suite."""
+ProducerKind = Literal["sdk", "librdkafka"]
 
 
 @dataclass
@@ -47,6 +57,13 @@ class Send:
     partition: int = -1
     offset: int = -1
     error: str | None = None
+    offset_reported: bool = True
+    """False for an acknowledgement that came without its offset: librdkafka's idempotent
+    producer reports a message as delivered without one when the success of a later batch of
+    the same producer and partition implies it (the broker accepted the next sequence number)
+    while its own answer was an error or never came (its ``IMPLICITACK``). The checker judges
+    such a value acknowledged (it must be in the final log, in ``partition``) but cannot judge
+    its offset."""
 
     @property
     def ok(self) -> bool:
@@ -87,17 +104,29 @@ class Workload:
         *,
         idempotent: bool = True,
         client_config: Mapping[str, Any] | None = None,
+        producer: ProducerKind = "sdk",
+        kafka_bootstrap_servers: str | None = None,
     ) -> None:
-        """``client_config``: the SDK's security keywords (a TLS cluster's)."""
+        """``client_config``: the SDK's security keywords (a TLS cluster's). ``producer``: whose
+        producers send (module docstring); librdkafka's reach ``kafka_bootstrap_servers``
+        (the nodes' Kafka listeners). The consumers are the SDK's either way."""
+        if producer == "librdkafka" and kafka_bootstrap_servers is None:
+            raise ValueError("librdkafka's producers need kafka_bootstrap_servers")
         self.bootstrap_servers = bootstrap_servers
+        self.kafka_bootstrap_servers = kafka_bootstrap_servers
         self.client_config = dict(client_config or {})
+        self.producer = producer
         self.history = History(idempotent=idempotent)
         self._stop = threading.Event()
         self._sends: list[list[Send]] = [[] for _ in range(PRODUCERS)]
         self._reads: list[list[Read]] = [[] for _ in range(CONSUMERS)]
         self._consumer_errors = [0] * CONSUMERS
         self._threads = [
-            threading.Thread(target=self._produce, args=(p,), name=f"producer-{p}")
+            threading.Thread(
+                target=self._produce if producer == "sdk" else self._produce_librdkafka,
+                args=(p,),
+                name=f"producer-{p}",
+            )
             for p in range(PRODUCERS)
         ] + [
             threading.Thread(target=self._consume, args=(c,), name=f"consumer-{c}")
@@ -146,7 +175,7 @@ class Workload:
             acks=-1,
             linger_ms=2,
             request_timeout_ms=REQUEST_TIMEOUT_MS,
-            delivery_timeout_ms=120_000,
+            delivery_timeout_ms=DELIVERY_TIMEOUT_MS,
             metadata_max_age_ms=METADATA_MAX_AGE_MS,
             enable_idempotence=self.history.idempotent,
             **self.client_config,
@@ -159,6 +188,40 @@ class Workload:
                 seq += 1
                 time.sleep(SEND_INTERVAL_S)
             producer.flush(120)
+
+    def _produce_librdkafka(self, producer_id: int) -> None:
+        """``_produce`` with librdkafka's producer on the Kafka listeners: acks=all, idempotent
+        as the history says, the same timeouts; each send's outcome comes from its delivery
+        report, served by ``poll``/``flush`` in this thread."""
+        sends = self._sends[producer_id]
+        assert self.kafka_bootstrap_servers is not None
+        producer = confluent_kafka.Producer(
+            {
+                "bootstrap.servers": self.kafka_bootstrap_servers,
+                "client.id": f"workload-producer-{producer_id}",
+                "acks": "all",
+                "enable.idempotence": self.history.idempotent,
+                "linger.ms": 2,
+                "request.timeout.ms": REQUEST_TIMEOUT_MS,
+                "message.timeout.ms": DELIVERY_TIMEOUT_MS,
+                "topic.metadata.refresh.interval.ms": METADATA_MAX_AGE_MS,
+                "error_cb": functools.partial(_fatal, sends),
+            }
+        )
+        seq = 0
+        while not self._stop.is_set():
+            send = Send(producer_id, f"p{producer_id}-{seq}".encode(), now_s())
+            sends.append(send)
+            try:
+                producer.produce(
+                    TOPIC, send.value, on_delivery=functools.partial(_record_delivery, send)
+                )
+            except (BufferError, confluent_kafka.KafkaException) as exc:  # e.g. after a fatal
+                send.error = repr(exc)
+            producer.poll(0)
+            seq += 1
+            time.sleep(SEND_INTERVAL_S)
+        producer.flush(DELIVERY_TIMEOUT_MS / 1000)
 
     def _consume(self, consumer_id: int) -> None:
         """Reads from the beginning; after an error, a fresh consumer resumes after the last
@@ -195,3 +258,30 @@ def _record(send: Send, future: Future[RecordMetadata]) -> None:
     meta = future.result()
     send.partition, send.offset = meta.partition, meta.offset
     send.acked_at = now_s()
+
+
+def _record_delivery(
+    send: Send, error: confluent_kafka.KafkaError | None, message: confluent_kafka.Message
+) -> None:
+    """librdkafka's delivery report for ``send``: its (partition, offset), or its error."""
+    if error is not None:
+        send.error = f"{error.name()}: {error.str()}"
+        return
+    partition, offset = message.partition(), message.offset()
+    if partition is None:  # librdkafka assigns the partition before it sends
+        send.error = "a delivery report without a partition"
+        return
+    send.partition = partition
+    if offset is None:  # delivered, the offset unknown (``Send.offset_reported``)
+        send.offset_reported = False
+    else:
+        send.offset = offset
+    send.acked_at = now_s()
+
+
+def _fatal(sends: list[Send], error: confluent_kafka.KafkaError) -> None:
+    """librdkafka's error callback: transient errors (a node down) it retries by itself; a
+    fatal one (the idempotent producer's guarantee broken) fails every later send, so it is
+    printed where the scenario's output shows it."""
+    if error.fatal():
+        print(f"librdkafka fatal error after {len(sends)} sends: {error.name()}: {error.str()}")
