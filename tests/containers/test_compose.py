@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import urllib.request
 
 import pytest
 
@@ -23,6 +24,9 @@ BOOTSTRAP = ",".join(f"{HOST}:{port}" for port in (9092, 9093, 9094))
 KAFKA_BOOTSTRAP = ",".join(f"{HOST}:{port}" for port in (19092, 19093, 19094))
 PROJECT = "odradek-compose-test"
 COMPOSE_FILE = ROOT / "deploy" / "compose" / "compose.yaml"
+CONSOLE_FILE = ROOT / "deploy" / "compose" / "console.yaml"
+"""The web console as a service beside the cluster (the opt-in second file its header names)."""
+CONSOLE = f"http://{HOST}:8080"
 
 
 def _compose(*args: str) -> subprocess.CompletedProcess[str]:
@@ -33,7 +37,7 @@ def _compose(*args: str) -> subprocess.CompletedProcess[str]:
             pytrace=False,
         )
     return subprocess.run(
-        [executable, "-p", PROJECT, "-f", str(COMPOSE_FILE), *args],
+        [executable, "-p", PROJECT, "-f", str(COMPOSE_FILE), "-f", str(CONSOLE_FILE), *args],
         env=dict(os.environ, ODRADEK_COMPOSE_HOST=HOST),
         capture_output=True,
         text=True,
@@ -55,6 +59,15 @@ def _kcat(*args: str) -> str:
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+def _page(path: str) -> str | None:
+    """A console page's HTML, or None while the console does not answer yet."""
+    try:
+        with urllib.request.urlopen(CONSOLE + path, timeout=10) as response:
+            return str(response.read().decode())
+    except OSError:
+        return None
 
 
 def _up() -> None:
@@ -97,6 +110,10 @@ def test_the_compose_file_runs_a_replicated_cluster_that_keeps_its_data_across_d
             assert f"broker {node} at {HOST}:{port}" in listing
         read = _kcat("-C", "-t", "orders", "-o", "beginning", "-e", "-q")
         assert sorted(read.splitlines()) == sorted(f"order {i}" for i in range(60))
+        # the console service shows the cluster and the topic
+        overview = wait_for(lambda: _page("/"), "the console's overview", 120)
+        assert all(f"{HOST}:{port}" in overview for port in (9092, 9093, 9094))
+        assert "orders" in (_page("/topics") or "")
 
         # `down` stops the containers (SIGTERM, as `docker stop` sends) and removes them but
         # keeps the named volumes: the next `up` finds the topic and its records
