@@ -8,9 +8,11 @@ Kafka's ``minOneMessage``). The replica manager waits up to ``max_wait_ms`` for 
 
 Fetch sessions (KIP-227, v7+) are not kept: every answer is a full one with ``session_id`` 0,
 which tells a client asking for a session that none was made, and it goes on with full fetches
-(Kafka's ``FetchSessionHandler``). A request naming a session the door never gave
-(``session_id`` ≠ 0) answers FETCH_SESSION_ID_NOT_FOUND (70); one continuing an absent session
-(``session_id`` 0, ``session_epoch`` > 0) answers INVALID_FETCH_SESSION_EPOCH (71).
+(Kafka's ``FetchSessionHandler``). An incremental fetch (``session_epoch`` > 0) answers
+FETCH_SESSION_ID_NOT_FOUND (70) when it names a session (the door never gave one) and
+INVALID_FETCH_SESSION_EPOCH (71) when it names none; a full one (epoch 0 or -1) is served
+whatever session it names, as Kafka's ``FetchManager.newContext`` closes that session and
+serves it.
 
 A partition the principal may not READ answers TOPIC_AUTHORIZATION_FAILED (29). On a plaintext
 listener the records go from the page cache to the socket with sendfile.
@@ -49,7 +51,7 @@ def handle_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> A
     if isolation_level not in (READ_UNCOMMITTED, READ_COMMITTED):
         # Kafka's IsolationLevel.forId refuses it while parsing: the connection is closed
         return CLOSE_CONNECTION
-    if session_id != 0 or session_epoch > 0:
+    if session_epoch > 0:
         top["error_code"] = (
             FETCH_SESSION_ID_NOT_FOUND if session_id != 0 else INVALID_FETCH_SESSION_EPOCH
         )

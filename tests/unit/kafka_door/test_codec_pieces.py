@@ -214,3 +214,33 @@ def test_scram_over_the_sasl_handlers_authenticates_and_refuses():
     assert refused.error_code is ErrorCode.unsupported_sasl_mechanism
     assert refused.mechanisms == ("SCRAM-SHA-256", "SCRAM-SHA-512")
     assert conn.close_after_response
+
+
+@pytest.mark.parametrize(
+    ("session_id", "session_epoch", "error"),
+    [(7, 3, ErrorCode.fetch_session_id_not_found), (0, 2, ErrorCode.invalid_fetch_session_epoch)],
+)
+def test_an_incremental_fetch_is_refused_as_kafka_refuses_an_unknown_session(
+    session_id: int, session_epoch: int, error: ErrorCode
+) -> None:
+    from kio.serial import entity_reader
+
+    from node.kafka_door.handlers.fetch import handle_fetch
+
+    request = make(
+        request_class(1, 7),
+        max_wait=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=session_id,
+        session_epoch=session_epoch,
+        topics=(),
+        forgotten_topics_data=(),
+    )
+    conn = Connection("KAFKA", "PLAINTEXT", "127.0.0.1", 5000)
+    # refused before the core is asked: no services needed
+    answer = handle_fetch(None, _context(conn, 1, 7), request)  # type: ignore[arg-type]
+    body = b"".join(p for p in answer.parts if isinstance(p, bytes))
+    decoded, _ = entity_reader(response_class(1, 7))(body, 0)
+    assert decoded.error_code is error and decoded.responses == ()
