@@ -550,12 +550,18 @@ class RecordAccumulator:
         """The idempotent producer's order rules (see :mod:`odradek.client.idempotence`): no
         batch before the producer has an id; a retried batch, or one to be renumbered, only
         when nothing of its partition is in flight; a new batch only behind batches of the
-        current epoch."""
+        current epoch, once the leader has stored one batch of the partition in this epoch."""
         if not idempotence.has_id:
             return False
         if batch.attempts > 0 or batch.base_sequence >= 0:
             return not in_flight
         if in_flight:
+            # A leader takes any first sequence from a producer (epoch) it does not know yet,
+            # as Kafka's does; a node answers concurrent calls in any order, so a second batch
+            # sent before the first is stored could be stored first, and the first refused as
+            # out of order: one batch at a time until the leader knows the sequence.
+            if not idempotence.has_acknowledged(batch.tp):
+                return False
             return all(idempotence.is_current(b.producer_id, b.producer_epoch) for b in in_flight)
         return True
 

@@ -87,6 +87,10 @@ class IdempotenceState:
         self._next_sequence[tp] = increment(sequence, record_count)
         return sequence
 
+    def has_acknowledged(self, tp: TopicPartition) -> bool:
+        """Whether a batch of ``tp`` numbered in the current epoch was stored."""
+        return tp in self._last_acked
+
     def acknowledged(self, tp: TopicPartition, base_sequence: int, record_count: int) -> None:
         """A batch of ``tp`` numbered in the current epoch was stored."""
         self._last_acked[tp] = increment(base_sequence, record_count - 1)

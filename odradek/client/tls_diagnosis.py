@@ -105,7 +105,9 @@ def diagnose(address: str, details: str) -> SslAuthenticationError | None:
         )
     if "Tls handshake failed" in details or "Ssl handshake failed" in details:
         return _error(address, f"the TLS handshake failed: {details}")
-    if "Socket closed" not in details or not known:
+    if "Socket closed" not in details or "Stream removed" in details or not known:
+        # "Stream removed": a connection that was up went away (a node stopped or was killed),
+        # not a handshake refused: nothing to ask the listener, and no probe to wait for
         return None
     refusals = {v for c in known if (v := _probe_cached(address, c)) is not None}
     return _error(address, refusals.pop()) if len(refusals) == 1 else None
