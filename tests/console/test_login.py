@@ -13,6 +13,7 @@ import pytest
 from kazoo.client import KazooClient
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import Select
 
 from deploy.local.zookeeper import ZooKeeperServer
@@ -153,8 +154,16 @@ def log_in(browser: WebDriver, console: Console, user: str, password: str) -> No
     wait_until(browser, lambda d: d.find_elements(By.ID, "username"))
     browser.find_element(By.ID, "username").send_keys(user)
     browser.find_element(By.ID, "password").send_keys(password)
-    browser.find_element(By.ID, "login").click()
-    wait_until(browser, lambda d: d.execute_script("return document.readyState") == "complete")
+    button = browser.find_element(By.ID, "login")
+    button.click()
+    # the answer to the POST has arrived when the login page is gone: the same document can
+    # still say "complete" just after the click, and a page opened before the answer carries
+    # no session cookie yet
+    wait_until(browser, staleness_of(button))
+    wait_until(
+        browser,
+        lambda d: d.find_elements(By.ID, "principal") or d.find_elements(By.ID, "error"),
+    )
 
 
 def test_a_wrong_password_is_refused(browser: WebDriver, console: Console) -> None:
