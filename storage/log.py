@@ -55,7 +55,6 @@ from odradek.records import (
     CONTROL_FLAG_MASK,
     NO_PRODUCER_ID,
     NO_TIMESTAMP,
-    RecordBatch,
     set_log_append_time,
     stamp_batch,
     validated_headers,
@@ -86,6 +85,7 @@ from storage.log_segment import (
     filename_prefix_from_offset,
 )
 from storage.log_segments import LogSegments
+from storage.log_validator import check_records
 from storage.producer_state import (
     AppendAnalysis,
     AppendOrigin,
@@ -433,12 +433,14 @@ class Log:
 
         Each batch must have a valid CRC-32C, magic 2, base offset 0 (offsets are the leader's
         to assign), a record count matching its offset delta, no control flag and, with a
-        producer id, a sequence number ≥ 0. Batches with a producer id are then checked by the
+        producer id, a sequence number ≥ 0; every record of it is read
+        (:mod:`storage.log_validator`). Batches with a producer id are then checked by the
         producer state (:mod:`storage.producer_state`): a duplicate of one of the producer's
         last five batches writes nothing and returns the original offsets with ``duplicate``
-        set. Raises
-        ``CorruptRecordError``, ``InvalidRecordError`` (also for a record without a key on a
-        compacted log), ``MessageTooLargeError`` (a batch over ``max_message_bytes``),
+        set. Raises ``CorruptRecordError`` (also for malformed records under a right CRC),
+        ``InvalidRecordError`` (also for a record without a key on a compacted log, or a
+        compressed batch without incremental offsets), ``MessageTooLargeError`` (a batch over
+        ``max_message_bytes``),
         ``RecordListTooLargeError`` (more than ``segment_bytes`` in one append),
         ``OutOfOrderSequenceError`` or ``InvalidProducerEpochError``; on any error nothing is
         written.
@@ -471,11 +473,10 @@ class Log:
                     f"batch {index} of producer {h.producer_id} has the invalid sequence "
                     f"number {h.base_sequence}"
                 )
-            if config.compact:
-                # Compaction needs a key on every record: the one check that decodes records.
-                for record in RecordBatch(buf, h.position).records():
-                    if record.key is None:
-                        raise InvalidRecordError("compacted topics accept only records with a key")
+            # every record is read, as Kafka's LogValidator does: a right CRC over malformed
+            # records is refused here, before anything is written
+            if check_records(buf, h.position) and config.compact:
+                raise InvalidRecordError("compacted topics accept only records with a key")
         log_append_time = config.message_timestamp_type == "log_append_time"
         with self._lock:
             self._check_open()

@@ -57,15 +57,6 @@ def fuzzed(kafka_cluster: LocalCluster) -> fuzz.FuzzReport:
     return report
 
 
-def _known(finding: dict[str, object]) -> bool:
-    """The findings reported to the lead, each with a reproducer test below (strict xfail: it
-    fails once fixed, and then this filter goes)."""
-    kind = str(finding["kind"])
-    if finding["outcome"] == fuzz.CORRUPT_ACCEPTED:
-        return kind.endswith(("record_length_lie", "compressed_garbage"))
-    return False
-
-
 def test_every_fuzzed_frame_gets_what_kafka_gives_it_in_time(fuzzed):
     assert fuzzed.frames == FRAMES
     # every family of bad input was sent
@@ -90,8 +81,7 @@ def test_every_fuzzed_frame_gets_what_kafka_gives_it_in_time(fuzzed):
         assert fuzzed.outcomes[outcome] > 0, fuzzed.outcomes
     # no hang, no malformed answer, no Python text, no corrupt batch taken, no answer where
     # Kafka closes, no traceback in the node's log
-    unknown = [f for f in fuzzed.findings if not _known(f)]
-    assert not unknown, unknown[:5]
+    assert not fuzzed.findings, fuzzed.findings[:5]
 
 
 def test_the_node_stays_up_and_other_clients_lose_nothing(fuzzed, kafka_cluster):
@@ -127,13 +117,6 @@ def test_a_fetch_with_an_unknown_isolation_level_closes_without_a_traceback(kafk
     assert watch.traceback_of(probe) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding for the lead: a batch whose CRC is right but whose records are malformed "
-    "(a record length that lies, garbage under a compression codec) is appended and "
-    "acknowledged (error code 0); Kafka's LogValidator reads every record and answers "
-    "CORRUPT_MESSAGE / INVALID_RECORD",
-)
 @pytest.mark.parametrize("corruption", ["record_length_lie", "compressed_garbage"])
 def test_a_batch_with_a_right_crc_and_malformed_records_is_refused(kafka_cluster, corruption):
     node = kafka_cluster.nodes[0]
