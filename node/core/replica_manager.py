@@ -381,9 +381,20 @@ class ReplicaManager:
         the leadership moves, or ``timeout_ms`` passes (REQUEST_TIMED_OUT). ``acks`` other than
         -1, 0, 1: INVALID_REQUIRED_ACKS for every partition, nothing appended. Errors are
         answered per partition; never raises for one partition's failure."""
+        return self.start_append(partitions, acks=acks, timeout_ms=timeout_ms).wait()
+
+    def start_append(
+        self, partitions: Sequence[ProducePartition], *, acks: int, timeout_ms: int
+    ) -> PendingAppend:
+        """:meth:`append_records` in two steps: this appends, and the answer's
+        :meth:`PendingAppend.wait` waits for the replicas (acks=-1; at once otherwise). A door
+        that answers a connection's requests in order may append the next request while this
+        one waits, so that several waits share one round of follower fetches."""
         if acks not in (-1, 0, 1):
             err = InvalidRequiredAcksError(f"acks must be -1, 0 or 1, not {acks}")
-            return [_produce_error(d.topic, d.partition, err) for d in partitions]
+            return PendingAppend(
+                self, [_produce_error(d.topic, d.partition, err) for d in partitions]
+            )
         results: list[ProduceResult] = []
         waiting: list[tuple[int, Partition, int, int]] = []  # (result index, partition, ...)
         for data in partitions:
@@ -409,8 +420,16 @@ class ReplicaManager:
             )
             if acks == -1:
                 waiting.append((len(results) - 1, partition, info.last_offset + 1, epoch))
-        if not waiting:
-            return results
+        deadline = self._clock.monotonic_ms() + max(0, timeout_ms)
+        return PendingAppend(self, results, waiting, deadline, timeout_ms)
+
+    def _wait_replicated(
+        self,
+        results: list[ProduceResult],
+        waiting: list[tuple[int, Partition, int, int]],
+        deadline: int,
+        timeout_ms: int,
+    ) -> list[ProduceResult]:
         outcome: dict[int, OdradekError | bool] = {}
 
         def replicated() -> bool:
@@ -419,7 +438,6 @@ class ReplicaManager:
                     outcome[index] = partition.check_replicated(required, epoch)
             return all(v is not False for v in outcome.values())
 
-        deadline = self._clock.monotonic_ms() + max(0, timeout_ms)
         required: dict[TopicPartition, int] = {}
         for _, p, offset, _ in waiting:
             tp = (p.topic, p.partition)
@@ -709,3 +727,39 @@ def _produce_error(topic: str, partition: int, err: OdradekError) -> ProduceResu
     return ProduceResult(
         topic=topic, partition=partition, error_code=err.code, error_message=err.message
     )
+
+
+class PendingAppend:
+    """Batches appended by :meth:`ReplicaManager.start_append`, and the wait for their replicas.
+
+    :meth:`wait` (once, from any one thread) answers the per-partition results: at once when
+    nothing waits (acks 0 or 1, or every partition failed), else when the high watermark passes
+    every appended batch, the leadership moves or the request's timeout passes."""
+
+    __slots__ = ("_deadline", "_manager", "_results", "_timeout_ms", "_waiting")
+
+    def __init__(
+        self,
+        manager: ReplicaManager,
+        results: list[ProduceResult],
+        waiting: list[tuple[int, Partition, int, int]] | None = None,
+        deadline: int = 0,
+        timeout_ms: int = 0,
+    ) -> None:
+        self._manager = manager
+        self._results = results
+        self._waiting = waiting or []
+        self._deadline = deadline
+        self._timeout_ms = timeout_ms
+
+    @property
+    def waits(self) -> bool:
+        """Whether :meth:`wait` may block (an acks=-1 append that stored something)."""
+        return bool(self._waiting)
+
+    def wait(self) -> list[ProduceResult]:
+        if not self._waiting:
+            return self._results
+        return self._manager._wait_replicated(
+            self._results, self._waiting, self._deadline, self._timeout_ms
+        )

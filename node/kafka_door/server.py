@@ -1,11 +1,14 @@
 """The Kafka door's sockets: Kafka listeners served by one asyncio loop on its own thread.
 
-Each connection is read one frame at a time, as Kafka's ``SocketServer`` does: a request is
-read, handled and answered before the next is read (Kafka mutes a channel while its request is
-in flight), so the answers of a connection go out in the order of its requests however many a
-client pipelines (librdkafka sends up to five). Handlers run on the node's request threads
-(``request.handler.threads``: they may block, as long polls and acks=-1 waits do); the loop
-thread only reads, writes and dispatches.
+Each connection's requests are handled one after another and answered in their order, however
+many a client pipelines (librdkafka sends up to five), as Kafka's ``SocketServer`` does. Handlers
+run on the node's request threads (``request.handler.threads``: they may block, as long polls
+do); the loop thread only reads, writes and dispatches. One difference in timing from Kafka,
+which mutes a channel until its request is answered: a handler may answer :class:`Later` (an
+acks=-1 produce, once its batches are appended, waiting for the replicas), and the connection's
+next requests are then read and handled while it waits — so a pipelining producer's batches
+share the followers' fetches instead of waiting one replication round each. Appends still
+happen in request order, and answers still go out in it.
 
 Limits, with Kafka's names:
 
@@ -64,6 +67,7 @@ __all__ = [
     "KafkaDoor",
     "KafkaListenerSpec",
     "CLOSE_CONNECTION",
+    "Later",
     "NO_RESPONSE",
     "ResponseParts",
 ]
@@ -95,6 +99,16 @@ class _CloseConnection:
 
 
 CLOSE_CONNECTION = _CloseConnection()
+
+
+@dataclass(frozen=True, slots=True)
+class Later:
+    """A handler's answer that is not ready yet: ``finish`` (run on a request thread; it may
+    block, as an acks=-1 produce waits for its replicas) returns what the handler would have.
+    The connection reads and handles its next requests meanwhile, and its answers still go out
+    in the order of its requests."""
+
+    finish: Callable[[], Any]
 
 
 @dataclass(slots=True)
@@ -314,14 +328,44 @@ class KafkaDoor:
     async def _requests(
         self, conn: Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
+        """Reads and handles the connection's requests one after another; a task of its own
+        writes their answers in order. Only a :class:`Later` answer lets the next request be
+        read before this one is answered (at most ``_PIPELINE`` of them)."""
+        answers: asyncio.Queue[_Pending | None] = asyncio.Queue(_PIPELINE)
+        sender = self._loop.create_task(self._send(conn, answers, writer))
+        try:
+            await self._read(conn, reader, answers, sender)
+        except asyncio.CancelledError:
+            sender.cancel()
+            raise
+        except Exception:
+            if not sender.done():
+                # what was handled before the fault is still answered, then the connection
+                # closes (Kafka reads the faulty request only after answering those)
+                await self._put(answers, None, sender)
+                await asyncio.wait({sender})
+            if not sender.cancelled():
+                sender.exception()  # retrieved: the reader's error is the one reported
+            raise
+        if not sender.done():
+            await self._put(answers, None, sender)
+        await sender
+
+    async def _read(
+        self,
+        conn: Connection,
+        reader: asyncio.StreamReader,
+        answers: asyncio.Queue[_Pending | None],
+        sender: asyncio.Task[None],
+    ) -> None:
         idle_s = self.limits.connections_max_idle_ms / 1000
         max_bytes = self.limits.socket_request_max_bytes
-        while True:
+        while not sender.done():
             try:
                 async with asyncio.timeout(idle_s):
                     prefix = await reader.readexactly(4)
             except asyncio.IncompleteReadError:
-                return  # the client closed
+                return  # the client closed, or the sender closed the connection
             except TimeoutError:
                 raise _CloseError(f"idle for {self.limits.connections_max_idle_ms} ms") from None
             (size,) = SIZE.unpack(prefix)
@@ -333,11 +377,44 @@ class KafkaDoor:
                 frame = await reader.readexactly(size)
             answer = await self._dispatch(conn, frame)
             if answer is not None:
-                await self._write(writer, answer)
+                await self._put(answers, answer, sender)
             if conn.close_after_response:
+                await self._put(answers, None, sender)
+                await asyncio.wait({sender})
                 raise _CloseError("authentication failed")
 
-    async def _dispatch(self, conn: Connection, frame: bytes) -> bytes | ResponseParts | None:
+    @staticmethod
+    async def _put(
+        answers: asyncio.Queue[_Pending | None], item: _Pending | None, sender: asyncio.Task[None]
+    ) -> None:
+        if not answers.full():
+            answers.put_nowait(item)
+            return
+        put = asyncio.ensure_future(answers.put(item))
+        await asyncio.wait({put, sender}, return_when=asyncio.FIRST_COMPLETED)
+        if not put.done():
+            put.cancel()  # the sender ended: nothing more is answered
+
+    async def _send(
+        self,
+        conn: Connection,
+        answers: asyncio.Queue[_Pending | None],
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        try:
+            while (item := await answers.get()) is not None:
+                if isinstance(item, _Deferred):
+                    answer = await self._finish(conn, item)
+                    if answer is None:
+                        continue
+                else:
+                    answer = item
+                await self._write(writer, answer)
+        except BaseException:
+            writer.close()  # ends the reader's wait for the next request
+            raise
+
+    async def _dispatch(self, conn: Connection, frame: bytes) -> _Pending | None:
         try:
             key, version = peek_api(frame)
         except FrameError as e:
@@ -372,19 +449,35 @@ class KafkaDoor:
         except Exception:
             log.exception("%s v%d from %s failed", api.name, version, conn.peer_host)
             raise _CloseError(f"{api.name} failed on the server") from None
+        if isinstance(result, Later):
+            return _Deferred(api.name, ctx, result)
+        return self._encode(api.name, ctx, result)
+
+    async def _finish(self, conn: Connection, deferred: _Deferred) -> bytes | ResponseParts | None:
+        ctx = deferred.ctx
+        try:
+            result = await self._loop.run_in_executor(self._executor, deferred.later.finish)
+        except Exception:
+            log.exception("%s v%d from %s failed", deferred.api, ctx.api_version, conn.peer_host)
+            raise _CloseError(f"{deferred.api} failed on the server") from None
+        return self._encode(deferred.api, ctx, result)
+
+    @staticmethod
+    def _encode(api: str, ctx: RequestContext, result: Any) -> bytes | ResponseParts | None:
+        key, version = ctx.api_key, ctx.api_version
         if result is NO_RESPONSE:
             return None
         if result is CLOSE_CONNECTION:
-            raise _CloseError(f"{api.name} v{version} refused without an answer")
+            raise _CloseError(f"{api} v{version} refused without an answer")
         if isinstance(result, ResponseParts):
-            head = response_header(key, header.correlation_id, result.flexible)
+            head = response_header(key, ctx.correlation_id, result.flexible)
             result.parts.insert(0, SIZE.pack(len(head) + result.size()) + head)
             return result
         try:
-            return encode_response(key, header.correlation_id, result)
+            return encode_response(key, ctx.correlation_id, result)
         except Exception:
-            log.exception("encoding %s v%d failed", api.name, version)
-            raise _CloseError(f"{api.name}'s answer could not be encoded") from None
+            log.exception("encoding %s v%d failed", api, version)
+            raise _CloseError(f"{api}'s answer could not be encoded") from None
 
     async def _write(self, writer: asyncio.StreamWriter, answer: bytes | ResponseParts) -> None:
         if isinstance(answer, bytes):
@@ -412,3 +505,20 @@ class _CloseError(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class _Deferred:
+    """A request handled up to a :class:`Later`: its answer is made when its turn comes."""
+
+    api: str
+    ctx: RequestContext
+    later: Later
+
+
+_Pending = bytes | ResponseParts | _Deferred
+"""What the sender of a connection writes next, in request order."""
+
+_PIPELINE = 16
+"""Requests of one connection handled before the oldest of them is answered (only
+:class:`Later` answers let a connection run ahead; librdkafka keeps at most five in flight)."""

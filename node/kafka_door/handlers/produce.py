@@ -8,6 +8,8 @@ CORRUPT_MESSAGE, INVALID_RECORD, OUT_OF_ORDER_SEQUENCE_NUMBER, ...); a partition
 may not WRITE is TOPIC_AUTHORIZATION_FAILED (29) and never reaches the log. With acks=0 the
 broker answers nothing (``NO_RESPONSE``), and closes the connection if any partition failed
 (``KafkaApis.handleProduceRequest``: so that the producer notices and refreshes its metadata).
+An acks=-1 produce answers :class:`~node.kafka_door.server.Later` once appended: the connection
+handles its next requests while this one waits for the replicas.
 A transactional produce is refused whole with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53):
 odradek has no transaction coordinator.
 """
@@ -20,7 +22,7 @@ from node.core.requests import ProducePartition, ProduceResult
 from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
-from node.kafka_door.server import CLOSE_CONNECTION, NO_RESPONSE
+from node.kafka_door.server import CLOSE_CONNECTION, NO_RESPONSE, Later
 from node.kafka_door.services import DoorServices
 
 __all__ = ["handle_produce"]
@@ -45,7 +47,11 @@ def handle_produce(services: DoorServices, ctx: RequestContext, request: Any) ->
         (wanted, []) if services.auth is None else services.auth.produce(ctx.caller, wanted)
     )
     timeout_ms = int(request.timeout.total_seconds() * 1000)
-    results += services.replicas.append_records(allowed, acks=acks, timeout_ms=timeout_ms)
+    pending = services.replicas.start_append(allowed, acks=acks, timeout_ms=timeout_ms)
+    if pending.waits:
+        # appended; the connection's next requests go on while the replicas catch up
+        return Later(lambda: _answer(ctx, request, results + pending.wait()))
+    results += pending.wait()
     if acks == 0:
         return CLOSE_CONNECTION if any(r.error_code for r in results) else NO_RESPONSE
     return _answer(ctx, request, results)

@@ -28,6 +28,7 @@ from node.kafka_door.server import (
     FileSlice,
     KafkaDoor,
     KafkaListenerSpec,
+    Later,
 )
 
 METADATA = 3
@@ -221,6 +222,69 @@ def test_pipelined_requests_are_answered_in_order(door_factory):
         answered = [struct.unpack_from(">i", read_frame(sock))[0] for _ in range(3)]
     assert answered == [1, 2, 3]
     assert calls == [1, 2, 3]  # one request of a connection at a time, as Kafka
+
+
+def test_a_later_answer_lets_the_next_requests_run_and_keeps_the_order(door_factory):
+    release = threading.Event()
+    handled: list[int] = []
+
+    def later_first(ctx: RequestContext, request: Any) -> Any:
+        handled.append(ctx.correlation_id)
+        if ctx.correlation_id == 1:
+
+            def finish() -> Any:
+                # answered only if request 3 was handled while this one waited
+                assert release.wait(5), "the next requests were not handled meanwhile"
+                return metadata_answer(ctx, request)
+
+            return Later(finish)
+        if ctx.correlation_id == 3:
+            release.set()  # only reached while request 1 still waits
+        return metadata_answer(ctx, request)
+
+    _, port = door_factory({METADATA: later_first})
+    with connect(port) as sock:
+        sock.sendall(b"".join(request_frame(METADATA, 0, c, EMPTY_METADATA_V0) for c in (1, 2, 3)))
+        answered = [struct.unpack_from(">i", read_frame(sock))[0] for _ in range(3)]
+    assert answered == [1, 2, 3]
+    assert handled == [1, 2, 3]
+    assert release.is_set()
+
+
+def test_a_later_that_fails_closes_the_connection_after_the_answers_before_it(door_factory):
+    def second_fails(ctx: RequestContext, request: Any) -> Any:
+        if ctx.correlation_id == 2:
+
+            def finish() -> Any:
+                raise RuntimeError("secret internal detail")
+
+            return Later(finish)
+        return Later(lambda: metadata_answer(ctx, request))
+
+    _, port = door_factory({METADATA: second_fails})
+    with connect(port) as sock:
+        sock.sendall(b"".join(request_frame(METADATA, 0, c, EMPTY_METADATA_V0) for c in (1, 2, 3)))
+        assert struct.unpack_from(">i", read_frame(sock))[0] == 1
+        assert closed(sock)
+
+
+def test_answers_handled_before_a_bad_frame_are_written_before_the_close(door_factory):
+    release = threading.Event()
+
+    def later(ctx: RequestContext, request: Any) -> Any:
+        def finish() -> Any:
+            release.wait(5)
+            return metadata_answer(ctx, request)
+
+        return Later(finish)
+
+    _, port = door_factory({METADATA: later})
+    with connect(port) as sock:
+        sock.sendall(request_frame(METADATA, 0, 1, EMPTY_METADATA_V0))
+        sock.sendall(request_frame(99, 0, 2))  # an unknown API key: closes the connection
+        threading.Timer(0.2, release.set).start()
+        assert struct.unpack_from(">i", read_frame(sock))[0] == 1
+        assert closed(sock)
 
 
 def test_a_failing_handler_closes_the_connection_without_its_text(door_factory):
