@@ -12,7 +12,9 @@ every node) and 100-byte records, it measures:
 * confluent-kafka's consumer (assign from earliest, default fetch sizes) reading the RF-3 topic
   from the start, beside the raw gRPC fetch of the same records (``bench.cluster.run_consumer``)
   and odradek's own ``Consumer`` (``bench.sdk.consumer_rate``) — target >= 1.0x of the raw
-  fetch;
+  fetch; then Debian's kcat reading the same (librdkafka's fetch path without Python's
+  per-message cost), and the leader's cores while each of the three reads (a consumer whose
+  leader sits idle is limited by the client, not the door);
 * the same producer and consumer against librdkafka's in-process mock cluster
   (``test.mock.num.brokers=3``: real TCP ports inside the client), the client's ceiling: ours
   over the mock's;
@@ -42,6 +44,7 @@ import resource
 import socket
 import statistics
 import struct
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -128,6 +131,36 @@ def consume_rate(config: dict[str, Any], topic: str, end: int, start_offset: int
     if seen < end - start_offset:
         raise RuntimeError(f"read {seen} of {end - start_offset} records")
     return seen / seconds
+
+
+def kcat_consume_rate(bootstrap: str, topic: str, end: int) -> float:
+    """Debian's kcat (librdkafka with no Python in the loop) reads ``topic`` partition 0 from
+    the start up to ``end`` and exits; records/s including its start."""
+    start = time.perf_counter()
+    subprocess.run(
+        [
+            *("kcat", "-C", "-b", bootstrap, "-t", topic, "-p", "0"),
+            *("-o", "beginning", "-c", str(end), "-q", "-f", "%o\n"),
+        ],
+        stdout=subprocess.DEVNULL,
+        check=True,
+        timeout=300,
+    )
+    return end / (time.perf_counter() - start)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (``/proc/<pid>/stat``)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def leader_cores(pid: int, run: Callable[[], float]) -> tuple[float, float]:
+    """``run()``'s rate and the cores the leader's process used meanwhile."""
+    before, start = cpu_seconds(pid), time.perf_counter()
+    rate = run()
+    return rate, (cpu_seconds(pid) - before) / (time.perf_counter() - start)
 
 
 def paced_latency(
@@ -337,6 +370,22 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             out["sdk_consume_records_per_s"] = round(value)
             out["sdk_consume_ratio"] = ratio
             out["sdk_consume_ratio_rounds"] = ratios
+            value, ratio, ratios = _median_round(
+                rounds,
+                lambda: kcat_consume_rate(cluster.kafka_bootstrap_servers, "rf3", end),
+                raw,
+            )
+            out["kcat_consume_records_per_s"] = round(value)
+            out["kcat_consume_ratio"] = ratio
+            out["kcat_consume_ratio_rounds"] = ratios
+            # where each consumer's limit lies: the leader's cores while it reads
+            pid = _kafka_leader_pid(cluster, "rf3")
+            for name, run in (
+                ("confluent", lambda: consume_rate(kafka, "rf3", end)),
+                ("kcat", lambda: kcat_consume_rate(cluster.kafka_bootstrap_servers, "rf3", end)),
+                ("raw", raw),
+            ):
+                out[f"leader_cores_{name}_consume"] = round(leader_cores(pid, run)[1], 2)
             out["raw_fetch_records_per_s"] = round(raw())
             out["consume_over_sdk"] = round(
                 out["consume_records_per_s"] / out["sdk_consume_records_per_s"], 3
@@ -414,6 +463,14 @@ def _kafka_leader(cluster: LocalCluster, topic: str) -> str:
     raise RuntimeError(f"no node leads {topic}-0")
 
 
+def _kafka_leader_pid(cluster: LocalCluster, topic: str) -> int:
+    leader = _kafka_leader(cluster, topic)
+    for node in cluster.nodes:
+        if node.kafka_address == leader and node.process is not None:
+            return node.process.pid
+    raise RuntimeError(f"no process for the leader of {topic}-0")
+
+
 def _fuzz(cluster: LocalCluster, seed: int, frames: int) -> dict[str, Any]:
     kafka_fuzz.self_check()
     admin_address = cluster.nodes[0].address
@@ -476,6 +533,13 @@ def report(out: dict[str, Any]) -> None:
         f"{out['sdk_consume_records_per_s']} records/s, {out['sdk_consume_ratio']}x raw "
         f"(rounds {out['sdk_consume_ratio_rounds']}); confluent over odradek.Consumer "
         f"{out['consume_over_sdk']}x; raw fetch (one more run) {out['raw_fetch_records_per_s']}"
+    )
+    print(
+        f"  kcat (librdkafka, no Python): {out['kcat_consume_records_per_s']} records/s, "
+        f"{out['kcat_consume_ratio']}x the raw gRPC fetch (rounds "
+        f"{out['kcat_consume_ratio_rounds']}); the leader's cores while confluent-kafka / kcat "
+        f"/ the raw fetch read: {out['leader_cores_confluent_consume']} / "
+        f"{out['leader_cores_kcat_consume']} / {out['leader_cores_raw_consume']}"
     )
     print(
         f"librdkafka mock cluster: produce {out['mock_produce_records_per_s']} records/s "

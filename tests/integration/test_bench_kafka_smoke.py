@@ -42,6 +42,8 @@ def test_kafka_benchmark_prints_its_figures_as_one_json_line(tmp_path, capsys):
         "sdk_consume_records_per_s",
         "sdk_consume_ratio",
         "raw_fetch_records_per_s",
+        "kcat_consume_records_per_s",
+        "kcat_consume_ratio",
         "mock_produce_records_per_s",
         "mock_consume_records_per_s",
         "produce_over_mock",
@@ -55,6 +57,8 @@ def test_kafka_benchmark_prints_its_figures_as_one_json_line(tmp_path, capsys):
         value = figures[key]
         assert isinstance(value, int | float), key
         assert value > 0, key
+    for name in ("confluent", "kcat", "raw"):
+        assert figures[f"leader_cores_{name}_consume"] >= 0
     assert figures["fuzz_frames"] == 300
     outcomes = figures["fuzz_outcomes"]
     assert isinstance(outcomes, dict) and sum(outcomes.values()) == 300
