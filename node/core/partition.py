@@ -120,11 +120,20 @@ class Partition:
         self.leader_epoch_start_offset = -1
         self._followers: dict[int, FollowerFetchState] = {}
         self._leader_since_ms = 0  # when this leadership's epoch began (lost sessions)
+        self._leader_term = 0  # counts the times this replica became leader
 
     # -- state --
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.node_id
+
+    @property
+    def leader_term(self) -> int:
+        """Which uninterrupted leadership of this replica it is: it grows each time the replica
+        becomes leader from anything else, and not when the leader epoch moves under a leader
+        that stays (an ISR change through the controller). A write waiting for its replicas
+        keeps the term it was appended in (:meth:`check_replicated`)."""
+        return self._leader_term
 
     @property
     def maximal_isr(self) -> frozenset[int]:
@@ -160,6 +169,8 @@ class Partition:
         with self._lock:
             now = self._clock.monotonic_ms()
             new_epoch = state.leader_epoch != self.leader_epoch or not self.is_leader
+            if not self.is_leader:
+                self._leader_term += 1
             self.controller_epoch = state.controller_epoch
             self.replicas = state.replicas
             self.isr = frozenset(state.isr)
@@ -248,12 +259,17 @@ class Partition:
         self._on_progress(DATA | (HIGH_WATERMARK if moved else 0))
         return info
 
-    def check_replicated(self, required_offset: int, leader_epoch: int) -> OdradekError | bool:
-        """For a waiting acks=-1 produce: False while the high watermark is below
-        ``required_offset``; then True (or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank
-        under the minimum meanwhile); NOT_LEADER_OR_FOLLOWER if the leadership moved."""
+    def check_replicated(self, required_offset: int, leader_term: int) -> OdradekError | bool:
+        """For a waiting acks=-1 produce appended in leadership ``leader_term``
+        (:attr:`leader_term`): False while the high watermark is below ``required_offset``;
+        then True (or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank under the minimum
+        meanwhile); NOT_LEADER_OR_FOLLOWER if this replica stopped leading since (Kafka's
+        ``checkEnoughReplicasReachOffset`` checks only that it leads: a new leader epoch with the
+        same leader keeps the write, and answering otherwise would make a non-idempotent
+        producer store it again). A leadership lost and regained does not count: the log may
+        have been truncated under the write in between."""
         with self._lock:
-            if not self.is_leader or self.leader_epoch != leader_epoch:
+            if not self.is_leader or self._leader_term != leader_term:
                 return NotLeaderOrFollowerError(
                     f"leadership of {self.topic}-{self.partition} moved while waiting for "
                     "replication"

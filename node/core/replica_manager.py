@@ -400,7 +400,7 @@ class ReplicaManager:
         for data in partitions:
             try:
                 partition = self._partition_or_error(data.topic, data.partition)
-                epoch = partition.leader_epoch
+                term = partition.leader_term
                 info = partition.append_records_to_leader(
                     data.records,
                     required_acks=acks,
@@ -419,7 +419,7 @@ class ReplicaManager:
                 )
             )
             if acks == -1:
-                waiting.append((len(results) - 1, partition, info.last_offset + 1, epoch))
+                waiting.append((len(results) - 1, partition, info.last_offset + 1, term))
         deadline = self._clock.monotonic_ms() + max(0, timeout_ms)
         return PendingAppend(self, results, waiting, deadline, timeout_ms)
 
@@ -433,9 +433,9 @@ class ReplicaManager:
         outcome: dict[int, OdradekError | bool] = {}
 
         def replicated() -> bool:
-            for index, partition, required, epoch in waiting:
+            for index, partition, required, term in waiting:
                 if index not in outcome or outcome[index] is False:
-                    outcome[index] = partition.check_replicated(required, epoch)
+                    outcome[index] = partition.check_replicated(required, term)
             return all(v is not False for v in outcome.values())
 
         required: dict[TopicPartition, int] = {}

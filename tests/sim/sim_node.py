@@ -107,7 +107,7 @@ class _WaitingProduce:
     request: ProduceRequest
     src: int
     required_offset: int
-    leader_epoch: int
+    leader_term: int
     base_offset: int
     deadline_ms: int
 
@@ -328,6 +328,7 @@ class SimNode:
     def _on_produce(self, src: int, request: ProduceRequest) -> None:
         partition = self.partition
         epoch = partition.leader_epoch
+        term = partition.leader_term
         try:
             info = partition.append_records_to_leader(request.records, required_acks=request.acks)
         except OdradekError as e:
@@ -345,7 +346,7 @@ class SimNode:
                 request,
                 src,
                 info.last_offset + 1,
-                epoch,
+                term,
                 info.first_offset,
                 self._now() + self.timings.produce_timeout_ms,
             )
@@ -357,7 +358,7 @@ class SimNode:
         now = self._now()
         still: list[_WaitingProduce] = []
         for w in self._waiting:
-            outcome = self._partition.check_replicated(w.required_offset, w.leader_epoch)
+            outcome = self._partition.check_replicated(w.required_offset, w.leader_term)
             code: int | None = None
             if outcome is True:
                 code = 0

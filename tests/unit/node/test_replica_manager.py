@@ -191,6 +191,39 @@ def test_acks_all_waits_for_the_high_watermark_without_blocking_others(manager, 
     assert (r.error_code, r.base_offset) == (0, 0)
 
 
+def _start(rm, acks=-1, timeout_ms=60_000):
+    return rm.start_append(
+        [ProducePartition(topic="t", partition=0, records=make_batch(3))],
+        acks=acks,
+        timeout_ms=timeout_ms,
+    )
+
+
+def test_a_new_leader_epoch_with_the_same_leader_keeps_a_waiting_write(manager):
+    # Kafka's checkEnoughReplicasReachOffset checks only that the replica still leads: an ISR
+    # change through the controller bumps the epoch, and the stored write is acknowledged
+    _lead(manager)
+    pending = _start(manager)
+    assert pending.waits
+    _lead(manager, epoch=1, partition_epoch=1)
+    _follower_fetch(manager, 1, 3, epoch=1)
+    _follower_fetch(manager, 2, 3, epoch=1)
+    [r] = pending.wait()
+    assert (r.error_code, r.base_offset) == (0, 0)
+
+
+def test_a_leadership_lost_and_regained_fails_a_waiting_write(manager):
+    _lead(manager)
+    pending = _start(manager)
+    code, _ = _leader_and_isr(manager, leader=1, epoch=1, partition_epoch=1)
+    assert code == 0
+    _lead(manager, epoch=2, partition_epoch=2)
+    _follower_fetch(manager, 1, 3, epoch=2, last_epoch=0)
+    _follower_fetch(manager, 2, 3, epoch=2, last_epoch=0)
+    [r] = pending.wait()
+    assert r.error_code == NotLeaderOrFollowerError.code and r.base_offset == -1
+
+
 def test_acks_all_times_out_when_followers_do_not_fetch(manager):
     _lead(manager)
     [r] = _produce(manager, -1, timeout_ms=0)
