@@ -317,7 +317,7 @@ class AdminManager:
         return self._zk.exists(path) is not None
 
     def _topic_exists(self, name: str) -> bool:
-        return bool(name) and "/" not in name and self._exists(TopicZNode.path(name))
+        return _could_be_topic(name) and self._exists(TopicZNode.path(name))
 
     def _wait_for_leaders(self, topic: str, partitions: Sequence[int], deadline_ms: int) -> bool:
         """Wait until every one of ``partitions`` has a leader. A partition seen led is not read
@@ -598,6 +598,7 @@ class AdminManager:
             keys = item.configuration_keys
             try:
                 if resource.resource_type is ConfigResourceType.TOPIC:
+                    validate_topic_name(resource.resource_name)  # Kafka's Topic.validate
                     if not self._topic_exists(resource.resource_name):
                         raise UnknownTopicOrPartitionError(
                             f"Topic {resource.resource_name!r} does not exist."
@@ -730,6 +731,7 @@ class AdminManager:
             )
         if not resource.resource_name:
             raise InvalidRequestError("Default topic resources are not allowed.")
+        validate_topic_name(resource.resource_name)  # Kafka's Topic.validate
         if not self._topic_exists(resource.resource_name):
             raise UnknownTopicOrPartitionError(f"Topic {resource.resource_name!r} does not exist.")
 
@@ -801,7 +803,7 @@ class AdminManager:
             if tp.topic not in assignments:
                 assignments[tp.topic] = (
                     None
-                    if tp.topic in deleting or not tp.topic or "/" in tp.topic
+                    if tp.topic in deleting or not _could_be_topic(tp.topic)
                     else self._assignment(tp.topic)
                 )
             assignment = assignments[tp.topic]
@@ -895,7 +897,7 @@ class AdminManager:
             try:
                 if keys.count(tp) > 1:
                     raise InvalidRequestError(f"{tp} appears more than once")
-                valid_name = tp.topic and "/" not in tp.topic and tp.topic not in deleting
+                valid_name = _could_be_topic(tp.topic) and tp.topic not in deleting
                 assignment = self._assignment(tp.topic) if valid_name else None
                 if assignment is None or tp.partition not in assignment.partitions:
                     raise UnknownTopicOrPartitionError(f"{tp} does not exist")
@@ -946,7 +948,7 @@ class AdminManager:
         topics = sorted({tp.topic for tp in wanted}) if wanted else self._children(TopicsZNode.path)
         out = []
         for topic in topics:
-            assignment = self._assignment(topic) if "/" not in topic and topic else None
+            assignment = self._assignment(topic) if _could_be_topic(topic) else None
             if assignment is None:
                 continue
             for p in sorted(assignment.partitions):
@@ -987,7 +989,7 @@ class AdminManager:
                     raise InvalidRequestError(
                         f"Duplicate topic in request: {item.name!r} appears more than once."
                     )
-                if not item.name or "/" in item.name:
+                if not _could_be_topic(item.name):
                     raise UnknownTopicOrPartitionError(f"Topic {item.name!r} does not exist.")
                 if item.name in deleting:
                     raise InvalidTopicError(f"The topic '{item.name}' is queued for deletion.")
@@ -1107,3 +1109,14 @@ def _replica_assignment(assignment: TopicAssignment, partition: int) -> ReplicaA
         adding_replicas=tuple(assignment.adding_replicas.get(partition, ())),
         removing_replicas=tuple(assignment.removing_replicas.get(partition, ())),
     )
+
+
+def _could_be_topic(name: str) -> bool:
+    """Whether ``name`` is a legal topic name (Kafka's ``Topic.validate``). Only such a name
+    becomes part of a znode path: any other ("", ".", "..", a slash) names no topic, and
+    would make a path ZooKeeper refuses."""
+    try:
+        validate_topic_name(name)
+    except InvalidTopicError:
+        return False
+    return True

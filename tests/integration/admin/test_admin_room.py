@@ -22,10 +22,13 @@ from node.admin.requests import (
     ConfigResource,
     ConfigResourceType,
     ConfigSource,
+    CreatePartitionsTopic,
     DescribeConfigsResource,
     DescribedConfig,
+    ElectionType,
     IncrementalAlterConfigsResource,
     NewTopicSpec,
+    ReassignablePartition,
 )
 from node.config import NodeConfig
 from node.listeners import Listener
@@ -285,3 +288,30 @@ def test_configs_incremental_and_legacy_on_topics_and_read_only_brokers(nodes):
     broker = ConfigResource(ConfigResourceType.BROKER, "0")
     [refused] = admin.alter_configs([AlterConfigsResource(broker, {"num.partitions": "5"})])
     assert refused.error_code == 42
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "../x", "a/b", "a b"])
+def test_a_name_that_cannot_be_a_topic_gets_kafkas_typed_errors(nodes, name):
+    # such a name never becomes part of a znode path (ZooKeeper would refuse it: an untyped
+    # failure, UNKNOWN_SERVER_ERROR on the wire); Kafka validates it (Topic.validate) where
+    # it configures a topic, and finds no topic of that name elsewhere
+    admin = _admin(nodes[0])
+    resource = ConfigResource(ConfigResourceType.TOPIC, name)
+    [described] = admin.describe_configs([DescribeConfigsResource(resource, None)])
+    assert described.error_code == 17  # INVALID_TOPIC_EXCEPTION
+    [altered] = admin.alter_configs([AlterConfigsResource(resource, {"retention.ms": "1"})])
+    expected = 42 if name == "" else 17  # "": the default topic resource, INVALID_REQUEST
+    assert altered.error_code == expected
+    set_retention = AlterConfigOp("retention.ms", AlterConfigOpType.SET, "1")
+    [incremental] = admin.incremental_alter_configs(
+        [IncrementalAlterConfigsResource(resource, (set_retention,))]
+    )
+    assert incremental.error_code == expected
+    assert [r.error_code for r in admin.delete_topics([name])] == [3]
+    [grown] = admin.create_partitions([CreatePartitionsTopic(name, 2)])
+    assert grown.error_code == 3
+    elected = admin.elect_leaders(ElectionType.PREFERRED, [(name, 0)])
+    assert [p.error_code for p in elected.partitions] == [3]
+    moved = admin.alter_partition_reassignments([ReassignablePartition(name, 0, (0,))])
+    assert [p.error_code for p in moved.partitions] == [3]
+    assert admin.list_partition_reassignments([(name, 0)]).reassignments == ()
