@@ -236,13 +236,7 @@ def handle_offset_fetch(services: DoorServices, ctx: RequestContext, request: An
                 make(
                     group_cls,
                     group_id=g.group_id,
-                    topics=_fetched_topics(
-                        cls,
-                        "OffsetFetchResponseTopics",
-                        "OffsetFetchResponsePartitions",
-                        result,
-                        False,
-                    ),
+                    topics=_fetched_topics(cls, _V8_NAMES, result, False),
                     error_code=result.error_code,
                 )
             )
