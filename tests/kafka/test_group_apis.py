@@ -1,0 +1,475 @@
+"""Consumer groups on the Kafka door, over odradek's KIP-848 group coordinator, with Kafka
+clients none of us wrote against a real three-node cluster: confluent-kafka with
+``group.protocol=consumer`` (KIP-848 over the wire: ConsumerGroupHeartbeat, OffsetCommit v9,
+OffsetFetch v9, Metadata v12 for the topic ids), its AdminClient (ListGroups,
+ConsumerGroupDescribe, DescribeGroups, DeleteGroups, OffsetFetch, OffsetCommit, OffsetDelete),
+simple consumers of confluent-kafka and kafka-python (``assign`` and commits with no
+generation), kafka-python's KafkaAdminClient, an odradek SDK member (gRPC) sharing a group with
+a librdkafka member, and raw requests for Kafka's error codes on bad input."""
+
+from __future__ import annotations
+
+import io
+import random
+import socket
+import struct
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+from kio.schema.consumer_group_heartbeat.v1.request import (
+    ConsumerGroupHeartbeatRequest,
+)
+from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
+from kio.schema.offset_commit.v9.request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from kio.schema.offset_fetch.v8.request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopics,
+)
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
+from kio.serial import entity_writer
+from kio.static.primitive import i16, i32
+
+from bench.kafka_fuzz import decode_response
+from deploy.local.cluster import LocalCluster
+from odradek import Consumer as OdradekConsumer
+from odradek import TopicPartition as OdradekTopicPartition
+from tests.kafka.test_confluent_kafka import create_topic, produce, unique
+
+_KAFKA_PYTHON_WARNING = "ignore:read_text is deprecated:DeprecationWarning"
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from kafka import KafkaAdminClient, KafkaConsumer, OffsetAndMetadata
+    from kafka import TopicPartition as KpTopicPartition
+
+pytestmark = pytest.mark.filterwarnings(_KAFKA_PYTHON_WARNING)
+
+UNKNOWN_MEMBER_ID = 25
+INVALID_GROUP_ID = 24
+GROUP_ID_NOT_FOUND = 69
+NON_EMPTY_GROUP = 68
+FENCED_MEMBER_EPOCH = 110
+STALE_MEMBER_EPOCH = 113
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
+
+def eventually(check: Callable[[], Any], what: str, timeout_s: float = 90) -> Any:
+    deadline = time.monotonic() + timeout_s  # noqa: TID251
+    while time.monotonic() < deadline:  # noqa: TID251
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"not after {timeout_s} s: {what}")
+
+
+def kip848(bootstrap: str, group: str, **config: object) -> Consumer:
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            **config,
+        }
+    )
+
+
+def partitions_of(consumer: Consumer) -> set[int]:
+    return {tp.partition for tp in consumer.assignment()}
+
+
+@pytest.fixture(scope="module")
+def admin(bootstrap: str, kafka_cluster: LocalCluster) -> AdminClient:
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    eventually(
+        lambda: len(client.list_topics(timeout=10).brokers) == len(kafka_cluster.nodes),
+        "every node in the metadata",
+    )
+    return client
+
+
+@pytest.fixture(scope="module")
+def kp_admin(bootstrap: str, admin: AdminClient) -> Iterator[KafkaAdminClient]:
+    client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=60_000)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def wait_split(
+    consumers: list[Consumer], partitions: int, extra: Callable[[], set[int]] | None = None
+) -> None:
+    """Polls every consumer until their assignments split ``range(partitions)``: none empty,
+    no overlap, full coverage."""
+
+    def split() -> bool:
+        for c in consumers:
+            c.poll(0.05)
+        sets = [partitions_of(c) for c in consumers] + ([extra()] if extra else [])
+        union = set().union(*sets)
+        return all(sets) and sum(map(len, sets)) == partitions and union == set(range(partitions))
+
+    eventually(split, "the members split the partitions")
+
+
+# -- KIP-848 over the wire: librdkafka's group.protocol=consumer ---------------------------------
+
+
+def test_three_kip848_consumers_split_a_topic_and_a_restart_resumes_at_the_commits(
+    bootstrap, admin
+):
+    topic, group = unique("kip848"), unique("g848")
+    create_topic(bootstrap, topic, partitions=6)
+    consumers = [kip848(bootstrap, group) for _ in range(3)]
+    for c in consumers:
+        c.subscribe([topic])
+    wait_split(consumers, 6)
+    owned = [partitions_of(c) for c in consumers]
+    assert all(len(o) == 2 for o in owned), owned
+
+    produce(bootstrap, topic, [{"value": f"a{i}".encode(), "partition": i % 6} for i in range(60)])
+    seen: dict[tuple[int, int], int] = {}
+
+    def consume_all() -> bool:
+        for n, c in enumerate(consumers):
+            msg = c.poll(0.1)
+            if msg is None or msg.error():
+                continue
+            key = (msg.partition(), msg.offset())
+            assert key not in seen, f"{key} read twice"
+            assert msg.partition() in owned[n]
+            seen[key] = n
+        return len(seen) == 60
+
+    eventually(consume_all, "60 records consumed")
+    for c in consumers:
+        c.commit(asynchronous=False)
+
+    # the group as the admin client sees it while its members run
+    described = admin.describe_consumer_groups([group])[group].result(timeout=60)
+    assert described.type == ConsumerGroupType.CONSUMER
+    assert described.state == ConsumerGroupState.STABLE
+    assert len(described.members) == 3
+    assigned = sorted(
+        tp.partition for m in described.members for tp in m.assignment.topic_partitions
+    )
+    assert assigned == list(range(6))
+    listed = admin.list_consumer_groups(states={ConsumerGroupState.STABLE}).result(timeout=60)
+    assert group in {g.group_id for g in listed.valid}
+
+    for c in consumers:
+        c.close()
+    produce(bootstrap, topic, [{"value": f"b{i}".encode(), "partition": i % 6} for i in range(30)])
+    restarted = kip848(bootstrap, group)
+    restarted.subscribe([topic])
+    values: list[bytes] = []
+
+    def rest() -> bool:
+        msg = restarted.poll(0.2)
+        if msg is not None and not msg.error():
+            values.append(msg.value())
+        return len(values) >= 30
+
+    try:
+        eventually(rest, "the 30 new records")
+        assert sorted(values) == sorted(f"b{i}".encode() for i in range(30))
+        assert restarted.poll(1.0) is None
+    finally:
+        restarted.close()
+
+
+def test_admin_client_lists_describes_alters_deletes_offsets_and_groups(bootstrap, admin):
+    topic, group = unique("adm"), unique("gadm")
+    create_topic(bootstrap, topic, partitions=3)
+    produce(bootstrap, topic, [{"value": b"x", "partition": i % 3} for i in range(9)])
+    member = kip848(bootstrap, group)
+    member.subscribe([topic])
+    eventually(
+        lambda: member.poll(0.1) is not None or partitions_of(member) == {0, 1, 2}, "assigned"
+    )
+    eventually(lambda: (member.poll(0.05), partitions_of(member) == {0, 1, 2})[1], "assigned")
+    member.commit(offsets=[TopicPartition(topic, p, 2) for p in range(3)], asynchronous=False)
+
+    # a group with members refuses deletion and admin commits
+    deleted = admin.delete_consumer_groups([group])[group]
+    with pytest.raises(KafkaException) as refused:
+        deleted.result(timeout=60)
+    assert refused.value.args[0].code() == KafkaError.NON_EMPTY_GROUP
+    member.close()
+
+    listed = admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(3)])]
+    )[group].result(timeout=60)
+    assert [(tp.partition, tp.offset) for tp in listed.topic_partitions] == [(0, 2), (1, 2), (2, 2)]
+
+    altered = admin.alter_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 5)])]
+    )[group].result(timeout=60)
+    assert [(tp.partition, tp.offset, tp.error) for tp in altered.topic_partitions] == [
+        (0, 5, None)
+    ]
+    removed = admin.delete_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 1)])]
+    )[group].result(timeout=60)
+    assert [(tp.partition, tp.error) for tp in removed.topic_partitions] == [(1, None)]
+    listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(
+        timeout=60
+    )
+    assert sorted((tp.partition, tp.offset) for tp in listed.topic_partitions) == [(0, 5), (2, 2)]
+
+    empties = admin.list_consumer_groups(
+        states={ConsumerGroupState.EMPTY}, types={ConsumerGroupType.CONSUMER}
+    ).result(timeout=60)
+    assert group in {g.group_id for g in empties.valid}
+    stable = admin.list_consumer_groups(states={ConsumerGroupState.STABLE}).result(timeout=60)
+    assert group not in {g.group_id for g in stable.valid}
+
+    admin.delete_consumer_groups([group])[group].result(timeout=60)
+    assert group not in {g.group_id for g in admin.list_consumer_groups().result(timeout=60).valid}
+    gone = admin.delete_consumer_groups([group])[group]
+    with pytest.raises(KafkaException) as unknown:
+        gone.result(timeout=60)
+    assert unknown.value.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND
+
+
+# -- simple consumers: assign() and commits without a generation ------------------------------
+
+
+def test_confluent_kafka_simple_consumer_commits_and_reads_them_back(bootstrap, admin):
+    topic, group = unique("simple"), unique("gsimple")
+    create_topic(bootstrap, topic, partitions=2)
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)])
+        consumer.commit(
+            offsets=[TopicPartition(topic, 0, 7, metadata="seven"), TopicPartition(topic, 1, 3)],
+            asynchronous=False,
+        )
+        committed = consumer.committed(
+            [TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=30
+        )
+        assert [(tp.partition, tp.offset) for tp in committed] == [(0, 7), (1, 3)]
+        assert committed[0].metadata == "seven"
+        # a commit to a partition the topic does not have is refused for that partition
+        bad = consumer.commit(offsets=[TopicPartition(topic, 9, 1)], asynchronous=False)
+        assert bad[0].error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    except KafkaException as e:
+        assert e.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    finally:
+        consumer.close()
+    # a group of commits alone: Kafka's empty classic group for DescribeGroups, no KIP-848 group
+    described = admin.describe_consumer_groups([group])[group].result(timeout=60)
+    assert described.state == ConsumerGroupState.EMPTY
+    assert described.members == []
+
+
+def test_kafka_python_simple_consumer_and_admin_client(bootstrap, kp_admin):
+    topic, group = unique("kpsimple"), unique("gkp")
+    create_topic(bootstrap, topic, partitions=2)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    tps = [KpTopicPartition(topic, 0), KpTopicPartition(topic, 1)]
+    try:
+        consumer.assign(tps)
+        consumer.commit(
+            {tps[0]: OffsetAndMetadata(4, "four", -1), tps[1]: OffsetAndMetadata(6, "", -1)}
+        )
+        assert consumer.committed(tps[0]) == 4
+        assert consumer.committed(tps[1]) == 6
+    finally:
+        consumer.close()
+
+    listed = {g[0] if isinstance(g, tuple) else g.group_id for g in kp_admin.list_consumer_groups()}
+    assert group in listed
+    offsets = kp_admin.list_consumer_group_offsets(group)
+    assert {tp.partition: om.offset for tp, om in offsets.items()} == {0: 4, 1: 6}
+    (described,) = kp_admin.describe_consumer_groups([group])
+    state = described.state if hasattr(described, "state") else described[1]
+    assert state == "Empty"
+    results = dict(kp_admin.delete_consumer_groups([group]))
+    assert results[group] is None or getattr(results[group], "errno", 0) == 0, results
+    assert kp_admin.list_consumer_group_offsets(group) == {}
+
+
+# -- an odradek SDK member and a librdkafka KIP-848 member in one group ------------------------
+
+
+def test_an_sdk_member_and_a_librdkafka_member_split_the_partitions(kafka_cluster, bootstrap):
+    topic, group = unique("mixed"), unique("gmixed")
+    create_topic(bootstrap, topic, partitions=4)
+    sdk = OdradekConsumer(kafka_cluster.bootstrap_servers, group_id=group, enable_auto_commit=False)
+    rdk = kip848(bootstrap, group)
+    try:
+        sdk.subscribe([topic])
+        rdk.subscribe([topic])
+
+        def sdk_partitions() -> set[int]:
+            sdk.poll(timeout_ms=50)
+            return {tp.partition for tp in sdk.assignment()}
+
+        wait_split([rdk], 4, extra=sdk_partitions)
+        assert all(isinstance(tp, OdradekTopicPartition) for tp in sdk.assignment())
+    finally:
+        rdk.close()
+        sdk.close()
+
+
+# -- bad input: Kafka's error codes -------------------------------------------------------------
+
+
+def call(address: str, request: Any) -> Any:
+    """One request on a fresh connection; the kio answer."""
+    key, version = int(request.__api_key__), int(request.__version__)
+    cid = random.randrange(1 << 30)
+    out = io.BytesIO()
+    if request.__flexible__:
+        entity_writer(RequestHeaderV2)(
+            out,
+            RequestHeaderV2(
+                request_api_key=i16(key),
+                request_api_version=i16(version),
+                correlation_id=i32(cid),
+                client_id="raw",
+            ),
+        )
+    else:
+        entity_writer(RequestHeaderV1)(
+            out,
+            RequestHeaderV1(
+                request_api_key=i16(key),
+                request_api_version=i16(version),
+                correlation_id=i32(cid),
+                client_id="raw",
+            ),
+        )
+    entity_writer(type(request))(out, request)
+    payload = out.getvalue()
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(struct.pack(">i", len(payload)) + payload)
+        f = s.makefile("rb")
+        (size,) = struct.unpack(">i", f.read(4))
+        got, value = decode_response(key, version, f.read(size))
+    assert got == cid
+    return value
+
+
+def coordinator_of(kafka_cluster: LocalCluster, group: str) -> str:
+    def find() -> str | None:
+        answer = call(
+            kafka_cluster.nodes[0].kafka_address, FindCoordinatorRequest(key=group, key_type=0)
+        )
+        return None if answer.error_code else f"{answer.host}:{answer.port}"
+
+    return str(eventually(find, f"a coordinator for {group}"))
+
+
+def heartbeat(address: str, group: str, member: str, epoch: int, topic: str | None = None) -> Any:
+    return call(
+        address,
+        ConsumerGroupHeartbeatRequest(
+            group_id=group,
+            member_id=member,
+            member_epoch=i32(epoch),
+            rebalance_timeout=__import__("datetime").timedelta(seconds=30),
+            subscribed_topic_names=(topic,) if topic else None,
+            topic_partitions=() if epoch == 0 else None,
+        ),
+    )
+
+
+def test_bad_member_ids_epochs_and_group_ids_get_kafkas_errors(kafka_cluster, bootstrap):
+    topic, group = unique("bad"), unique("gbad")
+    create_topic(bootstrap, topic, partitions=2)
+    address = coordinator_of(kafka_cluster, group)
+    member = uuid.uuid4().hex
+    joined = heartbeat(address, group, member, 0, topic)
+    assert int(joined.error_code) == 0, joined
+    epoch = int(joined.member_epoch)
+    assert epoch >= 1
+
+    unknown = heartbeat(address, group, "nobody", epoch)
+    assert int(unknown.error_code) == UNKNOWN_MEMBER_ID
+    fenced = heartbeat(address, group, member, epoch + 5)
+    assert int(fenced.error_code) == FENCED_MEMBER_EPOCH
+
+    def commit(member_id: str, member_epoch: int, group_id: str = group) -> int:
+        answer = call(
+            address,
+            OffsetCommitRequest(
+                group_id=group_id,
+                generation_id_or_member_epoch=i32(member_epoch),
+                member_id=member_id,
+                topics=(
+                    OffsetCommitRequestTopic(
+                        name=topic,
+                        partitions=(
+                            OffsetCommitRequestPartition(
+                                partition_index=i32(0),
+                                committed_offset=1,
+                                committed_leader_epoch=i32(-1),
+                                committed_metadata="",
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+        )
+        return int(answer.topics[0].partitions[0].error_code)
+
+    assert commit("nobody", epoch) == UNKNOWN_MEMBER_ID
+    assert commit(member, epoch + 3) == STALE_MEMBER_EPOCH
+    # a simple consumer's commit while the group has members
+    assert commit("", -1) == UNKNOWN_MEMBER_ID
+
+    # group ids longer than Kafka's strings (only a flexible version can carry one)
+    long_group = "g" * 40_000
+    assert commit("", -1, long_group) == INVALID_GROUP_ID
+    long_hb = heartbeat(address, long_group, member, 0, topic)
+    assert int(long_hb.error_code) in (INVALID_GROUP_ID, 42)  # INVALID_REQUEST (42)
+
+    # OffsetFetch v8: several groups in one request, each with its own answer
+    fetched = call(
+        address,
+        OffsetFetchRequest(
+            groups=(
+                OffsetFetchRequestGroup(
+                    group_id=group,
+                    topics=(OffsetFetchRequestTopics(name=topic, partition_indexes=(i32(0),)),),
+                ),
+                OffsetFetchRequestGroup(group_id=unique("none"), topics=None),
+            ),
+            require_stable=False,
+        ),
+    )
+    first, second = fetched.groups
+    assert int(first.error_code) in (0, 16)  # NOT_COORDINATOR (16) if the second's is elsewhere
+    assert int(second.error_code) in (0, 16)
+    if int(first.error_code) == 0:
+        assert int(first.topics[0].partitions[0].committed_offset) == -1
+
+    left = heartbeat(address, group, member, -1)
+    assert int(left.error_code) == 0
