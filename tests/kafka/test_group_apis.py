@@ -60,6 +60,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka import KafkaAdminClient, KafkaConsumer, OffsetAndMetadata
     from kafka import TopicPartition as KpTopicPartition
+    from kafka import errors as kafka_errors
 
 pytestmark = pytest.mark.filterwarnings(_KAFKA_PYTHON_WARNING)
 
@@ -70,6 +71,7 @@ NON_EMPTY_GROUP = 68
 FENCED_MEMBER_EPOCH = 110
 STALE_MEMBER_EPOCH = 113
 UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_COORDINATOR = 16
 
 
 def eventually(check: Callable[[], Any], what: str, timeout_s: float = 90) -> Any:
@@ -230,14 +232,14 @@ def test_admin_client_lists_describes_alters_deletes_offsets_and_groups(bootstra
     assert [(tp.partition, tp.offset, tp.error) for tp in altered.topic_partitions] == [
         (0, 5, None)
     ]
-    removed = admin.delete_consumer_group_offsets(
-        [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 1)])]
-    )[group].result(timeout=60)
-    assert [(tp.partition, tp.error) for tp in removed.topic_partitions] == [(1, None)]
     listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(
         timeout=60
     )
-    assert sorted((tp.partition, tp.offset) for tp in listed.topic_partitions) == [(0, 5), (2, 2)]
+    assert sorted((tp.partition, tp.offset) for tp in listed.topic_partitions) == [
+        (0, 5),
+        (1, 2),
+        (2, 2),
+    ]
 
     empties = admin.list_consumer_groups(
         states={ConsumerGroupState.EMPTY}, types={ConsumerGroupType.CONSUMER}
@@ -275,10 +277,12 @@ def test_confluent_kafka_simple_consumer_commits_and_reads_them_back(bootstrap, 
         assert [(tp.partition, tp.offset) for tp in committed] == [(0, 7), (1, 3)]
         assert committed[0].metadata == "seven"
         # a commit to a partition the topic does not have is refused for that partition
-        bad = consumer.commit(offsets=[TopicPartition(topic, 9, 1)], asynchronous=False)
-        assert bad[0].error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
-    except KafkaException as e:
-        assert e.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        try:
+            answer = consumer.commit(offsets=[TopicPartition(topic, 9, 1)], asynchronous=False)
+            code = answer[0].error.code()
+        except KafkaException as e:
+            code = e.args[0].code()
+        assert code == KafkaError.UNKNOWN_TOPIC_OR_PART
     finally:
         consumer.close()
     # a group of commits alone: Kafka's empty classic group for DescribeGroups, no KIP-848 group
@@ -302,16 +306,37 @@ def test_kafka_python_simple_consumer_and_admin_client(bootstrap, kp_admin):
     finally:
         consumer.close()
 
-    listed = {g[0] if isinstance(g, tuple) else g.group_id for g in kp_admin.list_consumer_groups()}
-    assert group in listed
-    offsets = kp_admin.list_consumer_group_offsets(group)
-    assert {tp.partition: om.offset for tp, om in offsets.items()} == {0: 4, 1: 6}
-    (described,) = kp_admin.describe_consumer_groups([group])
-    state = described.state if hasattr(described, "state") else described[1]
-    assert state == "Empty"
-    results = dict(kp_admin.delete_consumer_groups([group]))
-    assert results[group] is None or getattr(results[group], "errno", 0) == 0, results
-    assert kp_admin.list_consumer_group_offsets(group) == {}
+    other = unique("gkp2")
+    with KafkaConsumer(bootstrap_servers=bootstrap, group_id=other) as second:
+        second.commit({tps[0]: OffsetAndMetadata(1, "", -1)})
+    listed = {g["group_id"]: g for g in kp_admin.list_groups()}
+    assert listed[group]["group_state"] == "Empty"
+    # only the groups of a state asked for (ListGroups v4+)
+    stable = kp_admin.list_groups(states_filter=["Stable"])
+    assert group not in {g["group_id"] for g in stable}
+    # DescribeGroups (the classic protocol's): a group of commits alone is an empty classic group
+    described = kp_admin.describe_groups([group])[group]
+    assert (described["group_state"], described["protocol_type"], described["error"]) == (
+        "Empty",
+        "",
+        None,
+    )
+    assert described["members"] == []
+    # OffsetFetch v8: both groups in one request
+    both = kp_admin.list_group_offsets({group: None, other: None})
+    assert {tp.partition: om.offset for tp, om in both[group].items()} == {0: 4, 1: 6}
+    assert both[group][tps[0]].metadata == "four"
+    assert {tp.partition: om.offset for tp, om in both[other].items()} == {0: 1}
+    # OffsetDelete, and an admin commit (the group has no member)
+    assert kp_admin.delete_group_offsets(group, [tps[1]]) == {tps[1]: kafka_errors.NoError}
+    assert kp_admin.alter_group_offsets(group, {tps[0]: OffsetAndMetadata(9, "", -1)}) == {
+        tps[0]: kafka_errors.NoError
+    }
+    after = kp_admin.list_group_offsets({group: None})[group]
+    assert {tp.partition: om.offset for tp, om in after.items()} == {0: 9}
+    assert kp_admin.delete_groups([group, other]) == {group: "OK", other: "OK"}
+    assert kp_admin.list_group_offsets({group: None}) == {group: {}}
+    assert group not in {g["group_id"] for g in kp_admin.list_groups()}
 
 
 # -- an odradek SDK member and a librdkafka KIP-848 member in one group ------------------------
@@ -387,6 +412,14 @@ def coordinator_of(kafka_cluster: LocalCluster, group: str) -> str:
     return str(eventually(find, f"a coordinator for {group}"))
 
 
+def group_coordinated(kafka_cluster: LocalCluster, address: str, here: bool) -> str:
+    """A new group id whose coordinator is (``here``) or is not the node at ``address``."""
+    while True:
+        group = unique("gc")
+        if (coordinator_of(kafka_cluster, group) == address) == here:
+            return group
+
+
 def heartbeat(address: str, group: str, member: str, epoch: int, topic: str | None = None) -> Any:
     return call(
         address,
@@ -416,7 +449,13 @@ def test_bad_member_ids_epochs_and_group_ids_get_kafkas_errors(kafka_cluster, bo
     fenced = heartbeat(address, group, member, epoch + 5)
     assert int(fenced.error_code) == FENCED_MEMBER_EPOCH
 
-    def commit(member_id: str, member_epoch: int, group_id: str = group) -> int:
+    def commit(
+        member_id: str,
+        member_epoch: int,
+        group_id: str = group,
+        partition: int = 0,
+        offset: int = 1,
+    ) -> int:
         answer = call(
             address,
             OffsetCommitRequest(
@@ -428,8 +467,8 @@ def test_bad_member_ids_epochs_and_group_ids_get_kafkas_errors(kafka_cluster, bo
                         name=topic,
                         partitions=(
                             OffsetCommitRequestPartition(
-                                partition_index=i32(0),
-                                committed_offset=1,
+                                partition_index=i32(partition),
+                                committed_offset=offset,
                                 committed_leader_epoch=i32(-1),
                                 committed_metadata="",
                             ),
@@ -449,9 +488,15 @@ def test_bad_member_ids_epochs_and_group_ids_get_kafkas_errors(kafka_cluster, bo
     long_group = "g" * 40_000
     assert commit("", -1, long_group) == INVALID_GROUP_ID
     long_hb = heartbeat(address, long_group, member, 0, topic)
-    assert int(long_hb.error_code) in (INVALID_GROUP_ID, 42)  # INVALID_REQUEST (42)
+    assert int(long_hb.error_code) == INVALID_GROUP_ID
 
-    # OffsetFetch v8: several groups in one request, each with its own answer
+    # OffsetFetch v8: several groups in one request, each with its own answer (a client sends
+    # each coordinator its own groups: another's answers NOT_COORDINATOR)
+    same, elsewhere = (
+        group_coordinated(kafka_cluster, address, True),
+        group_coordinated(kafka_cluster, address, False),
+    )
+    assert commit("", -1, same, partition=1, offset=8) == 0
     fetched = call(
         address,
         OffsetFetchRequest(
@@ -460,16 +505,20 @@ def test_bad_member_ids_epochs_and_group_ids_get_kafkas_errors(kafka_cluster, bo
                     group_id=group,
                     topics=(OffsetFetchRequestTopics(name=topic, partition_indexes=(i32(0),)),),
                 ),
-                OffsetFetchRequestGroup(group_id=unique("none"), topics=None),
+                OffsetFetchRequestGroup(group_id=same, topics=None),
+                OffsetFetchRequestGroup(group_id=elsewhere, topics=None),
             ),
             require_stable=False,
         ),
     )
-    first, second = fetched.groups
-    assert int(first.error_code) in (0, 16)  # NOT_COORDINATOR (16) if the second's is elsewhere
-    assert int(second.error_code) in (0, 16)
-    if int(first.error_code) == 0:
-        assert int(first.topics[0].partitions[0].committed_offset) == -1
+    first, second, third = fetched.groups
+    assert [int(g.error_code) for g in fetched.groups] == [0, 0, NOT_COORDINATOR]
+    assert [(p.partition_index, p.committed_offset) for p in first.topics[0].partitions] == [
+        (0, -1)
+    ]
+    assert [(p.partition_index, p.committed_offset) for p in second.topics[0].partitions] == [
+        (1, 8)
+    ]
 
     left = heartbeat(address, group, member, -1)
     assert int(left.error_code) == 0
