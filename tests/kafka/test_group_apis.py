@@ -17,6 +17,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -46,8 +47,9 @@ from kio.schema.offset_fetch.v8.request import (
 )
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
+from kio.schema.types import GroupId, TopicName
 from kio.serial import entity_writer
-from kio.static.primitive import i16, i32
+from kio.static.primitive import i8, i16, i32, i64
 
 from bench.kafka_fuzz import decode_response
 from deploy.local.cluster import LocalCluster
@@ -159,7 +161,7 @@ def test_three_kip848_consumers_split_a_topic_and_a_restart_resumes_at_the_commi
             msg = c.poll(0.1)
             if msg is None or msg.error():
                 continue
-            key = (msg.partition(), msg.offset())
+            key = (int(msg.partition() or 0), int(msg.offset() or 0))
             assert key not in seen, f"{key} read twice"
             assert msg.partition() in owned[n]
             seen[key] = n
@@ -191,7 +193,7 @@ def test_three_kip848_consumers_split_a_topic_and_a_restart_resumes_at_the_commi
     def rest() -> bool:
         msg = restarted.poll(0.2)
         if msg is not None and not msg.error():
-            values.append(msg.value())
+            values.append(bytes(msg.value() or b""))
         return len(values) >= 30
 
     try:
@@ -279,7 +281,9 @@ def test_confluent_kafka_simple_consumer_commits_and_reads_them_back(bootstrap, 
         # a commit to a partition the topic does not have is refused for that partition
         try:
             answer = consumer.commit(offsets=[TopicPartition(topic, 9, 1)], asynchronous=False)
-            code = answer[0].error.code()
+            error = answer[0].error
+            assert error is not None
+            code = error.code()
         except KafkaException as e:
             code = e.args[0].code()
         assert code == KafkaError.UNKNOWN_TOPIC_OR_PART
@@ -294,7 +298,9 @@ def test_confluent_kafka_simple_consumer_commits_and_reads_them_back(bootstrap, 
 def test_kafka_python_simple_consumer_and_admin_client(bootstrap, kp_admin):
     topic, group = unique("kpsimple"), unique("gkp")
     create_topic(bootstrap, topic, partitions=2)
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=GroupId(group), enable_auto_commit=False
+    )
     tps = [KpTopicPartition(topic, 0), KpTopicPartition(topic, 1)]
     try:
         consumer.assign(tps)
@@ -345,7 +351,9 @@ def test_kafka_python_simple_consumer_and_admin_client(bootstrap, kp_admin):
 def test_an_sdk_member_and_a_librdkafka_member_split_the_partitions(kafka_cluster, bootstrap):
     topic, group = unique("mixed"), unique("gmixed")
     create_topic(bootstrap, topic, partitions=4)
-    sdk = OdradekConsumer(kafka_cluster.bootstrap_servers, group_id=group, enable_auto_commit=False)
+    sdk = OdradekConsumer(
+        kafka_cluster.bootstrap_servers, group_id=GroupId(group), enable_auto_commit=False
+    )
     rdk = kip848(bootstrap, group)
     try:
         sdk.subscribe([topic])
@@ -405,7 +413,7 @@ def call(address: str, request: Any) -> Any:
 def coordinator_of(kafka_cluster: LocalCluster, group: str) -> str:
     def find() -> str | None:
         answer = call(
-            kafka_cluster.nodes[0].kafka_address, FindCoordinatorRequest(key=group, key_type=0)
+            kafka_cluster.nodes[0].kafka_address, FindCoordinatorRequest(key=group, key_type=i8(0))
         )
         return None if answer.error_code else f"{answer.host}:{answer.port}"
 
@@ -424,11 +432,11 @@ def heartbeat(address: str, group: str, member: str, epoch: int, topic: str | No
     return call(
         address,
         ConsumerGroupHeartbeatRequest(
-            group_id=group,
+            group_id=GroupId(group),
             member_id=member,
             member_epoch=i32(epoch),
-            rebalance_timeout=__import__("datetime").timedelta(seconds=30),
-            subscribed_topic_names=(topic,) if topic else None,
+            rebalance_timeout=timedelta(seconds=30),
+            subscribed_topic_names=(TopicName(topic),) if topic else None,
             topic_partitions=() if epoch == 0 else None,
         ),
     )
@@ -459,16 +467,16 @@ def test_bad_member_ids_epochs_and_group_ids_get_kafkas_errors(kafka_cluster, bo
         answer = call(
             address,
             OffsetCommitRequest(
-                group_id=group_id,
+                group_id=GroupId(group_id),
                 generation_id_or_member_epoch=i32(member_epoch),
                 member_id=member_id,
                 topics=(
                     OffsetCommitRequestTopic(
-                        name=topic,
+                        name=TopicName(topic),
                         partitions=(
                             OffsetCommitRequestPartition(
                                 partition_index=i32(partition),
-                                committed_offset=offset,
+                                committed_offset=i64(offset),
                                 committed_leader_epoch=i32(-1),
                                 committed_metadata="",
                             ),
@@ -502,16 +510,20 @@ def test_bad_member_ids_epochs_and_group_ids_get_kafkas_errors(kafka_cluster, bo
         OffsetFetchRequest(
             groups=(
                 OffsetFetchRequestGroup(
-                    group_id=group,
-                    topics=(OffsetFetchRequestTopics(name=topic, partition_indexes=(i32(0),)),),
+                    group_id=GroupId(group),
+                    topics=(
+                        OffsetFetchRequestTopics(
+                            name=TopicName(topic), partition_indexes=(i32(0),)
+                        ),
+                    ),
                 ),
-                OffsetFetchRequestGroup(group_id=same, topics=None),
-                OffsetFetchRequestGroup(group_id=elsewhere, topics=None),
+                OffsetFetchRequestGroup(group_id=GroupId(same), topics=None),
+                OffsetFetchRequestGroup(group_id=GroupId(elsewhere), topics=None),
             ),
             require_stable=False,
         ),
     )
-    first, second, third = fetched.groups
+    first, second, _ = fetched.groups
     assert [int(g.error_code) for g in fetched.groups] == [0, 0, NOT_COORDINATOR]
     assert [(p.partition_index, p.committed_offset) for p in first.topics[0].partitions] == [
         (0, -1)

@@ -174,7 +174,9 @@ def _fetch_group(
         return OffsetFetchResult(GROUP_AUTHORIZATION_FAILED)
     auth = services.auth
     if topics is None:
-        result = services.groups.offset_fetch(group_id, member_id, member_epoch, None)
+        result: OffsetFetchResult = services.groups.offset_fetch(
+            group_id, member_id, member_epoch, None
+        )
         if result.error_code or auth is None:
             return result
         ok = auth.topics(ctx.caller, AclOperation.DESCRIBE, (p.topic for p in result.partitions))
@@ -186,16 +188,18 @@ def _fetch_group(
         else auth.topics(ctx.caller, AclOperation.DESCRIBE, names)
     )
     wanted = [(t.name, int(p)) for t in topics if ok[t.name] for p in t.partition_indexes]
-    result = services.groups.offset_fetch(group_id, member_id, member_epoch, wanted)
-    if result.error_code:
-        return result
+    answer: OffsetFetchResult = services.groups.offset_fetch(
+        group_id, member_id, member_epoch, wanted
+    )
+    if answer.error_code:
+        return answer
     refused = tuple(
         OffsetFetchPartition(t.name, int(p), error_code=TOPIC_AUTHORIZATION_FAILED)
         for t in topics
         if not ok[t.name]
         for p in t.partition_indexes
     )
-    return OffsetFetchResult(partitions=result.partitions + refused)
+    return OffsetFetchResult(partitions=answer.partitions + refused)
 
 
 def _fetched_topics(
