@@ -49,7 +49,7 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.types import GroupId, TopicName
 from kio.serial import entity_writer
-from kio.static.primitive import i8, i16, i32, i64
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from bench.kafka_fuzz import decode_response
 from deploy.local.cluster import LocalCluster
@@ -435,7 +435,7 @@ def heartbeat(address: str, group: str, member: str, epoch: int, topic: str | No
             group_id=GroupId(group),
             member_id=member,
             member_epoch=i32(epoch),
-            rebalance_timeout=timedelta(seconds=30),
+            rebalance_timeout=i32Timedelta.parse(timedelta(seconds=30)),
             subscribed_topic_names=(TopicName(topic),) if topic else None,
             topic_partitions=() if epoch == 0 else None,
         ),
