@@ -30,7 +30,15 @@ from confluent_kafka import (
     KafkaException,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
 from kio.schema.consumer_group_heartbeat.v1.request import (
     ConsumerGroupHeartbeatRequest,
 )
@@ -53,8 +61,10 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from bench.kafka_fuzz import decode_response
 from deploy.local.cluster import LocalCluster
+from deploy.local.zookeeper import ZooKeeperServer
 from odradek import Consumer as OdradekConsumer
 from odradek import TopicPartition as OdradekTopicPartition
+from tests.kafka.conftest import _chroots
 from tests.kafka.test_confluent_kafka import create_topic, produce, unique
 
 _KAFKA_PYTHON_WARNING = "ignore:read_text is deprecated:DeprecationWarning"
@@ -534,3 +544,98 @@ def test_bad_member_ids_epochs_and_group_ids_get_kafkas_errors(kafka_cluster, bo
 
     left = heartbeat(address, group, member, -1)
     assert int(left.error_code) == 0
+
+
+# -- ACLs: Kafka's checks on groups and topics --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def acl_bootstrap(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> Iterator[str]:
+    """One node with Kafka's ACL authorizer; a resource without ACLs is open to everyone."""
+    cluster = LocalCluster(
+        tmp_path_factory.mktemp("kafka-group-acl-cluster"),
+        1,
+        zookeeper=zookeeper,
+        chroot=f"/kafka{next(_chroots)}",
+        kafka_ports=[0],
+        overrides={
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "allow.everyone.if.no.acl.found": "true",
+            "offsets.topic.replication.factor": "1",
+        },
+    )
+    cluster.start()
+    try:
+        probe = AdminClient({"bootstrap.servers": cluster.kafka_bootstrap_servers})
+        eventually(lambda: probe.list_topics(timeout=10).brokers, "the node in its metadata")
+        yield cluster.kafka_bootstrap_servers
+    except BaseException:
+        print(f"--- node log tail ---\n{cluster.nodes[0].tail(60)}")
+        raise
+    finally:
+        for node in cluster.nodes:
+            node.kill()
+
+
+def _acl(
+    resource: ResourceType, name: str, operation: AclOperation, allow: bool = False
+) -> AclBinding:
+    return AclBinding(
+        resource,
+        name,
+        ResourcePatternType.LITERAL,
+        "User:ANONYMOUS",
+        "*",
+        operation,
+        AclPermissionType.ALLOW if allow else AclPermissionType.DENY,
+    )
+
+
+def test_group_and_topic_acls_are_kafkas(acl_bootstrap):
+    admin = AdminClient({"bootstrap.servers": acl_bootstrap})
+    topic, locked_topic = unique("aclt"), unique("acllocked")
+    group, locked_group = unique("aclg"), unique("acllockedg")
+    futures = admin.create_topics([NewTopic(topic, 1, 1), NewTopic(locked_topic, 1, 1)])
+    for f in futures.values():
+        f.result(timeout=60)
+    # an ACL on a resource ends allow.everyone.if.no.acl.found for it: what is left is allowed
+    acls = [
+        _acl(ResourceType.GROUP, locked_group, AclOperation.DESCRIBE, allow=True),
+        _acl(ResourceType.GROUP, group, AclOperation.READ, allow=True),
+        _acl(ResourceType.GROUP, group, AclOperation.DELETE),
+        _acl(ResourceType.TOPIC, locked_topic, AclOperation.READ),
+    ]
+    for f in admin.create_acls(acls).values():
+        f.result(timeout=60)
+
+    def commit(group_id: str, offsets: list[TopicPartition]) -> list[int]:
+        consumer = Consumer(
+            {"bootstrap.servers": acl_bootstrap, "group.id": group_id, "enable.auto.commit": False}
+        )
+        try:
+            answer = consumer.commit(offsets=offsets, asynchronous=False)
+            return [tp.error.code() if tp.error else 0 for tp in answer]
+        except KafkaException as e:
+            return [e.args[0].code()]
+        finally:
+            consumer.close()
+
+    # READ on the group (DESCRIBE is allowed: FindCoordinator answers)
+    assert commit(locked_group, [TopicPartition(topic, 0, 1)]) == [
+        KafkaError.GROUP_AUTHORIZATION_FAILED
+    ]
+    # READ on each topic: the refused topic's partitions answer TOPIC_AUTHORIZATION_FAILED, the
+    # others are committed
+    codes = commit(group, [TopicPartition(topic, 0, 3), TopicPartition(locked_topic, 0, 3)])
+    # (librdkafka raises the commit's first error)
+    assert codes == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    listed = admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])]
+    )[group].result(timeout=60)
+    assert [(tp.partition, tp.offset) for tp in listed.topic_partitions] == [(0, 3)]
+    # DELETE on the group
+    with pytest.raises(KafkaException) as refused:
+        admin.delete_consumer_groups([group])[group].result(timeout=60)
+    assert refused.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
