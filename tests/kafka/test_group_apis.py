@@ -43,6 +43,7 @@ from kio.schema.consumer_group_heartbeat.v1.request import (
     ConsumerGroupHeartbeatRequest,
 )
 from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_commit.v9.request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -84,6 +85,7 @@ FENCED_MEMBER_EPOCH = 110
 STALE_MEMBER_EPOCH = 113
 UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_COORDINATOR = 16
+UNKNOWN_TOPIC_ID = 100
 
 
 def eventually(check: Callable[[], Any], what: str, timeout_s: float = 90) -> Any:
@@ -358,7 +360,9 @@ def test_kafka_python_simple_consumer_and_admin_client(bootstrap, kp_admin):
 # -- an odradek SDK member and a librdkafka KIP-848 member in one group ------------------------
 
 
-def test_an_sdk_member_and_a_librdkafka_member_split_the_partitions(kafka_cluster, bootstrap):
+def test_an_sdk_member_and_a_librdkafka_member_split_the_partitions(
+    kafka_cluster, bootstrap, kp_admin
+):
     topic, group = unique("mixed"), unique("gmixed")
     create_topic(bootstrap, topic, partitions=4)
     sdk = OdradekConsumer(
@@ -375,6 +379,9 @@ def test_an_sdk_member_and_a_librdkafka_member_split_the_partitions(kafka_cluste
 
         wait_split([rdk], 4, extra=sdk_partitions)
         assert all(isinstance(tp, OdradekTopicPartition) for tp in sdk.assignment())
+        # the classic protocol's DescribeGroups answers a KIP-848 group Dead, as Kafka 4 does
+        described = kp_admin.describe_groups([group])[group]
+        assert (described["group_state"], described["members"]) == ("Dead", [])
     finally:
         rdk.close()
         sdk.close()
@@ -436,6 +443,46 @@ def group_coordinated(kafka_cluster: LocalCluster, address: str, here: bool) -> 
         group = unique("gc")
         if (coordinator_of(kafka_cluster, group) == address) == here:
             return group
+
+
+def test_metadata_v12_gives_topic_ids_and_finds_topics_by_id(kafka_cluster, bootstrap):
+    topic = unique("byid")
+    create_topic(bootstrap, topic, partitions=2)
+    address = kafka_cluster.nodes[1].kafka_address
+
+    def known() -> Any:
+        # the node learns of the topic by the controller's UpdateMetadata, maybe after the
+        # node the admin client asked
+        answer = call(
+            address,
+            MetadataRequest(
+                topics=(MetadataRequestTopic(topic_id=None, name=TopicName(topic)),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
+        (t,) = answer.topics
+        return t if int(t.error_code) == 0 and len(t.partitions) == 2 else None
+
+    found = eventually(known, f"{topic} known to node 1")
+    assert found.topic_id is not None and found.topic_id != uuid.UUID(int=0)
+    stranger = uuid.uuid4()
+    by_id = call(
+        address,
+        MetadataRequest(
+            topics=(
+                MetadataRequestTopic(topic_id=found.topic_id, name=None),
+                MetadataRequestTopic(topic_id=stranger, name=None),
+            ),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        ),
+    )
+    assert [(t.name, t.topic_id, int(t.error_code)) for t in by_id.topics] == [
+        (topic, found.topic_id, 0),
+        (None, stranger, UNKNOWN_TOPIC_ID),
+    ]
+    assert len(by_id.topics[0].partitions) == 2
 
 
 def heartbeat(address: str, group: str, member: str, epoch: int, topic: str | None = None) -> Any:
@@ -569,7 +616,16 @@ def acl_bootstrap(
     cluster.start()
     try:
         probe = AdminClient({"bootstrap.servers": cluster.kafka_bootstrap_servers})
-        eventually(lambda: probe.list_topics(timeout=10).brokers, "the node in its metadata")
+
+        def brokers() -> bool:
+            # librdkafka raises _PARTIAL for an answer without brokers: the node's before the
+            # controller's first update reaches it
+            try:
+                return bool(probe.list_topics(timeout=10).brokers)
+            except KafkaException:
+                return False
+
+        eventually(brokers, "the node in its metadata")
         yield cluster.kafka_bootstrap_servers
     except BaseException:
         print(f"--- node log tail ---\n{cluster.nodes[0].tail(60)}")
