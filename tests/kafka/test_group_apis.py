@@ -445,14 +445,12 @@ def group_coordinated(kafka_cluster: LocalCluster, address: str, here: bool) -> 
             return group
 
 
-def test_metadata_v12_gives_topic_ids_and_finds_topics_by_id(kafka_cluster, bootstrap):
-    topic = unique("byid")
-    create_topic(bootstrap, topic, partitions=2)
-    address = kafka_cluster.nodes[1].kafka_address
+def known_to(address: str, topic: str, partitions: int) -> Any:
+    """The Metadata v12 topic of ``topic`` from the node at ``address`` once it knows the topic
+    (a node learns of a topic by the controller's UpdateMetadata, maybe after the node a client
+    created it through)."""
 
     def known() -> Any:
-        # the node learns of the topic by the controller's UpdateMetadata, maybe after the
-        # node the admin client asked
         answer = call(
             address,
             MetadataRequest(
@@ -462,9 +460,17 @@ def test_metadata_v12_gives_topic_ids_and_finds_topics_by_id(kafka_cluster, boot
             ),
         )
         (t,) = answer.topics
-        return t if int(t.error_code) == 0 and len(t.partitions) == 2 else None
+        return t if int(t.error_code) == 0 and len(t.partitions) == partitions else None
 
-    found = eventually(known, f"{topic} known to node 1")
+    return eventually(known, f"{topic} known to {address}")
+
+
+def test_metadata_v12_gives_topic_ids_and_finds_topics_by_id(kafka_cluster, bootstrap):
+    topic = unique("byid")
+    create_topic(bootstrap, topic, partitions=2)
+    address = kafka_cluster.nodes[1].kafka_address
+
+    found = known_to(address, topic, 2)
     assert found.topic_id is not None and found.topic_id != uuid.UUID(int=0)
     stranger = uuid.uuid4()
     by_id = call(
@@ -503,6 +509,7 @@ def test_bad_member_ids_epochs_and_group_ids_get_kafkas_errors(kafka_cluster, bo
     topic, group = unique("bad"), unique("gbad")
     create_topic(bootstrap, topic, partitions=2)
     address = coordinator_of(kafka_cluster, group)
+    known_to(address, topic, 2)
     member = uuid.uuid4().hex
     joined = heartbeat(address, group, member, 0, topic)
     assert int(joined.error_code) == 0, joined
