@@ -663,6 +663,8 @@ def test_group_and_topic_acls_are_kafkas(acl_bootstrap):
     futures = admin.create_topics([NewTopic(topic, 1, 1), NewTopic(locked_topic, 1, 1)])
     for f in futures.values():
         f.result(timeout=60)
+    address = acl_bootstrap.split(",")[0]
+    locked_id = known_to(address, locked_topic, 1).topic_id
     # an ACL on a resource ends allow.everyone.if.no.acl.found for it: what is left is allowed
     acls = [
         _acl(ResourceType.GROUP, locked_group, AclOperation.DESCRIBE, allow=True),
@@ -698,6 +700,18 @@ def test_group_and_topic_acls_are_kafkas(acl_bootstrap):
         [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])]
     )[group].result(timeout=60)
     assert [(tp.partition, tp.offset) for tp in listed.topic_partitions] == [(0, 3)]
+    # Metadata v12 by id of a topic the principal may not DESCRIBE: no name given away
+    by_id = call(
+        address,
+        MetadataRequest(
+            topics=(MetadataRequestTopic(topic_id=locked_id, name=None),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        ),
+    )
+    assert [(t.name, t.topic_id, int(t.error_code)) for t in by_id.topics] == [
+        (None, locked_id, KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    ]
     # DELETE on the group
     with pytest.raises(KafkaException) as refused:
         admin.delete_consumer_groups([group])[group].result(timeout=60)

@@ -15,7 +15,8 @@ As Kafka's ``KafkaApis.handleTopicMetadataRequest`` (ZooKeeper mode):
   otherwise UNKNOWN_TOPIC_OR_PARTITION (3);
 * v10+ give each topic's id (KIP-516), which KIP-848 members need: their assignments name
   topics by id; v12 asks for topics by id (a null name), as librdkafka does for an assigned
-  topic it does not know: an unknown id answers UNKNOWN_TOPIC_ID (100) with a null name.
+  topic it does not know: an unknown id answers UNKNOWN_TOPIC_ID (100), one the principal may
+  not DESCRIBE TOPIC_AUTHORIZATION_FAILED, both with a null name.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = ["handle_metadata"]
 API_KEY = 3
 UNKNOWN_TOPIC_OR_PARTITION = 3
 UNKNOWN_TOPIC_ID = 100
+TOPIC_AUTHORIZATION_FAILED = 29
 NO_OPERATIONS = -(2**31)
 """``*_authorized_operations`` when not asked for (Kafka's ``Int32.MinValue``)."""
 
@@ -76,6 +78,16 @@ def handle_metadata(services: DoorServices, ctx: RequestContext, request: Any) -
     allow = names is not None and bool(getattr(request, "allow_auto_topic_creation", True))
     if allow and not by_id and services.auto_create_topics:
         result = _auto_create(services, ctx, result)
+    if by_id and services.auth is not None:
+        # asked by id and refused: no name (Kafka: "topic IDs are not considered sensitive")
+        asked_by_id = {name: tid for tid, name in by_id.items()}
+        topics_ = tuple(
+            TopicMetadata(name="", error_code=t.error_code, topic_id=asked_by_id[t.name])
+            if t.error_code == TOPIC_AUTHORIZATION_FAILED and t.name in asked_by_id
+            else t
+            for t in result.topics
+        )
+        result = MetadataResult(result.brokers, result.controller_id, result.cluster_id, topics_)
     if unknown_ids:
         missing = tuple(
             TopicMetadata(name="", error_code=UNKNOWN_TOPIC_ID, topic_id=t) for t in unknown_ids
