@@ -5,7 +5,8 @@ with the client that exercises each): kcat / librdkafka 2.0 and confluent-kafka 
 2.16 (which enable features by exact-version overlap, ``rdkafka_feature.c``), kafka-python 3
 (which infers a Kafka release from the maxima), aiokafka 0.14 (which has almost no flexible
 versions and fails when no version it implements is in range) and kafkajs 2.2. Non-flexible
-versions throughout, except ApiVersions v3.
+versions throughout, except ApiVersions v3, Metadata v9-v12 and the consumer group APIs'
+flexible versions (KIP-848's are flexible only).
 """
 
 from __future__ import annotations
@@ -31,6 +32,18 @@ from node.kafka_door.handlers.configs import (
 )
 from node.kafka_door.handlers.fetch import handle_fetch
 from node.kafka_door.handlers.find_coordinator import handle_find_coordinator
+from node.kafka_door.handlers.group_offsets import (
+    handle_offset_commit,
+    handle_offset_delete,
+    handle_offset_fetch,
+)
+from node.kafka_door.handlers.groups import (
+    handle_consumer_group_describe,
+    handle_consumer_group_heartbeat,
+    handle_delete_groups,
+    handle_describe_groups,
+    handle_list_groups,
+)
 from node.kafka_door.handlers.metadata import handle_metadata
 from node.kafka_door.handlers.offsets import (
     handle_delete_records,
@@ -77,7 +90,8 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             Api(0, "Produce", 0, 8, bound(handle_produce), refused_below=3),
             Api(1, "Fetch", 4, 11, bound(handle_fetch)),
             Api(2, "ListOffsets", 1, 5, bound(handle_list_offsets)),
-            Api(3, "Metadata", 0, 8, bound(handle_metadata)),
+            # v10+ carry topic ids, which KIP-848 members need to read their assignments
+            Api(3, "Metadata", 0, 12, bound(handle_metadata)),
             Api(10, "FindCoordinator", 0, 2, bound(handle_find_coordinator)),
             # v0 is advertised (librdkafka 2.0 requires it in range to use SASL at all) and
             # refused: its raw-token exchange is not served; every client sends v1
@@ -134,5 +148,17 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             ),
             Api(60, "DescribeCluster", 0, 1, bound(handle_describe_cluster)),
             Api(61, "DescribeProducers", 0, 0, bound(handle_describe_producers)),
+            # consumer groups over the group coordinator (node/kafka_door/handlers/groups.py,
+            # group_offsets.py). OffsetCommit v9: Kafka takes a KIP-848 member's commit only
+            # from v9 on; OffsetFetch v8: several groups, v9: the member's id and epoch;
+            # ListGroups v4: the state filter, v5: the type filter
+            Api(8, "OffsetCommit", 2, 9, bound(handle_offset_commit)),
+            Api(9, "OffsetFetch", 1, 9, bound(handle_offset_fetch)),
+            Api(15, "DescribeGroups", 0, 4, bound(handle_describe_groups)),
+            Api(16, "ListGroups", 0, 5, bound(handle_list_groups)),
+            Api(42, "DeleteGroups", 0, 1, bound(handle_delete_groups)),
+            Api(47, "OffsetDelete", 0, 0, bound(handle_offset_delete)),
+            Api(68, "ConsumerGroupHeartbeat", 0, 1, bound(handle_consumer_group_heartbeat)),
+            Api(69, "ConsumerGroupDescribe", 0, 0, bound(handle_consumer_group_describe)),
         ]
     )

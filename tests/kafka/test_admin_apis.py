@@ -409,7 +409,15 @@ def acl_bootstrap(
         # the node answers Metadata without brokers until the controller's first update
         # reaches it; librdkafka's admin calls would wait for their next metadata refresh
         probe = admin_client(cluster.kafka_bootstrap_servers)
-        eventually(lambda: probe.list_topics(timeout=10).brokers, "the node in its metadata")
+
+        def brokers() -> bool:
+            # librdkafka raises _PARTIAL for an answer with neither brokers nor topics
+            try:
+                return bool(probe.list_topics(timeout=10).brokers)
+            except KafkaException:
+                return False
+
+        eventually(brokers, "the node in its metadata")
         yield cluster.kafka_bootstrap_servers
     except BaseException:
         print(f"--- node log tail ---\n{cluster.nodes[0].tail(60)}")

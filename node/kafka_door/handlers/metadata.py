@@ -1,4 +1,4 @@
-"""Metadata (3), v0-v8: the brokers on the request's listener, the controller, the topics.
+"""Metadata (3), v0-v12: the brokers on the request's listener, the controller, the topics.
 
 As Kafka's ``KafkaApis.handleTopicMetadataRequest`` (ZooKeeper mode):
 
@@ -12,7 +12,11 @@ As Kafka's ``KafkaApis.handleTopicMetadataRequest`` (ZooKeeper mode):
   cluster or on the topic, with the node's ``num.partitions`` and ``default.replication.factor``;
   it answers LEADER_NOT_AVAILABLE (5) until its leaders are elected, as Kafka does (and other
   creation errors as they come: INVALID_TOPIC_EXCEPTION 17, INVALID_REPLICATION_FACTOR 38);
-  otherwise UNKNOWN_TOPIC_OR_PARTITION (3).
+  otherwise UNKNOWN_TOPIC_OR_PARTITION (3);
+* v10+ give each topic's id (KIP-516), which KIP-848 members need: their assignments name
+  topics by id; v12 asks for topics by id (a null name), as librdkafka does for an assigned
+  topic it does not know: an unknown id answers UNKNOWN_TOPIC_ID (100), one the principal may
+  not DESCRIBE TOPIC_AUTHORIZATION_FAILED, both with a null name.
 """
 
 from __future__ import annotations
@@ -25,11 +29,14 @@ from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
 from node.kafka_door.services import DoorServices
+from node.kafka_door.topic_ids import ZERO_UUID, topic_id_text, topic_id_uuid
 
 __all__ = ["handle_metadata"]
 
 API_KEY = 3
 UNKNOWN_TOPIC_OR_PARTITION = 3
+UNKNOWN_TOPIC_ID = 100
+TOPIC_AUTHORIZATION_FAILED = 29
 NO_OPERATIONS = -(2**31)
 """``*_authorized_operations`` when not asked for (Kafka's ``Int32.MinValue``)."""
 
@@ -37,10 +44,27 @@ NO_OPERATIONS = -(2**31)
 def handle_metadata(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     topics = request.topics
+    by_id: dict[str, str] = {}
+    unknown_ids: list[str] = []
+    if topics is not None and any(t.name is None for t in topics):
+        known = {s.topic_id: t for (t, _), s in services.metadata.snapshot.partitions.items()}
+        for t in topics:
+            if t.name is None:
+                tid = topic_id_text(getattr(t, "topic_id", None))
+                if tid in known:
+                    by_id[tid] = known[tid]
+                else:
+                    unknown_ids.append(tid)
     names: list[str] | None = (
         None
         if topics is None or (version == 0 and not topics)
-        else list(dict.fromkeys(t.name for t in topics))
+        else list(
+            dict.fromkeys(
+                t.name if t.name is not None else by_id[topic_id_text(t.topic_id)]
+                for t in topics
+                if t.name is not None or topic_id_text(t.topic_id) in by_id
+            )
+        )
     )
 
     def answer(asked: Sequence[str] | None) -> MetadataResult:
@@ -52,8 +76,25 @@ def handle_metadata(services: DoorServices, ctx: RequestContext, request: Any) -
         else services.auth.metadata(ctx.caller, names, answer)
     )
     allow = names is not None and bool(getattr(request, "allow_auto_topic_creation", True))
-    if allow and services.auto_create_topics:
+    if allow and not by_id and services.auto_create_topics:
         result = _auto_create(services, ctx, result)
+    if by_id and services.auth is not None:
+        # asked by id and refused: no name (Kafka: "topic IDs are not considered sensitive")
+        asked_by_id = {name: tid for tid, name in by_id.items()}
+        topics_ = tuple(
+            TopicMetadata(name="", error_code=t.error_code, topic_id=asked_by_id[t.name])
+            if t.error_code == TOPIC_AUTHORIZATION_FAILED and t.name in asked_by_id
+            else t
+            for t in result.topics
+        )
+        result = MetadataResult(result.brokers, result.controller_id, result.cluster_id, topics_)
+    if unknown_ids:
+        missing = tuple(
+            TopicMetadata(name="", error_code=UNKNOWN_TOPIC_ID, topic_id=t) for t in unknown_ids
+        )
+        result = MetadataResult(
+            result.brokers, result.controller_id, result.cluster_id, result.topics + missing
+        )
     return _encode(ctx, result)
 
 
@@ -82,7 +123,8 @@ def _encode(ctx: RequestContext, result: MetadataResult) -> Any:
         make(
             topic_cls,
             error_code=t.error_code,
-            name=t.name,
+            name=t.name or None,
+            topic_id=topic_id_uuid(t.topic_id) if t.topic_id else ZERO_UUID,
             is_internal=t.name.startswith("__"),
             partitions=tuple(
                 make(

@@ -1,0 +1,318 @@
+"""Consumer groups over the Kafka door: ConsumerGroupHeartbeat (68) v0-v1 and
+ConsumerGroupDescribe (69) v0 (KIP-848), ListGroups (16) v0-v5, DescribeGroups (15) v0-v4 and
+DeleteGroups (42) v0-v1, translated to the group coordinator
+(:class:`node.coordinator.group_coordinator.GroupCoordinator`); the offsets APIs are
+:mod:`node.kafka_door.handlers.group_offsets`. As Kafka's ``KafkaApis``:
+
+* **ConsumerGroupHeartbeat**: READ on the group (else GROUP_AUTHORIZATION_FAILED, 30); the
+  member's owned partitions and its assignment name topics by id (16 bytes on the wire,
+  odradek's base64 text inside: :mod:`node.kafka_door.topic_ids`); ClientId is the request
+  header's, ClientHost ``/`` and the peer's address. v1's member id is the client's (KIP-1082).
+* **ConsumerGroupDescribe**: DESCRIBE on each group; a group the coordinator holds only
+  committed offsets of (no KIP-848 group record: epoch 0, no member) is not a consumer group
+  for Kafka (it is an empty classic group): GROUP_ID_NOT_FOUND (69), so librdkafka's
+  ``describe_consumer_groups`` asks DescribeGroups for it.
+* **DescribeGroups** is the classic protocol's: a KIP-848 group is described as Kafka 4 does,
+  ``Dead`` without members ("not a classic group"; clients use ConsumerGroupDescribe), an
+  unknown group ``Dead``, a group of committed offsets only ``Empty`` with protocol type ``""``.
+* **ListGroups**: the groups of the coordinator shards this node holds (a client asks every
+  broker); v4+ filter by state (any case), v5+ by type; without DESCRIBE on the cluster only
+  the groups the caller may DESCRIBE are listed.
+* **DeleteGroups**: DELETE on each group; NON_EMPTY_GROUP (68) for a group with members,
+  GROUP_ID_NOT_FOUND (69) for an unknown one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+from node.coordinator.group_requests import (
+    DescribedGroup,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    ListGroupsResult,
+    TopicPartitions,
+)
+from node.kafka_door.build import make, nested
+from node.kafka_door.context import RequestContext
+from node.kafka_door.frames import response_class
+from node.kafka_door.services import DoorServices
+from node.kafka_door.topic_ids import topic_id_text, topic_id_uuid
+from node.security.auth_helper import Refusal
+
+__all__ = [
+    "handle_consumer_group_describe",
+    "handle_consumer_group_heartbeat",
+    "handle_delete_groups",
+    "handle_describe_groups",
+    "handle_list_groups",
+]
+
+DESCRIBE_GROUPS = 15
+LIST_GROUPS = 16
+DELETE_GROUPS = 42
+CONSUMER_GROUP_HEARTBEAT = 68
+CONSUMER_GROUP_DESCRIBE = 69
+GROUP_AUTHORIZATION_FAILED = 30
+GROUP_ID_NOT_FOUND = 69
+NO_OPERATIONS = -(2**31)
+"""``authorized_operations`` when not asked for (Kafka's ``Int32.MinValue``)."""
+
+
+def _ms(value: timedelta | int) -> int:
+    if isinstance(value, timedelta):
+        return int(value / timedelta(milliseconds=1))
+    return int(value)
+
+
+def _refused(refusals: Iterable[Refusal]) -> dict[str, Refusal]:
+    return {r.name: r for r in refusals}
+
+
+# -- ConsumerGroupHeartbeat (KIP-848) ----------------------------------------------------------
+
+
+def handle_consumer_group_heartbeat(
+    services: DoorServices, ctx: RequestContext, request: Any
+) -> Any:
+    group_id = str(request.group_id)
+    refusals = (
+        []
+        if services.auth is None
+        else services.auth.consumer_group_heartbeat(ctx.caller, group_id)
+    )
+    if refusals:
+        answer = HeartbeatResponse(
+            str(request.member_id or ""),
+            int(request.member_epoch),
+            0,
+            refusals[0].error_code,
+            refusals[0].error_message,
+        )
+        return _heartbeat_answer(ctx, answer)
+    owned = None
+    if request.topic_partitions is not None:
+        owned = {
+            topic_id_text(tp.topic_id): frozenset(int(p) for p in tp.partitions)
+            for tp in request.topic_partitions
+            if tp.partitions
+        }
+    names = request.subscribed_topic_names
+    heartbeat = HeartbeatRequest(
+        group_id=group_id,
+        member_id=str(request.member_id or ""),
+        member_epoch=int(request.member_epoch),
+        instance_id=request.instance_id,
+        rack_id=request.rack_id,
+        rebalance_timeout_ms=_ms(request.rebalance_timeout),
+        subscribed_topic_names=None if names is None else tuple(str(n) for n in names),
+        subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
+        server_assignor=request.server_assignor,
+        owned=owned,
+        client_id=ctx.client_id or "",
+        client_host="/" + ctx.connection.peer_host,
+    )
+    return _heartbeat_answer(ctx, services.groups.consumer_group_heartbeat(heartbeat))
+
+
+def _heartbeat_answer(ctx: RequestContext, r: HeartbeatResponse) -> Any:
+    cls = response_class(CONSUMER_GROUP_HEARTBEAT, ctx.api_version)
+    assignment = None
+    if r.assignment is not None:
+        tp_cls = nested(cls, "TopicPartitions")
+        assignment = make(
+            nested(cls, "Assignment"),
+            topic_partitions=tuple(
+                make(tp_cls, topic_id=topic_id_uuid(t.topic_id), partitions=t.partitions)
+                for t in r.assignment
+            ),
+        )
+    return make(
+        cls,
+        throttle_time=0,
+        error_code=r.error_code,
+        error_message=r.error_message or None,
+        member_id=r.member_id or None,
+        member_epoch=r.member_epoch,
+        heartbeat_interval=r.heartbeat_interval_ms,
+        assignment=assignment,
+    )
+
+
+# -- ConsumerGroupDescribe (KIP-848) -----------------------------------------------------------
+
+
+def _is_offsets_only(g: DescribedGroup) -> bool:
+    """A group the coordinator knows by its committed offsets alone (no group record)."""
+    return g.error_code == 0 and g.group_epoch == 0 and not g.members
+
+
+def handle_consumer_group_describe(
+    services: DoorServices, ctx: RequestContext, request: Any
+) -> Any:
+    ids = [str(g) for g in request.group_ids]
+    refused = _refused(
+        [] if services.auth is None else services.auth.describe_groups(ctx.caller, ids)
+    )
+    allowed = [g for g in ids if g not in refused]
+    described = {g.group_id: g for g in services.groups.describe_groups(allowed)}
+    cls = response_class(CONSUMER_GROUP_DESCRIBE, ctx.api_version)
+    group_cls = nested(cls, "DescribedGroup")
+    member_cls = nested(cls, "Member")
+    assignment_cls = nested(cls, "Assignment")
+    tp_cls = nested(cls, "TopicPartitions")
+
+    def assignment(tps: tuple[TopicPartitions, ...]) -> Any:
+        return make(
+            assignment_cls,
+            topic_partitions=tuple(
+                make(
+                    tp_cls,
+                    topic_id=topic_id_uuid(t.topic_id),
+                    topic_name=t.topic_name,
+                    partitions=t.partitions,
+                )
+                for t in tps
+            ),
+        )
+
+    groups = []
+    for gid in ids:
+        if gid in refused:
+            r = refused[gid]
+            groups.append(
+                make(
+                    group_cls,
+                    group_id=gid,
+                    error_code=r.error_code,
+                    error_message=r.error_message,
+                    authorized_operations=NO_OPERATIONS,
+                )
+            )
+            continue
+        g = described[gid]
+        if _is_offsets_only(g):
+            g = DescribedGroup(gid, GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
+        groups.append(
+            make(
+                group_cls,
+                group_id=gid,
+                error_code=g.error_code,
+                error_message=g.error_message or None,
+                group_state=g.group_state,
+                group_epoch=g.group_epoch,
+                assignment_epoch=g.assignment_epoch,
+                assignor_name=g.assignor_name,
+                members=tuple(
+                    make(
+                        member_cls,
+                        member_id=m.member_id,
+                        instance_id=m.instance_id,
+                        rack_id=m.rack_id,
+                        member_epoch=m.member_epoch,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        subscribed_topic_names=m.subscribed_topic_names,
+                        subscribed_topic_regex=m.subscribed_topic_regex,
+                        assignment=assignment(m.assignment),
+                        target_assignment=assignment(m.target_assignment),
+                    )
+                    for m in g.members
+                ),
+                authorized_operations=NO_OPERATIONS,
+            )
+        )
+    return make(cls, throttle_time=0, groups=tuple(groups))
+
+
+# -- DescribeGroups (the classic protocol's) ---------------------------------------------------
+
+
+def handle_describe_groups(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+    ids = [str(g) for g in request.groups]
+    refused = _refused(
+        [] if services.auth is None else services.auth.describe_groups(ctx.caller, ids)
+    )
+    allowed = [g for g in ids if g not in refused]
+    described = {g.group_id: g for g in services.groups.describe_groups(allowed)}
+    cls = response_class(DESCRIBE_GROUPS, ctx.api_version)
+    group_cls = nested(cls, "DescribedGroup")
+    groups = []
+    for gid in ids:
+        error, state, protocol_type = 0, "Dead", ""
+        if gid in refused:
+            error, state = refused[gid].error_code, ""
+        else:
+            g = described[gid]
+            if _is_offsets_only(g):
+                state = "Empty"
+            elif g.error_code not in (0, GROUP_ID_NOT_FOUND):
+                error, state = g.error_code, ""
+            # otherwise a KIP-848 group ("not a classic group") or an unknown one: Dead
+        groups.append(
+            make(
+                group_cls,
+                error_code=error,
+                group_id=gid,
+                group_state=state,
+                protocol_type=protocol_type,
+                protocol_data="",
+                members=(),
+                authorized_operations=NO_OPERATIONS,
+            )
+        )
+    return make(cls, throttle_time=0, groups=tuple(groups))
+
+
+# -- ListGroups ------------------------------------------------------------------------------
+
+
+def handle_list_groups(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+    states = [str(s) for s in getattr(request, "states_filter", ()) or ()]
+    types = {str(t).lower() for t in getattr(request, "types_filter", ()) or ()}
+    result = services.groups.list_groups(states)
+    listed = result.groups
+    if types:
+        listed = tuple(g for g in listed if g.group_type.lower() in types)
+    if services.auth is not None:
+        listed = services.auth.list_groups(ctx.caller, listed)
+    result = ListGroupsResult(result.error_code, listed)
+    cls = response_class(LIST_GROUPS, ctx.api_version)
+    group_cls = nested(cls, "ListedGroup")
+    return make(
+        cls,
+        throttle_time=0,
+        error_code=result.error_code,
+        groups=tuple(
+            make(
+                group_cls,
+                group_id=g.group_id,
+                protocol_type=g.protocol_type,
+                group_state=g.group_state,
+                group_type=g.group_type,
+            )
+            for g in result.groups
+        ),
+    )
+
+
+# -- DeleteGroups ----------------------------------------------------------------------------
+
+
+def handle_delete_groups(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+    ids = list(dict.fromkeys(str(g) for g in request.groups_names))
+    refused = _refused(
+        [] if services.auth is None else services.auth.delete_groups(ctx.caller, ids)
+    )
+    allowed = [g for g in ids if g not in refused]
+    results = {r.group_id: r.error_code for r in services.groups.delete_groups(allowed)}
+    results.update({g: r.error_code for g, r in refused.items()})
+    cls = response_class(DELETE_GROUPS, ctx.api_version)
+    result_cls = nested(cls, "DeletableGroupResult")
+    return make(
+        cls,
+        throttle_time=0,
+        results=tuple(make(result_cls, group_id=g, error_code=results[g]) for g in ids),
+    )
