@@ -95,6 +95,12 @@ def test_the_node_stays_up_and_other_clients_lose_nothing(fuzzed, kafka_cluster)
     assert extra["missing"] == [], extra
 
 
+def test_the_fuzzer_knows_which_api_keys_the_door_serves(kafka_cluster):
+    # a served key fuzzed as an unknown one would expect a close where a parsing junk body
+    # rightly gets an answer
+    assert fuzz.advertised_keys(kafka_cluster.nodes[0].kafka_address) == set(fuzz.DOOR_KEYS)
+
+
 def _fetch_v4(correlation_id: int, topic: str, isolation_level: int) -> bytes:
     data = bytearray(fuzz.frame(fuzz.header(1, 4, correlation_id) + fuzz.body(1, 4, topic, 0)))
     data[_FETCH_ISOLATION_AT] = isolation_level
