@@ -9,6 +9,10 @@ every node) and 100-byte records, it measures:
   each round bracketed by the broker's gRPC produce rate from pre-built 64 KiB batches
   (``bench.cluster``'s machinery, acks=-1, 4 in flight) just before and just after it — target
   >= 0.9x;
+* the same producer into four partitions of one topic that the gRPC baseline's leader leads:
+  librdkafka keeps one produce request of a partition in flight (its statistics show it, against
+  its own mock cluster too; the figure is printed), the baseline four, so this is the same depth
+  on both sides;
 * confluent-kafka's consumer (assign from earliest, default fetch sizes) reading the RF-3 topic
   from the start, beside the raw gRPC fetch of the same records (``bench.cluster.run_consumer``)
   and odradek's own ``Consumer`` (``bench.sdk.consumer_rate``) — target >= 1.0x of the raw
@@ -51,18 +55,28 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import grpc
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bench import kafka_fuzz
-from bench.cluster import _create_topic, _leader_stub, _ratio_rounds, make_batch, run_consumer
+from bench.cluster import (
+    OPTIONS,
+    _create_topic,
+    _leader_stub,
+    _ratio_rounds,
+    make_batch,
+    run_consumer,
+)
 from bench.cluster import run_producers as grpc_producers
 from bench.sdk import consumer_rate as sdk_consumer_rate
 from bench.sdk import end_offset
 from deploy.local.cluster import LocalCluster
+from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
 RECORD_BYTES = 100
 INFLIGHT = 4
+WIDE = "rf3-wide"
 IDLE_CONNECTIONS = 1_000
 PRODUCER_SETTINGS: dict[str, Any] = {
     "enable.idempotence": True,
@@ -73,27 +87,46 @@ PRODUCER_SETTINGS: dict[str, Any] = {
 
 
 # -- confluent-kafka ---------------------------------------------------------------------------
-def produce_rate(config: dict[str, Any], topic: str, records: int) -> float:
-    """``records`` produce() calls into ``topic`` partition 0, then a flush; records/s from the
-    first call to the flush's return (a warm-up record, delivered first, is not counted)."""
+def produce_rate(
+    config: dict[str, Any],
+    topic: str,
+    records: int,
+    partitions: int = 1,
+    in_flight: list[int] | None = None,
+) -> float:
+    """``records`` produce() calls into ``topic``'s partitions ``0 .. partitions-1`` in turn,
+    then a flush; records/s from the first call to the flush's return (a warm-up record per
+    partition, delivered first, is not counted). ``in_flight`` gets the most produce requests
+    librdkafka had in flight or queued to one broker at once (its statistics, every 100 ms)."""
     value = os.urandom(RECORD_BYTES)
-    producer = Producer({**config, **PRODUCER_SETTINGS})
+    stats: dict[str, Any] = {}
+    if in_flight is not None:
+
+        def on_stats(text: str) -> None:
+            for broker in json.loads(text)["brokers"].values():
+                depth = int(broker.get("waitresp_cnt", 0)) + int(broker.get("outbuf_cnt", 0))
+                in_flight[0] = max(in_flight[0], depth)
+
+        in_flight[:] = [0]
+        stats = {"statistics.interval.ms": 100, "stats_cb": on_stats}
+    producer = Producer({**config, **PRODUCER_SETTINGS, **stats})
     failures: list[str] = []
 
     def report(err: Any, _msg: Any) -> None:
         if err is not None:
             failures.append(str(err))
 
-    producer.produce(topic, value, partition=0, on_delivery=report)
+    for partition in range(partitions):
+        producer.produce(topic, value, partition=partition, on_delivery=report)
     if producer.flush(60):
-        raise RuntimeError("the warm-up record was not delivered")
+        raise RuntimeError("the warm-up records were not delivered")
     produce = producer.produce
     poll = producer.poll
     start = time.perf_counter()
-    for _ in range(records):
+    for i in range(records):
         while True:
             try:
-                produce(topic, value, partition=0, on_delivery=report)
+                produce(topic, value, partition=i % partitions, on_delivery=report)
                 break
             except BufferError:
                 poll(0.001)
@@ -351,6 +384,27 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 out[f"{name}_produce_ratio_rounds"] = ratios
             out["grpc_rf3_records_per_s"] = round(grpc_rate(stubs["rf3"], "rf3"))
 
+            # -- the same depth on both sides: librdkafka keeps one produce request of a
+            # partition in flight (its own statistics say so, against its mock cluster too),
+            # the gRPC baseline INFLIGHT; so the producer also writes INFLIGHT partitions that
+            # the gRPC leader of rf3 leads, one batch of each in flight
+            leader_id = _leader_id(cluster, "rf3")
+            followers = [n.node_id for n in cluster.nodes if n.node_id != leader_id]
+            _create_led_topic(grpc_address, WIDE, leader_id, followers, INFLIGHT)
+            depth = [0]
+            value, ratio, ratios = _median_round(
+                rounds,
+                lambda: produce_rate(kafka, WIDE, args.records, INFLIGHT),
+                lambda: grpc_rate(stubs["rf3"], "rf3"),
+            )
+            out["wide_produce_records_per_s"] = round(value)
+            out["wide_produce_ratio"] = ratio
+            out["wide_produce_ratio_rounds"] = ratios
+            produce_rate(kafka, "rf3", args.records, 1, depth)
+            out["librdkafka_in_flight_one_partition"] = depth[0]
+            produce_rate(kafka, WIDE, args.records, INFLIGHT, depth)
+            out["librdkafka_in_flight_wide"] = depth[0]
+
             # -- consumers over everything in rf3 partition 0
             end = end_offset(stubs["rf3"], "rf3")
             out["consume_records"] = end
@@ -463,6 +517,40 @@ def _kafka_leader(cluster: LocalCluster, topic: str) -> str:
     raise RuntimeError(f"no node leads {topic}-0")
 
 
+def _leader_id(cluster: LocalCluster, topic: str) -> int:
+    """The node id of ``topic`` partition 0's leader."""
+    leader = _kafka_leader(cluster, topic)
+    return next(n.node_id for n in cluster.nodes if n.kafka_address == leader)
+
+
+def _create_led_topic(
+    address: str, topic: str, leader: int, followers: list[int], partitions: int
+) -> None:
+    """``topic`` with ``partitions`` partitions, each led (preferred) by ``leader``."""
+    admin = pb_grpc.AdminStub(grpc.insecure_channel(address, options=OPTIONS))
+    replicas = [leader, *followers]
+    response = admin.CreateTopics(
+        pb.CreateTopicsRequest(
+            topics=[
+                pb.CreatableTopic(
+                    name=topic,
+                    num_partitions=-1,
+                    replication_factor=-1,
+                    assignments=[
+                        pb.ReplicaAssignment(partition=i, broker_ids=replicas)
+                        for i in range(partitions)
+                    ],
+                    configs={"min.insync.replicas": "2"},
+                )
+            ],
+            timeout_ms=30_000,
+        ),
+        timeout=60,
+    )
+    if response.topics[0].error_code:
+        raise RuntimeError(f"create {topic} failed: {response.topics[0].error_message}")
+
+
 def _kafka_leader_pid(cluster: LocalCluster, topic: str) -> int:
     leader = _kafka_leader(cluster, topic)
     for node in cluster.nodes:
@@ -526,6 +614,14 @@ def report(out: dict[str, Any]) -> None:
             f"(rounds {out[f'{name}_produce_ratio_rounds']}; target >= 0.9)"
         )
     print(f"  gRPC pre-built rf3 acks=-1 (one more run): {out['grpc_rf3_records_per_s']} records/s")
+    print(
+        f"produce rf3 into {INFLIGHT} partitions of the same leader: "
+        f"{out['wide_produce_records_per_s']:>9} records/s, {out['wide_produce_ratio']}x the gRPC "
+        f"pre-built rate (rounds {out['wide_produce_ratio_rounds']}); librdkafka's most requests "
+        f"in flight to a broker: {out['librdkafka_in_flight_one_partition']} with one "
+        f"partition, {out['librdkafka_in_flight_wide']} with {INFLIGHT} (the gRPC baseline: "
+        f"{INFLIGHT})"
+    )
     print(
         f"consume {out['consume_records']} records: confluent-kafka "
         f"{out['consume_records_per_s']} records/s, {out['consume_ratio']}x the raw gRPC fetch "

@@ -37,6 +37,8 @@ def test_kafka_benchmark_prints_its_figures_as_one_json_line(tmp_path, capsys):
         "rf1_produce_records_per_s",
         "rf1_produce_ratio",
         "grpc_rf3_records_per_s",
+        "wide_produce_records_per_s",
+        "wide_produce_ratio",
         "consume_records_per_s",
         "consume_ratio",
         "sdk_consume_records_per_s",
@@ -57,6 +59,9 @@ def test_kafka_benchmark_prints_its_figures_as_one_json_line(tmp_path, capsys):
         value = figures[key]
         assert isinstance(value, int | float), key
         assert value > 0, key
+    # sampled every 100 ms: a run this short may see none in flight
+    assert figures["librdkafka_in_flight_one_partition"] >= 0
+    assert figures["librdkafka_in_flight_wide"] >= 0
     for name in ("confluent", "kcat", "raw"):
         assert figures[f"leader_cores_{name}_consume"] >= 0
     assert figures["fuzz_frames"] == 300
