@@ -225,7 +225,7 @@ def test_offset_commit_validation() -> None:
 def test_group_record_replays_to_a_stable_group() -> None:
     group = stable_group_of_two()
     out = sync(group, SyncGroupRequest("g", "a", 2, assignments=(("a", b"A"), ("b", b"B"))), 3)
-    (key, value) = out.records[0]
+    (_key, value) = out.records[0]
     assert isinstance(value, GroupMetadataValue)
     decoded = decode_value(2, encode_value(value))
     assert isinstance(decoded, GroupMetadataValue)
