@@ -33,6 +33,7 @@ from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest
 from kio.schema.heartbeat.v3.request import HeartbeatRequest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.sync_group.v3.request import SyncGroupRequest
+from kio.schema.types import GroupId
 from kio.serial import entity_writer
 from kio.static.primitive import i8, i32, i32Timedelta
 
@@ -106,7 +107,7 @@ class PythonMember(threading.Thread):
         self.consumer = KafkaConsumer(
             topic,
             bootstrap_servers=bootstrap,
-            group_id=group,
+            group_id=GroupId(group),
             client_id=f"kp-{uuid.uuid4().hex[:4]}",
             enable_auto_commit=False,
             auto_offset_reset="earliest",
@@ -397,7 +398,7 @@ def _join(address: str, group: str, member_id: str, protocols: tuple[str, ...]) 
         11,
         5,
         JoinGroupRequest(
-            group_id=group,
+            group_id=GroupId(group),
             session_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=10_000)),
             rebalance_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=10_000)),
             member_id=member_id,
@@ -424,7 +425,7 @@ def test_bad_input_gets_kafkas_error_codes(kafka_cluster):
         14,
         3,
         SyncGroupRequest(
-            group_id=group,
+            group_id=GroupId(group),
             generation_id=i32(generation),
             member_id=member,
             group_instance_id=None,
@@ -439,7 +440,7 @@ def test_bad_input_gets_kafkas_error_codes(kafka_cluster):
             12,
             3,
             HeartbeatRequest(
-                group_id=group,
+                group_id=GroupId(group),
                 generation_id=i32(gen),
                 member_id=member_id,
                 group_instance_id=None,

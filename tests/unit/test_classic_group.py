@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from node.coordinator.classic_group import (
     FENCED_INSTANCE_ID,
     GROUP_MAX_SIZE_REACHED,
@@ -34,8 +36,8 @@ CONFIG = ClassicGroupConfig(group_initial_rebalance_delay_ms=0)
 RANGE = (("range", b"r-meta"),)
 
 
-def req(member_id: str = "", **kw: object) -> JoinGroupRequest:
-    base: dict[str, object] = {
+def req(member_id: str = "", **kw: Any) -> JoinGroupRequest:
+    base: dict[str, Any] = {
         "group_id": "g",
         "member_id": member_id,
         "protocol_type": "consumer",
@@ -47,10 +49,10 @@ def req(member_id: str = "", **kw: object) -> JoinGroupRequest:
         "require_known_member_id": True,
     }
     base.update(kw)
-    return JoinGroupRequest(**base)  # type: ignore[arg-type]
+    return JoinGroupRequest(**base)
 
 
-def first_join(group: ClassicGroup, new_id: str, now: int = 0, **kw: object) -> str | None:
+def first_join(group: ClassicGroup, new_id: str, now: int = 0, **kw: Any) -> str | None:
     """KIP-394's round trip; returns the wait key of the second join."""
     out = join(group, req(**kw), new_id, now, CONFIG, created=not group.members)
     assert isinstance(out.reply, JoinGroupResult)
@@ -59,6 +61,10 @@ def first_join(group: ClassicGroup, new_id: str, now: int = 0, **kw: object) -> 
     out = join(group, req(new_id, **kw), "unused", now, CONFIG)
     assert out.reply is None
     return out.wait_key
+
+
+def state(group: ClassicGroup) -> ClassicGroupState:
+    return group.state
 
 
 def stable_group_of_two() -> ClassicGroup:
@@ -70,12 +76,12 @@ def stable_group_of_two() -> ClassicGroup:
     out = sync(group, SyncGroupRequest("g", "a", 1, assignments=(("a", b"A"),)), 0)
     assert out.store == {"a": b"A"}
     store_assignment(group, 1, out.store, 0)
-    assert group.state is ClassicGroupState.STABLE
+    assert state(group) is ClassicGroupState.STABLE
     # b joins: a rebalance; a must rejoin before it completes
     join(group, req(), "b", 1, CONFIG)
     out = join(group, req("b"), "x", 1, CONFIG)
     assert out.wait_key == "b" and not out.joins
-    assert group.state is ClassicGroupState.PREPARING_REBALANCE
+    assert state(group) is ClassicGroupState.PREPARING_REBALANCE
     assert heartbeat(group, "a", 1, None, 2) == REBALANCE_IN_PROGRESS
     out = join(group, req("a"), "x", 2, CONFIG)
     assert set(out.joins) == {"a", "b"}
