@@ -155,7 +155,9 @@ class ClassicCoordinator:
             if group is None:
                 group = ClassicGroup(req.group_id)
             new_id = f"{req.client_id or 'member'}-{uuid.uuid4()}"
+            before = (group.state, group.generation_id)
             out = join(group, req, new_id, now, self.config, created=created)
+            _log_change(group, before, f"join of {req.member_id or new_id}")
             if not (created and group.is_empty()):
                 shard.classic[req.group_id] = group
             future: Future[JoinGroupResult] = (
@@ -230,7 +232,11 @@ class ClassicCoordinator:
             return e.code, []
         now = self._clock.monotonic_ms()
         with shard.lock:
-            results, out = leave(shard.classic.get(group_id), members, now, self.config)
+            group = shard.classic.get(group_id)
+            before = (group.state, group.generation_id) if group is not None else None
+            results, out = leave(group, members, now, self.config)
+            if group is not None and before is not None:
+                _log_change(group, before, f"leave of {[m.member_id for m in members]}")
             self._write_and_complete(shard, group_id, out)
         return 0, results
 
@@ -251,9 +257,24 @@ class ClassicCoordinator:
     def tick(self, shard: ClassicShard, now_ms: int) -> None:
         """Run the classic groups' timers. Caller holds the lock."""
         for group_id, group in list(shard.classic.items()):
+            before = (group.state, group.generation_id)
             out = expire(group, now_ms, self.config)
+            _log_change(group, before, "timers")
             if out.records or out.joins or out.syncs:
                 self._write_and_complete(shard, group_id, out)
+
+
+def _log_change(group: ClassicGroup, before: tuple[Any, int], why: str) -> None:
+    if (group.state, group.generation_id) != before:
+        log.info(
+            "classic group %s: %s generation %d -> %s generation %d (%s)",
+            group.group_id,
+            before[0].value,
+            before[1],
+            group.state.value,
+            group.generation_id,
+            why,
+        )
 
 
 def _done(answer: Any) -> Future[Any]:

@@ -568,7 +568,6 @@ def _replace_static_member(
         out.joins[old_id] = _join_error(FENCED_INSTANCE_ID, old_id)
     if old.awaiting_sync:
         out.syncs[old_id] = SyncGroupResult(FENCED_INSTANCE_ID)
-    same = old.protocols == req.protocols
     member = ClassicMember(
         member_id=new_member_id,
         client_id=req.client_id,
@@ -586,8 +585,10 @@ def _replace_static_member(
     if group.leader_id == old_id:
         group.leader_id = new_member_id
     group.pending_sync.discard(old_id)
-    if group.state is ClassicGroupState.STABLE and same:
-        # no rebalance: the same assignment under the new id, once stored
+    if group.state is ClassicGroupState.STABLE and group.select_protocol() == group.protocol_name:
+        # no rebalance while the group's protocol stays (Kafka compares the protocol the
+        # members would choose, not the metadata bytes, which carry e.g. owned partitions):
+        # the same assignment under the new id, once stored
         out.records.append(group_record(group))
         out.reply = _current_join(group, new_member_id, skip=True)
         return out

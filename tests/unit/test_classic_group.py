@@ -192,8 +192,10 @@ def test_leave_batch_and_static_member_rejoin_without_rebalance() -> None:
     out = sync(group, SyncGroupRequest("g", "a", 1, instance_id="i-a"), 0)
     assert out.store is not None
     store_assignment(group, 1, {"a": b"A"}, 0)
-    # the static member restarts: a new member id, same assignment, no new generation
-    out = join(group, req(instance_id="i-a"), "a2", 5_000, CONFIG)
+    # the static member restarts: a new member id, same assignment, no new generation (its
+    # metadata bytes differ: the protocol the group would choose does not)
+    restarted = req(instance_id="i-a", protocols=(("range", b"other"),))
+    out = join(group, restarted, "a2", 5_000, CONFIG)
     assert isinstance(out.reply, JoinGroupResult)
     assert out.reply.member_id == "a2" and out.reply.generation_id == 1
     assert out.reply.skip_assignment and out.records
