@@ -18,6 +18,7 @@ Thread-safe: every method takes the shard's lock.
 
 from __future__ import annotations
 
+import copy
 import logging
 import uuid
 from collections.abc import Callable, Sequence
@@ -45,17 +46,35 @@ from node.coordinator.classic_group import (
     replay,
     store_assignment,
     sync,
+    validate_offset_commit,
 )
+from node.coordinator.group_coordinator_config import GroupCoordinatorConfig
+from node.coordinator.group_requests import ListedGroup
 from node.coordinator.group_state import GroupRecord, GroupShard, delete_group_records
 from odradek.clock import Clock
-from odradek.errors import GroupIdNotFoundError, OdradekError
-from odradek.group_records import GroupMetadataValue
+from odradek.errors import GroupIdNotFoundError, NonEmptyGroupError, OdradekError
+from odradek.group_records import (
+    ClassicGroupMetadataKey,
+    GroupMetadataValue,
+    GroupRecordKey,
+    GroupRecordValue,
+)
 
-__all__ = ["ClassicCoordinator", "ClassicShard"]
+__all__ = ["ClassicCoordinator", "ClassicShard", "classic_config"]
 
 log = logging.getLogger(__name__)
 
 NOT_COORDINATOR = 16
+
+
+def classic_config(config: GroupCoordinatorConfig) -> ClassicGroupConfig:
+    """The classic group settings of the coordinator's."""
+    return ClassicGroupConfig(
+        group_min_session_timeout_ms=config.group_min_session_timeout_ms,
+        group_max_session_timeout_ms=config.group_max_session_timeout_ms,
+        group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+        group_max_size=config.group_max_size,
+    )
 
 
 class ClassicShard(Protocol):
@@ -123,9 +142,14 @@ class ClassicCoordinator:
 
     # -- loading -----------------------------------------------------------------------------
 
-    def replay(self, shard: ClassicShard, group_id: str, value: GroupMetadataValue | None) -> None:
-        """A ``GroupMetadata`` record read while loading the shard. Caller holds the lock."""
-        replay(shard.classic, group_id, value, self._clock.monotonic_ms())
+    def replay(
+        self, shard: ClassicShard, key: GroupRecordKey, value: GroupRecordValue | None
+    ) -> None:
+        """A record read while loading the shard (only ``GroupMetadata`` ones matter here).
+        Caller holds the lock."""
+        if isinstance(key, ClassicGroupMetadataKey):
+            classic = value if isinstance(value, GroupMetadataValue) else None
+            replay(shard.classic, key.group, classic, self._clock.monotonic_ms())
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -156,6 +180,9 @@ class ClassicCoordinator:
                 group = ClassicGroup(req.group_id)
             new_id = f"{req.client_id or 'member'}-{uuid.uuid4()}"
             before = (group.state, group.generation_id)
+            # a static member taking its predecessor's place without a rebalance is written
+            # before it is answered; if the write fails the group is put back as it was
+            saved = copy.deepcopy(group) if req.instance_id is not None else None
             out = join(group, req, new_id, now, self.config, created=created)
             _log_change(group, before, f"join of {req.member_id or new_id}")
             if not (created and group.is_empty()):
@@ -168,9 +195,13 @@ class ClassicCoordinator:
             try:
                 self._write(shard, records + out.records)
             except OdradekError as e:
+                log.info("could not store classic group %s: %s", req.group_id, e)
                 if out.reply is not None:
                     out.reply = JoinGroupResult(error_code=e.code, member_id=req.member_id)
-                log.info("could not store classic group %s: %s", req.group_id, e)
+                    if saved is not None:
+                        shard.classic[req.group_id] = saved
+                        out.joins.clear()
+                        out.syncs.clear()
             self._complete(shard, req.group_id, out)
             if isinstance(out.reply, JoinGroupResult):
                 future.set_result(out.reply)
@@ -253,6 +284,46 @@ class ClassicCoordinator:
             raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
         self._write(shard, delete_records(group_id))
         shard.classic.pop(group_id, None)
+
+    def check_offset_commit(
+        self,
+        shard: ClassicShard,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        instance_id: str | None,
+    ) -> tuple[str, int]:
+        """An OffsetCommit to a classic group is checked here (Kafka's
+        ``ClassicGroup.validateOffsetCommit``) and then written as a simple commit: returns
+        ``("", -1)`` for it, the request's member id and epoch for any other group. Raises the
+        check's errors. Caller holds the lock."""
+        group = shard.classic.get(group_id)
+        if group is None or group_id in shard.state.groups:
+            return member_id, generation_id
+        validate_offset_commit(group, member_id, generation_id, instance_id)
+        return "", -1
+
+    def listed(self, shard: ClassicShard, wanted: set[str]) -> list[ListedGroup]:
+        """ListGroups' entries of the shard's classic groups in one of ``wanted`` (lower-case
+        state names; empty: all). Caller holds the lock."""
+        return [
+            ListedGroup(gid, g.state.value, g.protocol_type or "", group_type="classic")
+            for gid, g in sorted(shard.classic.items())
+            if not wanted or g.state.value.lower() in wanted
+        ]
+
+    def delete(self, shard: ClassicShard, group_id: str, records: list[GroupRecord]) -> bool:
+        """DeleteGroups of a classic group: with ``records`` (its offsets' tombstones), its
+        own tombstone; False if ``group_id`` is no classic group. Raises NON_EMPTY_GROUP.
+        Caller holds the lock."""
+        group = shard.classic.get(group_id)
+        if group is None:
+            return False
+        if not group.is_empty():
+            raise NonEmptyGroupError(f"Group {group_id} is not empty.")
+        self._write(shard, records + delete_records(group_id))
+        del shard.classic[group_id]
+        return True
 
     def tick(self, shard: ClassicShard, now_ms: int) -> None:
         """Run the classic groups' timers. Caller holds the lock."""

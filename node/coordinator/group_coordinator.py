@@ -38,9 +38,8 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from node.coordinator import classic_group
-from node.coordinator.classic_coordinator import ClassicCoordinator
-from node.coordinator.classic_group import ClassicGroup, ClassicGroupConfig
+from node.coordinator.classic_coordinator import ClassicCoordinator, classic_config
+from node.coordinator.classic_group import ClassicGroup
 from node.coordinator.group_coordinator_config import (
     GROUP_COORDINATOR_PROPERTIES,
     GroupCoordinatorConfig,
@@ -97,8 +96,6 @@ from odradek.errors import (
     error_for_code,
 )
 from odradek.group_records import (
-    ClassicGroupMetadataKey,
-    GroupMetadataValue,
     MemberState,
     OffsetCommitKey,
     decode_key,
@@ -186,17 +183,7 @@ class GroupCoordinator:
         self._ticker: threading.Thread | None = None
         self._next_retention_ms = 0
         self._next_create_ms = 0
-        self.classic = ClassicCoordinator(
-            ClassicGroupConfig(
-                config.group_min_session_timeout_ms,
-                config.group_max_session_timeout_ms,
-                config.group_initial_rebalance_delay_ms,
-                config.group_max_size,
-            ),
-            clock,
-            self._shard,
-            self._write,
-        )
+        self.classic = ClassicCoordinator(classic_config(config), clock, self._shard, self._write)
         """JoinGroup, SyncGroup, Heartbeat, LeaveGroup (the classic protocol)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -287,9 +274,8 @@ class GroupCoordinator:
             return 0
         try:
             decoded_key, decoded = decode_key(key), decode_value(key_type(key), value)
-            if loading and isinstance(decoded_key, ClassicGroupMetadataKey):
-                classic = decoded if isinstance(decoded, GroupMetadataValue) else None
-                self.classic.replay(shard, decoded_key.group, classic)
+            if loading:
+                self.classic.replay(shard, decoded_key, decoded)
             shard.state.replay(decoded_key, decoded)
         except CorruptRecordError as exc:
             log.warning("skipping a record of %s-%d: %s", OFFSETS_TOPIC, shard.partition, exc)
@@ -499,12 +485,9 @@ class GroupCoordinator:
         try:
             shard = self._shard(group_id)
             with shard.lock:
-                classic = shard.classic.get(group_id)
-                if classic is not None and group_id not in shard.state.groups:
-                    classic_group.validate_offset_commit(
-                        classic, member_id, member_epoch, instance_id
-                    )
-                    member_id, member_epoch = "", -1  # checked: commit as a simple one
+                member_id, member_epoch = self.classic.check_offset_commit(
+                    shard, group_id, member_id, member_epoch, instance_id
+                )
                 records, outcome = offset_commit_records(
                     shard.state.groups.get(group_id),
                     group_id,
@@ -609,7 +592,7 @@ class GroupCoordinator:
         out: list[ListedGroup] = []
         for shard in self._loaded_shards():
             with shard.lock:
-                out += self._classic_listed(shard, wanted)
+                out += self.classic.listed(shard, wanted)
                 names = set(shard.state.groups) | set(shard.state.offsets)
                 for gid in sorted(names - set(shard.classic)):
                     group = shard.state.groups.get(gid) or ConsumerGroup(gid)
@@ -618,14 +601,6 @@ class GroupCoordinator:
                         continue
                     out.append(ListedGroup(gid, state))
         return ListGroupsResult(groups=tuple(out))
-
-    @staticmethod
-    def _classic_listed(shard: _Shard, wanted: set[str]) -> list[ListedGroup]:
-        return [
-            ListedGroup(gid, g.state.value, g.protocol_type or "", group_type="classic")
-            for gid, g in sorted(shard.classic.items())
-            if not wanted or g.state.value.lower() in wanted
-        ]
 
     def describe_groups(self, group_ids: Sequence[str]) -> list[DescribedGroup]:
         """ConsumerGroupDescribe (and DescribeGroups): each group's state and members, in
@@ -677,13 +652,7 @@ class GroupCoordinator:
                 with shard.lock:
                     group = shard.state.groups.get(gid)
                     offsets = list(shard.state.offsets.get(gid, {}))
-                    classic = shard.classic.get(gid)
-                    if classic is not None:
-                        if not classic.is_empty():
-                            raise NonEmptyGroupError(f"Group {gid} is not empty.")
-                        records = delete_group_records(group, gid, offsets)
-                        self._write(shard, records + classic_group.delete_records(gid))
-                        del shard.classic[gid]
+                    if self.classic.delete(shard, gid, delete_group_records(group, gid, offsets)):
                         out.append(DeletedGroup(gid))
                         continue
                     if group is None and not offsets:

@@ -4,9 +4,13 @@ every write as replicated; a manual clock)."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+
 from node.coordinator.classic_group import JoinGroupRequest, LeaveMember, SyncGroupRequest
 from node.coordinator.group_coordinator import GroupCoordinator
 from node.coordinator.group_requests import HeartbeatRequest, OffsetCommitPartition
+from node.core.requests import ProducePartition, ProduceResult
 from odradek.clock import ManualClock
 from odradek.group_records import (
     ClassicGroupMetadataKey,
@@ -118,3 +122,27 @@ def test_a_silent_member_expires_and_a_waiting_join_is_answered_on_unload() -> N
     assert not waiting.done()
     slow.on_leadership_change("__consumer_offsets", 0, False, 2)
     assert waiting.result(0).error_code == 16
+
+
+def test_a_static_member_whose_takeover_cannot_be_written_is_refused_and_undone() -> None:
+    clock = ManualClock()
+    coordinator, replicas = _coordinator(clock, group_initial_rebalance_delay_ms=0)
+    static = dataclasses.replace(_join(coordinator), instance_id="i-1")
+    joined = coordinator.classic.join_group(static).result(0)
+    assert joined.error_code == 0 and joined.generation_id == 1
+    member = joined.member_id
+    synced = coordinator.classic.sync_group(
+        SyncGroupRequest("g", member, 1, "i-1", assignments=((member, b"A"),))
+    ).result(0)
+    assert synced.assignment == b"A"
+
+    def not_replicated(
+        partitions: Sequence[ProducePartition], *, acks: int, timeout_ms: int
+    ) -> list[ProduceResult]:
+        return [ProduceResult(p.topic, p.partition, error_code=19) for p in partitions]
+
+    replicas.append_records = not_replicated  # type: ignore[method-assign]
+    again = coordinator.classic.join_group(static).result(0)
+    assert again.error_code == 15  # COORDINATOR_NOT_AVAILABLE: retry
+    # the group is as it was: the old member id still holds the instance
+    assert coordinator.classic.heartbeat("g", member, 1, "i-1") == 0
