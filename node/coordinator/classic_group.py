@@ -664,6 +664,9 @@ def _complete_join(group: ClassicGroup, now_ms: int) -> Outcome:
         return out
     if group.leader_id is None or not group.members[group.leader_id].awaiting_join:
         group.leader_id = joined[0].member_id if joined else None
+    if group.members and not group.candidate_protocols():
+        # cannot happen through join's checks; never choose from nothing
+        raise AssertionError(f"group {group.group_id}: no protocol every member supports")
     group.generation_id += 1
     if not group.members:
         group.protocol_name = None
@@ -872,6 +875,7 @@ def leave(
             LeaveMemberResult(m.member_id, m.instance_id, UNKNOWN_MEMBER_ID) for m in members
         ], out
     leaving: list[str] = []
+    pending_left = False
     for m in members:
         code = NONE
         if m.instance_id is not None:
@@ -884,6 +888,7 @@ def leave(
                 leaving.append(holder)
         elif m.member_id in group.pending_members:
             del group.pending_members[m.member_id]
+            pending_left = True
         elif m.member_id in group.members:
             leaving.append(m.member_id)
         else:
@@ -891,6 +896,8 @@ def leave(
         results.append(LeaveMemberResult(m.member_id, m.instance_id, code))
     if leaving:
         out = _remove_and_rebalance(group, leaving, now_ms, config)
+    elif pending_left:
+        out = _maybe_complete_join(group, now_ms)
     return results, out
 
 
