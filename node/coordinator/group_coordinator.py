@@ -27,6 +27,10 @@ which
 * **The topic.** ``__consumer_offsets`` is created on first use, by FindCoordinator, with
   Kafka's defaults: 50 partitions, replication factor min(3, live brokers),
   ``cleanup.policy=compact``, ``min.insync.replicas`` min(2, replication factor).
+* **Classic groups** (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) live in the same shards,
+  served by :attr:`GroupCoordinator.classic`
+  (:class:`~node.coordinator.classic_coordinator.ClassicCoordinator`); offsets, ListGroups,
+  DescribeGroups and DeleteGroups here serve both kinds. A group id is one kind at a time.
 
 Thread-safe: the shard map has a lock; each shard has its own.
 """
