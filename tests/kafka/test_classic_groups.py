@@ -9,6 +9,7 @@ The tests that commit offsets need the OffsetCommit / OffsetFetch handlers of th
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import io
 import itertools
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer as ConfluentConsumer
 from confluent_kafka import Producer as ConfluentProducer
 from kafka import ConsumerRebalanceListener, KafkaConsumer
@@ -389,6 +391,40 @@ def test_static_member_restarted_within_its_session_gets_its_partitions_back(
         b.stop()
         if restarted is not None:
             restarted.stop()
+
+
+async def _aiokafka_pair(bootstrap: str, topic: str, group: str) -> list[frozenset[int]]:
+    consumers = [
+        AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            heartbeat_interval_ms=500,
+        )
+        for _ in range(2)
+    ]
+    for c in consumers:
+        await c.start()
+    try:
+        for _ in range(600):  # each getmany waits up to 0.1 s: a 60 s deadline
+            await asyncio.gather(*(c.getmany(timeout_ms=100) for c in consumers))
+            sets = [frozenset(tp.partition for tp in c.assignment()) for c in consumers]
+            if all(sets) and sum(map(len, sets)) == PARTITIONS:
+                return sets
+        raise AssertionError("the two aiokafka members never split the partitions")
+    finally:
+        for c in consumers:
+            await c.stop()
+
+
+def test_aiokafka_group_of_two_splits_a_topic(kafka_cluster, bootstrap):
+    topic = f"classic-aio-{uuid.uuid4().hex[:6]}"
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic, partitions=PARTITIONS)
+    sets = asyncio.run(asyncio.wait_for(_aiokafka_pair(bootstrap, topic, group), 120))
+    assert frozenset().union(*sets) == frozenset(range(PARTITIONS))
 
 
 # -- bad input over raw frames ------------------------------------------------------------------
