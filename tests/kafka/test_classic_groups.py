@@ -29,7 +29,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer as ConfluentConsumer
 from confluent_kafka import Producer as ConfluentProducer
-from kafka import ConsumerRebalanceListener, KafkaConsumer
+from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer
 from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest
 from kio.schema.heartbeat.v3.request import HeartbeatRequest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
@@ -391,6 +391,42 @@ def test_static_member_restarted_within_its_session_gets_its_partitions_back(
         b.stop()
         if restarted is not None:
             restarted.stop()
+
+
+def test_describe_and_list_show_a_classic_group(kafka_cluster, bootstrap):
+    """DescribeGroups and ListGroups (kafka-python's admin client) show the classic group's
+    state, protocol type and assignor, and its members' client ids and hosts (needs the door's
+    DescribeGroups / ListGroups to read the coordinator's classic fields)."""
+    topic = f"classic-describe-{uuid.uuid4().hex[:6]}"
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic, partitions=PARTITIONS)
+    members = [PythonMember(bootstrap, topic, group) for _ in range(2)]
+    for m in members:
+        m.start()
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        wait_for("two members splitting the partitions", lambda: split(members))
+        described = admin.describe_groups([group])[group]
+        assert (described["group_state"], described["protocol_type"]) == ("Stable", "consumer")
+        assert described["protocol_data"] in ("range", "roundrobin", "sticky")
+        client_ids = {m.consumer.config["client_id"] for m in members}
+        assert {d["client_id"] for d in described["members"]} == client_ids
+        assert {d["client_host"] for d in described["members"]} == {"/127.0.0.1"}
+        # the leader's assignment as each member got it (kafka-python decodes the bytes)
+        assigned = [
+            p
+            for d in described["members"]
+            for t in d["member_assignment"]["assigned_partitions"]
+            for p in t["partitions"]
+        ]
+        assert sorted(assigned) == list(range(PARTITIONS))
+        listed = {g["group_id"]: g for g in admin.list_groups()}
+        assert listed[group]["group_state"] == "Stable"
+        assert listed[group]["protocol_type"] == "consumer"
+    finally:
+        admin.close()
+        for m in members:
+            m.stop()
 
 
 async def _aiokafka_pair(bootstrap: str, topic: str, group: str) -> list[frozenset[int]]:
