@@ -129,10 +129,6 @@ IGNORED_KAFKA_CONFIGS = frozenset(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         "transaction.remove.expired.transaction.cleanup.interval.ms",
         "producer.id.expiration.ms",
-        "group.initial.rebalance.delay.ms",
-        "group.min.session.timeout.ms",
-        "group.max.session.timeout.ms",
-        "group.max.size",
         # JMX metrics and quotas (odradek's metrics are Prometheus's: metrics.port)
         "metric.reporters",
         "metrics.num.samples",

@@ -193,7 +193,7 @@ def handle_consumer_group_describe(
             )
             continue
         g = described[gid]
-        if _is_offsets_only(g):
+        if _is_offsets_only(g) or g.group_type == "classic":
             g = DescribedGroup(gid, GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
         groups.append(
             make(
@@ -239,14 +239,29 @@ def handle_describe_groups(services: DoorServices, ctx: RequestContext, request:
     described = {g.group_id: g for g in services.groups.describe_groups(allowed)}
     cls = response_class(DESCRIBE_GROUPS, ctx.api_version)
     group_cls = nested(cls, "DescribedGroup")
+    member_cls = nested(cls, "DescribedGroupMember")
     groups = []
     for gid in ids:
-        error, state, protocol_type = 0, "Dead", ""
+        error, state, protocol_type, protocol, members = 0, "Dead", "", "", ()
         if gid in refused:
             error, state = refused[gid].error_code, ""
         else:
             g = described[gid]
-            if _is_offsets_only(g):
+            if g.error_code == 0 and g.group_type == "classic":
+                state, protocol_type, protocol = g.group_state, g.protocol_type, g.protocol
+                members = tuple(
+                    make(
+                        member_cls,
+                        member_id=m.member_id,
+                        group_instance_id=m.instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        member_metadata=m.member_metadata,
+                        member_assignment=m.member_assignment,
+                    )
+                    for m in g.members
+                )
+            elif _is_offsets_only(g):
                 state = "Empty"
             elif g.error_code not in (0, GROUP_ID_NOT_FOUND):
                 error, state = g.error_code, ""
@@ -258,8 +273,8 @@ def handle_describe_groups(services: DoorServices, ctx: RequestContext, request:
                 group_id=gid,
                 group_state=state,
                 protocol_type=protocol_type,
-                protocol_data="",
-                members=(),
+                protocol_data=protocol,
+                members=members,
                 authorized_operations=NO_OPERATIONS,
             )
         )

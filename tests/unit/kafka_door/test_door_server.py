@@ -8,7 +8,7 @@ import socket
 import struct
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -344,3 +344,43 @@ def test_file_slices_are_sent_from_the_file(door_factory, tmp_path: Path):
         frame = read_frame(sock)
     assert struct.unpack_from(">i", frame)[0] == 11
     assert frame.endswith(struct.pack(">i", 3000) + (b"0123456789" * 1000)[1005:4005])
+
+
+def test_a_future_answer_waits_on_the_loop_without_a_request_thread(door_factory):
+    """A handler may answer with a Future (a JoinGroup waiting for its rebalance): the door
+    awaits it on its loop, so more waiting requests than request threads (8 here) do not stop
+    other connections from being served."""
+    waiting: list[tuple[Future[Any], RequestContext, Any]] = []
+    lock = threading.Lock()
+
+    def deferred(ctx: RequestContext, request: Any) -> Any:
+        if ctx.correlation_id < 100:
+            return metadata_answer(ctx, request)
+        future: Future[Any] = Future()
+        with lock:
+            waiting.append((future, ctx, request))
+        return future
+
+    _, port = door_factory({METADATA: deferred})
+    parked = [connect(port) for _ in range(20)]
+    try:
+        for i, sock in enumerate(parked):
+            sock.sendall(request_frame(METADATA, 0, 100 + i, EMPTY_METADATA_V0))
+        with connect(port) as other:
+            other.sendall(request_frame(METADATA, 0, 7, EMPTY_METADATA_V0))
+            assert struct.unpack_from(">i", read_frame(other))[0] == 7
+        deadline = threading.Event()
+        for _ in range(500):
+            with lock:
+                if len(waiting) == 20:
+                    break
+            deadline.wait(0.01)
+        with lock:
+            assert len(waiting) == 20
+            for future, ctx, request in waiting:
+                future.set_result(metadata_answer(ctx, request))
+        answered = sorted(struct.unpack_from(">i", read_frame(s))[0] for s in parked)
+        assert answered == list(range(100, 120))
+    finally:
+        for sock in parked:
+            sock.close()
