@@ -360,6 +360,10 @@ def test_sigkilled_members_partitions_move_after_its_session_timeout(kafka_clust
     finally:
         if proc.poll() is None:
             proc.kill()
+        proc.wait(30)
+        reader.join(10)
+        assert proc.stdout is not None
+        proc.stdout.close()
         survivor.stop()
 
 
