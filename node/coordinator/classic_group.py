@@ -35,6 +35,7 @@ Not thread-safe: the coordinator serialises access per ``__consumer_offsets`` pa
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import struct
 from collections.abc import Iterable, Mapping, Sequence
@@ -582,15 +583,20 @@ def _replace_static_member(
     )
     group.members[new_member_id] = member
     group.static_members[req.instance_id or ""] = new_member_id
+    old_leader = group.leader_id
     if group.leader_id == old_id:
         group.leader_id = new_member_id
     group.pending_sync.discard(old_id)
     if group.state is ClassicGroupState.STABLE and group.select_protocol() == group.protocol_name:
         # no rebalance while the group's protocol stays (Kafka compares the protocol the
         # members would choose, not the metadata bytes, which carry e.g. owned partitions):
-        # the same assignment under the new id, once stored
+        # the same assignment under the new id, once stored. The answer names the leader the
+        # group had and no members, as Kafka's does below JoinGroup v9 (which cannot say "skip
+        # the assignment"): a restarted leader that saw its own id would assign, and a stable
+        # group would not pass that assignment on; kafka-python then rejoins
         out.records.append(group_record(group))
-        out.reply = _current_join(group, new_member_id, skip=True)
+        current = _current_join(group, new_member_id)
+        out.reply = dataclasses.replace(current, leader=old_leader or "", members=())
         return out
     member.awaiting_join = True
     out.merge(_maybe_prepare_rebalance_or_complete_join(group, now_ms, config))
