@@ -435,6 +435,49 @@ __all__ += [
 ]
 
 
+# -- classic consumer groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), Kafka's codes
+
+
+class IllegalGenerationError(OdradekError):
+    """A classic member's generation is not the group's: it must rejoin."""
+
+    code, name = 22, "ILLEGAL_GENERATION"
+
+
+class InconsistentGroupProtocolError(OdradekError):
+    """A JoinGroup whose protocol type or protocols the group's members do not share."""
+
+    code, name = 23, "INCONSISTENT_GROUP_PROTOCOL"
+
+
+class InvalidSessionTimeoutError(OdradekError):
+    """A session timeout outside ``group.min.session.timeout.ms`` ..
+    ``group.max.session.timeout.ms``."""
+
+    code, name = 26, "INVALID_SESSION_TIMEOUT"
+
+
+class RebalanceInProgressError(OdradekError):
+    """The classic group is rebalancing: the member must rejoin."""
+
+    code, name = 27, "REBALANCE_IN_PROGRESS"
+
+
+class MemberIdRequiredError(OdradekError):
+    """KIP-394: the first JoinGroup gets the member id it must join again with."""
+
+    code, name = 79, "MEMBER_ID_REQUIRED"
+
+
+__all__ += [
+    "IllegalGenerationError",
+    "InconsistentGroupProtocolError",
+    "InvalidSessionTimeoutError",
+    "RebalanceInProgressError",
+    "MemberIdRequiredError",
+]
+
+
 class ReassignmentInProgressError(OdradekError):
     code, name = 60, "REASSIGNMENT_IN_PROGRESS"
 

@@ -19,7 +19,8 @@ them back. The bytes are those of Kafka's generated classes for the JSON schemas
 type   key                                            value
 =====  =============================================  ===========================================
 0, 1   OffsetCommitKey (group, topic, partition)      OffsetCommitValue v0-4
-2      GroupMetadataKey (group)                       classic groups: decoded as raw bytes only
+2      GroupMetadataKey (group)                       GroupMetadataValue v0-4 (classic groups;
+                                                      written as v3, Kafka's choice since 2.3)
 3      ConsumerGroupMetadataKey (GroupId)             ConsumerGroupMetadataValue v0
 4      ConsumerGroupPartitionMetadataKey (GroupId)    ConsumerGroupPartitionMetadataValue v0
 5      ConsumerGroupMemberMetadataKey (GroupId,       ConsumerGroupMemberMetadataValue v0
@@ -58,6 +59,8 @@ __all__ = [
     "LEGACY_OFFSET_COMMIT_KEY_TYPE",
     "GROUP_METADATA_KEY_TYPE",
     "ClassicGroupMetadataKey",
+    "ClassicMemberMetadata",
+    "GroupMetadataValue",
     "ConsumerGroupCurrentMemberAssignmentKey",
     "ConsumerGroupCurrentMemberAssignmentValue",
     "ConsumerGroupMemberMetadataKey",
@@ -181,6 +184,11 @@ class _Writer:
         self.uvarint(len(v) + 1)
         self.buf += v
 
+    def bytes_(self, v: bytes) -> None:
+        """Classic bytes: int32 length."""
+        self.int32(len(v))
+        self.buf += v
+
     def compact_array_len(self, n: int | None) -> None:
         self.uvarint(0 if n is None else n + 1)
 
@@ -278,6 +286,20 @@ class _Reader:
         if n == 0:
             raise self.fail("null in non-nullable bytes")
         return self.take(n - 1)
+
+    def bytes_(self) -> bytes:
+        """Classic bytes: int32 length (-1, null, read as empty)."""
+        n = self.int32()
+        if n < -1:
+            raise self.fail(f"bytes length {n}")
+        return b"" if n == -1 else self.take(n)
+
+    def array_len(self) -> int:
+        """Classic array: int32 count (-1, null, read as empty)."""
+        n = self.int32()
+        if n < -1 or n > len(self.data) - self.pos:
+            raise self.fail(f"array of {n} elements in {len(self.data) - self.pos} bytes")
+        return max(n, 0)
 
     def compact_array_len(self) -> int | None:
         n = self.uvarint()
@@ -539,8 +561,39 @@ class ConsumerGroupCurrentMemberAssignmentValue:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """``GroupMetadataValue.MemberMetadata``: one member of a classic group, with its
+    subscription (the metadata of the group's chosen protocol) and its assignment, as the
+    client encoded them (``ConsumerProtocolSubscription`` / ``ConsumerProtocolAssignment`` for
+    protocol type ``consumer``)."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    subscription: bytes
+    assignment: bytes
+    instance_id: str | None = None
+    rebalance_timeout_ms: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataValue:
+    """A classic group (record type 2): its generation, protocol, leader and members. An empty
+    group has generation and no members (protocol and leader null)."""
+
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int = -1
+    members: tuple[ClassicMemberMetadata, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class RawValue:
-    """A value odradek does not interpret (a classic group's): its version and bytes."""
+    """A value odradek does not interpret: its version and bytes (decoding never gives one
+    today; kept so that a caller can write bytes it read through untouched)."""
 
     version: int
     data: bytes
@@ -554,6 +607,7 @@ GroupRecordValue: TypeAlias = (
     | ConsumerGroupTargetAssignmentMetadataValue
     | ConsumerGroupTargetAssignmentMemberValue
     | ConsumerGroupCurrentMemberAssignmentValue
+    | GroupMetadataValue
     | RawValue
 )
 
@@ -650,10 +704,89 @@ def encode_value(value: GroupRecordValue) -> bytes:
             _write_topic_partitions(w, value.assigned_partitions)
             _write_topic_partitions(w, value.partitions_pending_revocation)
             w.no_tags()
+        case GroupMetadataValue():
+            _write_group_metadata(w, value)
         case RawValue():
             w.int16(value.version)
             w.buf += value.data
     return bytes(w.buf)
+
+
+GROUP_METADATA_VALUE_VERSION = 3
+"""The version Kafka writes (``MetadataVersion.groupMetadataValueVersion``: the highest
+non-flexible one)."""
+
+
+def _write_group_metadata(w: _Writer, value: GroupMetadataValue) -> None:
+    w.int16(GROUP_METADATA_VALUE_VERSION)
+    w.string(value.protocol_type)
+    w.int32(value.generation)
+    w.string(value.protocol)
+    w.string(value.leader)
+    w.int64(value.current_state_timestamp)
+    w.int32(len(value.members))
+    for m in value.members:
+        w.string(m.member_id)
+        w.string(m.instance_id)
+        w.string(m.client_id)
+        w.string(m.client_host)
+        w.int32(m.rebalance_timeout_ms)
+        w.int32(m.session_timeout_ms)
+        w.bytes_(m.subscription)
+        w.bytes_(m.assignment)
+
+
+def _decode_group_metadata(r: _Reader, version: int) -> GroupMetadataValue:
+    """v0-3 in the classic encoding, v4 (flexible) in the compact one."""
+    if not 0 <= version <= 4:
+        raise r.fail(f"unknown GroupMetadataValue version {version}")
+    flexible = version >= 4
+
+    def string() -> str:
+        return r.compact_string() if flexible else r.string()
+
+    def nullable() -> str | None:
+        return r.nullable_compact_string() if flexible else r.nullable_string()
+
+    def blob() -> bytes:
+        return r.compact_bytes() if flexible else r.bytes_()
+
+    protocol_type = string()
+    generation = r.int32()
+    protocol = nullable()
+    leader = nullable()
+    timestamp = r.int64() if version >= 2 else -1
+
+    def member() -> ClassicMemberMetadata:
+        member_id = string()
+        instance_id = nullable() if version >= 3 else None
+        client_id = string()
+        client_host = string()
+        rebalance_timeout = r.int32() if version >= 1 else -1
+        session_timeout = r.int32()
+        subscription = blob()
+        assignment = blob()
+        if flexible:
+            r.tagged()
+        return ClassicMemberMetadata(
+            member_id,
+            client_id,
+            client_host,
+            session_timeout,
+            subscription,
+            assignment,
+            instance_id,
+            rebalance_timeout,
+        )
+
+    if flexible:
+        members = r.compact_array(member)
+        r.tagged()
+    else:
+        members = [member() for _ in range(r.array_len())]
+    return GroupMetadataValue(
+        protocol_type, generation, protocol, leader, timestamp, tuple(members)
+    )
 
 
 def _decode_offset_commit(r: _Reader, version: int) -> OffsetCommitValue:
@@ -717,7 +850,7 @@ def decode_value(record_type: int, data: bytes | None) -> GroupRecordValue | Non
     if record_type in (LEGACY_OFFSET_COMMIT_KEY_TYPE, OFFSET_COMMIT_KEY_TYPE):
         value = _decode_offset_commit(r, version)
     elif record_type == GROUP_METADATA_KEY_TYPE:
-        return RawValue(version, data[2:])
+        value = _decode_group_metadata(r, version)
     elif record_type in _KEY_CLASSES:
         if version != 0:
             raise r.fail(f"unknown value version {version}")

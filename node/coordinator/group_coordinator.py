@@ -36,7 +36,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
+from node.coordinator import classic_group
+from node.coordinator.classic_coordinator import ClassicCoordinator
+from node.coordinator.classic_group import ClassicGroup, ClassicGroupConfig
 from node.coordinator.group_coordinator_config import (
     GROUP_COORDINATOR_PROPERTIES,
     GroupCoordinatorConfig,
@@ -54,6 +58,7 @@ from node.coordinator.group_requests import (
     OffsetFetchPartition,
     OffsetFetchResult,
     PartitionResult,
+    described_classic_group,
     described_member,
     topic_partitions,
 )
@@ -92,6 +97,8 @@ from odradek.errors import (
     error_for_code,
 )
 from odradek.group_records import (
+    ClassicGroupMetadataKey,
+    GroupMetadataValue,
     MemberState,
     OffsetCommitKey,
     decode_key,
@@ -147,6 +154,9 @@ class _Shard:
         """(group, member) → monotonic deadline of its session."""
         self.revocations: dict[tuple[str, str], int] = {}
         """(group, member) → deadline for a member in UNREVOKED_PARTITIONS."""
+        self.classic: dict[str, ClassicGroup] = {}
+        """Classic groups (:mod:`node.coordinator.classic_coordinator`)."""
+        self.classic_waiters: dict[tuple[str, str, str], list[Any]] = {}
 
 
 CreateTopic = Callable[[str, int, int, Mapping[str, str]], None]
@@ -176,6 +186,18 @@ class GroupCoordinator:
         self._ticker: threading.Thread | None = None
         self._next_retention_ms = 0
         self._next_create_ms = 0
+        self.classic = ClassicCoordinator(
+            ClassicGroupConfig(
+                config.group_min_session_timeout_ms,
+                config.group_max_session_timeout_ms,
+                config.group_initial_rebalance_delay_ms,
+                config.group_max_size,
+            ),
+            clock,
+            self._shard,
+            self._write,
+        )
+        """JoinGroup, SyncGroup, Heartbeat, LeaveGroup (the classic protocol)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -205,6 +227,7 @@ class GroupCoordinator:
                 if current is not None:
                     log.info("unloading groups of %s-%d", OFFSETS_TOPIC, partition)
                     del self._shards[partition]
+                    self.classic.unloaded(current)
                 return
             if current is not None and current.leader_epoch == epoch:
                 return
@@ -235,7 +258,7 @@ class GroupCoordinator:
                         if batch.is_control:
                             continue
                         for record in batch.records():
-                            count += self._replay_raw(shard, record.key, record.value)
+                            count += self._replay_raw(shard, record.key, record.value, True)
                     if not progressed:
                         break
             except Exception:
@@ -257,12 +280,17 @@ class GroupCoordinator:
             shard.leader_epoch,
         )
 
-    @staticmethod
-    def _replay_raw(shard: _Shard, key: bytes | None, value: bytes | None) -> int:
+    def _replay_raw(
+        self, shard: _Shard, key: bytes | None, value: bytes | None, loading: bool = False
+    ) -> int:
         if key is None:
             return 0
         try:
-            shard.state.replay(decode_key(key), decode_value(key_type(key), value))
+            decoded_key, decoded = decode_key(key), decode_value(key_type(key), value)
+            if loading and isinstance(decoded_key, ClassicGroupMetadataKey):
+                classic = decoded if isinstance(decoded, GroupMetadataValue) else None
+                self.classic.replay(shard, decoded_key.group, classic)
+            shard.state.replay(decoded_key, decoded)
         except CorruptRecordError as exc:
             log.warning("skipping a record of %s-%d: %s", OFFSETS_TOPIC, shard.partition, exc)
             return 0
@@ -402,6 +430,7 @@ class GroupCoordinator:
             topics = self.topics()
             by_id = {t.topic_id: t.name for t in topics.values()}
             with shard.lock:
+                self.classic.refuse_consumer_group(shard, request.group_id)
                 result = heartbeat(
                     shard.state.groups.get(request.group_id),
                     request,
@@ -450,10 +479,13 @@ class GroupCoordinator:
         member_id: str,
         member_epoch: int,
         partitions: Sequence[OffsetCommitPartition],
+        instance_id: str | None = None,
     ) -> OffsetCommitResult:
         """Commit offsets for ``group_id`` (``member_epoch`` -1: an admin or simple commit,
         only to a group without members). One result per partition in request order; a
-        group-level error is set on the answer and on every partition."""
+        group-level error is set on the answer and on every partition. For a classic group
+        ``member_epoch`` is the member's generation id (and ``instance_id`` its
+        ``group.instance.id``), checked as Kafka's ``ClassicGroup.validateOffsetCommit``."""
         commits = [
             (
                 p.topic,
@@ -467,6 +499,12 @@ class GroupCoordinator:
         try:
             shard = self._shard(group_id)
             with shard.lock:
+                classic = shard.classic.get(group_id)
+                if classic is not None and group_id not in shard.state.groups:
+                    classic_group.validate_offset_commit(
+                        classic, member_id, member_epoch, instance_id
+                    )
+                    member_id, member_epoch = "", -1  # checked: commit as a simple one
                 records, outcome = offset_commit_records(
                     shard.state.groups.get(group_id),
                     group_id,
@@ -505,7 +543,10 @@ class GroupCoordinator:
         try:
             shard = self._shard(group_id)
             with shard.lock:
-                validate_offset_fetch(shard.state.groups.get(group_id), member_id, member_epoch)
+                if group_id not in shard.state.groups and group_id in shard.classic:
+                    pass  # classic members fetch without a member id (OffsetFetch < v9)
+                else:
+                    validate_offset_fetch(shard.state.groups.get(group_id), member_id, member_epoch)
                 committed = dict(shard.state.offsets.get(group_id, {}))
             wanted: Iterable[tuple[str, int]] = (
                 sorted(committed) if partitions is None else partitions
@@ -535,9 +576,12 @@ class GroupCoordinator:
             with shard.lock:
                 group = shard.state.groups.get(group_id)
                 committed = shard.state.offsets.get(group_id, {})
-                if group is None and not committed:
+                classic = shard.classic.get(group_id)
+                if group is None and not committed and classic is None:
                     raise GroupIdNotFoundError(f"Group {group_id} not found.")
                 subscribed = set() if group is None else group.subscribed_topics(self.topics())
+                if classic is not None:
+                    subscribed |= classic.subscribed_topics()
                 records: list[GroupRecord] = []
                 for topic, p in partitions:
                     if topic in subscribed:
@@ -565,8 +609,9 @@ class GroupCoordinator:
         out: list[ListedGroup] = []
         for shard in self._loaded_shards():
             with shard.lock:
+                out += self._classic_listed(shard, wanted)
                 names = set(shard.state.groups) | set(shard.state.offsets)
-                for gid in sorted(names):
+                for gid in sorted(names - set(shard.classic)):
                     group = shard.state.groups.get(gid) or ConsumerGroup(gid)
                     state = group.state_name()
                     if wanted and state.lower() not in wanted:
@@ -574,14 +619,29 @@ class GroupCoordinator:
                     out.append(ListedGroup(gid, state))
         return ListGroupsResult(groups=tuple(out))
 
+    @staticmethod
+    def _classic_listed(shard: _Shard, wanted: set[str]) -> list[ListedGroup]:
+        return [
+            ListedGroup(gid, g.state.value, g.protocol_type or "", group_type="classic")
+            for gid, g in sorted(shard.classic.items())
+            if not wanted or g.state.value.lower() in wanted
+        ]
+
     def describe_groups(self, group_ids: Sequence[str]) -> list[DescribedGroup]:
-        """ConsumerGroupDescribe: each group's state and members, in request order."""
+        """ConsumerGroupDescribe (and DescribeGroups): each group's state and members, in
+        request order; a classic group with ``group_type`` "classic", its protocol type and
+        protocol, and its members' metadata and assignment bytes."""
         out: list[DescribedGroup] = []
-        by_id = {t.topic_id: t.name for t in self.topics().values()}
+        topics = self.topics()
+        by_id = {t.topic_id: t.name for t in topics.values()}
         for gid in group_ids:
             try:
                 shard = self._shard(gid)
                 with shard.lock:
+                    classic = shard.classic.get(gid)
+                    if classic is not None and gid not in shard.state.groups:
+                        out.append(described_classic_group(classic, topics))
+                        continue
                     group = shard.state.groups.get(gid)
                     if group is None:
                         if gid not in shard.state.offsets:
@@ -617,6 +677,15 @@ class GroupCoordinator:
                 with shard.lock:
                     group = shard.state.groups.get(gid)
                     offsets = list(shard.state.offsets.get(gid, {}))
+                    classic = shard.classic.get(gid)
+                    if classic is not None:
+                        if not classic.is_empty():
+                            raise NonEmptyGroupError(f"Group {gid} is not empty.")
+                        records = delete_group_records(group, gid, offsets)
+                        self._write(shard, records + classic_group.delete_records(gid))
+                        del shard.classic[gid]
+                        out.append(DeletedGroup(gid))
+                        continue
                     if group is None and not offsets:
                         raise GroupIdNotFoundError(f"Group {gid} not found.")
                     if group is not None and group.members:
@@ -644,6 +713,7 @@ class GroupCoordinator:
             self._next_retention_ms = now + self.config.offsets_retention_check_interval_ms
         for shard in self._loaded_shards():
             with shard.lock:
+                self.classic.tick(shard, now)
                 expired = {k for k, deadline in shard.sessions.items() if deadline <= now}
                 expired |= {k for k, deadline in shard.revocations.items() if deadline <= now}
                 for group_id, member_id in sorted(expired):
@@ -668,6 +738,8 @@ class GroupCoordinator:
         retention_ms = self.config.offsets_retention_minutes * 60_000
         records: list[GroupRecord] = []
         for gid, offsets in shard.state.offsets.items():
+            if gid in shard.classic and not shard.classic[gid].is_empty():
+                continue  # a classic group's offsets expire only once it is empty
             group = shard.state.groups.get(gid)
             subscribed = set() if group is None else group.subscribed_topics(self.topics())
             expired = [

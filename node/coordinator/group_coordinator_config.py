@@ -35,9 +35,22 @@ class GroupCoordinatorConfig:
     """The heartbeat interval members are told to keep."""
     group_consumer_max_size: int = 2**31 - 1
     """Members per group (GROUP_MAX_SIZE_REACHED beyond)."""
+    group_min_session_timeout_ms: int = 6_000
+    """Classic groups: the shortest ``session.timeout.ms`` a member may ask for."""
+    group_max_session_timeout_ms: int = 1_800_000
+    """Classic groups: the longest ``session.timeout.ms`` a member may ask for."""
+    group_initial_rebalance_delay_ms: int = 3_000
+    """Classic groups: how long the first rebalance of an empty group waits for more members
+    (again for each new one, up to the rebalance timeout); 0: none."""
+    group_max_size: int = 2**31 - 1
+    """Classic groups: members per group (GROUP_MAX_SIZE_REACHED beyond)."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
+            if f.name == "group_initial_rebalance_delay_ms":
+                if self.group_initial_rebalance_delay_ms < 0:
+                    raise InvalidConfigError("group.initial.rebalance.delay.ms must be >= 0")
+                continue
             if getattr(self, f.name) <= 0:
                 raise InvalidConfigError(f"{f.name.replace('_', '.')} must be positive")
 

@@ -16,7 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from node.coordinator.group_state import Assignment, HeartbeatRequest, Member
+from node.coordinator.classic_group import (
+    ClassicGroup,
+    consumer_assignment_topics,
+    consumer_subscription_topics,
+)
+from node.coordinator.group_state import Assignment, HeartbeatRequest, Member, TopicInfo
 
 __all__ = [
     "Coordinator",
@@ -34,6 +39,7 @@ __all__ = [
     "OffsetFetchResult",
     "PartitionResult",
     "TopicPartitions",
+    "described_classic_group",
     "described_member",
     "topic_partitions",
 ]
@@ -165,6 +171,10 @@ class DescribedMember:
     instance_id: str | None = None
     rack_id: str | None = None
     subscribed_topic_regex: str | None = None
+    member_metadata: bytes = b""
+    """A classic member: its metadata for the group's protocol (DescribeGroups)."""
+    member_assignment: bytes = b""
+    """A classic member: its assignment as the leader encoded it (DescribeGroups)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +190,12 @@ class DescribedGroup:
     assignment_epoch: int = 0
     assignor_name: str = ""
     members: tuple[DescribedMember, ...] = ()
+    group_type: str = "consumer"
+    """"consumer" (KIP-848) or "classic"."""
+    protocol_type: str = "consumer"
+    """A classic group's protocol type ("" while Empty): DescribeGroups' ``protocol_type``."""
+    protocol: str = ""
+    """A classic group's chosen protocol (the assignor): DescribeGroups' ``protocol_data``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,4 +232,46 @@ def described_member(m: Member, target: Assignment, names: Mapping[str, str]) ->
         instance_id=m.instance_id,
         rack_id=m.rack_id,
         subscribed_topic_regex=m.subscribed_topic_regex,
+    )
+
+
+def described_classic_group(group: ClassicGroup, topics: Mapping[str, TopicInfo]) -> DescribedGroup:
+    """A classic group as DescribeGroups gives it: Kafka's state name, protocol type and
+    protocol, each member with its client id and host, metadata and assignment (decoded for
+    protocol type ``consumer``; the generation stands for the member epoch)."""
+    consumer = group.protocol_type == "consumer"
+    members = []
+    for m in group.members.values():
+        assigned = consumer_assignment_topics(m.assignment) if consumer else {}
+        metadata = m.metadata(group.protocol_name)
+        members.append(
+            DescribedMember(
+                member_id=m.member_id,
+                member_epoch=group.generation_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=tuple(
+                    sorted(consumer_subscription_topics(metadata)) if consumer else ()
+                ),
+                assignment=tuple(
+                    TopicPartitions(topics[t].topic_id if t in topics else "", ps, t)
+                    for t, ps in sorted(assigned.items())
+                ),
+                target_assignment=(),
+                member_state="",
+                instance_id=m.instance_id,
+                member_metadata=metadata,
+                member_assignment=m.assignment,
+            )
+        )
+    return DescribedGroup(
+        group_id=group.group_id,
+        group_state=group.state.value,
+        group_epoch=group.generation_id,
+        assignment_epoch=group.generation_id,
+        assignor_name=group.protocol_name or "",
+        members=tuple(members),
+        group_type="classic",
+        protocol_type=group.protocol_type or "",
+        protocol=group.protocol_name or "",
     )

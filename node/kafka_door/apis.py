@@ -20,6 +20,12 @@ from node.kafka_door.handlers.acls import (
     handle_delete_acls,
     handle_describe_acls,
 )
+from node.kafka_door.handlers.classic_groups import (
+    handle_heartbeat,
+    handle_join_group,
+    handle_leave_group,
+    handle_sync_group,
+)
 from node.kafka_door.handlers.cluster import (
     handle_describe_cluster,
     handle_describe_log_dirs,
@@ -93,6 +99,11 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             # v10+ carry topic ids, which KIP-848 members need to read their assignments
             Api(3, "Metadata", 0, 12, bound(handle_metadata)),
             Api(10, "FindCoordinator", 0, 2, bound(handle_find_coordinator)),
+            # the classic consumer group protocol (classic_groups.py)
+            Api(11, "JoinGroup", 0, 5, bound(handle_join_group)),
+            Api(12, "Heartbeat", 0, 3, bound(handle_heartbeat)),
+            Api(13, "LeaveGroup", 0, 3, bound(handle_leave_group)),
+            Api(14, "SyncGroup", 0, 3, bound(handle_sync_group)),
             # v0 is advertised (librdkafka 2.0 requires it in range to use SASL at all) and
             # refused: its raw-token exchange is not served; every client sends v1
             Api(17, "SaslHandshake", 0, 1, sasl.handshake, refused_below=1),

@@ -25,6 +25,11 @@ and any request but ApiVersions and the SASL ones on a SASL listener before auth
 the connection, as Kafka's broker does. A handler that fails unexpectedly is logged with its
 traceback and the connection closed: no server exception text reaches a client.
 
+Waiting without a thread: a handler may answer with a ``concurrent.futures.Future`` of its
+answer (a JoinGroup waits for its rebalance for up to the rebalance timeout, minutes); the loop
+awaits it, so neither the loop nor a request thread is held meanwhile, and the connection's
+next request is read once it is answered.
+
 Zero copy: a handler may answer with :class:`ResponseParts`, whose :class:`FileSlice` parts are
 written with ``loop.sendfile`` (``os.sendfile`` on a plaintext socket, Kafka's
 ``FileRecords.transferTo``; read and written through TLS on an SSL socket).
@@ -41,7 +46,7 @@ import ssl
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -449,6 +454,14 @@ class KafkaDoor:
         except Exception:
             log.exception("%s v%d from %s failed", api.name, version, conn.peer_host)
             raise _CloseError(f"{api.name} failed on the server") from None
+        if isinstance(result, Future):
+            # a request that waits on the core (a JoinGroup until its rebalance completes):
+            # awaited on the loop, holding no request thread, as Kafka's purgatory does
+            try:
+                result = await asyncio.wrap_future(result, loop=self._loop)
+            except Exception:
+                log.exception("%s v%d from %s failed", api.name, version, conn.peer_host)
+                raise _CloseError(f"{api.name} failed on the server") from None
         if isinstance(result, Later):
             return _Deferred(api.name, ctx, result)
         return self._encode(api.name, ctx, result)

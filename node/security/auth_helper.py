@@ -18,6 +18,8 @@ InitProducerId              IDEMPOTENT_WRITE on the cluster or WRITE on any    3
                             topic (KIP-679)
 FindCoordinator             DESCRIBE on each group                             30
 ConsumerGroupHeartbeat      READ on the group                                  30
+JoinGroup, SyncGroup,       READ on the group                                  30
+Heartbeat, LeaveGroup
 OffsetCommit                READ on the group                                  30
 OffsetFetch                 DESCRIBE on the group                              30
 ConsumerGroupDescribe       DESCRIBE on each group                             30
@@ -290,6 +292,11 @@ class AuthHelper:
         return self._groups(caller, AclOperation.DESCRIBE, group_ids)
 
     def consumer_group_heartbeat(self, caller: Caller, group_id: str) -> list[Refusal]:
+        return self._groups(caller, AclOperation.READ, [group_id])
+
+    def classic_group(self, caller: Caller, group_id: str) -> list[Refusal]:
+        """JoinGroup, SyncGroup, Heartbeat, LeaveGroup (Kafka's ``handleJoinGroupRequest``
+        and kin)."""
         return self._groups(caller, AclOperation.READ, [group_id])
 
     def offset_commit(self, caller: Caller, group_id: str) -> list[Refusal]:

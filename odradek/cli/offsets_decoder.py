@@ -30,6 +30,7 @@ from odradek.group_records import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
+    GroupMetadataValue,
     GroupRecordKey,
     GroupRecordValue,
     OffsetCommitKey,
@@ -121,6 +122,27 @@ def _value_data(value: GroupRecordValue) -> dict[str, Any]:
                 "state": value.state.name,
                 "assignedPartitions": _tps(value.assigned_partitions),
                 "partitionsPendingRevocation": _tps(value.partitions_pending_revocation),
+            }
+        case GroupMetadataValue():
+            return {
+                "protocolType": value.protocol_type,
+                "generation": value.generation,
+                "protocol": value.protocol,
+                "leader": value.leader,
+                "currentStateTimestamp": value.current_state_timestamp,
+                "members": [
+                    {
+                        "memberId": m.member_id,
+                        "groupInstanceId": m.instance_id,
+                        "clientId": m.client_id,
+                        "clientHost": m.client_host,
+                        "rebalanceTimeout": m.rebalance_timeout_ms,
+                        "sessionTimeout": m.session_timeout_ms,
+                        "subscription": m.subscription.hex(),
+                        "assignment": m.assignment.hex(),
+                    }
+                    for m in value.members
+                ],
             }
         case RawValue(data=data):
             return {"unparsed": data.hex()}

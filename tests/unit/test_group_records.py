@@ -8,6 +8,7 @@ import pytest
 from odradek.errors import CorruptRecordError
 from odradek.group_records import (
     ClassicGroupMetadataKey,
+    ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -20,10 +21,10 @@ from odradek.group_records import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
+    GroupMetadataValue,
     MemberState,
     OffsetCommitKey,
     OffsetCommitValue,
-    RawValue,
     TopicMetadata,
     TopicPartitions,
     decode_key,
@@ -231,7 +232,55 @@ def test_current_member_assignment() -> None:
 def test_tombstone_and_classic_group() -> None:
     assert decode_value(8, None) is None
     assert decode_key(b"\x00\x02\x00\x01g") == ClassicGroupMetadataKey("g")
-    assert decode_value(2, b"\x00\x03abc") == RawValue(3, b"abc")
+    with pytest.raises(CorruptRecordError):
+        decode_value(2, b"\x00\x03abc")
+
+
+def test_group_metadata_value_round_trip_v3() -> None:
+    member = ClassicMemberMetadata("m-1", "c", "/127.0.0.1", 10_000, b"sub", b"asg", "i-1", 30_000)
+    value = GroupMetadataValue("consumer", 4, "range", "m-1", 1234, (member,))
+    data = encode_value(value)
+    # Kafka's v3 layout: version, protocolType, generation, protocol, leader, timestamp, members
+    expected = (
+        b"\x00\x03"
+        + b"\x00\x08consumer"
+        + b"\x00\x00\x00\x04"
+        + b"\x00\x05range"
+        + b"\x00\x03m-1"
+        + (1234).to_bytes(8, "big")
+        + b"\x00\x00\x00\x01"
+        + b"\x00\x03m-1\x00\x03i-1\x00\x01c\x00\x0a/127.0.0.1"
+        + (30_000).to_bytes(4, "big")
+        + (10_000).to_bytes(4, "big")
+        + b"\x00\x00\x00\x03sub\x00\x00\x00\x03asg"
+    )
+    assert data == expected
+    assert decode_value(2, data) == value
+    empty = GroupMetadataValue("", 5, None, None)
+    assert decode_value(2, encode_value(empty)) == empty
+
+
+def test_group_metadata_value_v0_and_v4() -> None:
+    v0 = (
+        b"\x00\x00\x00\x08consumer\x00\x00\x00\x02\xff\xff\xff\xff\x00\x00\x00\x01"
+        + b"\x00\x01m\x00\x01c\x00\x01h\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x00"
+    )
+    assert decode_value(2, v0) == GroupMetadataValue(
+        "consumer", 2, None, None, -1, (ClassicMemberMetadata("m", "c", "h", 5, b"", b""),)
+    )
+    v4 = (
+        b"\x00\x04\x09consumer\x00\x00\x00\x01\x06range\x02m"
+        + (7).to_bytes(8, "big")
+        + b"\x02\x02m\x00\x02c\x02h\x00\x00\x00\x01\x00\x00\x00\x02\x02s\x02a\x00\x00"
+    )
+    assert decode_value(2, v4) == GroupMetadataValue(
+        "consumer",
+        1,
+        "range",
+        "m",
+        7,
+        (ClassicMemberMetadata("m", "c", "h", 2, b"s", b"a", None, 1),),
+    )
 
 
 @pytest.mark.parametrize(
