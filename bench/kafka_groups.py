@@ -4,16 +4,29 @@ classic eager protocol (``range``), classic ``cooperative-sticky`` (KIP-429) and
 for (docs/groups.md), measured rather than quoted.
 
 On a local three-node cluster (real ZooKeeper, nodes as processes, loopback, Kafka listeners on
-every node), a topic of 12 partitions (replication factor 3) is written by a paced confluent-kafka
-producer (``--rate`` records/s to every partition, acks=all, linger.ms 0; each value carries its
-send time). Per round and mode, a fresh group: three confluent-kafka consumers, each polling on
-its own thread with its own ``Consumer`` (librdkafka releases the GIL in ``consume()``; the
-producer's pacing lag is reported to show whether this process kept up), record when each
+every node), a topic of 12 partitions (replication factor 3) is written by a paced
+confluent-kafka producer (``--rate`` records/s to every partition, 20 by default, acks=all,
+linger.ms 0; each value carries its send time). Per round and mode, a fresh group: three
+confluent-kafka consumers, each polling on its own thread with its own ``Consumer``
+(librdkafka releases the GIL in ``consume()``; the longest ``consume()`` call and the
+producer's pacing lag are reported to show whether this process kept up), record when each
 partition delivered and every ``on_assign`` / ``on_revoke`` / ``on_lost`` with its time. Once
-the three own the twelve and ``--steady-s`` seconds passed, a fourth subscribes. Figures:
+the three own the twelve and ``--steady-s`` seconds passed, a fourth subscribes.
 
-* ``join_to_settled_ms``: from the fourth's ``subscribe()`` to every partition owned by exactly
-  one member and the fourth owning some, replayed from the callbacks;
+Twice: with members that always poll (``consume()`` with a 50 ms timeout, nothing else), and
+with busy members (``busy_`` keys): after each batch a member works, here sleeps, a random time
+up to ``--busy-ms`` (500 ms; 0: no busy rounds), as an application processing what it read. A
+classic member only answers a rebalance (revokes, rejoins) from its poll, so the eager group's
+stop waits for the busiest member; idle librdkafka members, whose heartbeats are in step since
+they synced together, all rejoin within milliseconds and the eager stop is short.
+
+Figures:
+
+* ``join_to_settled_ms``: from the fourth's ``subscribe()`` to the last assignment callback of
+  the rebalance, the one after which every partition is owned by exactly one member, the fourth
+  owning some, nothing changes for a second and the coordinator answers STABLE (replayed from
+  the callbacks: KIP-848 members reconcile one at a time, so a state where every partition has
+  one owner can still be a step on the way);
 * ``describe_stable_ms``: from the same instant to the start of the last stretch in which
   ``AdminClient.describe_consumer_groups`` (polled every 100 ms) answered STABLE with four
   members, a cross-check from the coordinator's side;
@@ -24,21 +37,27 @@ the three own the twelve and ``--steady-s`` seconds passed, a fourth subscribes.
   (the target for cooperative and KIP-848: 1.0, no pause beyond the ordinary gap);
 * ``kept_revoked``: how many of those kept partitions were revoked meanwhile (eager: all of them;
   cooperative and KIP-848: none), ``moved`` / ``kept``: how many partitions changed owner or not;
+* ``redelivered``: records delivered more than once in the round (a partition that moves, or an
+  eager member's partitions, resume at the last commit: ``enable.auto.commit`` every second);
 * ``steady_latency_ms`` / ``kept_latency_ms``: the longest send-to-delivery time in the same two
   windows (a pause shows here too, whatever the batching of deliveries);
-* ``steady_loop_gap_ms`` / ``join_loop_gap_ms``: the longest time between two ``consume()``
-  calls (timeout 50 ms) of the three members in the same two windows, and
+* ``steady_consume_call_ms`` / ``join_consume_call_ms``: the longest ``consume()`` call (timeout
+  50 ms; the rebalance callbacks run inside it) of the three members in the same two windows, and
   ``producer_max_lag_ms``, the most a producer tick started late from the join on: the process's
   own stalls (the GIL, a starved CPU), to tell from the protocol's pauses.
 
 Classic members get ``heartbeat.interval.ms`` ``--heartbeat-ms`` and the brokers
 ``group.consumer.heartbeat.interval.ms`` the same, so both protocols learn of the rebalance at the
 same cadence (Kafka's defaults differ: 3 s and 5 s). ``group.initial.rebalance.delay.ms`` is
-500 ms: it only delays the first rebalance of an empty group, not the fourth's join. The modes
+500 ms: it only delays the first rebalance of an empty group, not the fourth's join. The rate
+is low on purpose: at 100 records/s per partition (1,200/s, linger.ms 0, acks=all) this
+two-core machine, shared, fell behind and the send-to-delivery time grew from 3 s to 28 s over
+the run, with no steady state left to compare against; ``producer_max_queued`` (records in the
+producer's queue, at most) and the latencies show whether a run kept up. The modes
 run in a rotating order each round; the medians per mode and every round's figures are printed,
 with ratios against the eager protocol of the same run, and one JSON line ends the run.
 
-    python -m bench.kafka_groups [--repeat 3] [--steady-s 6] [--heartbeat-ms 1000] [--rate 100]
+    python -m bench.kafka_groups [--repeat 3] [--steady-s 6] [--heartbeat-ms 1000] [--rate 20]
 
 The default run takes about four minutes on two cores.
 """
@@ -48,6 +67,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import random
 import statistics
 import tempfile
 import threading
@@ -102,6 +122,7 @@ class PacedProducer:
         self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
         self.step_ms = 1000.0 / rate
         self.max_lag_ms = 0.0
+        self.max_queued = 0
         self.sent = 0
         self.failures: list[str] = []
         self._stop = threading.Event()
@@ -123,6 +144,7 @@ class PacedProducer:
                 self._stop.wait((due - _ms()) / 1000.0 if due > _ms() else 0)
                 now = _ms()
             self.max_lag_ms = max(self.max_lag_ms, now - due)
+            self.max_queued = max(self.max_queued, len(self.producer))
             value = b"%.3f" % now
             for p in range(PARTITIONS):
                 while True:
@@ -139,6 +161,7 @@ class PacedProducer:
 
     def reset_lag(self) -> None:
         self.max_lag_ms = 0.0
+        self.max_queued = 0
 
     def stop(self) -> None:
         self._stop.set()
@@ -173,11 +196,14 @@ class Member:
     """Its callbacks add and take partitions (cooperative-sticky, KIP-848) rather than hand
     it a whole new assignment (eager): confluent-kafka's Python API has no
     rebalance_protocol()."""
+    busy_ms: float = 0.0
+    """After each batch it works (sleeps) a random time up to this long before polling again."""
     deliveries: dict[int, list[float]] = field(default_factory=dict)
     latencies: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
-    loops: list[float] = field(default_factory=list)
-    """When each ``consume()`` call started: a gap far above its 50 ms timeout is this thread
-    kept off the CPU or the GIL (or a callback's time)."""
+    offsets: list[tuple[int, int]] = field(default_factory=list)
+    calls: list[tuple[float, float]] = field(default_factory=list)
+    """When each ``consume()`` call started and how long it took: far above its 50 ms timeout
+    is this thread kept off the CPU or the GIL (or a callback's time)."""
     errors: list[str] = field(default_factory=list)
     subscribed_ms: float = 0.0
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -220,10 +246,12 @@ class Member:
                 on_lost=lambda c, ps: self._callback("lost", ps),
             )
             self._ready.set()
+            rng = random.Random(self.index)
             while not self._stop.is_set():
-                self.loops.append(_ms())
+                called = _ms()
                 messages = consumer.consume(num_messages=1000, timeout=0.05)
                 now = _ms()
+                self.calls.append((called, now - called))
                 for m in messages:
                     err = m.error()
                     if err is not None:
@@ -232,9 +260,12 @@ class Member:
                         continue
                     p = int(m.partition() or 0)
                     self.deliveries.setdefault(p, []).append(now)
+                    self.offsets.append((p, int(m.offset() or 0)))
                     value = m.value()
                     if value:
                         self.latencies.setdefault(p, []).append((now, now - float(value)))
+                if messages and self.busy_ms:
+                    self._stop.wait(rng.uniform(0, self.busy_ms) / 1000.0)
         except Exception as exc:
             self.errors.append(repr(exc))
         finally:
@@ -298,6 +329,35 @@ def wait_settled(events: list[Event], members: list[Member], after_ms: float, wh
     raise TimeoutError(f"{what}: not settled after {SETTLE_TIMEOUT_S} s (owned: {owned})")
 
 
+def wait_final(
+    events: list[Event], members: list[Member], poller: DescribePoller, after_ms: float, what: str
+) -> float:
+    """Waits until the members are settled, no callback came for ``TAIL_MS`` and the coordinator
+    answers STABLE with every member; returns the time of the last callback since ``after_ms``:
+    when the group settled. (Settled alone is not the end: KIP-848 members reconcile one at a
+    time, and a fourth member owning 2 of its 3 while another still holds 4 is settled.)"""
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        for m in members:
+            if m.errors:
+                raise RuntimeError(f"member {m.index}: {m.errors[0]}")
+        seen = list(events)
+        last = max((e.at_ms for e in seen if e.at_ms >= after_ms), default=None)
+        if (
+            last is not None
+            and _ms() - last >= TAIL_MS
+            and settled(owners_at(seen, len(members), _ms()))
+            and poller.last_stable_since(len(members)) is not None
+        ):
+            return last
+        threading.Event().wait(0.02)
+    owned = owners_at(list(events), len(members), _ms())
+    raise TimeoutError(
+        f"{what}: not settled and Stable after {SETTLE_TIMEOUT_S} s (owned: {owned}, "
+        f"described: {poller.samples[-3:]})"
+    )
+
+
 def max_gap(times: list[float], start: float, end: float) -> float:
     """The longest gap between deliveries in [start, end], its ends counting as deliveries."""
     inside = [t for t in times if start <= t <= end]
@@ -356,6 +416,7 @@ def join_round(
     steady_s: float,
     heartbeat_ms: int,
     producer: PacedProducer,
+    busy_ms: float = 0.0,
 ) -> dict[str, float]:
     config = {
         "bootstrap.servers": bootstrap,
@@ -366,7 +427,7 @@ def join_round(
         **mode_config(mode, heartbeat_ms),
     }
     events: list[Event] = []
-    members = [Member(i, config, events, mode != "eager") for i in range(3)]
+    members = [Member(i, config, events, mode != "eager", busy_ms) for i in range(3)]
     poller: DescribePoller | None = None
     try:
         for m in members:
@@ -374,25 +435,19 @@ def join_round(
         wait_settled(events, members, 0.0, f"{mode}: the three members")
         threading.Event().wait(steady_s)
         producer.reset_lag()
-        fourth = Member(3, config, events, mode != "eager")
+        fourth = Member(3, config, events, mode != "eager", busy_ms)
         poller = DescribePoller(admin, group)
         members.append(fourth)
         fourth.start()
         joined = fourth.subscribed_ms
         steady_start = joined - steady_s * 1000.0
-        settled_ms = wait_settled(events, members, joined, f"{mode}: four members")
-        # watch the kept partitions a while more, and wait for the coordinator to say Stable
+        settled_ms = wait_final(events, members, poller, joined, f"{mode}: four members")
         tail_end = settled_ms + TAIL_MS
-        deadline = time.monotonic() + SETTLE_TIMEOUT_S
-        while _ms() < tail_end or (
-            poller.last_stable_since(4) is None and time.monotonic() < deadline
-        ):
-            threading.Event().wait(0.05)
         poller.stop()
         stable_since = poller.last_stable_since(4)
         if stable_since is None:
             raise RuntimeError(
-                f"{mode}: describe_consumer_groups never answered STABLE with 4 members "
+                f"{mode}: describe_consumer_groups no longer answers STABLE with 4 members "
                 f"(last samples {poller.samples[-5:]}, errors {poller.errors[:3]})"
             )
         for m in members:
@@ -421,8 +476,15 @@ def join_round(
         kept_latency = max(
             max_latency(members[i].latencies.get(p, []), joined, tail_end) for i, p in kept
         )
-        steady_loop = max(max_gap(members[i].loops, steady_start, joined) for i in range(3))
-        join_loop = max(max_gap(members[i].loops, joined, tail_end) for i in range(3))
+        delivered = [o for m in members for o in m.offsets]
+        steady_call = max(
+            (d for m in members[:3] for at, d in m.calls if steady_start <= at <= joined),
+            default=0.0,
+        )
+        join_call = max(
+            (d for m in members[:3] for at, d in m.calls if joined <= at <= tail_end),
+            default=0.0,
+        )
         return {
             "join_to_settled_ms": round(settled_ms - joined, 1),
             "describe_stable_ms": round(stable_since - joined, 1),
@@ -434,10 +496,12 @@ def join_round(
             "kept": len(kept),
             "moved": PARTITIONS - len(kept),
             "kept_revoked": sum(1 for k in kept if k in revoked),
+            "redelivered": len(delivered) - len(set(delivered)),
             "fourth_owns": len(after[3]),
             "producer_max_lag_ms": round(producer.max_lag_ms, 1),
-            "steady_loop_gap_ms": round(steady_loop, 1),
-            "join_loop_gap_ms": round(join_loop, 1),
+            "producer_max_queued": producer.max_queued,
+            "steady_consume_call_ms": round(steady_call, 1),
+            "join_consume_call_ms": round(join_call, 1),
         }
     finally:
         if poller is not None:
@@ -479,11 +543,18 @@ FIGURES = (
     "kept",
     "moved",
     "kept_revoked",
+    "redelivered",
     "fourth_owns",
     "producer_max_lag_ms",
-    "steady_loop_gap_ms",
-    "join_loop_gap_ms",
+    "producer_max_queued",
+    "steady_consume_call_ms",
+    "join_consume_call_ms",
 )
+
+
+def variants(busy_ms: float) -> list[tuple[str, float]]:
+    """(key prefix, members' work per batch): idle members, and busy ones unless 0."""
+    return [("", 0.0), *([("busy_", busy_ms)] if busy_ms > 0 else [])]
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
@@ -491,10 +562,14 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--repeat", type=int, default=3, help="rounds of the three modes")
     parser.add_argument("--steady-s", type=float, default=6.0, help="steady window before a join")
     parser.add_argument("--heartbeat-ms", type=int, default=1000)
-    parser.add_argument("--rate", type=float, default=100.0, help="records/s per partition")
+    parser.add_argument("--rate", type=float, default=20.0, help="records/s per partition")
+    parser.add_argument(
+        "--busy-ms", type=float, default=500.0, help="busy members' work per batch, at most"
+    )
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args(argv)
-    rounds: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
+    cases = variants(args.busy_ms)
+    rounds: dict[str, list[dict[str, float]]] = {p + m: [] for p, _ in cases for m in MODES}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         cluster = _cluster(Path(tmp), args.heartbeat_ms)
@@ -507,18 +582,20 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             producer.start()
             for r in range(max(1, args.repeat)):
                 order = MODES[r % len(MODES) :] + MODES[: r % len(MODES)]
-                for mode in order:
-                    figures = join_round(
-                        bootstrap,
-                        admin,
-                        mode,
-                        f"bench-{mode}-{r}",
-                        args.steady_s,
-                        args.heartbeat_ms,
-                        producer,
-                    )
-                    print(f"round {r} {mode}: {figures}", flush=True)
-                    rounds[mode].append(figures)
+                for prefix, busy in cases:
+                    for mode in order:
+                        figures = join_round(
+                            bootstrap,
+                            admin,
+                            mode,
+                            f"bench-{prefix}{mode}-{r}",
+                            args.steady_s,
+                            args.heartbeat_ms,
+                            producer,
+                            busy,
+                        )
+                        print(f"round {r} {prefix}{mode}: {figures}", flush=True)
+                        rounds[prefix + mode].append(figures)
         finally:
             if producer is not None:
                 producer.stop()
@@ -530,60 +607,65 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "records_per_s_per_partition": args.rate,
         "heartbeat_interval_ms": args.heartbeat_ms,
         "steady_s": args.steady_s,
+        "busy_ms": args.busy_ms,
         "repeat": max(1, args.repeat),
         "consumers": "threads",
         "records_sent": producer.sent,
     }
-    for mode in MODES:
-        for key in FIGURES:
-            out[f"{mode}_{key}"] = statistics.median(r[key] for r in rounds[mode])
-        out[f"{mode}_rounds"] = rounds[mode]
-    for mode in ("cooperative", "kip848"):
-        for key in ("join_to_settled_ms", "kept_gap_ms"):
-            out[f"{mode}_{key.removesuffix('_ms')}_over_eager"] = round(
-                out[f"{mode}_{key}"] / max(out[f"eager_{key}"], 1.0), 3
+    for prefix, _ in cases:
+        for mode in MODES:
+            name = prefix + mode
+            for key in FIGURES:
+                out[f"{name}_{key}"] = statistics.median(r[key] for r in rounds[name])
+            out[f"{name}_rounds"] = rounds[name]
+            out[f"{name}_join_to_settled_over_heartbeat"] = round(
+                out[f"{name}_join_to_settled_ms"] / args.heartbeat_ms, 2
             )
-        out[f"{mode}_join_to_settled_over_heartbeat"] = round(
-            out[f"{mode}_join_to_settled_ms"] / args.heartbeat_ms, 2
-        )
-    out["eager_join_to_settled_over_heartbeat"] = round(
-        out["eager_join_to_settled_ms"] / args.heartbeat_ms, 2
-    )
+        for mode in ("cooperative", "kip848"):
+            for key in ("join_to_settled_ms", "kept_gap_ms"):
+                out[f"{prefix}{mode}_{key.removesuffix('_ms')}_over_eager"] = round(
+                    out[f"{prefix}{mode}_{key}"] / max(out[f"{prefix}eager_{key}"], 1.0), 3
+                )
     out["seconds"] = round(time.monotonic() - started, 1)
     report(out)
     return out
 
 
 def report(out: dict[str, Any]) -> None:
-    print(
-        f"a fourth member joins three on {out['partitions']} partitions "
-        f"({out['records_per_s_per_partition']:g} records/s each; heartbeat "
-        f"{out['heartbeat_interval_ms']} ms; medians of {out['repeat']} rounds)"
-    )
-    print(
-        f"{'':12} {'settled':>8} {'Stable':>8} {'steady':>7} {'kept':>7} {'ratio':>6} "
-        f"{'lat.st':>7} {'lat.kept':>8} {'kept':>5} {'revoked':>7}"
-    )
-    for mode in MODES:
+    for prefix, busy in variants(float(out["busy_ms"])):
         print(
-            f"{mode:12} {out[f'{mode}_join_to_settled_ms']:>6.0f}ms "
-            f"{out[f'{mode}_describe_stable_ms']:>6.0f}ms {out[f'{mode}_steady_gap_ms']:>5.0f}ms "
-            f"{out[f'{mode}_kept_gap_ms']:>5.0f}ms {out[f'{mode}_kept_gap_over_steady']:>5.2f}x "
-            f"{out[f'{mode}_steady_latency_ms']:>5.0f}ms {out[f'{mode}_kept_latency_ms']:>6.0f}ms "
-            f"{out[f'{mode}_kept']:>5.0f} {out[f'{mode}_kept_revoked']:>7.0f}"
+            f"a fourth member joins three on {out['partitions']} partitions "
+            f"({out['records_per_s_per_partition']:g} records/s each; heartbeat "
+            f"{out['heartbeat_interval_ms']} ms; medians of {out['repeat']} rounds); members "
+            + (f"busy up to {busy:g} ms after each batch" if busy else "always polling")
         )
-    for mode in MODES:
         print(
-            f"{mode}: this process's own stalls: longest consume() loop gap steady "
-            f"{out[f'{mode}_steady_loop_gap_ms']:.0f} ms, during the join "
-            f"{out[f'{mode}_join_loop_gap_ms']:.0f} ms; producer tick late by up to "
-            f"{out[f'{mode}_producer_max_lag_ms']:.0f} ms"
+            f"{'':12} {'settled':>8} {'Stable':>8} {'steady':>7} {'kept':>7} {'ratio':>6} "
+            f"{'lat.st':>7} {'lat.kept':>8} {'kept':>5} {'revoked':>7} {'again':>6}"
         )
-    for mode in ("cooperative", "kip848"):
-        print(
-            f"{mode} over eager: time to settled {out[f'{mode}_join_to_settled_over_eager']}x, "
-            f"kept partitions' longest gap {out[f'{mode}_kept_gap_over_eager']}x"
-        )
+        for mode in MODES:
+            f = {key: out[f"{prefix}{mode}_{key}"] for key in FIGURES}
+            print(
+                f"{mode:12} {f['join_to_settled_ms']:>6.0f}ms {f['describe_stable_ms']:>6.0f}ms "
+                f"{f['steady_gap_ms']:>5.0f}ms {f['kept_gap_ms']:>5.0f}ms "
+                f"{f['kept_gap_over_steady']:>5.2f}x {f['steady_latency_ms']:>5.0f}ms "
+                f"{f['kept_latency_ms']:>6.0f}ms {f['kept']:>5.0f} {f['kept_revoked']:>7.0f} "
+                f"{f['redelivered']:>6.0f}"
+            )
+        for mode in MODES:
+            f = {key: out[f"{prefix}{mode}_{key}"] for key in FIGURES}
+            print(
+                f"  {mode}: this process's own stalls: longest consume() call steady "
+                f"{f['steady_consume_call_ms']:.0f} ms, during the join "
+                f"{f['join_consume_call_ms']:.0f} ms; producer tick late by up to "
+                f"{f['producer_max_lag_ms']:.0f} ms, at most {f['producer_max_queued']:.0f} queued"
+            )
+        for mode in ("cooperative", "kip848"):
+            print(
+                f"  {mode} over eager: time to settled "
+                f"{out[f'{prefix}{mode}_join_to_settled_over_eager']}x, kept partitions' "
+                f"longest gap {out[f'{prefix}{mode}_kept_gap_over_eager']}x"
+            )
     print(json.dumps(out, sort_keys=True))
 
 
