@@ -18,7 +18,13 @@ with busy members (``busy_`` keys): after each batch a member works, here sleeps
 up to ``--busy-ms`` (500 ms; 0: no busy rounds), as an application processing what it read. A
 classic member only answers a rebalance (revokes, rejoins) from its poll, so the eager group's
 stop waits for the busiest member; idle librdkafka members, whose heartbeats are in step since
-they synced together, all rejoin within milliseconds and the eager stop is short.
+they synced together, all rejoin within milliseconds and the eager stop is short. Busy members
+show the other side too: librdkafka pauses the fetchers of *every* assigned partition while a
+rebalance callback waits to be served from the application's poll ("Pause currently assigned
+partitions while waiting for rebalance callback to get called", rdkafka_cgrp.c; ``debug=cgrp``
+logs "Pausing fetchers ... incremental rebalance"), so with cooperative-sticky and KIP-848 a
+busy member's kept partitions stop until its next poll, twice per rebalance (revoke, then
+assign); the busy rounds measure that client-side cost, not the coordinator's.
 
 Figures:
 
