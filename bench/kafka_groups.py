@@ -24,7 +24,10 @@ rebalance callback waits to be served from the application's poll ("Pause curren
 partitions while waiting for rebalance callback to get called", rdkafka_cgrp.c; ``debug=cgrp``
 logs "Pausing fetchers ... incremental rebalance"), so with cooperative-sticky and KIP-848 a
 busy member's kept partitions stop until its next poll, twice per rebalance (revoke, then
-assign); the busy rounds measure that client-side cost, not the coordinator's.
+assign, even an assign that adds and revokes nothing), and the pause drops what was already
+fetched: after "Resuming fetchers" librdkafka sent its next Fetch 0.58 s later in the one trace
+read (``debug=cgrp,fetch``; no request on the wire meanwhile). The busy rounds measure that
+client-side cost, not the coordinator's.
 
 Figures:
 
