@@ -34,7 +34,7 @@ Ratios: ``kept_pause_ms / steady_gap_ms`` (1.0: the join did not pause them at a
 ``join_to_stable_ms / heartbeat_interval_ms``, ``grow_to_stable_ms / create_ms`` (the
 baseline of the same run: the partitions' own creation), ``group_share_ms`` in heartbeat
 intervals, and ``grow_to_stable_ms`` over Kafka's published 5 s (KIP-848) and 103 s (classic).
-odradek has no classic protocol to measure side by side.
+The classic protocol beside KIP-848, with Kafka clients: ``python -m bench.kafka_groups``.
 
 Ends with one JSON line. ``python -m bench.groups [--repeat 3] [--heartbeat-ms 200]
 [--grow-partitions 900] [--grow-members 10]``
