@@ -188,12 +188,12 @@ def test_a_classic_group_beside_a_consumer_group_through_admin_and_cli(
             "GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
             "CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT",
         ]  # fmt: skip
-        by_member = {m.member_id: m for m in d.members}
+        by_member = {described.member_id: described for described in d.members}
         assert {r[1] for r in table[1:]} == set(by_member)
         for r in table[1:]:
-            m = by_member[r[1]]
-            assignment = ",".join(str(tp.partition) for tp in sorted(m.assignment))
-            cells = [classic, m.member_id, m.host, m.client_id, "2"]
+            one = by_member[r[1]]
+            assignment = ",".join(str(tp.partition) for tp in sorted(one.assignment))
+            cells = [classic, one.member_id, one.host, one.client_id, "2"]
             assert r == [*cells, "-", f"{topic}:{assignment}", "-", "-"]
 
         table = rows(odradek_cli(grpc, "groups", "describe", kip848, "--members", "--verbose"))
