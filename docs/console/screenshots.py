@@ -3,7 +3,8 @@ consumer group, the console, and headless Chromium saving each page.
 
     PYTHONPATH=. .venv/bin/python docs/console/screenshots.py
 
-(The login, refusal, security, filtered-messages and read-only pictures come from the tests:
+(The login, refusal, security, filtered-messages, read-only and classic-group pictures come from
+the tests:
 CONSOLE_SCREENSHOTS=docs/console .venv/bin/pytest tests/console.)
 """
 

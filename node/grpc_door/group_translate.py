@@ -189,6 +189,9 @@ def described_groups_to_wire(groups: Iterable[DescribedGroup]) -> pb.ConsumerGro
             group_epoch=g.group_epoch,
             assignment_epoch=g.assignment_epoch,
             assignor_name=g.assignor_name,
+            group_type=g.group_type,
+            protocol_type=g.protocol_type,
+            protocol=g.protocol,
         )
         for m in g.members:
             dm = d.members.add(

@@ -1,10 +1,14 @@
 """``odradek groups list|describe|delete|reset-offsets``: consumer groups, as
 ``kafka-consumer-groups.sh``; and ``odradek consume --group`` (:func:`consume_group`).
 
-* ``list`` prints the group ids (``--state`` adds each group's state, and filters with values).
+* ``list`` prints the group ids of both types, ``consumer`` (KIP-848) and ``classic``; ``--type``
+  and ``--state`` add each group's type and state (``GROUP TYPE STATE``, as Kafka 4's tool), and
+  filter with values; ``--protocol`` adds its protocol type (``PROTOCOL``, as kafka-groups.sh).
 * ``describe G`` prints Kafka's offsets view, one line per partition the group owns or has an
   offset for: ``GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST
-  CLIENT-ID`` (``-`` where unknown); ``--members`` and ``--state`` print Kafka's other views.
+  CLIENT-ID`` (``-`` where unknown); ``--members`` and ``--state`` print Kafka's other views
+  (:func:`members_table`, :func:`state_table`), with ``--verbose`` Kafka 4's epochs and
+  assignments.
 * ``delete G`` deletes an empty group and its offsets.
 * ``reset-offsets G --topic T[:P,P...] SPEC`` computes new committed offsets (``--to-earliest``,
   ``--to-latest``, ``--to-offset N``, ``--shift-by N``, ``--to-datetime
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import threading
+from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
@@ -27,11 +32,22 @@ from odradek.cli.common import InputError, add_bootstrap_option, table
 
 if TYPE_CHECKING:
     from odradek.admin import Admin
+    from odradek.client.group_admin import ConsumerGroupDescription
     from odradek.client.types import TopicPartition
 
-__all__ = ["add_parser", "consume_group", "parse_datetime", "reset_plan"]
+__all__ = [
+    "add_parser",
+    "assignment_cell",
+    "consume_group",
+    "members_table",
+    "parse_datetime",
+    "reset_plan",
+    "state_table",
+]
 
 PROG = "odradek groups"
+MISSING = "-"
+"""Kafka's MISSING_COLUMN_VALUE: a cell with nothing to show."""
 
 
 def _admin(args: argparse.Namespace) -> Admin:
@@ -67,17 +83,110 @@ def _topic_spec(text: str) -> tuple[str, list[int] | None]:
 # --- list / describe / delete ------------------------------------------------------------------
 
 
+def _types(text: str) -> list[str]:
+    """argparse type of ``--type``: a comma-separated list of Kafka's group types, any case."""
+    from odradek.client.group_admin import GROUP_TYPES
+
+    types = [t.strip().lower() for t in text.split(",") if t.strip()]
+    unknown = [t for t in types if t not in GROUP_TYPES]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"invalid group type {', '.join(map(repr, unknown))} (valid: {', '.join(GROUP_TYPES)})"
+        )
+    return types
+
+
 def run_list(args: argparse.Namespace) -> int:
     with _admin(args) as admin:
         states = [s for s in (args.state or "").split(",") if s]
-        groups = admin.list_consumer_groups(states)
-    if args.state is None:
+        groups = admin.list_consumer_groups(states, args.type or ())
+    if args.state is None and args.type is None and not args.protocol:
         for g in groups:
             print(g.group_id)
-    else:
-        for line in table(["GROUP", "STATE"], [[g.group_id, g.state] for g in groups]):
-            print(line)
+        return 0
+    # kafka-consumer-groups.sh --list [--type] [--state]: GROUP [TYPE] [STATE]; --protocol adds
+    # kafka-groups.sh's PROTOCOL (the protocol type) after TYPE
+    header = ["GROUP"]
+    if args.type is not None:
+        header.append("TYPE")
+    if args.protocol:
+        header.append("PROTOCOL")
+    if args.state is not None:
+        header.append("STATE")
+    rows = []
+    for g in groups:
+        row = [g.group_id]
+        if args.type is not None:
+            row.append(g.type)
+        if args.protocol:
+            row.append(g.protocol_type or MISSING)
+        if args.state is not None:
+            row.append(g.state)
+        rows.append(row)
+    for line in table(header, rows):
+        print(line)
     return 0
+
+
+def assignment_cell(tps: Iterable[TopicPartition]) -> str:
+    """Kafka 4's ASSIGNMENT cell: ``topic:p,p;topic:p`` (topics and partitions sorted), ``-``
+    for none."""
+    by_topic: dict[str, list[int]] = {}
+    for tp in tps:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    if not by_topic:
+        return MISSING
+    return ";".join(
+        f"{t}:{','.join(str(p) for p in sorted(ps))}" for t, ps in sorted(by_topic.items())
+    )
+
+
+def state_table(d: ConsumerGroupDescription, verbose: bool = False) -> list[str]:
+    """``--state [--verbose]``: kafka-consumer-groups.sh's columns; the epochs (verbose) are a
+    consumer group's, ``-`` for a classic one."""
+    consumer = d.type == "consumer"
+    row = [
+        d.group_id,
+        f"{d.coordinator} ({d.coordinator_id})",  # Kafka's "host:port (id)" cell
+        d.assignor or MISSING,
+        d.state,
+    ]
+    header = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE"]
+    if verbose:
+        header += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
+        row += [str(d.group_epoch), str(d.assignment_epoch)] if consumer else [MISSING] * 2
+    header.append("#MEMBERS")
+    row.append(str(len(d.members)))
+    return table(header, [row])
+
+
+def members_table(d: ConsumerGroupDescription, verbose: bool = False) -> list[str]:
+    """``--members [--verbose]``: kafka-consumer-groups.sh's columns, GROUP-INSTANCE-ID only when
+    a member has one; verbose adds a consumer group's member epoch, assignment, target epoch
+    and target assignment (``-`` for the epochs and target of a classic group's member)."""
+    consumer = d.type == "consumer"
+    with_instance = any(m.instance_id for m in d.members)
+    header = ["GROUP", "CONSUMER-ID"]
+    if with_instance:
+        header.append("GROUP-INSTANCE-ID")
+    header += ["HOST", "CLIENT-ID", "#PARTITIONS"]
+    if verbose:
+        header += ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+    rows = []
+    for m in d.members:
+        row = [d.group_id, m.member_id]
+        if with_instance:
+            row.append(m.instance_id or MISSING)
+        row += [m.host or MISSING, m.client_id or MISSING, str(len(m.assignment))]
+        if verbose:
+            row += [
+                str(m.member_epoch) if consumer else MISSING,
+                assignment_cell(m.assignment),
+                str(d.assignment_epoch) if consumer else MISSING,
+                assignment_cell(m.target_assignment) if consumer else MISSING,
+            ]
+        rows.append(row)
+    return table(header, rows)
 
 
 def run_describe(args: argparse.Namespace) -> int:
@@ -85,36 +194,9 @@ def run_describe(args: argparse.Namespace) -> int:
 
     with _admin(args) as admin:
         description = admin.describe_consumer_groups([args.group])[args.group]
-        if args.state:
-            rows = [
-                [
-                    args.group,
-                    f"{description.coordinator} ({description.coordinator_id})",
-                    description.assignor,
-                    description.state,
-                    str(len(description.members)),
-                ]
-            ]
-            # kafka-consumer-groups.sh's header and "host:port (id)" cell
-            header = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
-            for line in table(header, rows):
-                print(line)
-            return 0
-        if args.members:
-            header = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
-            header.append("GROUP-INSTANCE-ID")
-            rows = [
-                [
-                    args.group,
-                    m.member_id,
-                    m.host,
-                    m.client_id,
-                    str(len(m.assignment)),
-                    m.instance_id or "-",
-                ]
-                for m in description.members
-            ]
-            for line in table(header, rows):
+        if args.state or args.members:
+            view = state_table if args.state else members_table
+            for line in view(description, args.verbose):
                 print(line)
             return 0
         committed = admin.list_consumer_group_offsets(args.group)
@@ -131,15 +213,15 @@ def run_describe(args: argparse.Namespace) -> int:
     for tp in partitions:
         current = committed.get(tp)
         end = ends.get(tp)
-        lag = "-" if current is None or end is None else str(max(end - current.offset, 0))
-        member, host, client = owners.get(tp, ("-", "-", "-"))
+        lag = MISSING if current is None or end is None else str(max(end - current.offset, 0))
+        member, host, client = owners.get(tp, (MISSING, MISSING, MISSING))
         rows.append(
             [
                 args.group,
                 tp.topic,
                 str(tp.partition),
-                "-" if current is None else str(current.offset),
-                "-" if end is None else str(end),
+                MISSING if current is None else str(current.offset),
+                MISSING if end is None else str(end),
                 lag,
                 member,
                 host,
@@ -343,6 +425,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="S1,S2",
         help="show each group's state (only those in the list, if given)",
     )
+    ls.add_argument(
+        "--type",
+        nargs="?",
+        const=[],
+        default=None,
+        type=_types,
+        metavar="T1,T2",
+        help="show each group's type, classic or consumer (only those in the list, if given)",
+    )
+    ls.add_argument(
+        "--protocol",
+        action="store_true",
+        help="show each group's protocol type (consumer; - for a group that only commits)",
+    )
     ls.set_defaults(handler=run_list, prog=f"{PROG} list")
 
     d = cmds.add_parser("describe", help="offsets and lag (default), members or state")
@@ -352,6 +448,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     view.add_argument("--members", action="store_true", help="one line per member")
     view.add_argument("--state", action="store_true", help="the group's state")
     view.add_argument("--offsets", action="store_true", help="offsets and lag (the default)")
+    d.add_argument(
+        "--verbose",
+        action="store_true",
+        help="with --members: epochs and assignments; with --state: the group's epochs",
+    )
     d.set_defaults(handler=run_describe, prog=f"{PROG} describe")
 
     rm = cmds.add_parser("delete", help="delete an empty group and its offsets")

@@ -30,16 +30,39 @@ __all__ = [
     "ConsumerGroupAdmin",
     "ConsumerGroupDescription",
     "ConsumerGroupListing",
+    "GROUP_TYPES",
     "MemberDescription",
 ]
 
 
+GROUP_TYPES = ("classic", "consumer")
+"""Kafka's ``GroupType`` names of the groups a consumer joins: ``consumer`` (KIP-848's
+ConsumerGroupHeartbeat) and ``classic`` (JoinGroup/SyncGroup)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupListing:
+    """Kafka's ``ConsumerGroupListing``."""
+
     group_id: str
     state: str
-    """Kafka's consumer group state: Empty, Assigning, Reconciling, Stable."""
+    """Kafka's group state: Empty, Assigning, Reconciling, Stable for a ``consumer`` group;
+    Empty, PreparingRebalance, CompletingRebalance, Stable for a ``classic`` one."""
     type: str = "consumer"
+    """``consumer`` (KIP-848) or ``classic``: Kafka's ``ConsumerGroupListing.type``."""
+    protocol_type: str = "consumer"
+    """The group's protocol type: ``consumer``, or ``""`` for a classic group that only
+    commits offsets (Kafka's simple consumer group)."""
+
+    @property
+    def group_type(self) -> str:
+        """:attr:`type` by its protocol's name."""
+        return self.type
+
+    @property
+    def is_simple_consumer_group(self) -> bool:
+        """Kafka's ``isSimpleConsumerGroup``: a group without a protocol type."""
+        return not self.protocol_type
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +90,30 @@ class ConsumerGroupDescription:
     members: tuple[MemberDescription, ...]
     coordinator_id: int = -1
     """The coordinator's node id."""
+    type: str = "consumer"
+    """``consumer`` (KIP-848) or ``classic``: Kafka's ``ConsumerGroupDescription.type``. A
+    classic group's generation stands for ``group_epoch``, ``assignment_epoch`` and each
+    member's ``member_epoch``; its members' target assignments are empty."""
+    protocol_type: str = "consumer"
+    """The group's protocol type (``consumer``; a classic group's own, ``""`` while Empty)."""
+    protocol: str = ""
+    """A classic group's chosen protocol, the assignor its leader ran (``range``,
+    ``roundrobin``, ``cooperative-sticky``, ...); ``""`` for a consumer group."""
+
+    @property
+    def group_type(self) -> str:
+        """:attr:`type` by its protocol's name."""
+        return self.type
+
+    @property
+    def partition_assignor(self) -> str:
+        """Kafka's ``ConsumerGroupDescription.partitionAssignor``: :attr:`assignor`."""
+        return self.assignor
+
+    @property
+    def is_simple_consumer_group(self) -> bool:
+        """Kafka's ``isSimpleConsumerGroup``: a group without a protocol type."""
+        return not self.protocol_type
 
 
 def _tps(items: Iterable[pb.HeartbeatTopicPartitions]) -> frozenset[TopicPartition]:
@@ -93,9 +140,20 @@ class ConsumerGroupAdmin:
             retry_backoff_ms=self._retry_backoff_ms,
         )
 
-    def list_consumer_groups(self, states: Iterable[str] = ()) -> list[ConsumerGroupListing]:
-        """Every group of every node (only those in ``states``, case-insensitive, if given).
-        Raises the error of a node that could not be asked."""
+    def list_consumer_groups(
+        self, states: Iterable[str] = (), types: Iterable[str] = ()
+    ) -> list[ConsumerGroupListing]:
+        """Every consumer group of every node: both types (``consumer`` and ``classic``), with
+        protocol type ``consumer`` or none, as Kafka's ``listConsumerGroups`` (a classic group
+        of another protocol type, say ``connect``, is no consumer group). Only those in
+        ``states`` and of ``types`` (case-insensitive), if given. Raises ``ValueError`` for a
+        type not in :data:`GROUP_TYPES`, the error of a node that could not be asked."""
+        wanted_types = {t.lower() for t in types}
+        unknown = sorted(wanted_types - set(GROUP_TYPES))
+        if unknown:
+            raise ValueError(
+                f"group types are {' and '.join(GROUP_TYPES)}, not {', '.join(unknown)}"
+            )
         cluster = self._metadata.refresh()
         out: dict[str, ConsumerGroupListing] = {}
         for broker in sorted(cluster.brokers.values(), key=lambda b: b.node_id):
@@ -108,7 +166,13 @@ class ConsumerGroupAdmin:
             if response.error_code:
                 raise error_from_code(response.error_code, "", f"node {broker.node_id}")
             for g in response.groups:
-                out[g.group_id] = ConsumerGroupListing(g.group_id, g.group_state, g.group_type)
+                if g.protocol_type not in ("consumer", ""):
+                    continue
+                if wanted_types and g.group_type.lower() not in wanted_types:
+                    continue
+                out[g.group_id] = ConsumerGroupListing(
+                    g.group_id, g.group_state, g.group_type, g.protocol_type
+                )
         return [out[g] for g in sorted(out)]
 
     def describe_consumer_groups(
@@ -137,6 +201,9 @@ class ConsumerGroupAdmin:
                 assignor=g.assignor_name,
                 coordinator=coordinator,
                 coordinator_id=client.coordinator_id,
+                type=g.group_type,
+                protocol_type=g.protocol_type,
+                protocol=g.protocol,
                 members=tuple(
                     MemberDescription(
                         member_id=m.member_id,

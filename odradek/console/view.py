@@ -144,9 +144,12 @@ class GroupRow:
     group_id: str
     state: str
     type: str
+    """``consumer`` (KIP-848) or ``classic``."""
     members: int | None
     lag: int | None
     error: str | None
+    protocol_type: str = "consumer"
+    """``consumer``; ``""`` for a classic group that only commits offsets."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -538,7 +541,8 @@ class ClusterView:
     # --- groups -------------------------------------------------------------------------------
 
     def groups(self) -> list[GroupRow]:
-        """Every group this principal may describe, with its state, members and total lag."""
+        """Every group this principal may describe, with its state, type (classic or consumer),
+        protocol type, members and total lag."""
         with self._acting("Describe", "group"):
             listings = self.admin.list_consumer_groups()
         rows = []
@@ -546,12 +550,15 @@ class ClusterView:
             try:
                 detail = self.group(g.group_id)
             except ActionError as exc:
-                rows.append(GroupRow(g.group_id, g.state, g.type, None, None, exc.sentence))
+                rows.append(
+                    GroupRow(g.group_id, g.state, g.type, None, None, exc.sentence, g.protocol_type)
+                )
                 continue
             lags = [p.lag for p in detail.partitions if p.lag is not None]
             members = len(detail.description.members) if detail.description else 0
+            total = sum(lags) if lags else None
             rows.append(
-                GroupRow(g.group_id, g.state, g.type, members, sum(lags) if lags else None, None)
+                GroupRow(g.group_id, g.state, g.type, members, total, None, g.protocol_type)
             )
         return rows
 

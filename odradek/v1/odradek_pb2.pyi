@@ -3623,11 +3623,13 @@ class ListedGroup(_message.Message):
     GROUP_TYPE_FIELD_NUMBER: _builtins.int
     group_id: _builtins.str
     protocol_type: _builtins.str
-    """"consumer" """
+    """"consumer"; a classic group's own ("" while it has none)"""
     group_state: _builtins.str
-    """Empty, Assigning, Reconciling, Stable, Dead"""
+    """a consumer group: Empty, Assigning, Reconciling, Stable, Dead; a classic group: Empty,
+    PreparingRebalance, CompletingRebalance, Stable, Dead
+    """
     group_type: _builtins.str
-    """"consumer" """
+    """"consumer" (KIP-848) or "classic" (JoinGroup/SyncGroup)"""
     def __init__(
         self,
         *,
@@ -3763,6 +3765,9 @@ class DescribedGroup(_message.Message):
     ASSIGNMENT_EPOCH_FIELD_NUMBER: _builtins.int
     ASSIGNOR_NAME_FIELD_NUMBER: _builtins.int
     MEMBERS_FIELD_NUMBER: _builtins.int
+    GROUP_TYPE_FIELD_NUMBER: _builtins.int
+    PROTOCOL_TYPE_FIELD_NUMBER: _builtins.int
+    PROTOCOL_FIELD_NUMBER: _builtins.int
     error_code: _builtins.int
     error_message: _builtins.str
     group_id: _builtins.str
@@ -3770,6 +3775,16 @@ class DescribedGroup(_message.Message):
     group_epoch: _builtins.int
     assignment_epoch: _builtins.int
     assignor_name: _builtins.str
+    """a classic group: its chosen protocol (as protocol)"""
+    group_type: _builtins.str
+    """"consumer" (KIP-848: the epochs above) or "classic" (DescribeGroups: the generation stands
+    for both epochs and every member's epoch; a member's assignment is its decoded
+    ConsumerProtocol assignment, its target assignment empty)
+    """
+    protocol_type: _builtins.str
+    """"consumer"; a classic group's own ("" while Empty)"""
+    protocol: _builtins.str
+    """a classic group's chosen protocol (the assignor, e.g. "range")"""
     @_builtins.property
     def members(self) -> _containers.RepeatedCompositeFieldContainer[Global___DescribedGroupMember]: ...
     def __init__(
@@ -3783,10 +3798,13 @@ class DescribedGroup(_message.Message):
         assignment_epoch: _builtins.int = ...,
         assignor_name: _builtins.str = ...,
         members: _abc.Iterable[Global___DescribedGroupMember] | None = ...,
+        group_type: _builtins.str = ...,
+        protocol_type: _builtins.str = ...,
+        protocol: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["assignment_epoch", b"assignment_epoch", "assignor_name", b"assignor_name", "error_code", b"error_code", "error_message", b"error_message", "group_epoch", b"group_epoch", "group_id", b"group_id", "group_state", b"group_state", "members", b"members"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assignment_epoch", b"assignment_epoch", "assignor_name", b"assignor_name", "error_code", b"error_code", "error_message", b"error_message", "group_epoch", b"group_epoch", "group_id", b"group_id", "group_state", b"group_state", "group_type", b"group_type", "members", b"members", "protocol", b"protocol", "protocol_type", b"protocol_type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,4 +1,5 @@
-"""``odradek groups reset-offsets``: the plan, and its arguments."""
+"""``odradek groups``: the reset-offsets plan and its arguments; the ``--members`` and
+``--state`` tables of both group types, and ``list --type``'s argument."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ import argparse
 import pytest
 
 from odradek.cli import main
-from odradek.cli.groups import parse_datetime, reset_plan
+from odradek.cli.groups import (
+    assignment_cell,
+    members_table,
+    parse_datetime,
+    reset_plan,
+    state_table,
+)
+from odradek.client.group_admin import ConsumerGroupDescription, MemberDescription
 from odradek.client.types import TopicPartition
 
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -45,3 +53,94 @@ def test_one_reset_spec_is_required(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["groups", "reset-offsets", "g", "--topic", "t"])
     assert "give one of --to-earliest" in capsys.readouterr().err
+
+
+# --- list --type and describe --members/--state: the tables of both group types ----------------
+
+T1, T2 = TopicPartition("t", 1), TopicPartition("u", 0)
+
+
+def _member(member_id: str, instance_id: str | None = None) -> MemberDescription:
+    return MemberDescription(
+        member_id=member_id,
+        instance_id=instance_id,
+        client_id=f"client-{member_id}",
+        host="/127.0.0.1",
+        member_epoch=7,
+        assignment=frozenset({A, T1, T2}),
+        target_assignment=frozenset({A}),
+        subscribed_topics=("t", "u"),
+    )
+
+
+def _group(kind: str, *members: MemberDescription) -> ConsumerGroupDescription:
+    return ConsumerGroupDescription(
+        group_id="g",
+        state="Stable",
+        group_epoch=4,
+        assignment_epoch=3,
+        assignor="roundrobin" if kind == "classic" else "uniform",
+        coordinator="127.0.0.1:9999",
+        members=members,
+        coordinator_id=2,
+        type=kind,
+        protocol_type="consumer",
+        protocol="roundrobin" if kind == "classic" else "",
+    )
+
+
+def test_assignment_cell_is_kafkas() -> None:
+    assert assignment_cell([T2, T1, A]) == "t:0,1;u:0"
+    assert assignment_cell([]) == "-"
+
+
+def test_members_table_of_a_classic_group() -> None:
+    lines = members_table(_group("classic", _member("m1")), verbose=True)
+    assert lines[0].split() == [
+        "GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
+        "CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT",
+    ]  # fmt: skip
+    # a classic member has no epoch and no target of its own (Kafka 4 prints "-")
+    assert lines[1].split() == [
+        "g",
+        "m1",
+        "/127.0.0.1",
+        "client-m1",
+        "3",
+        "-",
+        "t:0,1;u:0",
+        "-",
+        "-",
+    ]
+    assert members_table(_group("classic", _member("m1")))[0].split() == [
+        "GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
+    ]  # fmt: skip
+
+
+def test_members_table_of_a_consumer_group_with_a_static_member() -> None:
+    lines = members_table(_group("consumer", _member("m1", "i1"), _member("m2")), verbose=True)
+    assert lines[0].split()[:3] == ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID"]
+    assert lines[1].split() == [
+        "g", "m1", "i1", "/127.0.0.1", "client-m1", "3", "7", "t:0,1;u:0", "3", "t:0",
+    ]  # fmt: skip
+    assert lines[2].split()[2] == "-"  # no instance id
+
+
+def test_state_table_verbose_epochs_only_for_a_consumer_group() -> None:
+    header = ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE"]
+    verbose = [*header, "GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"]
+    lines = state_table(_group("classic", _member("m1")), verbose=True)
+    assert lines[0].split() == verbose
+    assert lines[1].split() == ["g", "127.0.0.1:9999", "(2)", "roundrobin", "Stable", "-", "-", "1"]
+    lines = state_table(_group("consumer", _member("m1")), verbose=True)
+    assert lines[1].split()[5:] == ["4", "3", "1"]
+    assert state_table(_group("consumer"))[0].split() == [*header, "#MEMBERS"]
+
+
+def test_a_bad_group_type_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["groups", "list", "--type", "classic,share"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid group type 'share' (valid: classic, consumer)" in err
+    assert "Traceback" not in err
