@@ -581,7 +581,7 @@ def _fuzz(cluster: LocalCluster, seed: int, frames: int) -> dict[str, Any]:
     for f in fuzzed.findings:
         firsts.setdefault(f"{f['outcome']} {f['kind']}", f)
     for key, f in firsts.items():
-        print(f"fuzz finding {key} x{kinds[key]}: {f.get('detail', '')[:160]}")
+        print(f"fuzz finding {key} x{kinds[key]}: {f.get('detail', '')[:600]}")
         if "frame_hex" in f:
             print(
                 f"    reproducer (seed {seed}, worker {f['worker']}, frame {f['index']}): "

@@ -1001,13 +1001,19 @@ class WellBehaved:
 
 
 def log_tracebacks(text: str) -> list[str]:
-    """The log lines that start a traceback, with the line before each (what failed)."""
+    """The log lines that start a traceback, with the line before each (what failed) and the
+    traceback's last line (the exception)."""
     lines = text.splitlines()
-    return [
-        f"{lines[i - 1] if i else ''} | {line}"
-        for i, line in enumerate(lines)
-        if "Traceback" in line
-    ]
+    out = []
+    for i, line in enumerate(lines):
+        if "Traceback" not in line:
+            continue
+        end = i + 1
+        while end < len(lines) and (lines[end].startswith(" ") or not lines[end].strip()):
+            end += 1
+        raised = lines[end] if end < len(lines) else ""
+        out.append(f"{lines[i - 1] if i else ''} | {line} | {raised}")
+    return out
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
