@@ -33,7 +33,7 @@ from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer
 from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest
 from kio.schema.heartbeat.v3.request import HeartbeatRequest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
-from kio.schema.sync_group.v3.request import SyncGroupRequest
+from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
 from kio.schema.types import GroupId
 from kio.serial import entity_writer
 from kio.static.primitive import i8, i32, i32Timedelta
@@ -578,6 +578,75 @@ def test_bad_input_gets_kafkas_error_codes(kafka_cluster):
     assert int(other.error_code) == 23  # INCONSISTENT_GROUP_PROTOCOL
     # the group is unaffected
     assert beat(member, generation) == 0
+
+
+def _join_with(address: str, group: str, member_id: str, metadata: bytes) -> Any:
+    return _call(
+        address,
+        11,
+        5,
+        JoinGroupRequest(
+            group_id=GroupId(group),
+            session_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=10_000)),
+            rebalance_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=10_000)),
+            member_id=member_id,
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocols=(JoinGroupRequestProtocol(name="range", metadata=metadata),),
+        ),
+    )
+
+
+def _sync(address: str, group: str, member_id: str, generation: int, assignment: bytes) -> int:
+    r = _call(
+        address,
+        14,
+        3,
+        SyncGroupRequest(
+            group_id=GroupId(group),
+            generation_id=i32(generation),
+            member_id=member_id,
+            group_instance_id=None,
+            assignments=(SyncGroupRequestAssignment(member_id=member_id, assignment=assignment),),
+        ),
+    )
+    return int(r.error_code)
+
+
+def test_an_empty_group_id_and_oversized_metadata_get_typed_errors(kafka_cluster):
+    """An empty group id is INVALID_GROUP_ID; a member whose metadata makes the group's record
+    larger than __consumer_offsets takes (max.message.bytes, 1 MiB) joins, but its group cannot
+    be stored: the SyncGroup gets an error code, nothing crashes, and another group on the same
+    coordinator goes on. (A group id longer than a Kafka string cannot even be framed: the door
+    closes such a frame, tests/kafka/test_fuzz.py.)"""
+    assert int(_join(_coordinator(kafka_cluster, "x"), "", "", ("range",)).error_code) == 24
+    healthy = f"ok-{uuid.uuid4().hex[:6]}"
+    address = _coordinator(kafka_cluster, healthy)
+    # a second group on the same coordinator node
+    big = next(
+        g
+        for g in (f"big-{uuid.uuid4().hex[:6]}" for _ in range(1000))
+        if _coordinator(kafka_cluster, g) == address
+    )
+    first = _join(address, healthy, "", ("range",))
+    member = first.member_id
+    joined = _join(address, healthy, member, ("range",))
+    assert int(joined.error_code) == 0
+    generation = int(joined.generation_id)
+    assert _sync(address, healthy, member, generation, b"A") == 0
+
+    metadata = bytes(2 * 1024 * 1024)
+    pending = _join_with(address, big, "", metadata)
+    assert int(pending.error_code) == 79  # MEMBER_ID_REQUIRED
+    joined_big = _join_with(address, big, pending.member_id, metadata)
+    assert int(joined_big.error_code) == 0
+    code = _sync(address, big, pending.member_id, int(joined_big.generation_id), b"B")
+    # Kafka's coordinator cannot store such a group either: UNKNOWN_SERVER_ERROR (its
+    # normalized MESSAGE_TOO_LARGE), or the append's own code
+    assert code in (-1, 10, 18), code
+    # the coordinator and the other group go on
+    assert _heartbeat(address, healthy, member, generation) == 0
+    assert all(node.running for node in kafka_cluster.nodes)
 
 
 def test_coordinator_failover_keeps_the_group(kafka_cluster, bootstrap):

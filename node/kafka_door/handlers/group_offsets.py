@@ -148,11 +148,13 @@ def handle_offset_commit(services: DoorServices, ctx: RequestContext, request: A
             for p in t.partitions
             if (t.name, int(p.partition_index)) in keep
         ]
+        instance_id = getattr(request, "group_instance_id", None)  # v7+
         result = services.groups.offset_commit(
             group_id,
             str(request.member_id or ""),
             int(request.generation_id_or_member_epoch),
             commits,
+            instance_id=None if instance_id is None else str(instance_id),
         )
         errors.update({(r.topic, r.partition): r.error_code for r in result.partitions})
     return make(cls, throttle_time=0, topics=_partition_answer(cls, request.topics, errors))
