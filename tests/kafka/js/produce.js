@@ -1,7 +1,7 @@
 // kafkajs against an odradek cluster's Kafka listeners: create a topic with its admin client,
 // produce with gzip (kafkajs' built-in codec), idempotent, keys and headers, and print the
 // topic's offsets as its admin client reads them, as one JSON line. (kafkajs' consumer always
-// joins a group with the classic protocol: that is the consumer groups issue's to test.)
+// joins a group with the classic protocol: consume.js.)
 // Usage: node produce.js BOOTSTRAP TOPIC COUNT
 const { Kafka, CompressionTypes, logLevel } = require("kafkajs");
 
