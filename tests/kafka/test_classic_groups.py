@@ -499,7 +499,9 @@ def _coordinator(cluster: LocalCluster, group: str) -> str:
     return f"{found[0].host}:{found[0].port}"
 
 
-def _join(address: str, group: str, member_id: str, protocols: tuple[str, ...]) -> Any:
+def _join(
+    address: str, group: str, member_id: str, protocols: tuple[str, ...], metadata: bytes = b""
+) -> Any:
     return _call(
         address,
         11,
@@ -511,7 +513,7 @@ def _join(address: str, group: str, member_id: str, protocols: tuple[str, ...]) 
             member_id=member_id,
             group_instance_id=None,
             protocol_type="consumer",
-            protocols=tuple(JoinGroupRequestProtocol(name=p, metadata=b"") for p in protocols),
+            protocols=tuple(JoinGroupRequestProtocol(name=p, metadata=metadata) for p in protocols),
         ),
     )
 
@@ -556,45 +558,14 @@ def test_bad_input_gets_kafkas_error_codes(kafka_cluster):
     )
     assert int(synced.error_code) == 0
 
-    def beat(member_id: str, gen: int) -> int:
-        r = _call(
-            address,
-            12,
-            3,
-            HeartbeatRequest(
-                group_id=GroupId(group),
-                generation_id=i32(gen),
-                member_id=member_id,
-                group_instance_id=None,
-            ),
-        )
-        return int(r.error_code)
-
-    assert beat(member, generation) == 0
-    assert beat("nobody", generation) == 25  # UNKNOWN_MEMBER_ID
-    assert beat(member, generation - 1) == 22  # ILLEGAL_GENERATION
+    assert _heartbeat(address, group, member, generation) == 0
+    assert _heartbeat(address, group, "nobody", generation) == 25  # UNKNOWN_MEMBER_ID
+    assert _heartbeat(address, group, member, generation - 1) == 22  # ILLEGAL_GENERATION
     # a member whose protocols the group does not support
     other = _join(address, group, "", ("roundrobin",))
     assert int(other.error_code) == 23  # INCONSISTENT_GROUP_PROTOCOL
     # the group is unaffected
-    assert beat(member, generation) == 0
-
-
-def _join_with(address: str, group: str, member_id: str, metadata: bytes) -> Any:
-    return _call(
-        address,
-        11,
-        5,
-        JoinGroupRequest(
-            group_id=GroupId(group),
-            session_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=10_000)),
-            rebalance_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=10_000)),
-            member_id=member_id,
-            group_instance_id=None,
-            protocol_type="consumer",
-            protocols=(JoinGroupRequestProtocol(name="range", metadata=metadata),),
-        ),
-    )
+    assert _heartbeat(address, group, member, generation) == 0
 
 
 def _sync(address: str, group: str, member_id: str, generation: int, assignment: bytes) -> int:
@@ -636,9 +607,9 @@ def test_an_empty_group_id_and_oversized_metadata_get_typed_errors(kafka_cluster
     assert _sync(address, healthy, member, generation, b"A") == 0
 
     metadata = bytes(2 * 1024 * 1024)
-    pending = _join_with(address, big, "", metadata)
+    pending = _join(address, big, "", ("range",), metadata)
     assert int(pending.error_code) == 79  # MEMBER_ID_REQUIRED
-    joined_big = _join_with(address, big, pending.member_id, metadata)
+    joined_big = _join(address, big, pending.member_id, ("range",), metadata)
     assert int(joined_big.error_code) == 0
     code = _sync(address, big, pending.member_id, int(joined_big.generation_id), b"B")
     # Kafka's coordinator cannot store such a group either: UNKNOWN_SERVER_ERROR (its
