@@ -23,8 +23,8 @@ type   key                                            value
                                                       written as v3, Kafka's choice since 2.3)
 3      ConsumerGroupMetadataKey (GroupId)             ConsumerGroupMetadataValue v0
 4      ConsumerGroupPartitionMetadataKey (GroupId)    ConsumerGroupPartitionMetadataValue v0
-5      ConsumerGroupMemberMetadataKey (GroupId,       ConsumerGroupMemberMetadataValue v0
-       MemberId)
+5      ConsumerGroupMemberMetadataKey (GroupId,       ConsumerGroupMemberMetadataValue v0 (tag 0:
+       MemberId)                                      a classic member's ClassicMemberMetadata)
 6      ConsumerGroupTargetAssignmentMetadataKey       ConsumerGroupTargetAssignmentMetadataValue
        (GroupId)                                      v0
 7      ConsumerGroupTargetAssignmentMemberKey         ConsumerGroupTargetAssignmentMemberValue v0
@@ -60,6 +60,8 @@ __all__ = [
     "GROUP_METADATA_KEY_TYPE",
     "ClassicGroupMetadataKey",
     "ClassicMemberMetadata",
+    "ClassicProtocol",
+    "ConsumerGroupClassicMemberMetadata",
     "GroupMetadataValue",
     "ConsumerGroupCurrentMemberAssignmentKey",
     "ConsumerGroupCurrentMemberAssignmentValue",
@@ -522,6 +524,27 @@ class ConsumerGroupPartitionMetadataValue:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicProtocol:
+    """``ClassicMemberMetadata.SupportedProtocols`` element: one protocol of a classic member's
+    JoinGroup (its name, e.g. an assignor, and its metadata, a ``ConsumerProtocolSubscription``
+    for protocol type ``consumer``)."""
+
+    name: str
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupClassicMemberMetadata:
+    """Tagged field 0 of ``ConsumerGroupMemberMetadataValue`` (Kafka's nested struct
+    ``ClassicMemberMetadata``): set for a member of a consumer group that speaks the classic
+    protocol (Kafka 4.0's mixed groups), None for a KIP-848 member."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[ClassicProtocol, ...]
+    """The member's JoinGroup protocols, in its order of preference."""
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMemberMetadataValue:
     client_id: str
     client_host: str
@@ -531,6 +554,8 @@ class ConsumerGroupMemberMetadataValue:
     subscribed_topic_regex: str | None = None
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
+    classic_member_metadata: ConsumerGroupClassicMemberMetadata | None = None
+    """Tagged field 0; None (not written) for a KIP-848 member."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -687,7 +712,8 @@ def encode_value(value: GroupRecordValue) -> bytes:
             w.compact_string(value.subscribed_topic_regex)
             w.int32(value.rebalance_timeout_ms)
             w.compact_string(value.server_assignor)
-            w.no_tags()
+            classic = value.classic_member_metadata
+            w.tagged([] if classic is None else [(0, _classic_member_metadata_bytes(classic))])
         case ConsumerGroupTargetAssignmentMetadataValue():
             w.int16(0)
             w.int32(value.assignment_epoch)
@@ -710,6 +736,44 @@ def encode_value(value: GroupRecordValue) -> bytes:
             w.int16(value.version)
             w.buf += value.data
     return bytes(w.buf)
+
+
+def _classic_member_metadata_bytes(value: ConsumerGroupClassicMemberMetadata) -> bytes:
+    """The payload of tagged field 0. A nullable struct in a tagged field is written (Kafka's
+    ``MessageDataGenerator``) as an unsigned varint 1 (present; 0 = null) and then the struct:
+    ``SessionTimeoutMs`` int32, ``SupportedProtocols`` compact array of {``Name`` compact
+    string, ``Metadata`` compact bytes, tagged fields}, tagged fields."""
+    w = _Writer()
+    w.uvarint(1)
+    w.int32(value.session_timeout_ms)
+    w.compact_array_len(len(value.supported_protocols))
+    for protocol in value.supported_protocols:
+        w.compact_string(protocol.name)
+        w.compact_bytes(protocol.metadata)
+        w.no_tags()
+    w.no_tags()
+    return bytes(w.buf)
+
+
+def _decode_classic_member_metadata(
+    payload: bytes,
+) -> ConsumerGroupClassicMemberMetadata | None:
+    r = _Reader(payload, "ConsumerGroupMemberMetadataValue.ClassicMemberMetadata (tag 0)")
+    if r.uvarint() == 0:
+        r.end()
+        return None
+    session_timeout_ms = r.int32()
+
+    def protocol() -> ClassicProtocol:
+        name = r.compact_string()
+        metadata = r.compact_bytes()
+        r.tagged()
+        return ClassicProtocol(name, metadata)
+
+    protocols = tuple(r.compact_array(protocol))
+    r.tagged()
+    r.end()
+    return ConsumerGroupClassicMemberMetadata(session_timeout_ms, protocols)
 
 
 GROUP_METADATA_VALUE_VERSION = 3
@@ -811,9 +875,18 @@ def _decode_member_metadata(r: _Reader) -> ConsumerGroupMemberMetadataValue:
     regex = r.nullable_compact_string()
     rebalance_timeout_ms = r.int32()
     assignor = r.nullable_compact_string()
-    r.tagged()  # tag 0: ClassicMemberMetadata, for classic members odradek does not have
+    tags = r.tagged()
+    classic = _decode_classic_member_metadata(tags[0]) if 0 in tags else None
     return ConsumerGroupMemberMetadataValue(
-        client_id, client_host, topics, instance_id, rack_id, regex, rebalance_timeout_ms, assignor
+        client_id,
+        client_host,
+        topics,
+        instance_id,
+        rack_id,
+        regex,
+        rebalance_timeout_ms,
+        assignor,
+        classic,
     )
 
 

@@ -45,6 +45,7 @@ from odradek.errors import (
     UnsupportedAssignorError,
 )
 from odradek.group_records import (
+    ConsumerGroupClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -120,6 +121,9 @@ class Member:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ConsumerGroupClassicMemberMetadata | None = None
+    """A member speaking the classic protocol (Kafka 4.0's mixed groups): its session timeout
+    and JoinGroup protocols; None for a KIP-848 member (see :mod:`.group_migration`)."""
 
     def topics(self, existing: Iterable[str]) -> set[str]:
         """The topics this member subscribes to: its names, and the topics of ``existing``
@@ -141,6 +145,7 @@ class Member:
             subscribed_topic_regex=self.subscribed_topic_regex,
             rebalance_timeout_ms=self.rebalance_timeout_ms,
             server_assignor=self.server_assignor,
+            classic_member_metadata=self.classic,
         )
 
     def assignment_value(self) -> ConsumerGroupCurrentMemberAssignmentValue:
@@ -248,6 +253,7 @@ class GroupShard:
                         subscribed_topic_regex=value.subscribed_topic_regex,
                         rebalance_timeout_ms=value.rebalance_timeout_ms,
                         server_assignor=value.server_assignor,
+                        classic=value.classic_member_metadata,
                     )
             case ConsumerGroupTargetAssignmentMemberKey(group_id=g, member_id=m):
                 if value is None:

@@ -9,6 +9,8 @@ from odradek.errors import CorruptRecordError
 from odradek.group_records import (
     ClassicGroupMetadataKey,
     ClassicMemberMetadata,
+    ClassicProtocol,
+    ConsumerGroupClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -146,6 +148,89 @@ def test_member_metadata() -> None:
     )
     assert encode_value(value) == expected
     assert decode_value(5, expected) == value
+
+
+# The fields before the tagged section of a classic member's MemberMetadata value.
+_CLASSIC_MEMBER_FIELDS = (
+    b"\x00\x00"  # version 0
+    + b"\x00"  # InstanceId null
+    + b"\x00"  # RackId null
+    + b"\x02c"  # ClientId
+    + b"\x03/h"  # ClientHost
+    + b"\x02\x02t"  # SubscribedTopicNames: ["t"]
+    + b"\x00"  # SubscribedTopicRegex null
+    + (60000).to_bytes(4, "big")  # RebalanceTimeoutMs
+    + b"\x00"  # ServerAssignor null
+)
+
+
+def test_member_metadata_with_classic_member_metadata() -> None:
+    """Tag 0 (``ClassicMemberMetadata``, a nullable struct): tag, size, varint 1 (present),
+    SessionTimeoutMs, SupportedProtocols [{Name, Metadata, tags}], the struct's tags."""
+    value = ConsumerGroupMemberMetadataValue(
+        client_id="c",
+        client_host="/h",
+        subscribed_topic_names=("t",),
+        rebalance_timeout_ms=60000,
+        classic_member_metadata=ConsumerGroupClassicMemberMetadata(
+            session_timeout_ms=45000,
+            supported_protocols=(
+                ClassicProtocol("range", b"\x00\x01"),
+                ClassicProtocol("roundrobin", b""),
+            ),
+        ),
+    )
+    struct = (
+        b"\x01"  # present
+        + (45000).to_bytes(4, "big")  # SessionTimeoutMs
+        + b"\x03"  # SupportedProtocols: 2 elements
+        + b"\x06range" + b"\x03\x00\x01" + b"\x00"  # Name, Metadata (2 bytes), no tags
+        + b"\x0broundrobin" + b"\x01" + b"\x00"  # Name, Metadata (empty), no tags
+        + b"\x00"  # the struct's tagged fields
+    )
+    assert len(struct) == 30
+    expected = _CLASSIC_MEMBER_FIELDS + b"\x01" + b"\x00" + b"\x1e" + struct  # 1 tag: 0, 30 bytes
+    assert encode_value(value) == expected
+    assert decode_value(5, expected) == value
+
+
+def test_member_metadata_classic_with_no_protocols_and_other_tags() -> None:
+    """An empty protocol list round-trips; an unknown tag beside tag 0 is skipped."""
+    value = ConsumerGroupMemberMetadataValue(
+        client_id="c",
+        client_host="/h",
+        subscribed_topic_names=("t",),
+        rebalance_timeout_ms=60000,
+        classic_member_metadata=ConsumerGroupClassicMemberMetadata(10000, ()),
+    )
+    struct = b"\x01" + (10000).to_bytes(4, "big") + b"\x01" + b"\x00"
+    expected = _CLASSIC_MEMBER_FIELDS + b"\x01\x00\x07" + struct
+    assert encode_value(value) == expected
+    assert decode_value(5, expected) == value
+    with_unknown = _CLASSIC_MEMBER_FIELDS + b"\x02\x00\x07" + struct + b"\x05\x02zz"
+    assert decode_value(5, with_unknown) == value
+
+
+def test_member_metadata_classic_null_and_absent() -> None:
+    """A KIP-848 member writes no tag 0; a tag 0 holding varint 0 (null) reads as None."""
+    value = ConsumerGroupMemberMetadataValue("c", "/h", ("t",), rebalance_timeout_ms=60000)
+    assert encode_value(value) == _CLASSIC_MEMBER_FIELDS + b"\x00"
+    assert decode_value(5, _CLASSIC_MEMBER_FIELDS + b"\x01\x00\x01\x00") == value
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"\x01" + (1).to_bytes(4, "big"),  # no protocol array
+        b"\x01" + (1).to_bytes(4, "big") + b"\x02\x02a",  # protocol without metadata
+        b"\x01" + (1).to_bytes(4, "big") + b"\x01\x00\xff",  # bytes after the struct
+        b"\x01" + (1).to_bytes(4, "big") + b"\x02\x00\x01\x00\x00",  # null Name
+    ],
+)
+def test_member_metadata_classic_malformed(payload: bytes) -> None:
+    data = _CLASSIC_MEMBER_FIELDS + b"\x01\x00" + bytes([len(payload)]) + payload
+    with pytest.raises(CorruptRecordError):
+        decode_value(5, data)
 
 
 def test_partition_metadata() -> None:
