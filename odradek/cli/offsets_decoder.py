@@ -101,7 +101,7 @@ def _value_data(value: GroupRecordValue) -> dict[str, Any]:
                 ]
             }
         case ConsumerGroupMemberMetadataValue():
-            return {
+            doc = {
                 "instanceId": value.instance_id,
                 "rackId": value.rack_id,
                 "clientId": value.client_id,
@@ -111,6 +111,16 @@ def _value_data(value: GroupRecordValue) -> dict[str, Any]:
                 "rebalanceTimeoutMs": value.rebalance_timeout_ms,
                 "serverAssignor": value.server_assignor,
             }
+            classic = value.classic_member_metadata
+            if classic is not None:  # a tagged field: shown only when set, as Kafka's JSON
+                doc["classicMemberMetadata"] = {
+                    "sessionTimeoutMs": classic.session_timeout_ms,
+                    "supportedProtocols": [
+                        {"name": p.name, "metadata": p.metadata.hex()}
+                        for p in classic.supported_protocols
+                    ],
+                }
+            return doc
         case ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch):
             return {"assignmentEpoch": epoch}
         case ConsumerGroupTargetAssignmentMemberValue(topic_partitions=tps):

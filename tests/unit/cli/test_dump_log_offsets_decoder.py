@@ -8,10 +8,15 @@ from pathlib import Path
 import pytest
 
 from odradek.cli import main
+from odradek.cli.offsets_decoder import decode_offsets_record
 from odradek.clock import ManualClock
 from odradek.group_records import (
+    ClassicProtocol,
+    ConsumerGroupClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
     MemberState,
@@ -100,3 +105,25 @@ def test_json_output_carries_decoded_key_and_payload(
     assert records[0]["offsets_payload"]["data"]["offset"] == 17
     assert records[3]["offsets_payload"] is None
     assert "key" not in records[0]  # raw keys only with --print-data-log
+
+
+def test_member_metadata_shows_classic_member_metadata_only_when_set() -> None:
+    key = encode_key(ConsumerGroupMemberMetadataKey("g", "m"))
+    kip848 = ConsumerGroupMemberMetadataValue("c", "/h", ("t",))
+    _, payload = decode_offsets_record(key, encode_value(kip848))
+    assert payload is not None
+    assert "classicMemberMetadata" not in payload["data"]
+    classic = ConsumerGroupMemberMetadataValue(
+        "c",
+        "/h",
+        ("t",),
+        classic_member_metadata=ConsumerGroupClassicMemberMetadata(
+            45000, (ClassicProtocol("range", b"\x00\x03"),)
+        ),
+    )
+    _, payload = decode_offsets_record(key, encode_value(classic))
+    assert payload is not None
+    assert payload["data"]["classicMemberMetadata"] == {
+        "sessionTimeoutMs": 45000,
+        "supportedProtocols": [{"name": "range", "metadata": "0003"}],
+    }
