@@ -184,8 +184,12 @@ def test_member_metadata_with_classic_member_metadata() -> None:
         b"\x01"  # present
         + (45000).to_bytes(4, "big")  # SessionTimeoutMs
         + b"\x03"  # SupportedProtocols: 2 elements
-        + b"\x06range" + b"\x03\x00\x01" + b"\x00"  # Name, Metadata (2 bytes), no tags
-        + b"\x0broundrobin" + b"\x01" + b"\x00"  # Name, Metadata (empty), no tags
+        + b"\x06range"
+        + b"\x03\x00\x01"
+        + b"\x00"  # Name, Metadata (2 bytes), no tags
+        + b"\x0broundrobin"
+        + b"\x01"
+        + b"\x00"  # Name, Metadata (empty), no tags
         + b"\x00"  # the struct's tagged fields
     )
     assert len(struct) == 30
