@@ -22,6 +22,7 @@ from node.coordinator.group_coordinator_config import (
     GROUP_COORDINATOR_PROPERTIES,
     GroupCoordinatorConfig,
 )
+from node.coordinator.group_coordinator_config import STRING_PROPERTIES as GROUP_STRING_PROPERTIES
 from node.kafka_config import (
     BROKER_TOPIC_NAMES,
     IGNORED_KAFKA_CONFIGS,
@@ -369,7 +370,7 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
     ssl_props: dict[str, str] = {}
     authorizer: dict[str, str] = {}
     listener_ssl_props: dict[str, dict[str, str]] = {}
-    groups: dict[str, int] = {}
+    groups: dict[str, Any] = {}
     zk_client: dict[str, str] = {}
     types = {f.name: f.type for f in dataclasses.fields(NodeConfig)}
     props, renamed = translate_kafka_names(props)
@@ -434,7 +435,9 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
                 name, _, setting = key[len("listener.name.") :].partition(".")
                 listener_ssl_props.setdefault(name.upper(), {})[setting] = raw
             elif key in GROUP_COORDINATOR_PROPERTIES:
-                groups[GROUP_COORDINATOR_PROPERTIES[key]] = int(raw)
+                groups[GROUP_COORDINATOR_PROPERTIES[key]] = (
+                    raw.strip() if key in GROUP_STRING_PROPERTIES else int(raw)
+                )
             elif key in _UNPREFIXED_TOPIC_CONFIGS:
                 topic_defaults[key] = raw
             elif key.startswith("log.") and key[len("log.") :].replace(".", "_") in log_fields:

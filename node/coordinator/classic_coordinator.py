@@ -9,9 +9,9 @@ the write, so no member hears of an assignment a failover could lose (Kafka's co
 runtime answers after the commit). A waiting request holds no thread: the Kafka door awaits
 the future on its loop.
 
-A group id held by a KIP-848 group with members is refused to classic joins with
-INCONSISTENT_GROUP_PROTOCOL (Kafka 4.0 with ``group.consumer.migration.policy=disabled``; the
-online migration between the protocols is not built); an empty KIP-848 group is replaced.
+A classic request for a group id a consumer (KIP-848) group with members holds is answered
+from that group by :class:`~node.coordinator.mixed_coordinator.MixedGroups` (Kafka 4.0's mixed
+groups); an empty consumer group is replaced by a new classic group (Kafka's offline path).
 
 Thread-safe: every method takes the shard's lock.
 """
@@ -27,7 +27,6 @@ from typing import Any, Protocol
 
 from node.coordinator.classic_group import (
     COORDINATOR_NOT_AVAILABLE,
-    INCONSISTENT_GROUP_PROTOCOL,
     ClassicGroup,
     ClassicGroupConfig,
     JoinGroupRequest,
@@ -50,9 +49,15 @@ from node.coordinator.classic_group import (
 )
 from node.coordinator.group_coordinator_config import GroupCoordinatorConfig
 from node.coordinator.group_requests import ListedGroup
-from node.coordinator.group_state import GroupRecord, GroupShard, delete_group_records
+from node.coordinator.group_state import (
+    ConsumerGroup,
+    GroupRecord,
+    GroupShard,
+    delete_group_records,
+)
+from node.coordinator.mixed_coordinator import MixedGroups
 from odradek.clock import Clock
-from odradek.errors import GroupIdNotFoundError, NonEmptyGroupError, OdradekError
+from odradek.errors import NonEmptyGroupError, OdradekError
 from odradek.group_records import (
     ClassicGroupMetadataKey,
     GroupMetadataValue,
@@ -85,6 +90,14 @@ class ClassicShard(Protocol):
     state: GroupShard
     classic: dict[str, ClassicGroup]
     classic_waiters: dict[tuple[str, str, str], list[Future[Any]]]
+    sessions: dict[tuple[str, str], int]
+    revocations: dict[tuple[str, str], int]
+
+
+def _mixed(shard: ClassicShard, group_id: str) -> ConsumerGroup | None:
+    """The consumer group with members that holds ``group_id``, if any."""
+    group = shard.state.groups.get(group_id)
+    return group if group is not None and group.members else None
 
 
 class ClassicCoordinator:
@@ -96,11 +109,13 @@ class ClassicCoordinator:
         clock: Clock,
         shard_of: Callable[[str], ClassicShard],
         write: Callable[[Any, list[GroupRecord]], None],
+        mixed: MixedGroups,
     ) -> None:
         self.config = config
         self._clock = clock
         self._shard_of = shard_of
         self._write = write
+        self._mixed = mixed
 
     # -- futures -----------------------------------------------------------------------------
 
@@ -161,24 +176,18 @@ class ClassicCoordinator:
         except OdradekError as e:
             return _done(JoinGroupResult(error_code=e.code, member_id=req.member_id))
         now = self._clock.monotonic_ms()
+        new_id = f"{req.client_id or 'member'}-{uuid.uuid4()}"
         with shard.lock:
             records: list[GroupRecord] = []
             consumer = shard.state.groups.get(req.group_id)
             if consumer is not None:
                 if consumer.members:
-                    return _done(
-                        JoinGroupResult(
-                            error_code=INCONSISTENT_GROUP_PROTOCOL,
-                            member_id=req.member_id,
-                            error_message=f"Group {req.group_id} is a consumer (KIP-848) group.",
-                        )
-                    )
+                    return _done(self._mixed.join(shard, consumer, req, new_id))
                 records += delete_group_records(consumer, req.group_id, [])
             group = shard.classic.get(req.group_id)
             created = group is None
             if group is None:
                 group = ClassicGroup(req.group_id)
-            new_id = f"{req.client_id or 'member'}-{uuid.uuid4()}"
             before = (group.state, group.generation_id)
             # a static member taking its predecessor's place without a rebalance is written
             # before it is answered; if the write fails the group is put back as it was
@@ -216,6 +225,9 @@ class ClassicCoordinator:
             return _done(SyncGroupResult(e.code))
         now = self._clock.monotonic_ms()
         with shard.lock:
+            consumer = _mixed(shard, req.group_id)
+            if consumer is not None:
+                return _done(self._mixed.sync(shard, consumer, req))
             group = shard.classic.get(req.group_id)
             out = sync(group, req, now)
             if isinstance(out.reply, SyncGroupResult) or group is None or out.wait_key is None:
@@ -245,6 +257,9 @@ class ClassicCoordinator:
         except OdradekError as e:
             return e.code
         with shard.lock:
+            consumer = _mixed(shard, group_id)
+            if consumer is not None:
+                return self._mixed.heartbeat(shard, consumer, member_id, generation_id, instance_id)
             return heartbeat(
                 shard.classic.get(group_id),
                 member_id,
@@ -263,6 +278,9 @@ class ClassicCoordinator:
             return e.code, []
         now = self._clock.monotonic_ms()
         with shard.lock:
+            consumer = _mixed(shard, group_id)
+            if consumer is not None:
+                return self._mixed.leave(shard, consumer, members)
             group = shard.classic.get(group_id)
             before = (group.state, group.generation_id) if group is not None else None
             results, out = leave(group, members, now, self.config)
@@ -272,18 +290,6 @@ class ClassicCoordinator:
         return 0, results
 
     # -- the coordinator's room for classic groups -------------------------------------------
-
-    def refuse_consumer_group(self, shard: ClassicShard, group_id: str) -> None:
-        """A KIP-848 heartbeat for ``group_id``: GROUP_ID_NOT_FOUND while a classic group with
-        members holds the id (no migration); an empty classic group is deleted. Caller holds the
-        lock."""
-        group = shard.classic.get(group_id)
-        if group is None:
-            return
-        if not group.is_empty():
-            raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
-        self._write(shard, delete_records(group_id))
-        shard.classic.pop(group_id, None)
 
     def check_offset_commit(
         self,

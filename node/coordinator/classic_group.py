@@ -78,6 +78,7 @@ __all__ = [
     "heartbeat",
     "join",
     "leave",
+    "prepare_rebalance",
     "replay",
     "store_assignment",
     "sync",
@@ -614,6 +615,12 @@ def _maybe_prepare_rebalance_or_complete_join(
     ):
         return _prepare_rebalance(group, now_ms, config)
     return _maybe_complete_join(group, now_ms)
+
+
+def prepare_rebalance(group: ClassicGroup, now_ms: int, config: ClassicGroupConfig) -> Outcome:
+    """Kafka's ``prepareRebalance``: the group moves to PreparingRebalance and its members
+    are told to join again (a consumer group converted back to a classic one starts so)."""
+    return _prepare_rebalance(group, now_ms, config)
 
 
 def _prepare_rebalance(group: ClassicGroup, now_ms: int, config: ClassicGroupConfig) -> Outcome:

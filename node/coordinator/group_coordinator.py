@@ -66,6 +66,7 @@ from node.coordinator.group_requests import (
     topic_partitions,
 )
 from node.coordinator.group_state import (
+    LEAVE_GROUP_MEMBER_EPOCH,
     ConsumerGroup,
     GroupRecord,
     GroupShard,
@@ -78,6 +79,7 @@ from node.coordinator.group_state import (
     offset_commit_records,
     validate_offset_fetch,
 )
+from node.coordinator.mixed_coordinator import MixedGroups
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
 from node.core.requests import ProducePartition, records_bytes
@@ -187,7 +189,11 @@ class GroupCoordinator:
         self._ticker: threading.Thread | None = None
         self._next_retention_ms = 0
         self._next_create_ms = 0
-        self.classic = ClassicCoordinator(classic_config(config), clock, self._shard, self._write)
+        self.mixed = MixedGroups(config, classic_config(config), clock, self._write, self.topics)
+        """Classic members in consumer groups; the conversions between the protocols."""
+        self.classic = ClassicCoordinator(
+            classic_config(config), clock, self._shard, self._write, self.mixed
+        )
         """JoinGroup, SyncGroup, Heartbeat, LeaveGroup (the classic protocol)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -257,9 +263,11 @@ class GroupCoordinator:
                 return
             now = self._clock.monotonic_ms()
             for group in shard.state.groups.values():
-                for member_id in group.members:
-                    shard.sessions[(group.group_id, member_id)] = (
-                        now + self.config.group_consumer_session_timeout_ms
+                for member_id, member in group.members.items():
+                    shard.sessions[(group.group_id, member_id)] = now + (
+                        self.config.group_consumer_session_timeout_ms
+                        if member.classic is None
+                        else member.classic.session_timeout_ms
                     )
             shard.loaded = True
         log.info(
@@ -420,15 +428,24 @@ class GroupCoordinator:
             topics = self.topics()
             by_id = {t.topic_id: t.name for t in topics.values()}
             with shard.lock:
-                self.classic.refuse_consumer_group(shard, request.group_id)
+                group = shard.state.groups.get(request.group_id)
+                upgrade = self.mixed.upgrade(shard, request)
+                if upgrade is not None:
+                    group = upgrade.group
                 result = heartbeat(
-                    shard.state.groups.get(request.group_id),
-                    request,
-                    topics,
-                    max_group_size=self.config.group_consumer_max_size,
+                    group, request, topics, max_group_size=self.config.group_consumer_max_size
                 )
-                self._write(shard, result.records)
-                self._track(shard, request.group_id, result.member_id, result.removed_member_id)
+                down = None
+                if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH and group is not None:
+                    down = self.mixed.downgrade(shard, group, result.member_id)
+                if down is not None and group is not None:
+                    self._write(shard, list(down.records))
+                    self.mixed.downgraded(shard, group, down)
+                else:
+                    self._write(shard, [*(upgrade.records if upgrade else ()), *result.records])
+                    if upgrade is not None:
+                        self.mixed.upgraded(shard, upgrade)
+                    self._track(shard, request.group_id, result.member_id, result.removed_member_id)
         except OdradekError as e:
             return HeartbeatResponse(
                 request.member_id, request.member_epoch, interval, e.code, e.message
@@ -470,12 +487,15 @@ class GroupCoordinator:
         member_epoch: int,
         partitions: Sequence[OffsetCommitPartition],
         instance_id: str | None = None,
+        api_version: int | None = None,
     ) -> OffsetCommitResult:
         """Commit offsets for ``group_id`` (``member_epoch`` -1: an admin or simple commit,
         only to a group without members). One result per partition in request order; a
         group-level error is set on the answer and on every partition. For a classic group
         ``member_epoch`` is the member's generation id (and ``instance_id`` its
-        ``group.instance.id``), checked as Kafka's ``ClassicGroup.validateOffsetCommit``."""
+        ``group.instance.id``), checked as Kafka's ``ClassicGroup.validateOffsetCommit``.
+        ``api_version``: the Kafka request's version (a KIP-848 member's commit below v9 is
+        UNSUPPORTED_VERSION)."""
         commits = [
             (
                 p.topic,
@@ -500,6 +520,7 @@ class GroupCoordinator:
                     commits,
                     self.topics(),
                     self._clock.wall_ms(),
+                    api_version,
                 )
                 self._write(shard, records)
         except OdradekError as e:
@@ -696,8 +717,13 @@ class GroupCoordinator:
                     if group is None or member_id not in group.members:
                         continue
                     log.info("member %s of group %s expired: removing it", member_id, group_id)
+                    down = self.mixed.downgrade(shard, group, member_id)
                     try:
-                        self._write(shard, member_leave_records(group, member_id))
+                        if down is not None:
+                            self._write(shard, list(down.records))
+                            self.mixed.downgraded(shard, group, down)
+                        else:
+                            self._write(shard, member_leave_records(group, member_id))
                     except OdradekError as e:
                         log.info("could not remove member %s: %s", member_id, e)
                 if retention_due:

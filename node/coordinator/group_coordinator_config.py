@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 
 from odradek.errors import InvalidConfigError
 
-__all__ = ["GROUP_COORDINATOR_PROPERTIES", "GroupCoordinatorConfig"]
+__all__ = ["GROUP_COORDINATOR_PROPERTIES", "STRING_PROPERTIES", "GroupCoordinatorConfig"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +44,15 @@ class GroupCoordinatorConfig:
     (again for each new one, up to the rebalance timeout); 0: none."""
     group_max_size: int = 2**31 - 1
     """Classic groups: members per group (GROUP_MAX_SIZE_REACHED beyond)."""
+    group_consumer_migration_policy: str = "bidirectional"
+    """Which online conversions between a classic group and a consumer (KIP-848) group the
+    coordinator makes: ``bidirectional`` (Kafka 4.0's default), ``upgrade``, ``downgrade`` or
+    ``disabled``, any case; an unknown name disables both, as Kafka's ``parse``."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
+            if f.name == "group_consumer_migration_policy":
+                continue
             if f.name == "group_initial_rebalance_delay_ms":
                 if self.group_initial_rebalance_delay_ms < 0:
                     raise InvalidConfigError("group.initial.rebalance.delay.ms must be >= 0")
@@ -59,3 +65,6 @@ GROUP_COORDINATOR_PROPERTIES = {
     f.name.replace("_", "."): f.name for f in fields(GroupCoordinatorConfig)
 }
 """Kafka property name → :class:`GroupCoordinatorConfig` field."""
+
+STRING_PROPERTIES = frozenset({"group.consumer.migration.policy"})
+"""The properties whose value is a string (the others are integers)."""

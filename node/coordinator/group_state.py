@@ -34,6 +34,7 @@ from odradek.errors import (
     FencedMemberEpochError,
     GroupIdNotFoundError,
     GroupMaxSizeReachedError,
+    IllegalGenerationError,
     InvalidGroupIdError,
     InvalidRegularExpressionError,
     InvalidRequestError,
@@ -43,6 +44,7 @@ from odradek.errors import (
     UnknownTopicOrPartitionError,
     UnreleasedInstanceIdError,
     UnsupportedAssignorError,
+    UnsupportedVersionError,
 )
 from odradek.group_records import (
     ConsumerGroupClassicMemberMetadata,
@@ -82,6 +84,7 @@ __all__ = [
     "member_leave_records",
     "next_member_assignment",
     "offset_commit_records",
+    "subscribe_and_reconcile",
     "validate_offset_fetch",
 ]
 
@@ -610,6 +613,94 @@ def delete_group_records(
     return records
 
 
+def subscribe_and_reconcile(
+    group: ConsumerGroup,
+    member: Member,
+    updated: Member,
+    owned: Assignment | None,
+    topics: Mapping[str, TopicInfo],
+    records: list[GroupRecord],
+    *,
+    new: bool,
+    rewrite: bool,
+    default_assignor: str = "uniform",
+) -> Member:
+    """The three steps of a heartbeat after its checks (Kafka's ``consumerGroupHeartbeat``
+        and ``classicGroupJoinToConsumerGroup`` share them): ``member`` becomes ``updated`` (its
+        metadata record if it changed, or ``rewrite``: a new or replaced member); the group epoch
+        is bumped when the subscriptions or the subscribed topics' metadata changed; a new target
+        assignment is computed when the group epoch is ahead of it; the member moves one step
+        towards its target (``owned``: what it reports holding). Changes ``group`` (a working
+        copy) and appends to ``records``; returns the reconciled member. ``new``: the member joins
+    (a bump); ``rewrite``: its records are written even unchanged (new, or a static member's
+    replacement, which takes its predecessor's place without a bump)."""
+    gid = group.group_id
+    if rewrite or updated.metadata_value() != member.metadata_value():
+        records.append(
+            (ConsumerGroupMemberMetadataKey(gid, updated.member_id), updated.metadata_value())
+        )
+    group.members[updated.member_id] = updated
+    # Kafka 4.1's group hash: partitions added to a subscribed topic, or a subscribed topic
+    # created or deleted, bump the group epoch as a membership change does, so the new
+    # partitions are assigned (Kafka's GroupMetadataManager compares the stored
+    # metadataHash with the one computed from the current metadata on each heartbeat).
+    metadata_hash = subscription_metadata_hash(group.subscribed_topics(topics), topics)
+    bump = (
+        new
+        or updated.subscribed_topic_names != member.subscribed_topic_names
+        or updated.subscribed_topic_regex != member.subscribed_topic_regex
+        or metadata_hash != group.metadata_hash
+    )
+    if bump:
+        group.group_epoch += 1
+        group.metadata_hash = metadata_hash
+        records.append(
+            (
+                ConsumerGroupMetadataKey(gid),
+                ConsumerGroupMetadataValue(group.group_epoch, metadata_hash),
+            )
+        )
+
+    if group.group_epoch > group.assignment_epoch:
+        # the member's assignor, else one another member names (a classic member names none)
+        assignor_name = updated.server_assignor or next(
+            (m.server_assignor for m in group.members.values() if m.server_assignor),
+            default_assignor,
+        )
+        assignor = ASSIGNORS[assignor_name]
+        subscribed = {
+            name: topics[name] for name in group.subscribed_topics(topics) if name in topics
+        }
+        new_target = assignor(group.members, subscribed, group.target)
+        for mid, assignment in sorted(new_target.items()):
+            if dict(assignment) != dict(group.target.get(mid, {})) or mid not in group.target:
+                records.append(
+                    (
+                        ConsumerGroupTargetAssignmentMemberKey(gid, mid),
+                        ConsumerGroupTargetAssignmentMemberValue(to_topic_partitions(assignment)),
+                    )
+                )
+        group.target = dict(new_target)
+        group.assignment_epoch = group.group_epoch
+        records.append(
+            (
+                ConsumerGroupTargetAssignmentMetadataKey(gid),
+                ConsumerGroupTargetAssignmentMetadataValue(group.assignment_epoch),
+            )
+        )
+
+    reconciled = next_member_assignment(updated, group, owned)
+    if rewrite or reconciled.assignment_value() != updated.assignment_value():
+        records.append(
+            (
+                ConsumerGroupCurrentMemberAssignmentKey(gid, reconciled.member_id),
+                reconciled.assignment_value(),
+            )
+        )
+    group.members[reconciled.member_id] = reconciled
+    return reconciled
+
+
 def heartbeat(
     group: ConsumerGroup | None,
     req: HeartbeatRequest,
@@ -733,65 +824,18 @@ def heartbeat(
             req.server_assignor if req.server_assignor is not None else member.server_assignor
         ),
     )
-    if is_new or removed is not None or updated.metadata_value() != member.metadata_value():
-        records.append(
-            (ConsumerGroupMemberMetadataKey(gid, updated.member_id), updated.metadata_value())
-        )
-    group.members[updated.member_id] = updated
-    # Kafka 4.1's group hash: partitions added to a subscribed topic, or a subscribed topic
-    # created or deleted, bump the group epoch as a membership change does, so the new
-    # partitions are assigned (Kafka's GroupMetadataManager compares the stored
-    # metadataHash with the one computed from the current metadata on each heartbeat).
-    metadata_hash = subscription_metadata_hash(group.subscribed_topics(topics), topics)
-    bump = (
-        is_new
-        or updated.subscribed_topic_names != member.subscribed_topic_names
-        or updated.subscribed_topic_regex != member.subscribed_topic_regex
-        or metadata_hash != group.metadata_hash
+    reconciled = subscribe_and_reconcile(
+        group,
+        member,
+        updated,
+        req.owned,
+        topics,
+        records,
+        new=is_new,
+        rewrite=is_new or removed is not None,
+        default_assignor=default_assignor,
     )
-    if bump:
-        group.group_epoch += 1
-        group.metadata_hash = metadata_hash
-        records.append(
-            (
-                ConsumerGroupMetadataKey(gid),
-                ConsumerGroupMetadataValue(group.group_epoch, metadata_hash),
-            )
-        )
-
-    if group.group_epoch > group.assignment_epoch:
-        assignor_name = updated.server_assignor or default_assignor
-        assignor = ASSIGNORS[assignor_name]
-        subscribed = {
-            name: topics[name] for name in group.subscribed_topics(topics) if name in topics
-        }
-        new_target = assignor(group.members, subscribed, group.target)
-        for mid, assignment in sorted(new_target.items()):
-            if dict(assignment) != dict(group.target.get(mid, {})) or mid not in group.target:
-                records.append(
-                    (
-                        ConsumerGroupTargetAssignmentMemberKey(gid, mid),
-                        ConsumerGroupTargetAssignmentMemberValue(to_topic_partitions(assignment)),
-                    )
-                )
-        group.target = dict(new_target)
-        group.assignment_epoch = group.group_epoch
-        records.append(
-            (
-                ConsumerGroupTargetAssignmentMetadataKey(gid),
-                ConsumerGroupTargetAssignmentMetadataValue(group.assignment_epoch),
-            )
-        )
-
     owned = req.owned
-    reconciled = next_member_assignment(updated, group, owned)
-    if is_new or removed is not None or reconciled.assignment_value() != updated.assignment_value():
-        records.append(
-            (
-                ConsumerGroupCurrentMemberAssignmentKey(gid, reconciled.member_id),
-                reconciled.assignment_value(),
-            )
-        )
     full = req.member_epoch == 0 or (
         req.rebalance_timeout_ms != -1
         and req.subscribed_topic_names is not None
@@ -840,6 +884,11 @@ def _check_member(group: ConsumerGroup | None, member_id: str, member_epoch: int
     member = None if group is None else group.members.get(member_id)
     if member is None:
         raise UnknownMemberIdError(f"Member {member_id} is not a member of the group.")
+    if member_epoch != member.member_epoch and member.classic is not None:
+        # a classic member's generation is its member epoch (Kafka's validateMemberEpoch)
+        raise IllegalGenerationError(
+            f"The generation {member_epoch} is not the member's {member.member_epoch}."
+        )
     if member_epoch != member.member_epoch:
         raise StaleMemberEpochError(
             f"The member's epoch {member_epoch} is not its current epoch {member.member_epoch}."
@@ -855,6 +904,7 @@ def offset_commit_records(
     commits: Sequence[tuple[str, int, int, int, str]],
     topics: Mapping[str, TopicInfo],
     now_ms: int,
+    api_version: int | None = None,
 ) -> tuple[list[GroupRecord], list[tuple[str, int, Exception | None]]]:
     """OffsetCommit (Kafka's ``ConsumerGroup.validateOffsetCommit`` and
     ``OffsetMetadataManager.commitOffset``): ``commits`` are (topic, partition, offset,
@@ -862,7 +912,12 @@ def offset_commit_records(
     while the group has no members; a member's commit must carry its current epoch and name
     partitions it holds. Returns the records and a per-partition outcome.
 
-    Raises (for the whole request) UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, INVALID_GROUP_ID.
+    ``api_version``: the OffsetCommit version of a Kafka client's request (None: the gRPC
+    door's); a KIP-848 member's commit below v9 is UNSUPPORTED_VERSION (it cannot carry a
+    member epoch), a classic member of the group may use any version.
+
+    Raises (for the whole request) UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH (a KIP-848 member),
+    ILLEGAL_GENERATION (a classic member), UNSUPPORTED_VERSION, INVALID_GROUP_ID.
     """
     member: Member | None = None
     if member_epoch < 0 and not member_id:
@@ -872,6 +927,11 @@ def offset_commit_records(
             )
     else:
         member = _check_member(group, member_id, member_epoch)
+        if member.classic is None and api_version is not None and api_version < 9:
+            raise UnsupportedVersionError(
+                f"OffsetCommit v{api_version} cannot commit for a consumer group member "
+                f"(KIP-848); v9 and later can."
+            )
     records: list[GroupRecord] = []
     outcome: list[tuple[str, int, Exception | None]] = []
     for topic, partition, offset, leader_epoch, metadata in commits:

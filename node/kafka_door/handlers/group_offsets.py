@@ -155,6 +155,7 @@ def handle_offset_commit(services: DoorServices, ctx: RequestContext, request: A
             int(request.generation_id_or_member_epoch),
             commits,
             instance_id=None if instance_id is None else str(instance_id),
+            api_version=ctx.api_version,
         )
         errors.update({(r.topic, r.partition): r.error_code for r in result.partitions})
     return make(cls, throttle_time=0, topics=_partition_answer(cls, request.topics, errors))

@@ -90,7 +90,7 @@ def test_offsets_and_group_views_of_a_classic_group() -> None:
     assert described.group_type == "classic" and described.protocol == "range"
     assert [(m.client_id, m.client_host) for m in described.members] == [("app", "/127.0.0.1")]
     assert coordinator.delete_groups(["g"])[0].error_code == 68  # NON_EMPTY_GROUP
-    # KIP-848 members may not take the id (no migration)
+    # its member's metadata is no consumer subscription: a KIP-848 member cannot convert it
     refused = coordinator.consumer_group_heartbeat(
         HeartbeatRequest(group_id="g", member_id="m", member_epoch=0, rebalance_timeout_ms=1)
     )
@@ -146,22 +146,3 @@ def test_a_static_member_whose_takeover_cannot_be_written_is_refused_and_undone(
     assert again.error_code == 15  # COORDINATOR_NOT_AVAILABLE: retry
     # the group is as it was: the old member id still holds the instance
     assert coordinator.classic.heartbeat("g", member, 1, "i-1") == 0
-
-
-def test_a_kip848_groups_id_is_refused_to_classic_joins() -> None:
-    clock = ManualClock()
-    coordinator, _ = _coordinator(clock, group_initial_rebalance_delay_ms=0)
-    kip848 = coordinator.consumer_group_heartbeat(
-        HeartbeatRequest(
-            group_id="g",
-            member_id="m",
-            member_epoch=0,
-            rebalance_timeout_ms=1000,
-            subscribed_topic_names=("t",),
-            owned={},
-        )
-    )
-    assert kip848.error_code == 0
-    refused = coordinator.classic.join_group(_join(coordinator)).result(0)
-    assert refused.error_code == 23  # INCONSISTENT_GROUP_PROTOCOL: no migration
-    assert [g.group_type for g in coordinator.list_groups().groups] == ["consumer"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -106,7 +107,7 @@ class _FakeReplicas:
         return out
 
 
-def _coordinator(clock: ManualClock, **config: int) -> tuple[GroupCoordinator, _FakeReplicas]:
+def _coordinator(clock: ManualClock, **config: Any) -> tuple[GroupCoordinator, _FakeReplicas]:
     metadata = MetadataCache()
     metadata.update(
         UpdateMetadataRequest(
