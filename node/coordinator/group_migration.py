@@ -42,7 +42,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from odradek.errors import GroupIdNotFoundError, UnsupportedVersionError
+from odradek.errors import GroupIdNotFoundError
 from odradek.group_records import (
     ClassicGroupMetadataKey,
     ClassicProtocol,
@@ -288,9 +288,12 @@ def _member_from_classic(
     except ConsumerProtocolError as e:
         raise _upgrade_error(gid) from e
     if assignment.user_data:
-        raise UnsupportedVersionError(
-            f"Cannot upgrade the classic group {gid} to consumer group: member {m.member_id}'s "
-            f"assignment carries assignor user data, which a consumer group would lose."
+        # KAFKA-18134 (Kafka 4.0): the consumer group would lose what the assignor keeps there
+        # (librdkafka's cooperative-sticky keeps its previous assignment and generation)
+        raise GroupIdNotFoundError(
+            f"Cannot upgrade classic group {gid} to consumer group because an unsupported "
+            f"custom assignor is in use. Please refer to the documentation or switch to a "
+            f"default assignor before re-attempting the upgrade."
         )
     assigned = {
         topics[name].topic_id: ps
@@ -330,8 +333,8 @@ def consumer_group_from_classic(
     partitions). Call :func:`validate_online_upgrade` first.
 
     Raises GroupIdNotFoundError when a member's subscription or assignment is malformed (or the
-    group has chosen no protocol yet), UnsupportedVersionError when an assignment carries
-    assignor user data (a later Kafka refuses it: the consumer group could not give it back).
+    group has chosen no protocol yet), or when an assignment carries assignor user data (Kafka
+    4.0's KAFKA-18134: the consumer group could not give it back).
     """
     gid = classic_group.group_id
     if classic_group.protocol_name is None:

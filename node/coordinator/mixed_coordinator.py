@@ -214,8 +214,8 @@ class MixedGroups:
         none (an empty one is deleted: Kafka's offline path), else the conversion to write
         with the heartbeat's records (then call :meth:`upgraded`). Raises GROUP_ID_NOT_FOUND
         (a member that is not joining, the policy, a protocol type other than ``consumer``, a
-        group larger than ``group.consumer.max.size``, malformed member metadata) and
-        UNSUPPORTED_VERSION (assignor user data a consumer group would lose)."""
+        group larger than ``group.consumer.max.size``, malformed member metadata, assignor
+        user data a consumer group would lose)."""
         gid = request.group_id
         classic = shard.classic.get(gid)
         if classic is None:
@@ -232,7 +232,11 @@ class MixedGroups:
         if refusal is not None:
             log.info("%s", refusal.reason)
             raise GroupIdNotFoundError(refusal.message)
-        return consumer_group_from_classic(classic, self._topics(), self._clock.monotonic_ms())
+        try:
+            return consumer_group_from_classic(classic, self._topics(), self._clock.monotonic_ms())
+        except GroupIdNotFoundError as e:
+            log.info("%s", e.message)
+            raise
 
     def upgraded(self, shard: MixedShard, up: Upgrade) -> None:
         """The upgrade's records are written: the classic group goes, its waiting requests

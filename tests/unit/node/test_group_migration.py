@@ -39,7 +39,7 @@ from node.coordinator.group_state import (
     TopicInfo,
     heartbeat,
 )
-from odradek.errors import GroupIdNotFoundError, UnsupportedVersionError
+from odradek.errors import GroupIdNotFoundError
 from odradek.group_records import (
     ClassicGroupMetadataKey,
     ClassicProtocol,
@@ -388,7 +388,7 @@ def test_upgrade_without_a_chosen_protocol_is_group_id_not_found() -> None:
 def test_upgrade_refuses_assignor_user_data() -> None:
     classic = stable_classic_group()
     classic.members["a"].assignment = assignment(3, {"t1": [0]}, user_data=b"sticky")
-    with pytest.raises(UnsupportedVersionError, match="user data"):
+    with pytest.raises(GroupIdNotFoundError, match="unsupported custom assignor"):
         consumer_group_from_classic(classic, TOPICS, now=0)
     # empty user data is no user data
     classic.members["a"].assignment = assignment(3, {"t1": [0]}, user_data=b"")
