@@ -123,12 +123,18 @@ class MixedGroups:
             return out.reply
         records = list(out.records)
         down: Downgrade | None = None
+        rebalance = False
         replaced = out.replaced_member_id
         if replaced is not None:
             refusal = validate_online_downgrade_with_replaced_member(
                 group, replaced, self.policy, self._classic_config.group_max_size
             )
             if refusal is None:
+                # KAFKA-19546: a replacement subscribing to other topics rebalances
+                rebalance = (
+                    group.members[replaced].subscribed_topic_names
+                    != out.member.subscribed_topic_names
+                )
                 try:
                     down = classic_group_from_consumer(
                         group, replaced, topics, now, joining_member=out.member
@@ -148,12 +154,8 @@ class MixedGroups:
         if replaced is not None:
             self._forget(shard, gid, replaced)
         if down is not None:
-            old = group.members[replaced] if replaced is not None else None
-            # KAFKA-19546: a replacement subscribing to other topics rebalances
-            rebalance = old is None or (
-                old.subscribed_topic_names != out.member.subscribed_topic_names
-            )
-            self._downgraded(shard, group, down, rebalance=rebalance, why="a static replacement")
+            # the records were replayed: ``group`` is what is left of the consumer group
+            self._downgraded(shard, gid, down, rebalance=rebalance, why="a static replacement")
             return out.reply
         key = (gid, out.member.member_id)
         shard.sessions[key] = now + req.session_timeout_ms
@@ -284,18 +286,15 @@ class MixedGroups:
             return None
 
     def downgraded(self, shard: MixedShard, group: ConsumerGroup, down: Downgrade) -> None:
-        self._downgraded(shard, group, down, rebalance=down.rebalance, why="the last KIP-848 leave")
+        """The downgrade's records are written: the classic group takes the consumer group's
+        place, its members' sessions are its own, and it rebalances."""
+        self._downgraded(
+            shard, group.group_id, down, rebalance=down.rebalance, why="the last KIP-848 leave"
+        )
 
     def _downgraded(
-        self,
-        shard: MixedShard,
-        group: ConsumerGroup,
-        down: Downgrade,
-        *,
-        rebalance: bool,
-        why: str,
+        self, shard: MixedShard, gid: str, down: Downgrade, *, rebalance: bool, why: str
     ) -> None:
-        gid = group.group_id
         for key in [k for k in (*shard.sessions, *shard.revocations) if k[0] == gid]:
             shard.sessions.pop(key, None)
             shard.revocations.pop(key, None)

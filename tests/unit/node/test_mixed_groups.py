@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from node.config import config_from_properties
 from node.coordinator.classic_group import JoinGroupRequest, LeaveMember, SyncGroupRequest
 from node.coordinator.consumer_protocol import decode_assignment
 from node.coordinator.group_coordinator import GroupCoordinator
@@ -292,3 +293,47 @@ def test_the_upgrade_answers_a_parked_join_rebalance_in_progress() -> None:
     assert _kip848(coordinator).error_code == NONE
     assert parked.result(0).error_code == REBALANCE_IN_PROGRESS
     assert coordinator.classic.heartbeat("g", classic, 1) == REBALANCE_IN_PROGRESS
+
+
+def test_a_static_classic_member_replacing_the_last_kip848_one_converts_without_a_rebalance() -> (
+    None
+):
+    clock = ManualClock()
+    coordinator, replicas = _coordinator(clock, group_initial_rebalance_delay_ms=0)
+    classic = _classic_stable(coordinator)
+    joined = _kip848(coordinator, instance_id="i-1")
+    assert joined.error_code == NONE
+    rejoined = coordinator.classic.join_group(_join(classic)).result(0)
+    coordinator.classic.sync_group(SyncGroupRequest("g", classic, rejoined.generation_id)).result(0)
+    held = _parts(_kip848(coordinator, epoch=joined.member_epoch, instance_id="i-1", owned={}))
+    assert held
+    # the KIP-848 process restarts as a classic one with the same group.instance.id
+    replacing = coordinator.classic.join_group(_join(instance_id="i-1")).result(0)
+    assert replacing.error_code == NONE
+    assert _types(coordinator) == [("classic", "Stable")]  # converted, and no rebalance
+    synced = coordinator.classic.sync_group(
+        SyncGroupRequest("g", replacing.member_id, replacing.generation_id, "i-1")
+    ).result(0)
+    assert synced.error_code == NONE
+    assert decode_assignment(synced.assignment).partitions()["t"] == held
+    assert coordinator.classic.heartbeat("g", classic, rejoined.generation_id) == NONE
+    assert [g.group_type for g in _successor(clock, replicas).list_groups().groups] == ["classic"]
+
+
+def test_the_migration_policy_is_read_from_the_node_properties() -> None:
+    config = config_from_properties(
+        {
+            "node.id": "1",
+            "log.dirs": "/tmp/x",
+            "zookeeper.connect": "z:2181",
+            "group.consumer.migration.policy": "UPGRADE",
+        }
+    )
+    assert config.group_coordinator.group_consumer_migration_policy == "UPGRADE"
+    clock = ManualClock()
+    coordinator, _ = _coordinator(clock, group_consumer_migration_policy="UPGRADE")
+    assert coordinator.mixed.policy.value == "upgrade"  # any case, as Kafka's parse
+    coordinator, _ = _coordinator(clock, group_consumer_migration_policy="no-such")
+    assert coordinator.mixed.policy.value == "disabled"  # Kafka: an unknown name disables
+    coordinator, _ = _coordinator(clock)
+    assert coordinator.mixed.policy.value == "bidirectional"  # Kafka 4.0's default
