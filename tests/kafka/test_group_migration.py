@@ -12,6 +12,7 @@ to be SIGKILLed; conditions are polled with a deadline, nothing sleeps to synchr
 
 from __future__ import annotations
 
+import functools
 import signal
 import subprocess
 import sys
@@ -188,15 +189,18 @@ class Member(threading.Thread):
             self.consumer.subscribe([self.topic], on_revoke=self._on_revoke)
             while not self.stopping.is_set():
                 msgs = self.consumer.consume(500, 0.2)
-                got = []
+                got: list[tuple[int, int]] = []
                 for msg in msgs:
-                    if msg.error() is not None:
-                        if msg.error().fatal() or msg.error().code() == KafkaError._FATAL:
-                            self.errors.append(str(msg.error()))
+                    error = msg.error()
+                    if error is not None:
+                        if error.fatal() or error.code() == KafkaError._FATAL:
+                            self.errors.append(str(error))
                         else:
-                            self.warnings.append(str(msg.error()))
+                            self.warnings.append(str(error))
                         continue
-                    got.append((msg.partition(), msg.offset()))
+                    partition, offset = msg.partition(), msg.offset()
+                    assert partition is not None and offset is not None
+                    got.append((partition, offset))
                 if got:
                     self._commit()
                 with self.lock:
@@ -243,6 +247,10 @@ def gaps(acked: set[tuple[int, int]], reads: list[tuple[int, int]]) -> str:
     return ", ".join(f"p{p}: {len(os)} from {os[0]}" for p, os in sorted(out.items()))
 
 
+def is_type(admin: AdminClient, group: str, expected: Any) -> bool:
+    return bool(group_type(admin, group) == expected)
+
+
 def check_exactly_once(acked: set[tuple[int, int]], reads: list[tuple[int, int]]) -> None:
     counts = Counter(reads)
     twice = sorted(r for r, n in counts.items() if n > 1)
@@ -284,9 +292,8 @@ def roll(
         assert group_type(admin, group) == kind
         for i in range(3):
             live[i].stop()
-            wait_for(
-                "the others taking its partitions", lambda i=i: split(live[:i] + live[i + 1 :])
-            )
+            others = live[:i] + live[i + 1 :]
+            wait_for("the others taking its partitions", functools.partial(split, others))
             new = Member(bootstrap, topic, group, to, assignor)
             everyone.append(new)
             live[i] = new
@@ -298,7 +305,7 @@ def roll(
                 if any(m.protocol == "consumer" for m in live)
                 else ConsumerGroupType.CLASSIC
             )
-            wait_for(f"the group's type {expect}", lambda e=expect: group_type(admin, group) == e)
+            wait_for(f"the group's type {expect}", functools.partial(is_type, admin, group, expect))
         acked = producer.stop()
         try:
             wait_for("every acknowledged record read", lambda: acked <= set(all_reads(everyone)))
