@@ -620,11 +620,15 @@ class GroupCoordinator:
                 out += self.classic.listed(shard, wanted)
                 names = set(shard.state.groups) | set(shard.state.offsets)
                 for gid in sorted(names - set(shard.classic)):
-                    group = shard.state.groups.get(gid) or ConsumerGroup(gid)
-                    state = group.state_name()
+                    group = shard.state.groups.get(gid)
+                    state = "Empty" if group is None else group.state_name()
                     if wanted and state.lower() not in wanted:
                         continue
-                    out.append(ListedGroup(gid, state))
+                    if group is None:
+                        # committed offsets alone: Kafka's "simple" group, an empty classic one
+                        out.append(ListedGroup(gid, state, "", group_type="classic"))
+                    else:
+                        out.append(ListedGroup(gid, state))
         return ListGroupsResult(groups=tuple(out))
 
     def describe_groups(self, group_ids: Sequence[str]) -> list[DescribedGroup]:

@@ -146,3 +146,29 @@ def test_a_static_member_whose_takeover_cannot_be_written_is_refused_and_undone(
     assert again.error_code == 15  # COORDINATOR_NOT_AVAILABLE: retry
     # the group is as it was: the old member id still holds the instance
     assert coordinator.classic.heartbeat("g", member, 1, "i-1") == 0
+
+
+def test_a_group_of_commits_alone_is_listed_as_an_empty_classic_group() -> None:
+    """Kafka's "simple" group (assign() and commits, generation -1): an empty classic group with
+    no protocol type; a KIP-848 member may then take the id."""
+    clock = ManualClock()
+    coordinator, _ = _coordinator(clock)
+    commit = [OffsetCommitPartition("t", 0, committed_offset=3)]
+    assert coordinator.offset_commit("simple", "", -1, commit).error_code == 0
+    (listed,) = coordinator.list_groups().groups
+    assert (listed.group_type, listed.group_state, listed.protocol_type) == ("classic", "Empty", "")
+    joined = coordinator.consumer_group_heartbeat(
+        HeartbeatRequest(
+            group_id="simple",
+            member_id="m",
+            member_epoch=0,
+            rebalance_timeout_ms=1000,
+            subscribed_topic_names=("t",),
+            owned={},
+        )
+    )
+    assert joined.error_code == 0
+    (listed,) = coordinator.list_groups().groups
+    assert listed.group_type == "consumer"
+    fetched = coordinator.offset_fetch("simple", "m", joined.member_epoch, [("t", 0)])
+    assert [p.committed_offset for p in fetched.partitions] == [3]
