@@ -35,6 +35,7 @@ from confluent_kafka.admin import AdminClient
 
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
+from odradek import Consumer as OdradekConsumer
 from tests.kafka.conftest import _chroots
 from tests.kafka.test_classic_groups import PythonMember
 from tests.kafka.test_confluent_kafka import create_topic
@@ -548,6 +549,44 @@ def test_librdkafkas_cooperative_sticky_group_is_not_upgraded_as_in_kafka_4(
             joiner.join(30)
         for m in members:
             m.stop()
+
+
+def test_an_sdk_member_joins_a_kafka_python_group_and_leaves_it_classic(
+    bootstrap, admin, kafka_cluster
+):
+    """odradek's own Consumer (KIP-848 over gRPC) joins a classic kafka-python group: the group
+    becomes a consumer group and the two split the partitions; the SDK member's close is the
+    last KIP-848 leave: the group is classic again and kafka-python takes every partition."""
+    topic, group = unique("sdk-mixed"), unique("g")
+    create_topic(bootstrap, topic, partitions=PARTITIONS)
+    classic = PythonMember(bootstrap, topic, group)
+    classic.start()
+    sdk = OdradekConsumer(kafka_cluster.bootstrap_servers, group_id=group, enable_auto_commit=False)
+    try:
+        wait_for("the classic member with every partition", lambda: len(classic.partitions()) == 6)
+        sdk.subscribe([topic])
+
+        def sdk_partitions() -> frozenset[int]:
+            sdk.poll(timeout_ms=50)
+            return frozenset(tp.partition for tp in sdk.assignment())
+
+        class Sdk:
+            def partitions(self) -> frozenset[int]:
+                return sdk_partitions()
+
+        wait_for(
+            "the SDK member and kafka-python splitting the partitions",
+            lambda: split([classic, Sdk()]),
+        )
+        assert group_type(admin, group) == ConsumerGroupType.CONSUMER
+        sdk.close()
+        wait_for(
+            "the group classic again", lambda: is_type(admin, group, ConsumerGroupType.CLASSIC)
+        )
+        wait_for("kafka-python with every partition", lambda: len(classic.partitions()) == 6)
+    finally:
+        sdk.close()
+        classic.stop()
 
 
 def covered(members: list[Any]) -> bool:
