@@ -175,6 +175,9 @@ class DescribedMember:
     """A classic member: its metadata for the group's protocol (DescribeGroups)."""
     member_assignment: bytes = b""
     """A classic member: its assignment as the leader encoded it (DescribeGroups)."""
+    member_type: int = -1
+    """ConsumerGroupDescribe v1's ``MemberType`` (KIP-1099): 1 a KIP-848 member, 0 a member of a
+    consumer group speaking the classic protocol, -1 a classic group's member."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +235,7 @@ def described_member(m: Member, target: Assignment, names: Mapping[str, str]) ->
         instance_id=m.instance_id,
         rack_id=m.rack_id,
         subscribed_topic_regex=m.subscribed_topic_regex,
+        member_type=1 if m.classic is None else 0,
     )
 
 

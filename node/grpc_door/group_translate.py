@@ -210,6 +210,8 @@ def described_groups_to_wire(groups: Iterable[DescribedGroup]) -> pb.ConsumerGro
                 dm.rack_id = m.rack_id
             if m.subscribed_topic_regex is not None:
                 dm.subscribed_topic_regex = m.subscribed_topic_regex
+            if m.member_type >= 0:
+                dm.upgraded = m.member_type == 1
     return out
 
 

@@ -170,6 +170,6 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             Api(42, "DeleteGroups", 0, 1, bound(handle_delete_groups)),
             Api(47, "OffsetDelete", 0, 0, bound(handle_offset_delete)),
             Api(68, "ConsumerGroupHeartbeat", 0, 1, bound(handle_consumer_group_heartbeat)),
-            Api(69, "ConsumerGroupDescribe", 0, 0, bound(handle_consumer_group_describe)),
+            Api(69, "ConsumerGroupDescribe", 0, 1, bound(handle_consumer_group_describe)),
         ]
     )

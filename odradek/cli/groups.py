@@ -163,7 +163,9 @@ def state_table(d: ConsumerGroupDescription, verbose: bool = False) -> list[str]
 def members_table(d: ConsumerGroupDescription, verbose: bool = False) -> list[str]:
     """``--members [--verbose]``: kafka-consumer-groups.sh's columns, GROUP-INSTANCE-ID only when
     a member has one; verbose adds a consumer group's member epoch, assignment, target epoch
-    and target assignment (``-`` for the epochs and target of a classic group's member)."""
+    and target assignment (``-`` for the epochs and target of a classic group's member) and,
+    for a consumer group, UPGRADED: whether the member speaks KIP-848 (false: a classic member
+    of a group being migrated)."""
     consumer = d.type == "consumer"
     with_instance = any(m.instance_id for m in d.members)
     header = ["GROUP", "CONSUMER-ID"]
@@ -172,6 +174,8 @@ def members_table(d: ConsumerGroupDescription, verbose: bool = False) -> list[st
     header += ["HOST", "CLIENT-ID", "#PARTITIONS"]
     if verbose:
         header += ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+        if consumer:
+            header.append("UPGRADED")
     rows = []
     for m in d.members:
         row = [d.group_id, m.member_id]
@@ -185,6 +189,8 @@ def members_table(d: ConsumerGroupDescription, verbose: bool = False) -> list[st
                 str(d.assignment_epoch) if consumer else MISSING,
                 assignment_cell(m.target_assignment) if consumer else MISSING,
             ]
+            if consumer:
+                row.append(MISSING if m.upgraded is None else str(m.upgraded).lower())
         rows.append(row)
     return table(header, rows)
 

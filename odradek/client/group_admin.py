@@ -76,6 +76,10 @@ class MemberDescription:
     target_assignment: frozenset[TopicPartition]
     subscribed_topics: tuple[str, ...]
     subscribed_topic_regex: str | None = None
+    upgraded: bool | None = None
+    """A consumer group's member: True if it speaks KIP-848, False if the classic protocol
+    (Kafka's ``MemberDescription.upgraded``: a classic member of a group being migrated); None
+    for a classic group's member."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +223,7 @@ class ConsumerGroupAdmin:
                             if m.HasField("subscribed_topic_regex")
                             else None
                         ),
+                        upgraded=m.upgraded if m.HasField("upgraded") else None,
                     )
                     for m in g.members
                 ),

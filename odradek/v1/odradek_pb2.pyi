@@ -3704,6 +3704,7 @@ class DescribedGroupMember(_message.Message):
     ASSIGNMENT_FIELD_NUMBER: _builtins.int
     TARGET_ASSIGNMENT_FIELD_NUMBER: _builtins.int
     MEMBER_STATE_FIELD_NUMBER: _builtins.int
+    UPGRADED_FIELD_NUMBER: _builtins.int
     member_id: _builtins.str
     instance_id: _builtins.str
     rack_id: _builtins.str
@@ -3713,6 +3714,10 @@ class DescribedGroupMember(_message.Message):
     subscribed_topic_regex: _builtins.str
     member_state: _builtins.str
     """STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS"""
+    upgraded: _builtins.bool
+    """a consumer group's member: true if it speaks KIP-848, false if the classic protocol (Kafka's
+    MemberDescription.upgraded); unset for a classic group's member
+    """
     @_builtins.property
     def subscribed_topic_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
@@ -3733,10 +3738,11 @@ class DescribedGroupMember(_message.Message):
         assignment: _abc.Iterable[Global___HeartbeatTopicPartitions] | None = ...,
         target_assignment: _abc.Iterable[Global___HeartbeatTopicPartitions] | None = ...,
         member_state: _builtins.str = ...,
+        upgraded: _builtins.bool | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_instance_id", b"_instance_id", "_rack_id", b"_rack_id", "_subscribed_topic_regex", b"_subscribed_topic_regex", "instance_id", b"instance_id", "rack_id", b"rack_id", "subscribed_topic_regex", b"subscribed_topic_regex"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_instance_id", b"_instance_id", "_rack_id", b"_rack_id", "_subscribed_topic_regex", b"_subscribed_topic_regex", "_upgraded", b"_upgraded", "instance_id", b"instance_id", "rack_id", b"rack_id", "subscribed_topic_regex", b"subscribed_topic_regex", "upgraded", b"upgraded"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_instance_id", b"_instance_id", "_rack_id", b"_rack_id", "_subscribed_topic_regex", b"_subscribed_topic_regex", "assignment", b"assignment", "client_host", b"client_host", "client_id", b"client_id", "instance_id", b"instance_id", "member_epoch", b"member_epoch", "member_id", b"member_id", "member_state", b"member_state", "rack_id", b"rack_id", "subscribed_topic_names", b"subscribed_topic_names", "subscribed_topic_regex", b"subscribed_topic_regex", "target_assignment", b"target_assignment"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_instance_id", b"_instance_id", "_rack_id", b"_rack_id", "_subscribed_topic_regex", b"_subscribed_topic_regex", "_upgraded", b"_upgraded", "assignment", b"assignment", "client_host", b"client_host", "client_id", b"client_id", "instance_id", b"instance_id", "member_epoch", b"member_epoch", "member_id", b"member_id", "member_state", b"member_state", "rack_id", b"rack_id", "subscribed_topic_names", b"subscribed_topic_names", "subscribed_topic_regex", b"subscribed_topic_regex", "target_assignment", b"target_assignment", "upgraded", b"upgraded"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__instance_id: _TypeAlias = _typing.Literal["instance_id"]  # noqa: Y015
     _WhichOneofArgType__instance_id: _TypeAlias = _typing.Literal["_instance_id", b"_instance_id"]  # noqa: Y015
@@ -3744,12 +3750,16 @@ class DescribedGroupMember(_message.Message):
     _WhichOneofArgType__rack_id: _TypeAlias = _typing.Literal["_rack_id", b"_rack_id"]  # noqa: Y015
     _WhichOneofReturnType__subscribed_topic_regex: _TypeAlias = _typing.Literal["subscribed_topic_regex"]  # noqa: Y015
     _WhichOneofArgType__subscribed_topic_regex: _TypeAlias = _typing.Literal["_subscribed_topic_regex", b"_subscribed_topic_regex"]  # noqa: Y015
+    _WhichOneofReturnType__upgraded: _TypeAlias = _typing.Literal["upgraded"]  # noqa: Y015
+    _WhichOneofArgType__upgraded: _TypeAlias = _typing.Literal["_upgraded", b"_upgraded"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__instance_id) -> _WhichOneofReturnType__instance_id | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__rack_id) -> _WhichOneofReturnType__rack_id | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__subscribed_topic_regex) -> _WhichOneofReturnType__subscribed_topic_regex | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__upgraded) -> _WhichOneofReturnType__upgraded | None: ...
 
 Global___DescribedGroupMember: _TypeAlias = DescribedGroupMember  # noqa: Y015
 

@@ -119,6 +119,7 @@ def test_the_group_pages_show_a_classic_group_beside_a_consumer_group(
         assert len(hosts) == 2 and all("127.0.0.1" in h for h in hosts), hosts
         # a classic member has no epoch of its own (the group's generation is shown above)
         assert texts(browser, "#members tr.member .epoch") == ["-", "-"]
+        assert texts(browser, "#members tr.member .protocol") == ["classic", "classic"]
         screenshot(browser, "classic-group")
         assert console_errors(browser) == []
 
@@ -127,6 +128,7 @@ def test_the_group_pages_show_a_classic_group_beside_a_consumer_group(
         assert browser.find_element(By.ID, "group-type").text == "consumer"
         assert texts(browser, "#members tr.member .client") == ["ledger-sdk"]
         assert texts(browser, "#members tr.member .epoch") != ["-"]
+        assert texts(browser, "#members tr.member .protocol") == ["consumer"]
         assert console_errors(browser) == []
     finally:
         reader.close()

@@ -32,13 +32,17 @@ from confluent_kafka import (
 )
 from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka.admin import AdminClient
+from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
+from kio.schema.types import GroupId
 
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
+from odradek import Admin as OdradekAdmin
 from odradek import Consumer as OdradekConsumer
 from tests.kafka.conftest import _chroots
 from tests.kafka.test_classic_groups import PythonMember
 from tests.kafka.test_confluent_kafka import create_topic
+from tests.kafka.test_group_apis import call, coordinator_of
 
 PARTITIONS = 6
 
@@ -176,6 +180,7 @@ class Member(threading.Thread):
         if instance_id is not None:
             config["group.instance.id"] = instance_id
         self.protocol = protocol
+        self.client_id = config["client.id"]
         self.consumer = ConfluentConsumer(config)
         self.topic = topic
         self.lock = threading.Lock()
@@ -396,7 +401,7 @@ while True:
 """
 
 
-def test_a_mixed_group_with_kafka_python_survives_its_sigkill(bootstrap, admin):
+def test_a_mixed_group_with_kafka_python_survives_its_sigkill(bootstrap, admin, kafka_cluster):
     """A librdkafka KIP-848 member, a librdkafka classic member and a kafka-python classic member
     (a subprocess) share a consumer group; kafka-python decodes the assignment the coordinator
     computed for it. SIGKILLed, its partitions move after its own session.timeout.ms (6 s), and
@@ -450,7 +455,28 @@ def test_a_mixed_group_with_kafka_python_survives_its_sigkill(bootstrap, admin):
         assert group_type(admin, group) == ConsumerGroupType.CONSUMER
         (described,) = admin.describe_consumer_groups([group]).values()
         members = {m.client_id for m in described.result(timeout=60).members}
-        assert "kafka-python-member" in members and classic.consumer is not None
+        assert {"kafka-python-member", classic.client_id, kip848.client_id} == members
+        # which member speaks which protocol: ConsumerGroupDescribe v1's MemberType (KIP-1099)
+        # on the wire, MemberDescription.upgraded through the SDK's Admin
+        answer = call(
+            coordinator_of(kafka_cluster, group),
+            ConsumerGroupDescribeRequest(
+                group_ids=(GroupId(group),), include_authorized_operations=False
+            ),
+        )
+        (g,) = answer.groups
+        assert {m.client_id: int(m.member_type) for m in g.members} == {
+            "kafka-python-member": 0,
+            classic.client_id: 0,
+            kip848.client_id: 1,
+        }
+        with OdradekAdmin(kafka_cluster.bootstrap_servers) as sdk_admin:
+            d = sdk_admin.describe_consumer_groups([group])[group]
+        assert {m.client_id: m.upgraded for m in d.members} == {
+            "kafka-python-member": False,
+            classic.client_id: False,
+            kip848.client_id: True,
+        }
         wait_for("the kafka-python member reading", lambda: bool(killed_read))
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)

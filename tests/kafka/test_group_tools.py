@@ -201,7 +201,8 @@ def test_a_classic_group_beside_a_consumer_group_through_admin_and_cli(
         everything_cell = f"{topic}:{','.join(str(p) for p in range(PARTITIONS))}"
         cells = [kip848, member.member_id, member.host, "sdk-reader", "4"]
         epochs = [str(member.member_epoch), str(k.assignment_epoch)]
-        assert table[1] == [*cells, epochs[0], everything_cell, epochs[1], everything_cell]
+        assert table[1] == [*cells, epochs[0], everything_cell, epochs[1], everything_cell, "true"]
+        assert member.upgraded is True  # the SDK's member speaks KIP-848
 
         # bad input: one line, a Kafka error name or the valid values
         missing = odradek_cli(grpc, "groups", "describe", f"nosuch-{suffix}", "--members")

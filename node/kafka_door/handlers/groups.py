@@ -1,5 +1,5 @@
 """Consumer groups over the Kafka door: ConsumerGroupHeartbeat (68) v0-v1 and
-ConsumerGroupDescribe (69) v0 (KIP-848), ListGroups (16) v0-v5, DescribeGroups (15) v0-v4 and
+ConsumerGroupDescribe (69) v0-v1 (KIP-848), ListGroups (16) v0-v5, DescribeGroups (15) v0-v4 and
 DeleteGroups (42) v0-v1, translated to the group coordinator
 (:class:`node.coordinator.group_coordinator.GroupCoordinator`); the offsets APIs are
 :mod:`node.kafka_door.handlers.group_offsets`. As Kafka's ``KafkaApis``:
@@ -11,7 +11,8 @@ DeleteGroups (42) v0-v1, translated to the group coordinator
 * **ConsumerGroupDescribe**: DESCRIBE on each group; a group the coordinator holds only
   committed offsets of (no KIP-848 group record: epoch 0, no member) is not a consumer group
   for Kafka (it is an empty classic group): GROUP_ID_NOT_FOUND (69), so librdkafka's
-  ``describe_consumer_groups`` asks DescribeGroups for it.
+  ``describe_consumer_groups`` asks DescribeGroups for it. v1 gives each member's
+  ``MemberType`` (KIP-1099): 1 a KIP-848 member, 0 a classic member of the group.
 * **DescribeGroups** is the classic protocol's: a KIP-848 group is described as Kafka 4 does,
   ``Dead`` without members ("not a classic group"; clients use ConsumerGroupDescribe), an
   unknown group ``Dead``, a group of committed offsets only ``Empty`` with protocol type ``""``.
@@ -27,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
+
+from kio.static.primitive import i8
 
 from node.coordinator.group_requests import (
     DescribedGroup,
@@ -218,6 +221,7 @@ def handle_consumer_group_describe(
                         subscribed_topic_regex=m.subscribed_topic_regex,
                         assignment=assignment(m.assignment),
                         target_assignment=assignment(m.target_assignment),
+                        member_type=i8(m.member_type),  # v1 (KIP-1099)
                     )
                     for m in g.members
                 ),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import pytest
 
@@ -118,11 +119,15 @@ def test_members_table_of_a_classic_group() -> None:
 
 
 def test_members_table_of_a_consumer_group_with_a_static_member() -> None:
-    lines = members_table(_group("consumer", _member("m1", "i1"), _member("m2")), verbose=True)
+    kip848 = dataclasses.replace(_member("m1", "i1"), upgraded=True)
+    classic = dataclasses.replace(_member("m2"), upgraded=False)
+    lines = members_table(_group("consumer", kip848, classic), verbose=True)
     assert lines[0].split()[:3] == ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID"]
+    assert lines[0].split()[-1] == "UPGRADED"
     assert lines[1].split() == [
-        "g", "m1", "i1", "/127.0.0.1", "client-m1", "3", "7", "t:0,1;u:0", "3", "t:0",
+        "g", "m1", "i1", "/127.0.0.1", "client-m1", "3", "7", "t:0,1;u:0", "3", "t:0", "true",
     ]  # fmt: skip
+    assert lines[2].split()[-1] == "false"  # a classic member of a group being migrated
     assert lines[2].split()[2] == "-"  # no instance id
 
 
