@@ -5,6 +5,7 @@ installs them all."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import shutil
 from collections.abc import Iterator
@@ -27,30 +28,50 @@ def require(executable: str) -> str:
     return path
 
 
-@pytest.fixture(scope="module")
-def kafka_cluster(
-    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+@contextlib.contextmanager
+def running_cluster(
+    tmp_path_factory: pytest.TempPathFactory,
+    zookeeper: ZooKeeperServer,
+    name: str,
+    nodes: int = 3,
+    overrides: dict[str, str] | None = None,
 ) -> Iterator[LocalCluster]:
-    """Three nodes, each with a gRPC listener and a PLAINTEXT Kafka listener; topics created by
-    a Kafka client get three replicas unless the client says otherwise."""
+    """``nodes`` nodes, each with a gRPC listener and a PLAINTEXT Kafka listener, under a
+    ZooKeeper chroot of their own; every node's log tail printed if the block fails, every
+    node killed at the end."""
     cluster = LocalCluster(
-        tmp_path_factory.mktemp("kafka-cluster"),
-        3,
+        tmp_path_factory.mktemp(name),
+        nodes,
         zookeeper=zookeeper,
-        chroot=f"/kafka{next(_chroots)}",
-        kafka_ports=[0, 0, 0],
-        overrides={"default.replication.factor": "3", "num.partitions": "3"},
+        chroot=f"/{name}{next(_chroots)}",
+        kafka_ports=[0] * nodes,
+        overrides=overrides or {},
     )
     cluster.start()
     try:
         yield cluster
     except BaseException:
         for node in cluster.nodes:
-            print(f"--- node {node.node_id} log tail ---\n{node.tail(60)}")
+            print(f"--- node {node.node_id} log tail ---\n{node.tail(80)}")
         raise
     finally:
         for node in cluster.nodes:
             node.kill()
+
+
+@pytest.fixture(scope="module")
+def kafka_cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> Iterator[LocalCluster]:
+    """Three nodes; topics created by a Kafka client get three replicas unless the client says
+    otherwise."""
+    with running_cluster(
+        tmp_path_factory,
+        zookeeper,
+        "kafka-cluster",
+        overrides={"default.replication.factor": "3", "num.partitions": "3"},
+    ) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")

@@ -43,7 +43,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
-from tests.kafka.conftest import JS_CLIENTS, _chroots, require
+from tests.kafka.conftest import JS_CLIENTS, require, running_cluster
 from tests.kafka.test_confluent_kafka import create_topic, produce, unique
 
 # kafka-python 3 reads its JSON schemas with importlib.resources.read_text, deprecated on 3.11
@@ -393,19 +393,16 @@ def acl_bootstrap(
     tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
 ) -> Iterator[str]:
     """One node with Kafka's ACL authorizer; a resource without ACLs is open to everyone."""
-    cluster = LocalCluster(
-        tmp_path_factory.mktemp("kafka-acl-cluster"),
-        1,
-        zookeeper=zookeeper,
-        chroot=f"/kafka{next(_chroots)}",
-        kafka_ports=[0],
+    with running_cluster(
+        tmp_path_factory,
+        zookeeper,
+        "kafka-acl-cluster",
+        nodes=1,
         overrides={
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
             "allow.everyone.if.no.acl.found": "true",
         },
-    )
-    cluster.start()
-    try:
+    ) as cluster:
         # the node answers Metadata without brokers until the controller's first update
         # reaches it; librdkafka's admin calls would wait for their next metadata refresh
         probe = admin_client(cluster.kafka_bootstrap_servers)
@@ -419,12 +416,6 @@ def acl_bootstrap(
 
         eventually(brokers, "the node in its metadata")
         yield cluster.kafka_bootstrap_servers
-    except BaseException:
-        print(f"--- node log tail ---\n{cluster.nodes[0].tail(60)}")
-        raise
-    finally:
-        for node in cluster.nodes:
-            node.kill()
 
 
 def _binding(name: str, pattern: ResourcePatternType, operation: AclOperation) -> AclBinding:

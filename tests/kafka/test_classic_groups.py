@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -40,36 +40,29 @@ from kio.static.primitive import i8, i32, i32Timedelta
 
 from bench import kafka_fuzz as fuzz
 from deploy.local.cluster import LocalCluster
+from deploy.local.zookeeper import ZooKeeperServer
+from tests.kafka.conftest import running_cluster
 from tests.kafka.test_confluent_kafka import create_topic
 
 PARTITIONS = 6
 
 
 @pytest.fixture(scope="module")
-def kafka_cluster(tmp_path_factory, zookeeper):
+def kafka_cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> Iterator[LocalCluster]:
     """Three nodes; classic groups' first rebalance waits half a second for more members."""
-    cluster = LocalCluster(
-        tmp_path_factory.mktemp("classic-groups"),
-        3,
-        zookeeper=zookeeper,
-        chroot=f"/classic-groups-{uuid.uuid4().hex[:6]}",
-        kafka_ports=[0, 0, 0],
+    with running_cluster(
+        tmp_path_factory,
+        zookeeper,
+        "classic-groups",
         overrides={
             "default.replication.factor": "3",
             "num.partitions": "3",
             "group.initial.rebalance.delay.ms": "500",
         },
-    )
-    cluster.start()
-    try:
+    ) as cluster:
         yield cluster
-    except BaseException:
-        for node in cluster.nodes:
-            print(f"--- node {node.node_id} log tail ---\n{node.tail(80)}")
-        raise
-    finally:
-        for node in cluster.nodes:
-            node.kill()
 
 
 def wait_for(what: str, condition: Callable[[], bool], timeout_s: float = 90.0) -> None:

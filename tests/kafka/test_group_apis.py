@@ -65,7 +65,7 @@ from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from odradek import Consumer as OdradekConsumer
 from odradek import TopicPartition as OdradekTopicPartition
-from tests.kafka.conftest import _chroots
+from tests.kafka.conftest import running_cluster
 from tests.kafka.test_confluent_kafka import create_topic, produce, unique
 
 _KAFKA_PYTHON_WARNING = "ignore:read_text is deprecated:DeprecationWarning"
@@ -608,20 +608,17 @@ def acl_bootstrap(
     tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
 ) -> Iterator[str]:
     """One node with Kafka's ACL authorizer; a resource without ACLs is open to everyone."""
-    cluster = LocalCluster(
-        tmp_path_factory.mktemp("kafka-group-acl-cluster"),
-        1,
-        zookeeper=zookeeper,
-        chroot=f"/kafka{next(_chroots)}",
-        kafka_ports=[0],
+    with running_cluster(
+        tmp_path_factory,
+        zookeeper,
+        "kafka-group-acl-cluster",
+        nodes=1,
         overrides={
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
             "allow.everyone.if.no.acl.found": "true",
             "offsets.topic.replication.factor": "1",
         },
-    )
-    cluster.start()
-    try:
+    ) as cluster:
         probe = AdminClient({"bootstrap.servers": cluster.kafka_bootstrap_servers})
 
         def brokers() -> bool:
@@ -634,12 +631,6 @@ def acl_bootstrap(
 
         eventually(brokers, "the node in its metadata")
         yield cluster.kafka_bootstrap_servers
-    except BaseException:
-        print(f"--- node log tail ---\n{cluster.nodes[0].tail(60)}")
-        raise
-    finally:
-        for node in cluster.nodes:
-            node.kill()
 
 
 def _acl(

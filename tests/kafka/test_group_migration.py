@@ -39,7 +39,7 @@ from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from odradek import Admin as OdradekAdmin
 from odradek import Consumer as OdradekConsumer
-from tests.kafka.conftest import _chroots
+from tests.kafka.conftest import running_cluster
 from tests.kafka.test_classic_groups import PythonMember
 from tests.kafka.test_confluent_kafka import create_topic
 from tests.kafka.test_group_apis import call, coordinator_of
@@ -54,12 +54,10 @@ def kafka_cluster(
     """Three nodes; KIP-848 members heartbeat every half second, classic groups' first
     rebalance waits half a second for more members, a KIP-848 member's session is 10 s, and
     a consumer group has at most three members (a larger classic group cannot convert)."""
-    cluster = LocalCluster(
-        tmp_path_factory.mktemp("group-migration"),
-        3,
-        zookeeper=zookeeper,
-        chroot=f"/group-migration{next(_chroots)}",
-        kafka_ports=[0, 0, 0],
+    with running_cluster(
+        tmp_path_factory,
+        zookeeper,
+        "group-migration",
         overrides={
             "default.replication.factor": "3",
             "num.partitions": "3",
@@ -68,17 +66,8 @@ def kafka_cluster(
             "group.consumer.session.timeout.ms": "10000",
             "group.consumer.max.size": "3",
         },
-    )
-    cluster.start()
-    try:
+    ) as cluster:
         yield cluster
-    except BaseException:
-        for node in cluster.nodes:
-            print(f"--- node {node.node_id} log tail ---\n{node.tail(120)}")
-        raise
-    finally:
-        for node in cluster.nodes:
-            node.kill()
 
 
 def wait_for(what: str, condition: Callable[[], bool], timeout_s: float = 90.0) -> None:

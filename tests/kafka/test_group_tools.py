@@ -22,6 +22,7 @@ from deploy.local.zookeeper import ZooKeeperServer
 from odradek import Admin, Consumer, TopicPartition
 from odradek.client.group_admin import ConsumerGroupDescription
 from tests.integration.helpers import wait_for
+from tests.kafka.conftest import running_cluster
 from tests.kafka.test_confluent_kafka import create_topic
 
 PARTITIONS = 4
@@ -31,30 +32,19 @@ PARTITIONS = 4
 def kafka_cluster(
     tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
 ) -> Iterator[LocalCluster]:
-    """Three nodes with Kafka listeners; a classic group's first rebalance waits half a second
-    for more members (so both members usually join the first generation)."""
-    cluster = LocalCluster(
-        tmp_path_factory.mktemp("group-tools"),
-        3,
-        zookeeper=zookeeper,
-        chroot=f"/group-tools-{uuid.uuid4().hex[:6]}",
-        kafka_ports=[0, 0, 0],
+    """Three nodes; a classic group's first rebalance waits half a second for more members
+    (so both members usually join the first generation)."""
+    with running_cluster(
+        tmp_path_factory,
+        zookeeper,
+        "group-tools",
         overrides={
             "default.replication.factor": "3",
             "num.partitions": "3",
             "group.initial.rebalance.delay.ms": "500",
         },
-    )
-    cluster.start()
-    try:
+    ) as cluster:
         yield cluster
-    except BaseException:
-        for node in cluster.nodes:
-            print(f"--- node {node.node_id} log tail ---\n{node.tail(80)}")
-        raise
-    finally:
-        for node in cluster.nodes:
-            node.kill()
 
 
 class ClassicMember(threading.Thread):
