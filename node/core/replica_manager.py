@@ -766,8 +766,8 @@ class PendingAppend:
     def subscribe(self, on_wake: Callable[[], None]) -> Callable[[], None]:
         """Have ``on_wake`` called whenever the answer may have become ready (the high
         watermark passing what a partition needs, or its leadership or ISR changing), until the
-        returned function is called. ``on_wake`` runs on the notifying thread under a lock: it
-        must not block, nor poll (see :meth:`node.core.wakeups.Wakeups.subscribe`)."""
+        returned function is called. ``on_wake`` runs on the notifying thread: it must not block,
+        nor poll (see :meth:`node.core.wakeups.Wakeups.subscribe`)."""
         if not self._waiting:
             on_wake()
             return _nothing

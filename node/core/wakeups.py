@@ -81,9 +81,10 @@ class Waiter:
         self._event.clear()
 
     def wake(self) -> None:
-        self._event.set()
         if self._on_wake is not None:
-            self._on_wake()
+            self._on_wake()  # a subscriber: nobody waits on the event
+        else:
+            self._event.set()
 
     def wait(self, timeout_s: float) -> bool:
         """Block until woken or ``timeout_s`` passes; whether it was woken."""
@@ -129,9 +130,9 @@ class Wakeups:
     ) -> Callable[[], None]:
         """Register a waiter that calls ``on_wake`` on each wake-up (as :meth:`waiting`'s would
         be woken) until the returned function is called. ``on_wake`` runs on the notifying
-        thread with this registry's lock held: it must not block nor call back into it (hand
-        the re-check to another thread, e.g. ``loop.call_soon_threadsafe``). After
-        :meth:`close` it is called at once."""
+        thread: it must not block (hand the re-check to another thread, e.g.
+        ``loop.call_soon_threadsafe``), and may still be called once just after the returned
+        function. After :meth:`close` it is called at once."""
         waiter = Waiter(kinds, required, on_wake)
         keys = set(partitions)
         self._add(waiter, keys)
@@ -141,8 +142,9 @@ class Wakeups:
         with self._lock:
             for tp in keys:
                 self._waiters.setdefault(tp, set()).add(waiter)
-            if self._closed:
-                waiter.wake()
+            closed = self._closed
+        if closed:
+            waiter.wake()
 
     def _remove(self, waiter: Waiter, keys: set[TopicPartition]) -> None:
         with self._lock:
@@ -161,16 +163,18 @@ class Wakeups:
             waiters = self._waiters.get(tp)
             if not waiters:
                 return
-            for waiter in waiters:
-                if waiter.wanted(tp, kinds, high_watermark):
-                    waiter.wake()
+            woken = [w for w in waiters if w.wanted(tp, kinds, high_watermark)]
+        # woken outside the lock: a wake-up is a futex call (or a callback) during which the
+        # waking thread may lose its CPU, and every registration and removal waits on the lock
+        for waiter in woken:
+            waiter.wake()
 
     def notify_all(self) -> None:
         """Wake every waiter (metadata, leadership and shutdown changes across partitions)."""
         with self._lock:
-            for waiters in self._waiters.values():
-                for waiter in waiters:
-                    waiter.wake()
+            woken = {w for waiters in self._waiters.values() for w in waiters}
+        for waiter in woken:
+            waiter.wake()
 
     def close(self) -> None:
         """Wake every waiter now and every later one at once: the node is shutting down."""

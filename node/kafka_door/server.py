@@ -503,7 +503,7 @@ class KafkaDoor:
         loop = self._loop
         woken = asyncio.Event()
 
-        def wake() -> None:  # on the notifying thread, under the core's lock: only hand over
+        def wake() -> None:  # on the core's notifying thread: only hand over
             try:
                 loop.call_soon_threadsafe(woken.set)
             except RuntimeError:
