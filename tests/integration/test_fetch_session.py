@@ -249,8 +249,9 @@ def test_a_session_the_follower_cancels_while_the_leader_waits_ends_without_an_e
     try:
         stub = pb_grpc.ReplicationStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
         call = stub.FetchSession(iter(requests.get, None), timeout=10)
+        answers: Iterator[pb.FetchResponse] = iter(call)
         requests.put(_request(3))
-        assert next(call).partitions[0].log_end_offset == 3  # the handler now waits
+        assert next(answers).partitions[0].log_end_offset == 3  # the handler now waits
         with caplog.at_level(logging.ERROR, logger="node.grpc_door"):
             call.cancel()
             server.stop(None).wait(10)
