@@ -329,6 +329,25 @@ def test_a_when_ready_answer_waits_on_the_loop_and_keeps_the_order(door_factory)
     assert readiness.subscribers == 0  # unsubscribed once answered
 
 
+def test_a_when_ready_never_woken_is_polled_again_after_its_recheck(door_factory):
+    # a produce whose replicas never catch up is answered at its timeout (REQUEST_TIMED_OUT)
+    # by the poll that its recheck brings, with no wake-up at all
+    polls: list[int] = []
+
+    def times_out(ctx: RequestContext, request: Any) -> Any:
+        def poll() -> Any:
+            polls.append(1)
+            return metadata_answer(ctx, request) if len(polls) > 1 else None
+
+        return WhenReady(poll, lambda wake: lambda: None, lambda: 10)
+
+    _, port = door_factory({METADATA: times_out})
+    with connect(port) as sock:
+        sock.sendall(request_frame(METADATA, 0, 1, EMPTY_METADATA_V0))
+        assert struct.unpack_from(">i", read_frame(sock))[0] == 1
+    assert len(polls) == 2
+
+
 def test_a_when_ready_whose_poll_fails_closes_the_connection_after_the_answers_before_it(
     door_factory,
 ):
