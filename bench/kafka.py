@@ -32,7 +32,10 @@ every node) and 100-byte records, it measures:
 Ratios are printed, never asserted; every round's ratio is printed too (the machine is shared
 and its speed drifts). It ends with one JSON line.
 
-    python -m bench.kafka [--records 200000] [--repeat 3] [--fuzz-frames 20000]
+    python -m bench.kafka [--records 200000] [--repeat 3] [--fuzz-frames 20000] [--produce-only]
+
+``--produce-only`` measures the first item alone (the RF-3 and RF-1 producer against the gRPC
+rate around it: about a minute), for work on the produce path.
 
 The default run takes about five minutes on two cores; ``--fuzz-frames 100000`` (the issue's
 figure: about three minutes more at ~550 frames/s) for the full fuzz.
@@ -337,6 +340,11 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--fuzz-frames", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument(
+        "--produce-only",
+        action="store_true",
+        help="only the RF-3 and RF-1 producer against the gRPC rate (the first measurement)",
+    )
     args = parser.parse_args(argv)
     rounds = max(1, args.repeat)
     seed = args.seed if args.seed is not None else random.randrange(1 << 31)
@@ -383,6 +391,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 out[f"{name}_produce_ratio"] = ratio
                 out[f"{name}_produce_ratio_rounds"] = ratios
             out["grpc_rf3_records_per_s"] = round(grpc_rate(stubs["rf3"], "rf3"))
+            if args.produce_only:
+                report(out)
+                return out
 
             # -- the same depth on both sides: librdkafka keeps one produce request of a
             # partition in flight (its own statistics say so, against its mock cluster too),
@@ -614,6 +625,9 @@ def report(out: dict[str, Any]) -> None:
             f"(rounds {out[f'{name}_produce_ratio_rounds']}; target >= 0.9)"
         )
     print(f"  gRPC pre-built rf3 acks=-1 (one more run): {out['grpc_rf3_records_per_s']} records/s")
+    if "wide_produce_records_per_s" not in out:  # --produce-only
+        print(json.dumps(out, sort_keys=True))
+        return
     print(
         f"produce rf3 into {INFLIGHT} partitions of the same leader: "
         f"{out['wide_produce_records_per_s']:>9} records/s, {out['wide_produce_ratio']}x the gRPC "

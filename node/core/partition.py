@@ -267,7 +267,17 @@ class Partition:
         ``checkEnoughReplicasReachOffset`` checks only that it leads: a new leader epoch with the
         same leader keeps the write, and answering otherwise would make a non-idempotent
         producer store it again). A leadership lost and regained does not count: the log may
-        have been truncated under the write in between."""
+        have been truncated under the write in between.
+
+        While it still leads and the high watermark is below, it answers False without taking
+        the lock (an append may hold it): a change read half-way is one the caller is woken
+        for again (``STATE``), as it registers for wake-ups before it checks."""
+        if (
+            self.leader_id == self.node_id
+            and self._leader_term == leader_term
+            and self.log.high_watermark < required_offset
+        ):
+            return False
         with self._lock:
             if not self.is_leader or self._leader_term != leader_term:
                 return NotLeaderOrFollowerError(

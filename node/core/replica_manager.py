@@ -423,47 +423,6 @@ class ReplicaManager:
         deadline = self._clock.monotonic_ms() + max(0, timeout_ms)
         return PendingAppend(self, results, waiting, deadline, timeout_ms)
 
-    def _wait_replicated(
-        self,
-        results: list[ProduceResult],
-        waiting: list[tuple[int, Partition, int, int]],
-        deadline: int,
-        timeout_ms: int,
-    ) -> list[ProduceResult]:
-        outcome: dict[int, OdradekError | bool] = {}
-
-        def replicated() -> bool:
-            for index, partition, required, term in waiting:
-                if index not in outcome or outcome[index] is False:
-                    outcome[index] = partition.check_replicated(required, term)
-            return all(v is not False for v in outcome.values())
-
-        required: dict[TopicPartition, int] = {}
-        for _, p, offset, _ in waiting:
-            tp = (p.topic, p.partition)
-            required[tp] = max(offset, required.get(tp, offset))
-        self._wait_until(replicated, deadline, list(required), HIGH_WATERMARK, required)
-        for index, _, _, _ in waiting:
-            result = outcome.get(index, False)
-            error: OdradekError | None = None
-            if result is False:
-                error = RequestTimedOutError(
-                    f"the high watermark did not pass the batch within {timeout_ms} ms"
-                )
-            elif isinstance(result, OdradekError):
-                error = result
-            if error is not None:
-                r = results[index]
-                results[index] = dataclasses.replace(
-                    r,
-                    error_code=error.code,
-                    error_message=error.message,
-                    base_offset=-1
-                    if isinstance(error, NotLeaderOrFollowerError)
-                    else r.base_offset,
-                )
-        return results
-
     # -- fetch --
     def fetch(
         self,
@@ -730,13 +689,25 @@ def _produce_error(topic: str, partition: int, err: OdradekError) -> ProduceResu
 
 
 class PendingAppend:
-    """Batches appended by :meth:`ReplicaManager.start_append`, and the wait for their replicas.
+    """Batches appended by :meth:`ReplicaManager.start_append`, and the wait for their replicas
+    (Kafka's ``DelayedProduce``).
 
-    :meth:`wait` (once, from any one thread) answers the per-partition results: at once when
-    nothing waits (acks 0 or 1, or every partition failed), else when the high watermark passes
-    every appended batch, the leadership moves or the request's timeout passes."""
+    The answer is the per-partition results: at once when nothing waits (acks 0 or 1, or every
+    partition failed), else once the high watermark passes every appended batch, the leadership
+    moves or the request's timeout passes. Two ways to get it, from one thread at a time:
+    :meth:`wait` blocks the calling thread; :meth:`poll` never blocks, and with
+    :meth:`subscribe` a caller that has no thread to spare (the Kafka door's event loop) learns
+    when to poll again."""
 
-    __slots__ = ("_deadline", "_manager", "_results", "_timeout_ms", "_waiting")
+    __slots__ = (
+        "_deadline",
+        "_manager",
+        "_outcome",
+        "_required",
+        "_results",
+        "_timeout_ms",
+        "_waiting",
+    )
 
     def __init__(
         self,
@@ -751,15 +722,89 @@ class PendingAppend:
         self._waiting = waiting or []
         self._deadline = deadline
         self._timeout_ms = timeout_ms
+        self._outcome: dict[int, OdradekError | bool] = {}
+        # the high watermark each partition must reach (a wake-up below it is held back)
+        self._required: dict[TopicPartition, int] = {}
+        for _, p, offset, _ in self._waiting:
+            tp = (p.topic, p.partition)
+            self._required[tp] = max(offset, self._required.get(tp, offset))
 
     @property
     def waits(self) -> bool:
-        """Whether :meth:`wait` may block (an acks=-1 append that stored something)."""
+        """Whether the answer may have to wait (an acks=-1 append that stored something)."""
         return bool(self._waiting)
 
     def wait(self) -> list[ProduceResult]:
+        """Block until the answer is ready, and answer it."""
+        if self._waiting:
+            self._manager._wait_until(
+                self._replicated,
+                self._deadline,
+                list(self._required),
+                HIGH_WATERMARK,
+                self._required,
+            )
+        return self._answer()
+
+    def poll(self) -> list[ProduceResult] | None:
+        """The answer if it is ready now (replicated, failed, timed out, or the node shutting
+        down), else ``None``. Never blocks for long (it takes each partition's lock)."""
+        if (
+            not self._waiting
+            or self._replicated()
+            or self._manager.shutting_down
+            or self.remaining_ms() <= 0
+        ):
+            return self._answer()
+        return None
+
+    def remaining_ms(self) -> int:
+        """Milliseconds until the request's timeout (0 once passed): when :meth:`poll` must be
+        asked again even if nothing woke it."""
+        return max(0, self._deadline - self._manager._clock.monotonic_ms())
+
+    def subscribe(self, on_wake: Callable[[], None]) -> Callable[[], None]:
+        """Have ``on_wake`` called whenever the answer may have become ready (the high
+        watermark passing what a partition needs, or its leadership or ISR changing), until the
+        returned function is called. ``on_wake`` runs on the notifying thread: it must not block,
+        nor poll (see :meth:`node.core.wakeups.Wakeups.subscribe`)."""
         if not self._waiting:
-            return self._results
-        return self._manager._wait_replicated(
-            self._results, self._waiting, self._deadline, self._timeout_ms
+            on_wake()
+            return _nothing
+        return self._manager._wakeups.subscribe(
+            list(self._required), HIGH_WATERMARK, self._required, on_wake
         )
+
+    def _replicated(self) -> bool:
+        outcome = self._outcome
+        for index, partition, required, term in self._waiting:
+            if outcome.get(index, False) is False:
+                outcome[index] = partition.check_replicated(required, term)
+        return all(outcome.get(index, False) is not False for index, _, _, _ in self._waiting)
+
+    def _answer(self) -> list[ProduceResult]:
+        results = list(self._results)
+        for index, _, _, _ in self._waiting:
+            result = self._outcome.get(index, False)
+            error: OdradekError | None = None
+            if result is False:
+                error = RequestTimedOutError(
+                    f"the high watermark did not pass the batch within {self._timeout_ms} ms"
+                )
+            elif isinstance(result, OdradekError):
+                error = result
+            if error is not None:
+                r = results[index]
+                results[index] = dataclasses.replace(
+                    r,
+                    error_code=error.code,
+                    error_message=error.message,
+                    base_offset=-1
+                    if isinstance(error, NotLeaderOrFollowerError)
+                    else r.base_offset,
+                )
+        return results
+
+
+def _nothing() -> None:
+    pass

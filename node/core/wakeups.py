@@ -14,6 +14,11 @@ notification of a high watermark still below it does not wake it. With several p
 requests in flight, each move of the high watermark completes about one of them; waking all
 of them cost the leader a thread switch per request per move.
 
+A request may also wait without a thread (:meth:`Wakeups.subscribe`): its waiter calls a
+function of its own on each wake-up instead (the Kafka door's event loop, which then re-checks
+the request itself), so a produce waiting for its replicas holds no request thread and its
+answer costs one thread hand-off fewer.
+
 Thread-safe: notifications come from request threads, the fetcher threads and the controller's
 requests; waiting is per request thread.
 """
@@ -21,7 +26,7 @@ requests; waiting is per request thread.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 __all__ = ["DATA", "HIGH_WATERMARK", "LOG_START", "STATE", "Waiter", "Wakeups"]
@@ -47,12 +52,18 @@ class Waiter:
     check and the wait.
     """
 
-    __slots__ = ("_event", "kinds", "required")
+    __slots__ = ("_event", "_on_wake", "kinds", "required")
 
-    def __init__(self, kinds: int, required: dict[TopicPartition, int] | None = None) -> None:
+    def __init__(
+        self,
+        kinds: int,
+        required: dict[TopicPartition, int] | None = None,
+        on_wake: Callable[[], None] | None = None,
+    ) -> None:
         self.kinds = kinds
         self.required = required
         self._event = threading.Event()
+        self._on_wake = on_wake
 
     def wanted(self, tp: TopicPartition, kinds: int, high_watermark: int | None) -> bool:
         """Whether a change of ``kinds`` on ``tp`` concerns this waiter."""
@@ -70,7 +81,10 @@ class Waiter:
         self._event.clear()
 
     def wake(self) -> None:
-        self._event.set()
+        if self._on_wake is not None:
+            self._on_wake()  # a subscriber: nobody waits on the event
+        else:
+            self._event.set()
 
     def wait(self, timeout_s: float) -> bool:
         """Block until woken or ``timeout_s`` passes; whether it was woken."""
@@ -101,21 +115,45 @@ class Wakeups:
         """
         waiter = Waiter(kinds, required)
         keys = set(partitions)
-        with self._lock:
-            for tp in keys:
-                self._waiters.setdefault(tp, set()).add(waiter)
-            if self._closed:
-                waiter.wake()
+        self._add(waiter, keys)
         try:
             yield waiter
         finally:
-            with self._lock:
-                for tp in keys:
-                    waiters = self._waiters.get(tp)
-                    if waiters is not None:
-                        waiters.discard(waiter)
-                        if not waiters:
-                            del self._waiters[tp]
+            self._remove(waiter, keys)
+
+    def subscribe(
+        self,
+        partitions: Iterable[TopicPartition],
+        kinds: int,
+        required: dict[TopicPartition, int] | None,
+        on_wake: Callable[[], None],
+    ) -> Callable[[], None]:
+        """Register a waiter that calls ``on_wake`` on each wake-up (as :meth:`waiting`'s would
+        be woken) until the returned function is called. ``on_wake`` runs on the notifying
+        thread: it must not block (hand the re-check to another thread, e.g.
+        ``loop.call_soon_threadsafe``), and may still be called once just after the returned
+        function. After :meth:`close` it is called at once."""
+        waiter = Waiter(kinds, required, on_wake)
+        keys = set(partitions)
+        self._add(waiter, keys)
+        return lambda: self._remove(waiter, keys)
+
+    def _add(self, waiter: Waiter, keys: set[TopicPartition]) -> None:
+        with self._lock:
+            for tp in keys:
+                self._waiters.setdefault(tp, set()).add(waiter)
+            closed = self._closed
+        if closed:
+            waiter.wake()
+
+    def _remove(self, waiter: Waiter, keys: set[TopicPartition]) -> None:
+        with self._lock:
+            for tp in keys:
+                waiters = self._waiters.get(tp)
+                if waiters is not None:
+                    waiters.discard(waiter)
+                    if not waiters:
+                        del self._waiters[tp]
 
     def notify(self, tp: TopicPartition, kinds: int, high_watermark: int | None = None) -> None:
         """Wake the waiters of ``tp`` that asked for any of ``kinds`` (all of them for
@@ -125,16 +163,18 @@ class Wakeups:
             waiters = self._waiters.get(tp)
             if not waiters:
                 return
-            for waiter in waiters:
-                if waiter.wanted(tp, kinds, high_watermark):
-                    waiter.wake()
+            woken = [w for w in waiters if w.wanted(tp, kinds, high_watermark)]
+        # woken outside the lock: a wake-up is a futex call (or a callback) during which the
+        # waking thread may lose its CPU, and every registration and removal waits on the lock
+        for waiter in woken:
+            waiter.wake()
 
     def notify_all(self) -> None:
         """Wake every waiter (metadata, leadership and shutdown changes across partitions)."""
         with self._lock:
-            for waiters in self._waiters.values():
-                for waiter in waiters:
-                    waiter.wake()
+            woken = {w for waiters in self._waiters.values() for w in waiters}
+        for waiter in woken:
+            waiter.wake()
 
     def close(self) -> None:
         """Wake every waiter now and every later one at once: the node is shutting down."""

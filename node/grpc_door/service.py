@@ -176,14 +176,16 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
         self, request_iterator: Iterator[pb.FetchRequest], context: grpc.ServicerContext
     ) -> Iterator[pb.FetchResponse]:
         """Answers each request of the stream as ``Fetch`` would, in order. The stream ends
-        when the follower closes its side, or after an answer once the node is shutting down
-        (so that it does not hold the server's stop); a request without ``replica_id`` aborts
-        it. The follower's open sessions are counted (``ReplicaManager.follower_sessions``) from
-        its first request until the call ends, however it ends: a follower whose sessions all
-        broke (its process died) leaves the ISRs at once (``node.core.follower_sessions``)."""
+        when the follower closes its side or cancels the call (as it does each time it replaces
+        a session: ``node.replication.fetcher.FetchSession.close``), or after an answer once the
+        node is shutting down (so that it does not hold the server's stop); a request without
+        ``replica_id`` aborts it. The follower's open sessions are counted
+        (``ReplicaManager.follower_sessions``) from its first request until the call ends,
+        however it ends: a follower whose sessions all broke (its process died) leaves the ISRs
+        at once (``node.core.follower_sessions``)."""
         sessions = self._replicas.follower_sessions
         follower = -1
-        for request in request_iterator:
+        for request in _until_cancelled(request_iterator, context):
             _check_follower(request, context)
             if follower < 0:
                 follower = request.replica_id
@@ -232,6 +234,28 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
     ) -> pb.UpdateMetadataResponse:
         code = self._replicas.update_metadata(wire.update_metadata_from_wire(request))
         return pb.UpdateMetadataResponse(error_code=code)
+
+
+def _until_cancelled(
+    requests: Iterator[pb.FetchRequest], context: grpc.ServicerContext
+) -> Iterator[pb.FetchRequest]:
+    """``requests`` until the stream ends or the call is no longer active. gRPC raises
+    ``RpcError`` from a stream's request iterator once the client cancelled the call (or its
+    deadline passed) while the handler waited for the next request: a follower replacing its
+    session does just that, so it is how a session ends, not a failure (left to the
+    unexpected-error interceptor, it was logged with a traceback and answered
+    UNKNOWN_SERVER_ERROR to nobody)."""
+    iterator = iter(requests)
+    while True:
+        try:
+            request = next(iterator)
+        except StopIteration:
+            return
+        except grpc.RpcError:
+            if context.is_active():
+                raise
+            return
+        yield request
 
 
 def _check_follower(request: pb.FetchRequest, context: grpc.ServicerContext) -> None:

@@ -4,11 +4,11 @@ Each connection's requests are handled one after another and answered in their o
 many a client pipelines (librdkafka sends up to five), as Kafka's ``SocketServer`` does. Handlers
 run on the node's request threads (``request.handler.threads``: they may block, as long polls
 do); the loop thread only reads, writes and dispatches. One difference in timing from Kafka,
-which mutes a channel until its request is answered: a handler may answer :class:`Later` (an
-acks=-1 produce, once its batches are appended, waiting for the replicas), and the connection's
-next requests are then read and handled while it waits — so a pipelining producer's batches
-share the followers' fetches instead of waiting one replication round each. Appends still
-happen in request order, and answers still go out in it.
+which mutes a channel until its request is answered: a handler may answer :class:`Later` or
+:class:`WhenReady` (an acks=-1 produce, once its batches are appended, waiting for the
+replicas), and the connection's next requests are then read and handled while it waits — so a
+pipelining producer's batches share the followers' fetches instead of waiting one replication
+round each. Appends still happen in request order, and answers still go out in it.
 
 Limits, with Kafka's names:
 
@@ -28,7 +28,11 @@ traceback and the connection closed: no server exception text reaches a client.
 Waiting without a thread: a handler may answer with a ``concurrent.futures.Future`` of its
 answer (a JoinGroup waits for its rebalance for up to the rebalance timeout, minutes); the loop
 awaits it, so neither the loop nor a request thread is held meanwhile, and the connection's
-next request is read once it is answered.
+next request is read once it is answered. A :class:`WhenReady` answer (an acks=-1 produce)
+waits on the loop too: the core calls it back when its replicas may have caught up, and the
+loop checks and answers it there — a request thread blocked in the wait instead, woken by the
+follower's fetch and then handing the answer to the loop, put two thread hand-offs (each a
+wait for the GIL) on every acknowledged produce's path.
 
 Zero copy: a handler may answer with :class:`ResponseParts`, whose :class:`FileSlice` parts are
 written with ``loop.sendfile`` (``os.sendfile`` on a plaintext socket, Kafka's
@@ -75,6 +79,7 @@ __all__ = [
     "Later",
     "NO_RESPONSE",
     "ResponseParts",
+    "WhenReady",
 ]
 
 log = logging.getLogger(__name__)
@@ -114,6 +119,21 @@ class Later:
     in the order of its requests."""
 
     finish: Callable[[], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class WhenReady:
+    """A handler's answer that waits without a thread (an acks=-1 produce waiting for its
+    replicas). On the loop, when the connection's turn comes: ``subscribe(wake)`` has ``wake``
+    called (from any thread) whenever the answer may be ready, and returns the function that
+    stops it; ``poll()`` returns what the handler would have answered, or ``None`` while not
+    ready; ``recheck_ms()`` is the most to wait before polling again (a timeout). None of the
+    three may block for long. As with :class:`Later`, the connection reads and handles its next
+    requests meanwhile, and its answers still go out in the order of its requests."""
+
+    poll: Callable[[], Any]
+    subscribe: Callable[[Callable[[], None]], Callable[[], None]]
+    recheck_ms: Callable[[], int]
 
 
 @dataclass(slots=True)
@@ -334,8 +354,8 @@ class KafkaDoor:
         self, conn: Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         """Reads and handles the connection's requests one after another; a task of its own
-        writes their answers in order. Only a :class:`Later` answer lets the next request be
-        read before this one is answered (at most ``_PIPELINE`` of them)."""
+        writes their answers in order. Only a :class:`Later` or :class:`WhenReady` answer lets the
+        next request be read before this one is answered (at most ``_PIPELINE`` of them)."""
         answers: asyncio.Queue[_Pending | None] = asyncio.Queue(_PIPELINE)
         sender = self._loop.create_task(self._send(conn, answers, writer))
         try:
@@ -462,18 +482,47 @@ class KafkaDoor:
             except Exception:
                 log.exception("%s v%d from %s failed", api.name, version, conn.peer_host)
                 raise _CloseError(f"{api.name} failed on the server") from None
-        if isinstance(result, Later):
+        if isinstance(result, Later | WhenReady):
             return _Deferred(api.name, ctx, result)
         return self._encode(api.name, ctx, result)
 
     async def _finish(self, conn: Connection, deferred: _Deferred) -> bytes | ResponseParts | None:
         ctx = deferred.ctx
+        later = deferred.later
         try:
-            result = await self._loop.run_in_executor(self._executor, deferred.later.finish)
+            if isinstance(later, WhenReady):
+                result = await self._when_ready(later)
+            else:
+                result = await self._loop.run_in_executor(self._executor, later.finish)
         except Exception:
             log.exception("%s v%d from %s failed", deferred.api, ctx.api_version, conn.peer_host)
             raise _CloseError(f"{deferred.api} failed on the server") from None
         return self._encode(deferred.api, ctx, result)
+
+    async def _when_ready(self, ready: WhenReady) -> Any:
+        loop = self._loop
+        woken = asyncio.Event()
+
+        def wake() -> None:  # on the core's notifying thread: only hand over
+            try:
+                loop.call_soon_threadsafe(woken.set)
+            except RuntimeError:
+                pass  # the loop closed (the door stopped): nobody waits any more
+
+        stop = ready.subscribe(wake)
+        try:
+            while True:
+                woken.clear()  # before the poll: a change after it wakes the wait below
+                result = ready.poll()
+                if result is not None:
+                    return result
+                try:
+                    async with asyncio.timeout(max(1, ready.recheck_ms()) / 1000):
+                        await woken.wait()
+                except TimeoutError:
+                    pass
+        finally:
+            stop()
 
     @staticmethod
     def _encode(api: str, ctx: RequestContext, result: Any) -> bytes | ResponseParts | None:
@@ -522,11 +571,12 @@ class _CloseError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class _Deferred:
-    """A request handled up to a :class:`Later`: its answer is made when its turn comes."""
+    """A request handled up to a :class:`Later` or :class:`WhenReady`: its answer is made when
+    its turn comes."""
 
     api: str
     ctx: RequestContext
-    later: Later
+    later: Later | WhenReady
 
 
 _Pending = bytes | ResponseParts | _Deferred
@@ -534,4 +584,5 @@ _Pending = bytes | ResponseParts | _Deferred
 
 _PIPELINE = 16
 """Requests of one connection handled before the oldest of them is answered (only
-:class:`Later` answers let a connection run ahead; librdkafka keeps at most five in flight)."""
+:class:`Later` and :class:`WhenReady` answers let a connection run ahead; librdkafka keeps at
+most five in flight)."""

@@ -4,10 +4,20 @@ Decoding a record field by field in Python costs about 1.1 to 1.4 µs (seven var
 five appends), which caps a consumer at well under a million records a second. Only one thing
 in the record section is inherently sequential: each record starts where the previous one ends,
 so the length varints must be walked one after the other. :func:`record_layout` does just that
-walk in Python (about 0.15 µs a record) and reads every other varint of every record at once
-with numpy, as arrays of positions: the attributes byte, the timestamp and offset deltas, the key
-and value sizes, the header count. What the caller then makes per record (a ``bytes`` slice, a
-tuple) is its own choice.
+walk (:func:`_walk`) and reads every other varint of every record at once with numpy, as arrays
+of positions: the attributes byte, the timestamp and offset deltas, the key and value sizes, the
+header count. What the caller then makes per record (a ``bytes`` slice, a tuple) is its own
+choice.
+
+The walk goes by runs: records of one length follow one another at one stride, so from a
+record whose length varint is ``v`` it guesses that the next ones start every ``stride`` bytes
+and checks with numpy that each of them starts with the same bytes ``v`` — a record that starts
+with the same complete varint has the same length, so it ends where the next guess begins, and
+the guess is proven record by record up to the first that differs. A producer's batch of equal
+values is two or three runs (the offset delta's varint grows a byte at record 64, the time
+delta's at 64 ms), so a 64 KiB batch of 100-byte records is walked in about a tenth of the
+0.15 µs a record that the record-by-record walk costs in Python; that walk takes over for the
+rest of a section once a run is short (records of every size).
 
 The layout is all-or-nothing: it answers ``None`` for a section it cannot vouch for — a record
 that overruns its length or the section, a varint longer than its type allows, a negative
@@ -61,12 +71,55 @@ class RecordLayout(NamedTuple):
     record_end: _I64
 
 
-def _walk(data: bytes, count: int) -> list[int] | None:
+_RUN_MIN = 16
+"""A run shorter than this hands the rest of the section to the record-by-record walk: a numpy
+check costs about as much as walking a dozen records one by one."""
+
+
+def _walk(data: bytes, section: npt.NDArray[np.uint8], count: int) -> _I64 | None:
     """The position of each record's length varint, or ``None`` if the records do not tile
-    ``data`` exactly (a negative length, an overrun, bytes left over)."""
+    ``data`` exactly (a negative length, an overrun, bytes left over). ``section`` is ``data``
+    as bytes, padded (see the module docstring: runs of one length)."""
+    end = len(data)
+    runs: list[_I64] = []
+    pos = 0
+    done = 0
+    while done < count:
+        try:
+            length, after = decode_varint(data, pos)
+        except (IndexError, CorruptRecordError):  # the reference names the fault
+            return None
+        if length < 0:
+            return None
+        stride = after - pos + length
+        fits = min(count - done, (end - pos) // stride)
+        if fits < _RUN_MIN:
+            break
+        guesses = pos + stride * np.arange(fits, dtype=np.int64)
+        same = np.ones(fits, dtype=np.bool_)
+        for offset, byte in enumerate(data[pos:after]):
+            same &= section[guesses + offset] == byte
+        run = fits if bool(same.all()) else int(np.argmin(same))  # the first that differs
+        runs.append(guesses[:run])
+        pos += stride * run
+        done += run
+        if run < _RUN_MIN:
+            break
+    rest = _walk_records(data, count - done, pos)
+    if rest is None:
+        return None
+    starts, pos = rest
+    if pos != end:
+        return None
+    runs.append(np.array(starts, dtype=np.int64))
+    return np.concatenate(runs) if len(runs) > 1 else runs[0]
+
+
+def _walk_records(data: bytes, count: int, pos: int) -> tuple[list[int], int] | None:
+    """:func:`_walk` one record at a time, for ``count`` records from ``pos``: their positions
+    and the end of the last, or ``None``."""
     starts: list[int] = []
     append = starts.append
-    pos = 0
     # A length is never negative, so its zig-zag form is even: a one-byte varint is an even
     # byte below 0x80 and a two-byte one an odd-free first byte with the high bit and a second
     # below 0x80 (records up to 8191 bytes). Anything else takes decode_varint, which also
@@ -86,7 +139,7 @@ def _walk(data: bytes, count: int) -> list[int] | None:
                 pos += length
     except (IndexError, CorruptRecordError):  # truncated or overlong: the reference says which
         return None
-    return starts if pos == len(data) else None
+    return starts, pos
 
 
 def _varints(section: npt.NDArray[np.uint8], at: _I64, max_bytes: int) -> tuple[_I64, _I64] | None:
@@ -127,16 +180,15 @@ def record_layout(
     two sections makes the answer ``None``."""
     if count <= 0:
         return None
-    starts = _walk(data, count)
-    if starts is None:
-        return None
-    if any(starts[index] != position for index, position in boundaries):
-        return None
     end = len(data)
     section = np.frombuffer(data + bytes(_PAD), dtype=np.uint8)
+    length_at = _walk(data, section, count)
+    if length_at is None:
+        return None
+    if any(int(length_at[index]) != position for index, position in boundaries):
+        return None
     limit = end + _PAD - 10  # the furthest a varint may start and still be read in full
     try:
-        length_at = np.array(starts, dtype=np.int64)
         got = _varints(section, length_at, 5)
         if got is None:
             return None

@@ -75,3 +75,17 @@ def test_kafka_benchmark_prints_its_figures_as_one_json_line(tmp_path, capsys):
     assert figures["idle_still_open"] == 50
     assert figures["nodes_running"] == 3
     assert figures["fuzz_well_behaved_missing"] == 0
+
+
+def test_produce_only_reports_the_producer_against_grpc_alone(tmp_path, capsys):
+    figures = main(
+        [
+            *("--records", "5000", "--repeat", "1", "--grpc-batches", "10"),
+            *("--produce-only", "--dir", str(tmp_path)),
+        ]
+    )
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert json.loads(last) == figures
+    for key in ("rf3_produce_ratio", "rf1_produce_ratio", "grpc_rf3_records_per_s"):
+        assert isinstance(figures[key], int | float), key
+    assert "wide_produce_ratio" not in figures and "fuzz_frames" not in figures

@@ -7,6 +7,8 @@ fetches."""
 
 from __future__ import annotations
 
+import logging
+import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
@@ -19,6 +21,7 @@ from node.config import NodeConfig
 from node.core.follower_sessions import FollowerSessions
 from node.core.requests import FetchPartition, FetchResult
 from node.grpc_door.service import ReplicationServicer
+from node.grpc_door.unexpected_errors import UnexpectedErrorInterceptor
 from node.replication.fetcher import FetchSessions, SessionEndedError
 from odradek.clock import ManualClock
 from odradek.v1 import odradek_pb2 as pb
@@ -153,10 +156,21 @@ class _NoReplicas:
         return [FetchResult(topic="t", partition=0, log_end_offset=fp.fetch_offset)]
 
 
-def _serve_servicer(replicas: _NoReplicas) -> tuple[grpc.Server, int]:
-    """The node's ReplicationServicer over ``replicas``, served on loopback."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    pb_grpc.add_ReplicationServicer_to_server(ReplicationServicer(replicas), server)  # type: ignore[arg-type]
+def _serve_servicer(
+    replicas: _NoReplicas,
+    servicer: ReplicationServicer | None = None,
+    executor: futures.ThreadPoolExecutor | None = None,
+) -> tuple[grpc.Server, int]:
+    """The node's ReplicationServicer over ``replicas`` (or ``servicer``), served on loopback
+    behind the node's last interceptor."""
+    server = grpc.server(
+        executor or futures.ThreadPoolExecutor(max_workers=2),
+        interceptors=[UnexpectedErrorInterceptor()],
+    )
+    pb_grpc.add_ReplicationServicer_to_server(
+        servicer or ReplicationServicer(replicas),  # type: ignore[arg-type]
+        server,
+    )
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     return server, port
@@ -222,4 +236,27 @@ def test_a_session_the_leader_ends_without_answering_raises_session_ended(tmp_pa
             sessions.fetch(_request(0))
     finally:
         sessions.close()
+        server.stop(None)
+
+
+def test_a_session_the_follower_cancels_while_the_leader_waits_ends_without_an_error(caplog):
+    # a follower replaces its session every request.timeout.ms by cancelling the call; the
+    # leader's handler, waiting for the next request, must end quietly (it logged a traceback
+    # and answered UNKNOWN_SERVER_ERROR once in every few replacements)
+    executor = futures.ThreadPoolExecutor(max_workers=2)
+    server, port = _serve_servicer(_NoReplicas(), executor=executor)
+    requests: queue.SimpleQueue[pb.FetchRequest | None] = queue.SimpleQueue()
+    try:
+        stub = pb_grpc.ReplicationStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+        call = stub.FetchSession(iter(requests.get, None), timeout=10)
+        answers: Iterator[pb.FetchResponse] = iter(call)
+        requests.put(_request(3))
+        assert next(answers).partitions[0].log_end_offset == 3  # the handler now waits
+        with caplog.at_level(logging.ERROR, logger="node.grpc_door"):
+            call.cancel()
+            server.stop(None).wait(10)
+            executor.shutdown(wait=True)  # the handler, and whatever it logs, has finished
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    finally:
+        requests.put(None)
         server.stop(None)

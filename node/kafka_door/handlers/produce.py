@@ -8,8 +8,10 @@ CORRUPT_MESSAGE, INVALID_RECORD, OUT_OF_ORDER_SEQUENCE_NUMBER, ...); a partition
 may not WRITE is TOPIC_AUTHORIZATION_FAILED (29) and never reaches the log. With acks=0 the
 broker answers nothing (``NO_RESPONSE``), and closes the connection if any partition failed
 (``KafkaApis.handleProduceRequest``: so that the producer notices and refreshes its metadata).
-An acks=-1 produce answers :class:`~node.kafka_door.server.Later` once appended: the connection
-handles its next requests while this one waits for the replicas.
+An acks=-1 produce is answered at once if its batches are already replicated (a partition whose
+ISR is the leader alone), else it answers :class:`~node.kafka_door.server.WhenReady` once
+appended: the door's loop waits for the replicas (no request thread held) while the connection
+handles its next requests.
 A transactional produce is refused whole with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53):
 odradek has no transaction coordinator.
 """
@@ -22,13 +24,15 @@ from node.core.requests import ProducePartition, ProduceResult
 from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
-from node.kafka_door.server import CLOSE_CONNECTION, NO_RESPONSE, Later
+from node.kafka_door.server import CLOSE_CONNECTION, NO_RESPONSE, WhenReady
 from node.kafka_door.services import DoorServices
 
 __all__ = ["handle_produce"]
 
 API_KEY = 0
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+_RECHECK_MS = 1000
+"""A waiting produce is checked at least this often (as the core's own wait does)."""
 
 
 def handle_produce(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
@@ -48,10 +52,20 @@ def handle_produce(services: DoorServices, ctx: RequestContext, request: Any) ->
     )
     timeout_ms = int(request.timeout.total_seconds() * 1000)
     pending = services.replicas.start_append(allowed, acks=acks, timeout_ms=timeout_ms)
-    if pending.waits:
+    done = pending.poll()
+    if done is None:
         # appended; the connection's next requests go on while the replicas catch up
-        return Later(lambda: _answer(ctx, request, results + pending.wait()))
-    results += pending.wait()
+
+        def poll() -> Any:
+            replicated = pending.poll()
+            return None if replicated is None else _answer(ctx, request, results + replicated)
+
+        return WhenReady(
+            poll=poll,
+            subscribe=pending.subscribe,
+            recheck_ms=lambda: min(pending.remaining_ms(), _RECHECK_MS),
+        )
+    results += done
     if acks == 0:
         return CLOSE_CONNECTION if any(r.error_code for r in results) else NO_RESPONSE
     return _answer(ctx, request, results)

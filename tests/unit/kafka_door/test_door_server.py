@@ -29,6 +29,7 @@ from node.kafka_door.server import (
     KafkaDoor,
     KafkaListenerSpec,
     Later,
+    WhenReady,
 )
 
 METADATA = 3
@@ -260,6 +261,104 @@ def test_a_later_that_fails_closes_the_connection_after_the_answers_before_it(do
 
             return Later(finish)
         return Later(lambda: metadata_answer(ctx, request))
+
+    _, port = door_factory({METADATA: second_fails})
+    with connect(port) as sock:
+        sock.sendall(b"".join(request_frame(METADATA, 0, c, EMPTY_METADATA_V0) for c in (1, 2, 3)))
+        assert struct.unpack_from(">i", read_frame(sock))[0] == 1
+        assert closed(sock)
+
+
+class _Readiness:
+    """What a WhenReady waits on: a flag another thread sets, waking the subscribers."""
+
+    def __init__(self) -> None:
+        self.ready = False
+        self.polls = 0
+        self._lock = threading.Lock()
+        self._subscribers: list[Callable[[], None]] = []
+        self.subscribed = threading.Event()
+
+    def subscribe(self, wake: Callable[[], None]) -> Callable[[], None]:
+        with self._lock:
+            self._subscribers.append(wake)
+        self.subscribed.set()
+        return lambda: self._subscribers.remove(wake)
+
+    def set_ready(self) -> None:
+        self.ready = True
+        with self._lock:
+            for wake in list(self._subscribers):
+                wake()
+
+    @property
+    def subscribers(self) -> int:
+        with self._lock:
+            return len(self._subscribers)
+
+
+def test_a_when_ready_answer_waits_on_the_loop_and_keeps_the_order(door_factory):
+    readiness = _Readiness()
+    handled: list[int] = []
+
+    def first_waits(ctx: RequestContext, request: Any) -> Any:
+        handled.append(ctx.correlation_id)
+        if ctx.correlation_id != 1:
+            return metadata_answer(ctx, request)
+
+        def poll() -> Any:
+            readiness.polls += 1
+            return metadata_answer(ctx, request) if readiness.ready else None
+
+        # a recheck far off: only the wake-up can answer it within the test's timeouts
+        return WhenReady(poll, readiness.subscribe, lambda: 60_000)
+
+    _, port = door_factory({METADATA: first_waits})
+    with connect(port) as sock:
+        sock.sendall(b"".join(request_frame(METADATA, 0, c, EMPTY_METADATA_V0) for c in (1, 2, 3)))
+        assert readiness.subscribed.wait(5)
+        sock.settimeout(0.2)
+        with pytest.raises(TimeoutError):
+            sock.recv(1)  # request 1 is not ready, and 2 and 3 wait behind it
+        assert readiness.polls == 1  # polled once, then waited for a wake-up
+        sock.settimeout(5)
+        threading.Thread(target=readiness.set_ready).start()  # woken from another thread
+        answered = [struct.unpack_from(">i", read_frame(sock))[0] for _ in range(3)]
+    assert answered == [1, 2, 3]
+    assert handled == [1, 2, 3]
+    assert readiness.subscribers == 0  # unsubscribed once answered
+
+
+def test_a_when_ready_never_woken_is_polled_again_after_its_recheck(door_factory):
+    # a produce whose replicas never catch up is answered at its timeout (REQUEST_TIMED_OUT)
+    # by the poll that its recheck brings, with no wake-up at all
+    polls: list[int] = []
+
+    def times_out(ctx: RequestContext, request: Any) -> Any:
+        def poll() -> Any:
+            polls.append(1)
+            return metadata_answer(ctx, request) if len(polls) > 1 else None
+
+        return WhenReady(poll, lambda wake: lambda: None, lambda: 10)
+
+    _, port = door_factory({METADATA: times_out})
+    with connect(port) as sock:
+        sock.sendall(request_frame(METADATA, 0, 1, EMPTY_METADATA_V0))
+        assert struct.unpack_from(">i", read_frame(sock))[0] == 1
+    assert len(polls) == 2
+
+
+def test_a_when_ready_whose_poll_fails_closes_the_connection_after_the_answers_before_it(
+    door_factory,
+):
+    def second_fails(ctx: RequestContext, request: Any) -> Any:
+        if ctx.correlation_id != 2:
+            return metadata_answer(ctx, request)
+
+        def poll() -> Any:
+            raise RuntimeError("secret internal detail")
+
+        return WhenReady(poll, lambda wake: lambda: None, lambda: 1000)
 
     _, port = door_factory({METADATA: second_fails})
     with connect(port) as sock:

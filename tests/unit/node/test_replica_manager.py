@@ -224,6 +224,46 @@ def test_a_leadership_lost_and_regained_fails_a_waiting_write(manager):
     assert r.error_code == NotLeaderOrFollowerError.code and r.base_offset == -1
 
 
+def test_a_polled_write_is_ready_once_the_isr_has_it_and_its_subscriber_is_told_when(manager):
+    _lead(manager)
+    pending = _start(manager)
+    woken: list[str] = []
+    stop = pending.subscribe(lambda: woken.append("woken"))
+    assert pending.poll() is None  # nobody has fetched it
+    _follower_fetch(manager, 1, 3)
+    assert pending.poll() is None  # replica 2 is in the ISR and has not
+    assert woken == []  # the high watermark has not moved: nothing to re-check
+    _follower_fetch(manager, 2, 3)
+    assert woken == ["woken"]
+    [r] = pending.poll() or []
+    assert (r.error_code, r.base_offset) == (0, 0)
+    stop()
+
+
+def test_a_polled_write_of_an_isr_of_one_is_ready_at_once(manager):
+    _lead(manager, isr=(0,), min_isr="1")
+    [r] = _start(manager).poll() or []
+    assert (r.error_code, r.base_offset) == (0, 0)
+
+
+def test_a_polled_write_answers_its_timeout_and_a_lost_leadership(manager, clock):
+    _lead(manager)
+    pending = _start(manager, timeout_ms=1000)
+    clock.advance(999)
+    assert pending.poll() is None and pending.remaining_ms() == 1
+    clock.advance(1)
+    [r] = pending.poll() or []
+    assert (r.error_code, r.base_offset) == (RequestTimedOutError.code, 0)
+    moved = _start(manager)
+    woken: list[str] = []
+    stop = moved.subscribe(lambda: woken.append("woken"))
+    _leader_and_isr(manager, leader=1, epoch=1, partition_epoch=1)
+    assert woken  # a leadership change wakes every waiting write
+    [r] = moved.poll() or []
+    assert (r.error_code, r.base_offset) == (NotLeaderOrFollowerError.code, -1)
+    stop()
+
+
 def test_acks_all_times_out_when_followers_do_not_fetch(manager):
     _lead(manager)
     [r] = _produce(manager, -1, timeout_ms=0)

@@ -116,3 +116,29 @@ def test_notify_all_and_close_wake_everyone_and_close_wakes_later_waiters_at_onc
         assert a.wait(0) and b.wait(0)
     with wakeups.waiting([A], DATA) as late:
         assert late.wait(0)
+
+
+def test_a_subscriber_is_called_for_what_it_asked_for_until_it_unsubscribes():
+    wakeups = Wakeups()
+    calls: list[str] = []
+    stop = wakeups.subscribe([A], HIGH_WATERMARK, {A: 10}, lambda: calls.append("woken"))
+    wakeups.notify(A, DATA)
+    wakeups.notify(A, HIGH_WATERMARK, high_watermark=9)  # below what it needs
+    assert calls == []
+    assert wakeups.waiter_counts() == (1, 0)  # a waiting produce, in the purgatory's count
+    wakeups.notify(A, HIGH_WATERMARK, high_watermark=10)
+    wakeups.notify(A, STATE)
+    assert calls == ["woken", "woken"]
+    stop()
+    wakeups.notify(A, STATE)
+    assert calls == ["woken", "woken"]
+    assert wakeups.waiter_count() == 0
+
+
+def test_a_subscriber_after_close_is_called_at_once():
+    wakeups = Wakeups()
+    calls: list[str] = []
+    wakeups.close()
+    stop = wakeups.subscribe([A], HIGH_WATERMARK, None, lambda: calls.append("woken"))
+    assert calls == ["woken"]
+    stop()

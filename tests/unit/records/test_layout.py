@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from odradek.errors import CorruptRecordError
 from odradek.records import RECORD_BATCH_OVERHEAD, Record, RecordBatch, build_batch, read_batches
+from odradek.records import layout as layout_module
 from odradek.records import record as record_module
 from odradek.records.batch import columns_of
 from odradek.records.layout import LAYOUT_MIN_RECORDS, record_layout
@@ -76,10 +77,17 @@ def _plain(n: int, size: int = 30) -> list[Record]:
     return [Record(None if i % 5 else b"k%d" % i, b"v" * (size + i % 7)) for i in range(n)]
 
 
+def _equal(n: int) -> list[Record]:
+    """A producer's batch: records of one size but for the offset delta's varint (a byte more
+    from record 64 on), laid out in runs of one stride (the layout's fast walk)."""
+    return [Record(None, b"v" * 100) for _ in range(n)]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_corrupt_sections_get_the_references_error(data):
-    raw, count, _, _ = section(_plain(LAYOUT_MIN_RECORDS + 3))
+    records = data.draw(st.sampled_from([_plain, _equal]))(LAYOUT_MIN_RECORDS + 3)
+    raw, count, _, _ = section(records)
     body = bytearray(raw)
     for _ in range(data.draw(st.integers(1, 3))):
         at = data.draw(st.integers(0, len(body) - 1))
@@ -170,3 +178,19 @@ def test_a_corrupt_batch_among_many_is_named():
     corrupt = list(read_batches(bytes(raw)))
     with pytest.raises(CorruptRecordError, match=f"batch at position {third}"):
         columns_of(corrupt)
+
+
+def test_runs_of_one_stride_are_walked_as_the_record_by_record_walk_does():
+    for records in (_equal(600), _equal(LAYOUT_MIN_RECORDS) + _plain(40) + _equal(200)):
+        data, count, _, _ = section(records)
+        layout = record_layout(data, count)
+        assert layout is not None
+        walked = layout_module._walk_records(data, count, 0)
+        assert walked is not None
+        starts, end = walked
+        assert end == len(data)
+        # each record ends where the one-by-one walk starts the next
+        assert layout.record_end[:-1].tolist() == starts[1:]
+        assert int(layout.record_end[-1]) == len(data)
+        got, want = both(data, count)
+        assert got == want
