@@ -66,7 +66,6 @@ from node.coordinator.group_requests import (
     topic_partitions,
 )
 from node.coordinator.group_state import (
-    LEAVE_GROUP_MEMBER_EPOCH,
     ConsumerGroup,
     GroupRecord,
     GroupShard,
@@ -74,8 +73,6 @@ from node.coordinator.group_state import (
     TopicInfo,
     check_group_id,
     delete_group_records,
-    heartbeat,
-    member_leave_records,
     offset_commit_records,
     validate_offset_fetch,
 )
@@ -428,23 +425,8 @@ class GroupCoordinator:
             topics = self.topics()
             by_id = {t.topic_id: t.name for t in topics.values()}
             with shard.lock:
-                group = shard.state.groups.get(request.group_id)
-                upgrade = self.mixed.upgrade(shard, request)
-                if upgrade is not None:
-                    group = upgrade.group
-                result = heartbeat(
-                    group, request, topics, max_group_size=self.config.group_consumer_max_size
-                )
-                down = None
-                if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH and group is not None:
-                    down = self.mixed.downgrade(shard, group, result.member_id)
-                if down is not None and group is not None:
-                    self._write(shard, list(down.records))
-                    self.mixed.downgraded(shard, group, down)
-                else:
-                    self._write(shard, [*(upgrade.records if upgrade else ()), *result.records])
-                    if upgrade is not None:
-                        self.mixed.upgraded(shard, upgrade)
+                result, converted = self.mixed.consumer_heartbeat(shard, request, topics)
+                if not converted:
                     self._track(shard, request.group_id, result.member_id, result.removed_member_id)
         except OdradekError as e:
             return HeartbeatResponse(
@@ -721,13 +703,8 @@ class GroupCoordinator:
                     if group is None or member_id not in group.members:
                         continue
                     log.info("member %s of group %s expired: removing it", member_id, group_id)
-                    down = self.mixed.downgrade(shard, group, member_id)
                     try:
-                        if down is not None:
-                            self._write(shard, list(down.records))
-                            self.mixed.downgraded(shard, group, down)
-                        else:
-                            self._write(shard, member_leave_records(group, member_id))
+                        self.mixed.remove_expired(shard, group, member_id)
                     except OdradekError as e:
                         log.info("could not remove member %s: %s", member_id, e)
                 if retention_due:

@@ -54,11 +54,15 @@ from node.coordinator.group_migration import (
     validate_online_upgrade,
 )
 from node.coordinator.group_state import (
+    LEAVE_GROUP_MEMBER_EPOCH,
     ConsumerGroup,
     GroupRecord,
     GroupShard,
     HeartbeatRequest,
+    HeartbeatResult,
     TopicInfo,
+    heartbeat,
+    member_leave_records,
 )
 from node.coordinator.mixed_group import (
     classic_heartbeat,
@@ -208,6 +212,44 @@ class MixedGroups:
         for mid in out.removed:
             self._forget(shard, group.group_id, mid)
         return 0, out.results
+
+    # -- KIP-848 requests and timers that may convert a group ------------------------------
+
+    def consumer_heartbeat(
+        self, shard: MixedShard, request: HeartbeatRequest, topics: dict[str, TopicInfo]
+    ) -> tuple[HeartbeatResult, bool]:
+        """A ConsumerGroupHeartbeat, written: its result, and whether it converted the group
+        back to a classic group (the last KIP-848 member left; no session to track then). A
+        joining member converts a classic group first (:meth:`upgrade`), in the same write.
+        Raises the heartbeat's errors, nothing written."""
+        group = shard.state.groups.get(request.group_id)
+        upgrade = self.upgrade(shard, request)
+        if upgrade is not None:
+            group = upgrade.group
+        result = heartbeat(
+            group, request, topics, max_group_size=self._config.group_consumer_max_size
+        )
+        if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH and group is not None:
+            down = self.downgrade(shard, group, result.member_id)
+            if down is not None:
+                self._write(shard, list(down.records))
+                self.downgraded(shard, group, down)
+                return result, True
+        self._write(shard, [*(upgrade.records if upgrade else ()), *result.records])
+        if upgrade is not None:
+            self.upgraded(shard, upgrade)
+        return result, False
+
+    def remove_expired(self, shard: MixedShard, group: ConsumerGroup, member_id: str) -> None:
+        """A member's session or rebalance deadline passed: it is removed, or, the last KIP-848
+        member of a group of classic members, the group converts back. Raises the write's
+        errors."""
+        down = self.downgrade(shard, group, member_id)
+        if down is None:
+            self._write(shard, member_leave_records(group, member_id))
+        else:
+            self._write(shard, list(down.records))
+            self.downgraded(shard, group, down)
 
     # -- conversions --------------------------------------------------------------------------
 
