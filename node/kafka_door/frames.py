@@ -19,8 +19,10 @@ does the I/O. Errors are :class:`FrameError` (the connection is closed, as Kafka
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import struct
+import typing
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,7 +137,50 @@ def decode_body(cls: type[Any], frame: bytes | memoryview, offset: int) -> Any:
         body, _ = _reader(cls)(frame, offset)
     except Exception as e:
         raise FrameError(f"unreadable {cls.__name__} v{cls.__version__}: {e}") from None
+    _check_nulls(body)
     return body
+
+
+def _check_nulls(entity: Any) -> None:
+    """Kafka's generated readers refuse a null (length -1) in a field that is not nullable at
+    the request's version ("non-nullable field ... was serialized as null"): the request cannot
+    be parsed, and the connection is closed. kio reads it as None; this refuses it the same way,
+    before a handler meets it. Raises :class:`FrameError`."""
+    for name, nullable, nested in _null_spec(type(entity)):
+        value = getattr(entity, name)
+        if value is None:
+            if not nullable:
+                raise FrameError(
+                    f"non-nullable field {type(entity).__name__}.{name} was serialized as null"
+                )
+        elif nested:
+            for item in value if isinstance(value, tuple) else (value,):
+                _check_nulls(item)
+
+
+_null_specs: dict[type[Any], tuple[tuple[str, bool, bool], ...]] = {}
+
+
+def _null_spec(cls: type[Any]) -> tuple[tuple[str, bool, bool], ...]:
+    """Per field of a kio entity: its name, whether it is nullable, whether it holds entities
+    (one, or a tuple of them) to check in turn."""
+    spec = _null_specs.get(cls)
+    if spec is None:
+        hints = typing.get_type_hints(cls)
+        out = []
+        for f in dataclasses.fields(cls):
+            hint = hints[f.name]
+            args = typing.get_args(hint)
+            nullable = type(None) in args
+            inner = [a for a in args if a is not type(None) and a is not Ellipsis] or [hint]
+            nested = any(
+                dataclasses.is_dataclass(a)
+                or any(dataclasses.is_dataclass(b) for b in typing.get_args(a))
+                for a in inner
+            )
+            out.append((f.name, nullable, nested))
+        spec = _null_specs[cls] = tuple(out)
+    return spec
 
 
 _readers: dict[type[Any], Any] = {}

@@ -244,3 +244,26 @@ def test_an_incremental_fetch_is_refused_as_kafka_refuses_an_unknown_session(
     body = b"".join(p for p in answer.parts if isinstance(p, bytes))
     decoded, _ = entity_reader(response_class(1, 7))(body, 0)
     assert decoded.error_code is error and decoded.responses == ()
+
+
+def test_a_null_in_a_non_nullable_field_is_refused_as_kafkas_parser_does() -> None:
+    """The fuzzer's finding (seed 1478626350): OffsetForLeaderEpoch v2 whose topic's partitions
+    array is length -1. Kafka's reader refuses it; kio reads None, and the handler raised a
+    TypeError. Refused while decoding now (the connection is closed), at any depth; a null where
+    Kafka allows one (Metadata's topics: every topic) still reads."""
+    from kio.schema.metadata.v12.request import MetadataRequest
+    from kio.schema.offset_for_leader_epoch.v2.request import OffsetForLeaderEpochRequest
+
+    # header (key 23, v2, correlation id, client id "fuzz"), then one topic whose partitions
+    # array has length -1
+    frame = bytes.fromhex(
+        "001700025c19004b000466757a7a00000001000c66757a7a0000000100000002ffffffffb5000000"
+    )
+    with pytest.raises(
+        FrameError, match=r"OffsetForLeaderTopic\.partitions was serialized as null"
+    ):
+        decode_body(OffsetForLeaderEpochRequest, frame, 14)
+    # Metadata v12 (flexible): null topics (compact length 0), no auto-creation, no authorized
+    # operations, no tagged fields
+    body = bytes([0, 0, 0, 0])
+    assert decode_body(MetadataRequest, body, 0).topics is None
