@@ -626,14 +626,14 @@ def subscribe_and_reconcile(
     default_assignor: str = "uniform",
 ) -> Member:
     """The three steps of a heartbeat after its checks (Kafka's ``consumerGroupHeartbeat``
-        and ``classicGroupJoinToConsumerGroup`` share them): ``member`` becomes ``updated`` (its
-        metadata record if it changed, or ``rewrite``: a new or replaced member); the group epoch
-        is bumped when the subscriptions or the subscribed topics' metadata changed; a new target
-        assignment is computed when the group epoch is ahead of it; the member moves one step
-        towards its target (``owned``: what it reports holding). Changes ``group`` (a working
-        copy) and appends to ``records``; returns the reconciled member. ``new``: the member joins
-    (a bump); ``rewrite``: its records are written even unchanged (new, or a static member's
-    replacement, which takes its predecessor's place without a bump)."""
+    and ``classicGroupJoinToConsumerGroup`` share them): ``member`` becomes ``updated`` (its
+    metadata record if it changed, or ``rewrite``); the group epoch is bumped when the member
+    is ``new``, the subscriptions or the subscribed topics' metadata changed; a new target
+    assignment is computed when the group epoch is ahead of it; the member moves one step
+    towards its target (``owned``: what it reports holding). ``rewrite``: its records are
+    written even unchanged (a new member, or a static member's replacement, which takes its
+    predecessor's place without a bump). Changes ``group`` (a working copy) and appends to
+    ``records``; returns the reconciled member."""
     gid = group.group_id
     if rewrite or updated.metadata_value() != member.metadata_value():
         records.append(
