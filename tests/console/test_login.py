@@ -172,8 +172,9 @@ def test_a_wrong_password_is_refused(browser: WebDriver, console: Console) -> No
     assert error.text == "The username or password is wrong."
     screenshot(browser, "login")
     assert browser.find_elements(By.ID, "username")  # still the login page
-    browser.get(console.url + "/topics")  # and nothing else opens
-    assert browser.find_elements(By.ID, "username")
+    browser.get(console.url + "/topics")  # and nothing else opens: the login page again
+    wait_until(browser, lambda d: d.find_elements(By.ID, "username"))
+    assert not browser.find_elements(By.ID, "principal")
     answer = httpx.get(console.url + "/api/topics/orders/messages", timeout=30)
     assert answer.status_code == 401 and answer.json() == {"error": "Log in first."}
     log_in(browser, console, "mallory", "alice-secret")

@@ -71,7 +71,9 @@ def _kill() -> None:
 def main() -> None:
     log_dir, seed, start = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     max_appends, kill_ms = int(sys.argv[4]), int(sys.argv[5])
-    rng = random.Random(seed * 1_000_003 + start)
+    # the round's kill time too: a writer that dies before its first answer starts the next
+    # round at the same batch, and the same fates would make it die there again every round
+    rng = random.Random((seed * 1_000_003 + start) * 1_000_033 + kill_ms)
     specs = batch_specs(seed, start + max_appends + 1)
     clock = SystemClock()
     manager = LogManager([log_dir], CONFIG, clock)
