@@ -21,6 +21,7 @@ from typing import Protocol
 from node.core.follower_sessions import FollowerSessions, session_lost_grace_ms
 from node.core.metadata_cache import MetadataCache
 from node.core.partition import IsrChange, LeaderAndIsrState, Partition
+from node.core.pending_fetch import PendingFetch
 from node.core.requests import (
     READ_COMMITTED,
     READ_UNCOMMITTED,
@@ -476,6 +477,41 @@ class ReplicaManager:
                 waited_from = self._clock.monotonic_ms()
                 waiter.wait(min(remaining, 1000) / 1000)
                 add_remote_time_ms(self._clock.monotonic_ms() - waited_from)
+
+    def start_fetch(
+        self,
+        partitions: Sequence[FetchPartition],
+        *,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int = 0,
+        isolation_level: int = READ_UNCOMMITTED,
+        as_slices: bool = False,
+    ) -> list[FetchResult] | PendingFetch:
+        """A consumer's fetch that holds no thread while it waits: reads once now and returns
+        the results when that completes it (as :meth:`fetch` would without waiting), else a
+        :class:`~node.core.pending_fetch.PendingFetch` for its caller's loop to wait on."""
+        if isolation_level not in (READ_UNCOMMITTED, READ_COMMITTED):
+            raise InvalidRequestError(f"unknown isolation level {isolation_level}")
+        params = _FetchParams(False, -1, max(0, max_bytes), -1, as_slices)
+        results, total, stop = self._read_once(partitions, params, update_state=True)
+        if max_wait_ms <= 0 or stop or total >= max(1, min_bytes) or self._shutting_down:
+            return results
+        keys = [(fp.topic, fp.partition) for fp in partitions]
+        measure = dataclasses.replace(params, as_slices=True)
+
+        def read(slices: bool) -> tuple[list[FetchResult], int, bool]:
+            return self._read_once(partitions, measure if slices else params, update_state=False)
+
+        return PendingFetch(
+            read,
+            lambda wake: self._wakeups.subscribe(keys, HIGH_WATERMARK, None, wake),
+            as_slices=as_slices,
+            min_bytes=min_bytes,
+            deadline_ms=self._clock.monotonic_ms() + max_wait_ms,
+            now_ms=self._clock.monotonic_ms,
+            shutting_down=lambda: self._shutting_down,
+        )
 
     def _read_once(
         self, partitions: Sequence[FetchPartition], params: _FetchParams, *, update_state: bool

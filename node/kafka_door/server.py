@@ -124,12 +124,14 @@ class Later:
 @dataclass(frozen=True, slots=True)
 class WhenReady:
     """A handler's answer that waits without a thread (an acks=-1 produce waiting for its
-    replicas). On the loop, when the connection's turn comes: ``subscribe(wake)`` has ``wake``
-    called (from any thread) whenever the answer may be ready, and returns the function that
-    stops it; ``poll()`` returns what the handler would have answered, or ``None`` while not
-    ready; ``recheck_ms()`` is the most to wait before polling again (a timeout). None of the
-    three may block for long. As with :class:`Later`, the connection reads and handles its next
-    requests meanwhile, and its answers still go out in the order of its requests."""
+    replicas, a fetch waiting for ``min_bytes``). On the loop, when the connection's turn comes:
+    ``subscribe(wake)`` has ``wake`` called (from any thread) whenever the answer may be ready,
+    and returns the function that stops it; ``poll()`` returns what the handler would have
+    answered, or ``None`` while not ready, or a :class:`Later` whose ``finish`` (run on a request
+    thread) does the rest (a fetch that must read its bytes); ``recheck_ms()`` is the most to
+    wait before polling again (a timeout). None of the three may block for long. As with
+    :class:`Later`, the connection reads and handles its next requests meanwhile, and its
+    answers still go out in the order of its requests."""
 
     poll: Callable[[], Any]
     subscribe: Callable[[Callable[[], None]], Callable[[], None]]
@@ -492,6 +494,8 @@ class KafkaDoor:
         try:
             if isinstance(later, WhenReady):
                 result = await self._when_ready(later)
+                if isinstance(result, Later):  # ready, and the rest is a request thread's work
+                    result = await self._loop.run_in_executor(self._executor, result.finish)
             else:
                 result = await self._loop.run_in_executor(self._executor, later.finish)
         except Exception:

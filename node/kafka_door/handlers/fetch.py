@@ -4,7 +4,10 @@ Whole batches from the one holding the fetch offset (the client skips the record
 offset), up to the high watermark (``isolation_level`` 1, read committed, is the same bound here:
 odradek has no transactions, so the last stable offset is the high watermark), at most
 ``partition_max_bytes`` per partition and ``max_bytes`` in all (the first batch always, as
-Kafka's ``minOneMessage``). The replica manager waits up to ``max_wait_ms`` for ``min_bytes``.
+Kafka's ``minOneMessage``). A fetch short of ``min_bytes`` waits up to ``max_wait_ms`` as Kafka's
+``DelayedFetch``: on the door's loop, holding no request thread (:class:`WhenReady` over the
+core's :class:`~node.core.pending_fetch.PendingFetch`), so idle consumers' long polls never take
+the threads that produce requests and replication need.
 
 Fetch sessions (KIP-227, v7+) are not kept: every answer is a full one with ``session_id`` 0,
 which tells a client asking for a session that none was made, and it goes on with full fetches
@@ -23,11 +26,18 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from node.core.requests import READ_COMMITTED, READ_UNCOMMITTED, FetchPartition, Records
+from node.core.pending_fetch import PendingFetch
+from node.core.requests import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    FetchPartition,
+    FetchResult,
+    Records,
+)
 from node.kafka_door.context import RequestContext
 from node.kafka_door.fetch_encoding import FetchedPartition, encode_fetch_response
 from node.kafka_door.frames import response_class
-from node.kafka_door.server import CLOSE_CONNECTION, FileSlice
+from node.kafka_door.server import CLOSE_CONNECTION, FileSlice, Later, WhenReady
 from node.kafka_door.services import DoorServices
 from storage.file_records import FileSlice as SegmentSlice
 
@@ -36,10 +46,8 @@ __all__ = ["handle_fetch"]
 API_KEY = 1
 FETCH_SESSION_ID_NOT_FOUND = 70
 INVALID_FETCH_SESSION_EPOCH = 71
-MAX_WAIT_MS = 30_000
-"""A long poll waits at most this long whatever ``max_wait_ms`` asks (clients' request timeout
-is 30 s by default; they fetch again): a waiting fetch holds one of the node's request
-threads, unlike Kafka's purgatory, and must not hold it for days."""
+_RECHECK_MS = 1000
+"""A waiting fetch is checked at least this often (as the core's own wait does)."""
 
 
 def handle_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
@@ -71,16 +79,34 @@ def handle_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> A
     allowed, results = (
         (wanted, []) if services.auth is None else services.auth.fetch(ctx.caller, wanted)
     )
-    results += services.replicas.fetch(
+    started = services.replicas.start_fetch(
         allowed,
-        from_follower=False,
-        max_wait_ms=min(int(request.max_wait.total_seconds() * 1000), MAX_WAIT_MS),
+        max_wait_ms=int(request.max_wait.total_seconds() * 1000),
         min_bytes=int(request.min_bytes),
         max_bytes=int(getattr(request, "max_bytes", 2**31 - 1)),
         isolation_level=isolation_level,
         # plaintext: the records go from the page cache to the socket (sendfile)
         as_slices=ctx.connection.security_protocol in ("PLAINTEXT", "SASL_PLAINTEXT"),
     )
+    if not isinstance(started, PendingFetch):
+        return _answer(cls, top, request, results + started)
+    pending = started
+
+    def poll() -> Any:
+        if not pending.ready():
+            return None
+        if pending.reads_bytes:  # the bytes are read on a request thread, not the door's loop
+            return Later(lambda: _answer(cls, top, request, results + pending.results()))
+        return _answer(cls, top, request, results + pending.results())
+
+    return WhenReady(
+        poll=poll,
+        subscribe=pending.subscribe,
+        recheck_ms=lambda: min(pending.remaining_ms(), _RECHECK_MS),
+    )
+
+
+def _answer(cls: Any, top: dict[str, Any], request: Any, results: list[FetchResult]) -> Any:
     by_key = {(r.topic, r.partition): r for r in results}
     topics: list[tuple[str, list[FetchedPartition]]] = []
     for t in request.topics:

@@ -1,0 +1,188 @@
+"""Fetch's long poll through the Kafka door, as Kafka's ``DelayedFetch``: a fetch short of
+``min_bytes`` waits up to ``max_wait_ms`` and is answered as soon as the high watermark brings
+enough; it waits on the door's loop, holding no request thread, so consumers idling in long polls
+never starve produce requests or replication (a real cluster of 8 request threads per node, 16
+idle librdkafka consumers)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
+from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i8, i32, i64
+
+from bench import kafka_fuzz
+from deploy.local.cluster import LocalCluster
+from deploy.local.zookeeper import ZooKeeperServer
+from tests.integration.helpers import wait_for
+from tests.kafka.conftest import running_cluster
+from tests.kafka.test_confluent_kafka import create_topic
+from tests.kafka.test_group_apis import call
+
+THREADS = 8
+"""``num.request.handler.threads`` of every node (Kafka's default; odradek's is 64)."""
+IDLE_CONSUMERS = 16
+"""Twice the threads: long polls holding a thread each would take them all."""
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> Iterator[LocalCluster]:
+    with running_cluster(
+        tmp_path_factory,
+        zookeeper,
+        "long-poll",
+        overrides={"num.request.handler.threads": str(THREADS)},
+    ) as c:
+        yield c
+
+
+def leader_of(cluster: LocalCluster, topic: str) -> str:
+    """The Kafka listener of the node leading ``topic`` partition 0."""
+    for node in cluster.nodes:
+        try:
+            if kafka_fuzz.leader_partition(node.kafka_address, topic, timeout_s=2) == 0:
+                return node.kafka_address
+        except TimeoutError:
+            continue
+    raise AssertionError(f"no node leads {topic}-0")
+
+
+def fetch(address: str, topic: str, offset: int, max_wait_ms: int, min_bytes: int) -> Any:
+    """One Fetch v11 of ``topic`` partition 0 from ``offset``; (seconds taken, partition)."""
+    request = FetchRequest(
+        replica_id=BrokerId(-1),
+        max_wait=timedelta(milliseconds=max_wait_ms),
+        min_bytes=i32(min_bytes),
+        max_bytes=i32(50 * 1024 * 1024),
+        isolation_level=i8(0),
+        session_id=i32(0),
+        session_epoch=i32(-1),
+        topics=(
+            FetchTopic(
+                topic=TopicName(topic),
+                partitions=(
+                    FetchPartition(
+                        partition=i32(0),
+                        current_leader_epoch=i32(-1),
+                        fetch_offset=i64(offset),
+                        log_start_offset=i64(-1),
+                        partition_max_bytes=i32(1024 * 1024),
+                    ),
+                ),
+            ),
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+    started = time.perf_counter()
+    answer = call(address, request)
+    (t,) = answer.responses
+    (p,) = t.partitions
+    assert int(answer.error_code) == 0 and int(p.error_code) == 0, answer
+    return time.perf_counter() - started, p
+
+
+def produce(bootstrap: str, topic: str, value: bytes) -> float:
+    """One record with acks=all (idempotent); seconds until it is acknowledged."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    producer.list_topics(topic, timeout=30)  # connected, metadata known: not what is timed
+    failures: list[str] = []
+    started = time.perf_counter()
+    producer.produce(
+        topic, value, partition=0, on_delivery=lambda e, _m: e and failures.append(str(e))
+    )
+    assert producer.flush(60) == 0 and not failures, failures
+    return time.perf_counter() - started
+
+
+def test_a_fetch_waits_for_min_bytes_up_to_max_wait_and_no_longer(cluster):
+    bootstrap = cluster.kafka_bootstrap_servers
+    create_topic(bootstrap, "long-poll", partitions=1)
+    leader = leader_of(cluster, "long-poll")
+
+    # nothing arrives: answered empty once max_wait_ms has passed, not before
+    took, p = fetch(leader, "long-poll", 0, max_wait_ms=700, min_bytes=1)
+    assert 0.6 <= took < 5, took
+    assert int(p.high_watermark) == 0 and not p.records
+
+    # a record arrives while the fetch waits: answered when it is replicated, with it
+    later = threading.Timer(0.8, produce, (bootstrap, "long-poll", b"arrived"))
+    later.start()
+    try:
+        took, p = fetch(leader, "long-poll", 0, max_wait_ms=20_000, min_bytes=1)
+    finally:
+        later.join()
+    assert 0.6 <= took < 10, took
+    assert int(p.high_watermark) == 1 and b"arrived" in bytes(p.records)
+
+    # min_bytes above what there is: the fetch waits all of max_wait_ms, then answers what
+    # there is
+    took, p = fetch(leader, "long-poll", 0, max_wait_ms=900, min_bytes=10 * 1024 * 1024)
+    assert 0.8 <= took < 5, took
+    assert b"arrived" in bytes(p.records)
+
+    # enough already there: answered at once whatever max_wait_ms says
+    took, p = fetch(leader, "long-poll", 0, max_wait_ms=20_000, min_bytes=1)
+    assert took < 5 and b"arrived" in bytes(p.records)
+
+
+def test_idle_long_polls_hold_no_request_thread(cluster):
+    """Twice as many librdkafka consumers as request threads sit in 20 s long polls on the
+    partition's leader; an acks=all produce to it is still acknowledged at once (its request
+    and the followers' replication get threads), and every consumer gets the record."""
+    bootstrap = cluster.kafka_bootstrap_servers
+    create_topic(bootstrap, "idle-polls", partitions=1)
+    stop = threading.Event()
+    got: list[bytes] = []
+    errors: list[str] = []
+    assigned = threading.Semaphore(0)
+
+    def consume(i: int) -> None:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"idle-{i}",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 20_000,
+                "socket.timeout.ms": 60_000,
+            }
+        )
+        try:
+            consumer.assign([TopicPartition("idle-polls", 0, OFFSET_END)])
+            assigned.release()
+            while not stop.is_set():
+                msg = consumer.poll(0.2)
+                if msg is None:
+                    continue
+                if msg.error() is not None:
+                    errors.append(str(msg.error()))
+                else:
+                    got.append(msg.value())
+                    return
+        finally:
+            consumer.close()
+
+    consumers = [threading.Thread(target=consume, args=(i,)) for i in range(IDLE_CONSUMERS)]
+    for t in consumers:
+        t.start()
+    try:
+        for _ in consumers:
+            assert assigned.acquire(timeout=60)
+        time.sleep(3)  # each is past its ListOffsets and waiting in a long poll
+        took = produce(bootstrap, "idle-polls", b"through")
+        assert took < 5, f"an acks=all produce took {took:.1f} s beside {IDLE_CONSUMERS} polls"
+        wait_for(lambda: len(got) == IDLE_CONSUMERS, "every idle consumer getting the record", 30)
+    finally:
+        stop.set()
+        for t in consumers:
+            t.join(timeout=60)
+    assert got == [b"through"] * IDLE_CONSUMERS and not errors, errors
