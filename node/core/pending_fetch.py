@@ -59,7 +59,7 @@ class PendingFetch:
         self._read = read
         self._subscribe = subscribe
         self._as_slices = as_slices
-        self._min_bytes = max(1, min_bytes)
+        self._min_bytes = min_bytes
         self._deadline_ms = deadline_ms
         self._now_ms = now_ms
         self._shutting_down = shutting_down

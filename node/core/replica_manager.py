@@ -489,13 +489,14 @@ class ReplicaManager:
         as_slices: bool = False,
     ) -> list[FetchResult] | PendingFetch:
         """A consumer's fetch that holds no thread while it waits: reads once now and returns
-        the results when that completes it (as :meth:`fetch` would without waiting), else a
-        :class:`~node.core.pending_fetch.PendingFetch` for its caller's loop to wait on."""
+        the results when that completes it, else a :class:`~node.core.pending_fetch.PendingFetch`
+        for its caller's loop to wait on. As Kafka's ``fetchMessages``, a ``min_bytes`` of 0 is
+        answered at once (:meth:`fetch`, the gRPC door's, waits for one byte)."""
         if isolation_level not in (READ_UNCOMMITTED, READ_COMMITTED):
             raise InvalidRequestError(f"unknown isolation level {isolation_level}")
         params = _FetchParams(False, -1, max(0, max_bytes), -1, as_slices)
         results, total, stop = self._read_once(partitions, params, update_state=True)
-        if max_wait_ms <= 0 or stop or total >= max(1, min_bytes) or self._shutting_down:
+        if max_wait_ms <= 0 or stop or total >= min_bytes or self._shutting_down:
             return results
         keys = [(fp.topic, fp.partition) for fp in partitions]
         measure = dataclasses.replace(params, as_slices=True)

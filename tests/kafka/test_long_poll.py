@@ -114,6 +114,10 @@ def test_a_fetch_waits_for_min_bytes_up_to_max_wait_and_no_longer(cluster):
     assert 0.6 <= took < 5, took
     assert int(p.high_watermark) == 0 and not p.records
 
+    # min_bytes 0 asks for no wait at all (Kafka's fetchMessages: bytes >= min_bytes)
+    took, p = fetch(leader, "long-poll", 0, max_wait_ms=20_000, min_bytes=0)
+    assert took < 5 and not p.records, took
+
     # a record arrives while the fetch waits: answered when it is replicated, with it
     later = threading.Timer(0.8, produce, (bootstrap, "long-poll", b"arrived"))
     later.start()
