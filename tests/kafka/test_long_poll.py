@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i64
+from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from bench import kafka_fuzz
 from deploy.local.cluster import LocalCluster
@@ -60,7 +60,7 @@ def fetch(address: str, topic: str, offset: int, max_wait_ms: int, min_bytes: in
     """One Fetch v11 of ``topic`` partition 0 from ``offset``; (seconds taken, partition)."""
     request = FetchRequest(
         replica_id=BrokerId(-1),
-        max_wait=timedelta(milliseconds=max_wait_ms),
+        max_wait=i32Timedelta.parse(timedelta(milliseconds=max_wait_ms)),
         min_bytes=i32(min_bytes),
         max_bytes=i32(50 * 1024 * 1024),
         isolation_level=i8(0),
@@ -96,10 +96,13 @@ def produce(bootstrap: str, topic: str, value: bytes) -> float:
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     producer.list_topics(topic, timeout=30)  # connected, metadata known: not what is timed
     failures: list[str] = []
+
+    def delivered(err: Any, _msg: Any) -> None:
+        if err is not None:
+            failures.append(str(err))
+
     started = time.perf_counter()
-    producer.produce(
-        topic, value, partition=0, on_delivery=lambda e, _m: e and failures.append(str(e))
-    )
+    producer.produce(topic, value, partition=0, on_delivery=delivered)
     assert producer.flush(60) == 0 and not failures, failures
     return time.perf_counter() - started
 
@@ -170,7 +173,7 @@ def test_idle_long_polls_hold_no_request_thread(cluster):
                 if msg.error() is not None:
                     errors.append(str(msg.error()))
                 else:
-                    got.append(msg.value())
+                    got.append(msg.value() or b"")
                     return
         finally:
             consumer.close()
