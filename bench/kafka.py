@@ -9,23 +9,26 @@ every node) and 100-byte records, it measures:
   each round bracketed by the broker's gRPC produce rate from pre-built 64 KiB batches
   (``bench.cluster``'s machinery, acks=-1, 4 in flight) just before and just after it — target
   >= 0.9x;
-* the same producer into four partitions of one topic that the gRPC baseline's leader leads:
-  librdkafka keeps one produce request of a partition in flight (its statistics show it, against
-  its own mock cluster too; the figure is printed), the baseline four, so this is the same depth
-  on both sides;
+* the same producer into four partitions of a topic led by the gRPC baseline's leader, RF 3
+  and RF 1 (each beside its own baseline): librdkafka keeps one produce request of a partition in
+  flight (its statistics show it, against its own mock cluster too; the figure is printed), the
+  baseline four, so this is the same depth on both sides — target >= 0.9x;
 * confluent-kafka's consumer (assign from earliest, default fetch sizes) reading the RF-3 topic
   from the start, beside the raw gRPC fetch of the same records (``bench.cluster.run_consumer``)
-  and odradek's own ``Consumer`` (``bench.sdk.consumer_rate``) — target >= 1.0x of the raw
-  fetch; then Debian's kcat reading the same (librdkafka's fetch path without Python's
-  per-message cost), and the leader's cores while each of the three reads (a consumer whose
-  leader sits idle is limited by the client, not the door);
+  — target >= 1.0x — with librdkafka's defaults, then with ``fetch.queue.backoff.ms`` 10
+  (``CONSUMER_TUNED``: by default librdkafka pauses a partition's fetching for a second each time
+  its prefetch queue reaches 100,000 records); odradek's own ``Consumer``
+  (``bench.sdk.consumer_rate``); Debian's kcat reading the same (librdkafka's fetch path without
+  Python's per-message cost); and the leader's cores while each reads (a consumer whose leader
+  sits idle is limited by the client, not the door);
 * the same producer and consumer against librdkafka's in-process mock cluster
   (``test.mock.num.brokers=3``: real TCP ports inside the client), the client's ceiling: ours
-  over the mock's;
+  over the mock's (the mock answers a fetch with little, so its consume figure bounds nothing);
 * p50 / p99 produce latency (send to delivery callback) at half of the producer's measured rate
   into the RF-3 topic (a paced loop for ``--latency-s`` seconds);
 * the producer's rate with 1,000 idle Kafka connections held open on the leader (raw sockets
-  that did an ApiVersions and sit idle) over its rate without them, bracketed — target >= 0.9x;
+  that did an ApiVersions and sit idle) over its rate without them, bracketed, five rounds at
+  least — target >= 0.9x;
 * ``bench.kafka_fuzz``: ``--fuzz-frames`` fuzzed frames at the leader's door while a
   well-behaved confluent-kafka client runs, frames/s and the count of each outcome.
 
@@ -79,8 +82,15 @@ from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
 RECORD_BYTES = 100
 INFLIGHT = 4
-WIDE = "rf3-wide"
+WIDE = {"rf3": "rf3-wide", "rf1": "rf1-wide"}
 IDLE_CONNECTIONS = 1_000
+IDLE_ROUNDS = 5
+"""Rounds of the idle-connection ratio: one partition's producer rate is its round trip's, and
+moves by a fifth between runs on this shared machine."""
+CONSUMER_TUNED: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
+"""librdkafka stops fetching a partition whose prefetch queue holds ``queued.min.messages``
+(100,000) for ``fetch.queue.backoff.ms`` (1,000 ms by default) after each fetch that fills it: a
+consumer reading faster than 100,000 records a second idles there, whatever the broker."""
 PRODUCER_SETTINGS: dict[str, Any] = {
     "enable.idempotence": True,
     "acks": "all",
@@ -142,7 +152,9 @@ def produce_rate(
 
 def consume_rate(config: dict[str, Any], topic: str, end: int, start_offset: int = 0) -> float:
     """A consumer assigned ``topic`` partition 0 from ``start_offset`` reads up to ``end``;
-    records/s from the assignment to the last record."""
+    records/s from the assignment to the last record. ``consume`` is asked for 10,000 messages
+    with a 50 ms timeout: it waits for all of them or the timeout, so a longer one would add its
+    whole length to the last few records' time."""
     consumer = Consumer(
         {
             **config,
@@ -157,7 +169,7 @@ def consume_rate(config: dict[str, Any], topic: str, end: int, start_offset: int
         seen = 0
         deadline = start + 300
         while seen < end - start_offset and time.perf_counter() < deadline:
-            for msg in consumer.consume(num_messages=10_000, timeout=1):
+            for msg in consumer.consume(num_messages=10_000, timeout=0.05):
                 if msg.error() is not None:
                     raise RuntimeError(str(msg.error()))
                 seen += 1
@@ -398,22 +410,28 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             # -- the same depth on both sides: librdkafka keeps one produce request of a
             # partition in flight (its own statistics say so, against its mock cluster too),
             # the gRPC baseline INFLIGHT; so the producer also writes INFLIGHT partitions that
-            # the gRPC leader of rf3 leads, one batch of each in flight
-            leader_id = _leader_id(cluster, "rf3")
-            followers = [n.node_id for n in cluster.nodes if n.node_id != leader_id]
-            _create_led_topic(grpc_address, WIDE, leader_id, followers, INFLIGHT)
+            # the gRPC baseline's leader leads (with the same followers), one batch of each in
+            # flight
+            for name, rf in (("rf3", 3), ("rf1", 1)):
+                leader_id = _leader_id(cluster, name)
+                followers = [n.node_id for n in cluster.nodes if n.node_id != leader_id]
+                wide = WIDE[name]
+                _create_led_topic(grpc_address, wide, leader_id, followers[: rf - 1], INFLIGHT)
+
+                def wide_rate(topic: str = wide) -> float:
+                    return produce_rate(kafka, topic, args.records, INFLIGHT)
+
+                def baseline(topic: str = name) -> float:
+                    return grpc_rate(stubs[topic], topic)
+
+                value, ratio, ratios = _median_round(rounds, wide_rate, baseline)
+                out[f"wide_{name}_produce_records_per_s"] = round(value)
+                out[f"wide_{name}_produce_ratio"] = ratio
+                out[f"wide_{name}_produce_ratio_rounds"] = ratios
             depth = [0]
-            value, ratio, ratios = _median_round(
-                rounds,
-                lambda: produce_rate(kafka, WIDE, args.records, INFLIGHT),
-                lambda: grpc_rate(stubs["rf3"], "rf3"),
-            )
-            out["wide_produce_records_per_s"] = round(value)
-            out["wide_produce_ratio"] = ratio
-            out["wide_produce_ratio_rounds"] = ratios
             produce_rate(kafka, "rf3", args.records, 1, depth)
             out["librdkafka_in_flight_one_partition"] = depth[0]
-            produce_rate(kafka, WIDE, args.records, INFLIGHT, depth)
+            produce_rate(kafka, WIDE["rf3"], args.records, INFLIGHT, depth)
             out["librdkafka_in_flight_wide"] = depth[0]
 
             # -- consumers over everything in rf3 partition 0
@@ -429,6 +447,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             out["consume_records_per_s"] = round(value)
             out["consume_ratio"] = ratio
             out["consume_ratio_rounds"] = ratios
+            value, ratio, ratios = _median_round(
+                rounds, lambda: consume_rate({**kafka, **CONSUMER_TUNED}, "rf3", end), raw
+            )
+            out["consume_tuned_records_per_s"] = round(value)
+            out["consume_tuned_ratio"] = ratio
+            out["consume_tuned_ratio_rounds"] = ratios
             value, ratio, ratios = _median_round(
                 rounds, lambda: sdk_consumer_rate(cluster.bootstrap_servers, "rf3", end), raw
             )
@@ -446,36 +470,23 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             # where each consumer's limit lies: the leader's cores while it reads
             pid = _kafka_leader_pid(cluster, "rf3")
             for name, run in (
-                ("confluent", lambda: consume_rate(kafka, "rf3", end)),
+                ("confluent", lambda: consume_rate({**kafka, **CONSUMER_TUNED}, "rf3", end)),
                 ("kcat", lambda: kcat_consume_rate(cluster.kafka_bootstrap_servers, "rf3", end)),
                 ("raw", raw),
             ):
                 out[f"leader_cores_{name}_consume"] = round(leader_cores(pid, run)[1], 2)
             out["raw_fetch_records_per_s"] = round(raw())
             out["consume_over_sdk"] = round(
-                out["consume_records_per_s"] / out["sdk_consume_records_per_s"], 3
+                out["consume_tuned_records_per_s"] / out["sdk_consume_records_per_s"], 3
             )
 
             # -- librdkafka's mock cluster: the client's ceiling
-            holder = Producer({"test.mock.num.brokers": 3})
-            try:
-                mock = {"bootstrap.servers": mock_bootstrap(holder)}
-                mock_produce = statistics.median(
-                    produce_rate(mock, f"mock-{i}", args.records) for i in range(rounds)
-                )
-                # the mock keeps only its newest segments: read what it holds of each topic
-                consumed: list[float] = []
-                for i in range(rounds):
-                    low, high = mock_watermarks(mock, f"mock-{i}")
-                    consumed.append(consume_rate(mock, f"mock-{i}", high, start_offset=low))
-                mock_consume = statistics.median(consumed)
-            finally:
-                holder.flush(10)
+            mock_produce, mock_consume = _mock_rates(args.records, rounds)
             out["mock_produce_records_per_s"] = round(mock_produce)
             out["mock_consume_records_per_s"] = round(mock_consume)
             out["produce_over_mock"] = round(out["rf3_produce_records_per_s"] / mock_produce, 3)
             out["rf1_produce_over_mock"] = round(out["rf1_produce_records_per_s"] / mock_produce, 3)
-            out["consume_over_mock"] = round(out["consume_records_per_s"] / mock_consume, 3)
+            out["consume_over_mock"] = round(out["consume_tuned_records_per_s"] / mock_consume, 3)
 
             # -- latency at half the producer's rate
             half = out["rf3_produce_records_per_s"] / 2
@@ -491,7 +502,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             idle_ratios: list[float] = []
             before = produce_rate(kafka, "rf3", args.records)
             alive = 0
-            for _ in range(rounds):
+            for _ in range(max(rounds, IDLE_ROUNDS)):
                 idle = open_idle(leader, args.idle)
                 try:
                     with_idle.append(produce_rate(kafka, "rf3", args.records))
@@ -501,7 +512,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 after = produce_rate(kafka, "rf3", args.records)
                 idle_ratios.append(round(with_idle[-1] / ((before + after) / 2), 3))
                 before = after
-            median = sorted(range(rounds), key=lambda i: idle_ratios[i])[(rounds - 1) // 2]
+            median = sorted(range(len(idle_ratios)), key=lambda i: idle_ratios[i])[
+                (len(idle_ratios) - 1) // 2
+            ]
             out["idle_produce_records_per_s"] = round(with_idle[median])
             out["idle_ratio"] = idle_ratios[median]
             out["idle_ratio_rounds"] = idle_ratios
@@ -515,6 +528,27 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
 
     report(out)
     return out
+
+
+def _mock_rates(records: int, rounds: int) -> tuple[float, float]:
+    """(produce, consume) records/s of the same clients against librdkafka's mock cluster, which
+    lives in a producer of this process only for this measurement (its brokers' threads would
+    share the cores with the measurements after it)."""
+    holder = Producer({"test.mock.num.brokers": 3})
+    try:
+        mock = {"bootstrap.servers": mock_bootstrap(holder)}
+        produce = statistics.median(produce_rate(mock, f"mock-{i}", records) for i in range(rounds))
+        # the mock keeps only its newest segments: read what it holds of each topic
+        consumed: list[float] = []
+        for i in range(rounds):
+            low, high = mock_watermarks(mock, f"mock-{i}")
+            consumed.append(
+                consume_rate({**mock, **CONSUMER_TUNED}, f"mock-{i}", high, start_offset=low)
+            )
+    finally:
+        holder.flush(10)
+        del holder  # the last reference: the mock cluster and its threads go with it
+    return produce, statistics.median(consumed)
 
 
 def _kafka_leader(cluster: LocalCluster, topic: str) -> str:
@@ -551,7 +585,7 @@ def _create_led_topic(
                         pb.ReplicaAssignment(partition=i, broker_ids=replicas)
                         for i in range(partitions)
                     ],
-                    configs={"min.insync.replicas": "2"},
+                    configs={"min.insync.replicas": str(min(2, len(replicas)))},
                 )
             ],
             timeout_ms=30_000,
@@ -625,21 +659,27 @@ def report(out: dict[str, Any]) -> None:
             f"(rounds {out[f'{name}_produce_ratio_rounds']}; target >= 0.9)"
         )
     print(f"  gRPC pre-built rf3 acks=-1 (one more run): {out['grpc_rf3_records_per_s']} records/s")
-    if "wide_produce_records_per_s" not in out:  # --produce-only
+    if "wide_rf3_produce_records_per_s" not in out:  # --produce-only
         print(json.dumps(out, sort_keys=True))
         return
+    for name in ("rf3", "rf1"):
+        print(
+            f"produce {name} into {INFLIGHT} partitions of the gRPC baseline's leader (the "
+            f"baseline's depth): {out[f'wide_{name}_produce_records_per_s']:>9} records/s, "
+            f"{out[f'wide_{name}_produce_ratio']}x the gRPC pre-built rate (rounds "
+            f"{out[f'wide_{name}_produce_ratio_rounds']}; target >= 0.9)"
+        )
     print(
-        f"produce rf3 into {INFLIGHT} partitions of the same leader: "
-        f"{out['wide_produce_records_per_s']:>9} records/s, {out['wide_produce_ratio']}x the gRPC "
-        f"pre-built rate (rounds {out['wide_produce_ratio_rounds']}); librdkafka's most requests "
-        f"in flight to a broker: {out['librdkafka_in_flight_one_partition']} with one "
-        f"partition, {out['librdkafka_in_flight_wide']} with {INFLIGHT} (the gRPC baseline: "
-        f"{INFLIGHT})"
+        f"  librdkafka's most requests in flight to a broker: "
+        f"{out['librdkafka_in_flight_one_partition']} with one partition, "
+        f"{out['librdkafka_in_flight_wide']} with {INFLIGHT} (the gRPC baseline: {INFLIGHT})"
     )
     print(
         f"consume {out['consume_records']} records: confluent-kafka "
         f"{out['consume_records_per_s']} records/s, {out['consume_ratio']}x the raw gRPC fetch "
-        f"(rounds {out['consume_ratio_rounds']}; target >= 1.0); odradek.Consumer "
+        f"(rounds {out['consume_ratio_rounds']}; target >= 1.0); with fetch.queue.backoff.ms 10 "
+        f"{out['consume_tuned_records_per_s']} records/s, {out['consume_tuned_ratio']}x (rounds "
+        f"{out['consume_tuned_ratio_rounds']}); odradek.Consumer "
         f"{out['sdk_consume_records_per_s']} records/s, {out['sdk_consume_ratio']}x raw "
         f"(rounds {out['sdk_consume_ratio_rounds']}); confluent over odradek.Consumer "
         f"{out['consume_over_sdk']}x; raw fetch (one more run) {out['raw_fetch_records_per_s']}"
@@ -647,8 +687,8 @@ def report(out: dict[str, Any]) -> None:
     print(
         f"  kcat (librdkafka, no Python): {out['kcat_consume_records_per_s']} records/s, "
         f"{out['kcat_consume_ratio']}x the raw gRPC fetch (rounds "
-        f"{out['kcat_consume_ratio_rounds']}); the leader's cores while confluent-kafka / kcat "
-        f"/ the raw fetch read: {out['leader_cores_confluent_consume']} / "
+        f"{out['kcat_consume_ratio_rounds']}); the leader's cores while confluent-kafka "
+        f"(tuned) / kcat / the raw fetch read: {out['leader_cores_confluent_consume']} / "
         f"{out['leader_cores_kcat_consume']} / {out['leader_cores_raw_consume']}"
     )
     print(

@@ -37,10 +37,14 @@ def test_kafka_benchmark_prints_its_figures_as_one_json_line(tmp_path, capsys):
         "rf1_produce_records_per_s",
         "rf1_produce_ratio",
         "grpc_rf3_records_per_s",
-        "wide_produce_records_per_s",
-        "wide_produce_ratio",
+        "wide_rf3_produce_records_per_s",
+        "wide_rf3_produce_ratio",
+        "wide_rf1_produce_records_per_s",
+        "wide_rf1_produce_ratio",
         "consume_records_per_s",
         "consume_ratio",
+        "consume_tuned_records_per_s",
+        "consume_tuned_ratio",
         "sdk_consume_records_per_s",
         "sdk_consume_ratio",
         "raw_fetch_records_per_s",
@@ -73,6 +77,7 @@ def test_kafka_benchmark_prints_its_figures_as_one_json_line(tmp_path, capsys):
     outcomes = figures["fuzz_outcomes"]
     assert isinstance(outcomes, dict) and sum(outcomes.values()) == 300
     assert figures["idle_still_open"] == 50
+    assert len(figures["idle_ratio_rounds"]) == 5
     assert figures["nodes_running"] == 3
     assert figures["fuzz_well_behaved_missing"] == 0
 
@@ -88,4 +93,4 @@ def test_produce_only_reports_the_producer_against_grpc_alone(tmp_path, capsys):
     assert json.loads(last) == figures
     for key in ("rf3_produce_ratio", "rf1_produce_ratio", "grpc_rf3_records_per_s"):
         assert isinstance(figures[key], int | float), key
-    assert "wide_produce_ratio" not in figures and "fuzz_frames" not in figures
+    assert "wide_rf3_produce_ratio" not in figures and "fuzz_frames" not in figures
