@@ -327,6 +327,21 @@ def close_all(sockets: list[socket.socket]) -> None:
 
 
 # -- the run -----------------------------------------------------------------------------------
+def _ratio_into(
+    out: dict[str, Any],
+    key: str,
+    rounds: int,
+    measure: Callable[[], float],
+    baseline: Callable[[], float],
+) -> None:
+    """:func:`_median_round`'s figures into ``out`` as ``<key>_records_per_s``, ``<key>_ratio``
+    and ``<key>_ratio_rounds``."""
+    value, ratio, ratios = _median_round(rounds, measure, baseline)
+    out[f"{key}_records_per_s"] = round(value)
+    out[f"{key}_ratio"] = ratio
+    out[f"{key}_ratio_rounds"] = ratios
+
+
 def _median_round(
     rounds: int, measure: Callable[[], float], baseline: Callable[[], float]
 ) -> tuple[float, float, list[float]]:
@@ -390,18 +405,15 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 stubs[name] = _leader_stub(cluster, name)
 
             # -- producer vs the broker's gRPC rate
+            def theirs(topic: str) -> Callable[[], float]:
+                return lambda: grpc_rate(stubs[topic], topic)
+
             for name in ("rf3", "rf1"):
 
                 def ours(topic: str = name) -> float:
                     return produce_rate(kafka, topic, args.records)
 
-                def theirs(topic: str = name) -> float:
-                    return grpc_rate(stubs[topic], topic)
-
-                value, ratio, ratios = _median_round(rounds, ours, theirs)
-                out[f"{name}_produce_records_per_s"] = round(value)
-                out[f"{name}_produce_ratio"] = ratio
-                out[f"{name}_produce_ratio_rounds"] = ratios
+                _ratio_into(out, f"{name}_produce", rounds, ours, theirs(name))
             out["grpc_rf3_records_per_s"] = round(grpc_rate(stubs["rf3"], "rf3"))
             if args.produce_only:
                 report(out)
@@ -421,13 +433,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 def wide_rate(topic: str = wide) -> float:
                     return produce_rate(kafka, topic, args.records, INFLIGHT)
 
-                def baseline(topic: str = name) -> float:
-                    return grpc_rate(stubs[topic], topic)
-
-                value, ratio, ratios = _median_round(rounds, wide_rate, baseline)
-                out[f"wide_{name}_produce_records_per_s"] = round(value)
-                out[f"wide_{name}_produce_ratio"] = ratio
-                out[f"wide_{name}_produce_ratio_rounds"] = ratios
+                _ratio_into(out, f"wide_{name}_produce", rounds, wide_rate, theirs(name))
             depth = [0]
             produce_rate(kafka, "rf3", args.records, 1, depth)
             out["librdkafka_in_flight_one_partition"] = depth[0]
@@ -441,37 +447,22 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             def raw() -> float:
                 return end / run_consumer(stubs["rf3"], end, 0, topic="rf3")
 
-            value, ratio, ratios = _median_round(
-                rounds, lambda: consume_rate(kafka, "rf3", end), raw
-            )
-            out["consume_records_per_s"] = round(value)
-            out["consume_ratio"] = ratio
-            out["consume_ratio_rounds"] = ratios
-            value, ratio, ratios = _median_round(
-                rounds, lambda: consume_rate({**kafka, **CONSUMER_TUNED}, "rf3", end), raw
-            )
-            out["consume_tuned_records_per_s"] = round(value)
-            out["consume_tuned_ratio"] = ratio
-            out["consume_tuned_ratio_rounds"] = ratios
-            value, ratio, ratios = _median_round(
-                rounds, lambda: sdk_consumer_rate(cluster.bootstrap_servers, "rf3", end), raw
-            )
-            out["sdk_consume_records_per_s"] = round(value)
-            out["sdk_consume_ratio"] = ratio
-            out["sdk_consume_ratio_rounds"] = ratios
-            value, ratio, ratios = _median_round(
-                rounds,
-                lambda: kcat_consume_rate(cluster.kafka_bootstrap_servers, "rf3", end),
-                raw,
-            )
-            out["kcat_consume_records_per_s"] = round(value)
-            out["kcat_consume_ratio"] = ratio
-            out["kcat_consume_ratio_rounds"] = ratios
+            kafka_tuned = {**kafka, **CONSUMER_TUNED}
+            consumers: dict[str, Callable[[], float]] = {
+                "consume": lambda: consume_rate(kafka, "rf3", end),
+                "consume_tuned": lambda: consume_rate(kafka_tuned, "rf3", end),
+                "sdk_consume": lambda: sdk_consumer_rate(cluster.bootstrap_servers, "rf3", end),
+                "kcat_consume": lambda: kcat_consume_rate(
+                    cluster.kafka_bootstrap_servers, "rf3", end
+                ),
+            }
+            for key, consume in consumers.items():
+                _ratio_into(out, key, rounds, consume, raw)
             # where each consumer's limit lies: the leader's cores while it reads
             pid = _kafka_leader_pid(cluster, "rf3")
             for name, run in (
-                ("confluent", lambda: consume_rate({**kafka, **CONSUMER_TUNED}, "rf3", end)),
-                ("kcat", lambda: kcat_consume_rate(cluster.kafka_bootstrap_servers, "rf3", end)),
+                ("confluent", consumers["consume_tuned"]),
+                ("kcat", consumers["kcat_consume"]),
                 ("raw", raw),
             ):
                 out[f"leader_cores_{name}_consume"] = round(leader_cores(pid, run)[1], 2)
@@ -497,7 +488,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             out["half_load_p99_ms"] = round(p99, 2)
 
             # -- idle connections on the leader's Kafka listener
-            leader = _kafka_leader(cluster, "rf3")
+            leader = kafka_leader(cluster, "rf3")
             with_idle: list[float] = []
             idle_ratios: list[float] = []
             before = produce_rate(kafka, "rf3", args.records)
@@ -551,7 +542,7 @@ def _mock_rates(records: int, rounds: int) -> tuple[float, float]:
     return produce, statistics.median(consumed)
 
 
-def _kafka_leader(cluster: LocalCluster, topic: str) -> str:
+def kafka_leader(cluster: LocalCluster, topic: str) -> str:
     """The Kafka listener of the node leading ``topic`` partition 0."""
     for node in cluster.nodes:
         try:
@@ -564,7 +555,7 @@ def _kafka_leader(cluster: LocalCluster, topic: str) -> str:
 
 def _leader_id(cluster: LocalCluster, topic: str) -> int:
     """The node id of ``topic`` partition 0's leader."""
-    leader = _kafka_leader(cluster, topic)
+    leader = kafka_leader(cluster, topic)
     return next(n.node_id for n in cluster.nodes if n.kafka_address == leader)
 
 
@@ -597,7 +588,7 @@ def _create_led_topic(
 
 
 def _kafka_leader_pid(cluster: LocalCluster, topic: str) -> int:
-    leader = _kafka_leader(cluster, topic)
+    leader = kafka_leader(cluster, topic)
     for node in cluster.nodes:
         if node.kafka_address == leader and node.process is not None:
             return node.process.pid

@@ -6,6 +6,7 @@ idle librdkafka consumers)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopi
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
-from bench import kafka_fuzz
+from bench.kafka import kafka_leader
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from tests.integration.helpers import wait_for
@@ -43,17 +44,6 @@ def cluster(
         overrides={"num.request.handler.threads": str(THREADS)},
     ) as c:
         yield c
-
-
-def leader_of(cluster: LocalCluster, topic: str) -> str:
-    """The Kafka listener of the node leading ``topic`` partition 0."""
-    for node in cluster.nodes:
-        try:
-            if kafka_fuzz.leader_partition(node.kafka_address, topic, timeout_s=2) == 0:
-                return node.kafka_address
-        except TimeoutError:
-            continue
-    raise AssertionError(f"no node leads {topic}-0")
 
 
 def fetch(address: str, topic: str, offset: int, max_wait_ms: int, min_bytes: int) -> Any:
@@ -107,39 +97,61 @@ def produce(bootstrap: str, topic: str, value: bytes) -> float:
     return time.perf_counter() - started
 
 
+@contextlib.contextmanager
+def node_logs_on_failure(cluster: LocalCluster) -> Iterator[None]:
+    """Every node's log tail printed if the block fails (the module's cluster outlives it)."""
+    try:
+        yield
+    except BaseException:
+        for node in cluster.nodes:
+            print(f"--- node {node.node_id} log tail ---\n{node.tail(60)}")
+        raise
+
+
 def test_a_fetch_waits_for_min_bytes_up_to_max_wait_and_no_longer(cluster):
     bootstrap = cluster.kafka_bootstrap_servers
-    create_topic(bootstrap, "long-poll", partitions=1)
-    leader = leader_of(cluster, "long-poll")
+    with node_logs_on_failure(cluster):
+        create_topic(bootstrap, "long-poll", partitions=1)
+        produce(bootstrap, "long-poll", b"first")  # the partition replicating: offset 0
+        leader = kafka_leader(cluster, "long-poll")
 
-    # nothing arrives: answered empty once max_wait_ms has passed, not before
-    took, p = fetch(leader, "long-poll", 0, max_wait_ms=700, min_bytes=1)
-    assert 0.6 <= took < 5, took
-    assert int(p.high_watermark) == 0 and not p.records
+        # nothing arrives: answered empty once max_wait_ms has passed, not before
+        took, p = fetch(leader, "long-poll", 1, max_wait_ms=700, min_bytes=1)
+        assert 0.6 <= took < 5, took
+        assert int(p.high_watermark) == 1 and not p.records
 
-    # min_bytes 0 asks for no wait at all (Kafka's fetchMessages: bytes >= min_bytes)
-    took, p = fetch(leader, "long-poll", 0, max_wait_ms=20_000, min_bytes=0)
-    assert took < 5 and not p.records, took
+        # min_bytes 0 asks for no wait at all (Kafka's fetchMessages: bytes >= min_bytes)
+        took, p = fetch(leader, "long-poll", 1, max_wait_ms=20_000, min_bytes=0)
+        assert took < 5 and not p.records, took
 
-    # a record arrives while the fetch waits: answered when it is replicated, with it
-    later = threading.Timer(0.8, produce, (bootstrap, "long-poll", b"arrived"))
-    later.start()
-    try:
+        # a record arrives while the fetch waits: answered when it is replicated, with it
+        produced: list[float | BaseException] = []
+
+        def later() -> None:
+            try:
+                produced.append(produce(bootstrap, "long-poll", b"arrived"))
+            except BaseException as e:
+                produced.append(e)
+
+        timer = threading.Timer(0.8, later)
+        timer.start()
+        try:
+            took, p = fetch(leader, "long-poll", 1, max_wait_ms=20_000, min_bytes=1)
+        finally:
+            timer.join()
+        assert len(produced) == 1 and isinstance(produced[0], float), produced
+        assert 0.6 <= took < 10, (took, produced)
+        assert int(p.high_watermark) == 2 and b"arrived" in bytes(p.records)
+
+        # min_bytes above what there is: the fetch waits all of max_wait_ms, then answers what
+        # there is
+        took, p = fetch(leader, "long-poll", 0, max_wait_ms=900, min_bytes=10 * 1024 * 1024)
+        assert 0.8 <= took < 5, took
+        assert b"first" in bytes(p.records) and b"arrived" in bytes(p.records)
+
+        # enough already there: answered at once whatever max_wait_ms says
         took, p = fetch(leader, "long-poll", 0, max_wait_ms=20_000, min_bytes=1)
-    finally:
-        later.join()
-    assert 0.6 <= took < 10, took
-    assert int(p.high_watermark) == 1 and b"arrived" in bytes(p.records)
-
-    # min_bytes above what there is: the fetch waits all of max_wait_ms, then answers what
-    # there is
-    took, p = fetch(leader, "long-poll", 0, max_wait_ms=900, min_bytes=10 * 1024 * 1024)
-    assert 0.8 <= took < 5, took
-    assert b"arrived" in bytes(p.records)
-
-    # enough already there: answered at once whatever max_wait_ms says
-    took, p = fetch(leader, "long-poll", 0, max_wait_ms=20_000, min_bytes=1)
-    assert took < 5 and b"arrived" in bytes(p.records)
+        assert took < 5 and b"first" in bytes(p.records)
 
 
 def test_idle_long_polls_hold_no_request_thread(cluster):
@@ -181,15 +193,16 @@ def test_idle_long_polls_hold_no_request_thread(cluster):
     consumers = [threading.Thread(target=consume, args=(i,)) for i in range(IDLE_CONSUMERS)]
     for t in consumers:
         t.start()
-    try:
-        for _ in consumers:
-            assert assigned.acquire(timeout=60)
-        time.sleep(3)  # each is past its ListOffsets and waiting in a long poll
-        took = produce(bootstrap, "idle-polls", b"through")
-        assert took < 5, f"an acks=all produce took {took:.1f} s beside {IDLE_CONSUMERS} polls"
-        wait_for(lambda: len(got) == IDLE_CONSUMERS, "every idle consumer getting the record", 30)
-    finally:
-        stop.set()
-        for t in consumers:
-            t.join(timeout=60)
+    with node_logs_on_failure(cluster):
+        try:
+            for _ in consumers:
+                assert assigned.acquire(timeout=60)
+            time.sleep(3)  # each is past its ListOffsets and waiting in a long poll
+            took = produce(bootstrap, "idle-polls", b"through")
+            assert took < 5, f"an acks=all produce took {took:.1f} s beside the long polls"
+            wait_for(lambda: len(got) == IDLE_CONSUMERS, "every consumer getting the record", 30)
+        finally:
+            stop.set()
+            for t in consumers:
+                t.join(timeout=60)
     assert got == [b"through"] * IDLE_CONSUMERS and not errors, errors
