@@ -23,7 +23,7 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any, Protocol
+from typing import Any
 
 from node.coordinator.classic_group import (
     COORDINATOR_NOT_AVAILABLE,
@@ -52,10 +52,9 @@ from node.coordinator.group_requests import ListedGroup
 from node.coordinator.group_state import (
     ConsumerGroup,
     GroupRecord,
-    GroupShard,
     delete_group_records,
 )
-from node.coordinator.mixed_coordinator import MixedGroups
+from node.coordinator.mixed_coordinator import MixedGroups, MixedShard
 from odradek.clock import Clock
 from odradek.errors import NonEmptyGroupError, OdradekError
 from odradek.group_records import (
@@ -82,16 +81,8 @@ def classic_config(config: GroupCoordinatorConfig) -> ClassicGroupConfig:
     )
 
 
-class ClassicShard(Protocol):
-    """What the facade needs of a coordinator shard."""
-
-    partition: int
-    lock: Any
-    state: GroupShard
-    classic: dict[str, ClassicGroup]
-    classic_waiters: dict[tuple[str, str, str], list[Future[Any]]]
-    sessions: dict[tuple[str, str], int]
-    revocations: dict[tuple[str, str], int]
+ClassicShard = MixedShard
+"""What the facade needs of a coordinator shard: what the mixed groups need of it."""
 
 
 def _mixed(shard: ClassicShard, group_id: str) -> ConsumerGroup | None:
