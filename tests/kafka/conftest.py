@@ -8,14 +8,18 @@ from __future__ import annotations
 import contextlib
 import itertools
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from kazoo.client import KazooClient
 
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
+from tests.integration import helpers
+
+T = TypeVar("T")
 
 JS_CLIENTS = Path(__file__).parent / "js"
 _chroots = itertools.count()
@@ -26,6 +30,12 @@ def require(executable: str) -> str:
     if path is None:
         raise RuntimeError(f"{executable} is not installed: run bash scripts/setup.sh")
     return path
+
+
+def wait_for(condition: Callable[[], T | None], what: str, timeout_s: float = 90.0) -> T:
+    """:func:`tests.integration.helpers.wait_for` with the longer wait real clients' rebalances
+    need: polls ``condition`` until it returns something truthy, or fails naming ``what``."""
+    return helpers.wait_for(condition, what, timeout_s)
 
 
 @contextlib.contextmanager

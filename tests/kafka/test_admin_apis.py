@@ -9,9 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -43,7 +42,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
-from tests.kafka.conftest import JS_CLIENTS, require, running_cluster
+from tests.kafka.conftest import JS_CLIENTS, require, running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic, produce, unique
 
 # kafka-python 3 reads its JSON schemas with importlib.resources.read_text, deprecated on 3.11
@@ -96,24 +95,13 @@ def failure(future: Any) -> KafkaError:
     return error
 
 
-def eventually(check: Callable[[], Any], what: str, timeout_s: float = 60) -> Any:
-    """Polls ``check`` until it returns something truthy (cluster state settling)."""
-    deadline = time.monotonic() + timeout_s  # noqa: TID251
-    while time.monotonic() < deadline:  # noqa: TID251
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"not after {timeout_s} s: {what}")
-
-
 @pytest.fixture(scope="module")
 def admin(bootstrap: str, kafka_cluster: LocalCluster) -> AdminClient:
     """confluent-kafka's admin client, once the nodes know each other (a node answers Metadata
     without brokers until the controller's first update reaches it, and librdkafka's admin
     calls then wait for their next metadata refresh)."""
     client = admin_client(bootstrap)
-    eventually(
+    wait_for(
         lambda: len(client.list_topics(timeout=10).brokers) == len(kafka_cluster.nodes),
         "every node in the metadata",
     )
@@ -143,7 +131,7 @@ def test_create_topics_with_configs_defaults_and_validate_only(admin, bootstrap)
         operation_timeout=30,
     )
     assert [error_of(f) for f in futures.values()] == [None, None]
-    md = eventually(
+    md = wait_for(
         lambda: (
             (t := admin.list_topics(timeout=10).topics).keys() >= {with_configs, defaults} and t
         ),
@@ -190,7 +178,7 @@ def test_delete_topics_and_an_unknown_one(admin, bootstrap):
     futures = admin.delete_topics([name, missing], operation_timeout=30)
     assert error_of(futures[name]) is None
     assert failure(futures[missing]).code() == KafkaError.UNKNOWN_TOPIC_OR_PART
-    eventually(lambda: name not in admin.list_topics(timeout=10).topics, f"{name} deleted")
+    wait_for(lambda: name not in admin.list_topics(timeout=10).topics, f"{name} deleted")
 
 
 def test_create_partitions_grows_a_topic_and_refuses_to_shrink(admin, bootstrap):
@@ -198,7 +186,7 @@ def test_create_partitions_grows_a_topic_and_refuses_to_shrink(admin, bootstrap)
     create_topic(bootstrap, name, partitions=1)
     futures = admin.create_partitions([NewPartitions(name, 4)], operation_timeout=30)
     assert error_of(futures[name]) is None
-    eventually(
+    wait_for(
         lambda: len(admin.list_topics(name, timeout=10).topics[name].partitions) == 4,
         "four partitions",
     )
@@ -414,7 +402,7 @@ def acl_bootstrap(
             except KafkaException:
                 return False
 
-        eventually(brokers, "the node in its metadata")
+        wait_for(brokers, "the node in its metadata")
         yield cluster.kafka_bootstrap_servers
 
 
@@ -510,7 +498,7 @@ def test_the_door_checks_acls_for_the_connections_principal(acl_bootstrap):
     admin.delete_acls([_filter(locked, ResourcePatternType.LITERAL)])[
         _filter(locked, ResourcePatternType.LITERAL)
     ].result(timeout=60)
-    eventually(lambda: locked in admin.list_topics(timeout=10).topics, f"{locked} kept")
+    wait_for(lambda: locked in admin.list_topics(timeout=10).topics, f"{locked} kept")
 
 
 # -- kafka-python 3: reassignments, elections, log dirs, producers ------------------------------
@@ -526,14 +514,17 @@ def _replicas(admin: AdminClient, topic: str, partition: int) -> tuple[int, list
 def test_reassignment_then_preferred_election_moves_the_leader(admin, kp_admin, bootstrap):
     name = unique("move")
     create_topic(bootstrap, name, partitions=1)
-    leader, replicas = eventually(
-        lambda: (r := _replicas(admin, name, 0))[1] and r, "the partition in the metadata"
-    )
+
+    def known() -> tuple[int, list[int]] | None:
+        found = _replicas(admin, name, 0)
+        return found if found[1] else None
+
+    leader, replicas = wait_for(known, "the partition in the metadata")
     assert leader == replicas[0]
     reordered = [*replicas[1:], replicas[0]]
     tp = KpTopicPartition(name, 0)
     kp_admin.alter_partition_reassignments({tp: reordered}, timeout_ms=30_000)
-    eventually(
+    wait_for(
         lambda: (
             _replicas(admin, name, 0)[1] == reordered
             and not kp_admin.list_partition_reassignments({name: [0]})
@@ -544,7 +535,7 @@ def test_reassignment_then_preferred_election_moves_the_leader(admin, kp_admin, 
         timeout=60
     )
     assert result[TopicPartition(name, 0)] is None
-    eventually(lambda: _replicas(admin, name, 0)[0] == reordered[0], "the preferred leader")
+    wait_for(lambda: _replicas(admin, name, 0)[0] == reordered[0], "the preferred leader")
 
 
 def test_cancelling_no_reassignment_answers_no_reassignment_in_progress(kp_admin, bootstrap):
@@ -571,7 +562,7 @@ def test_describe_log_dirs_shows_every_replicas_size(kp_admin, bootstrap):
     assert len(sizes) == 3, answers
     # ten records of 100 bytes in batches: at least the values, and the same on each replica
     assert min(sizes.values()) > 1000
-    eventually(
+    wait_for(
         lambda: (
             len(
                 {
@@ -614,7 +605,7 @@ def test_describe_producers_on_a_node_without_the_partition(admin, kp_admin, kaf
             return True
         raise AssertionError(f"node {other} described a partition it has no replica of")
 
-    eventually(refused_as_not_hosted, "NOT_LEADER_OR_FOLLOWER from a node without a replica")
+    wait_for(refused_as_not_hosted, "NOT_LEADER_OR_FOLLOWER from a node without a replica")
 
 
 # -- kafka-python 3 and aiokafka: topics and configs ---------------------------------------------
@@ -625,13 +616,13 @@ def test_kafka_python_creates_describes_and_deletes_topics(kp_admin, admin):
     kp_admin.create_topics(
         {name: {"num_partitions": 2, "replication_factor": 3, "configs": {"retention.ms": "70000"}}}
     )
-    eventually(lambda: name in admin.list_topics(timeout=10).topics, "the topic")
+    wait_for(lambda: name in admin.list_topics(timeout=10).topics, "the topic")
     described = kp_admin.describe_configs([KpConfigResource(KpConfigResourceType.TOPIC, name)])
     retention = described["topic"][name]["retention.ms"]
     assert retention["value"] == "70000"
     assert retention["config_source"] == "DYNAMIC_TOPIC_CONFIG"
     kp_admin.delete_topics([name])
-    eventually(lambda: name not in admin.list_topics(timeout=10).topics, "the topic gone")
+    wait_for(lambda: name not in admin.list_topics(timeout=10).topics, "the topic gone")
 
 
 def test_aiokafka_creates_describes_and_deletes_topics(bootstrap, admin):
@@ -658,7 +649,7 @@ def test_aiokafka_creates_describes_and_deletes_topics(bootstrap, admin):
     entries = {e[0]: (e[1], e[3]) for e in resource[4]}  # name: (value, config source)
     assert entries["retention.ms"] == ("80000", 1)  # DYNAMIC_TOPIC_CONFIG
     assert entries["segment.bytes"][1] == 5  # DEFAULT_CONFIG
-    eventually(lambda: name not in admin.list_topics(timeout=10).topics, "the topic gone")
+    wait_for(lambda: name not in admin.list_topics(timeout=10).topics, "the topic gone")
 
 
 # -- kafkajs ------------------------------------------------------------------------------------

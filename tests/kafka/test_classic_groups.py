@@ -20,9 +20,8 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -41,7 +40,7 @@ from kio.static.primitive import i8, i32, i32Timedelta
 from bench import kafka_fuzz as fuzz
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
-from tests.kafka.conftest import running_cluster
+from tests.kafka.conftest import running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic
 
 PARTITIONS = 6
@@ -63,15 +62,6 @@ def kafka_cluster(
         },
     ) as cluster:
         yield cluster
-
-
-def wait_for(what: str, condition: Callable[[], bool], timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s  # noqa: TID251
-    while time.monotonic() < deadline:  # noqa: TID251
-        if condition():
-            return
-        threading.Event().wait(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def produce(bootstrap: str, topic: str, per_partition: int, start: int = 0) -> None:
@@ -168,17 +158,17 @@ def test_kafka_python_group_of_three_splits_a_topic(kafka_cluster, bootstrap):
     for m in members:
         m.start()
     try:
-        wait_for("three members splitting six partitions", lambda: split(members))
+        wait_for(lambda: split(members), "three members splitting six partitions")
         first = [m.partitions() for m in members]
         wait_for(
-            "every partition read",
             lambda: {p for m in members for p, _ in m.read} == set(range(PARTITIONS)),
+            "every partition read",
         )
         # the split held while they read (heartbeats, no rebalance)
         assert [m.partitions() for m in members] == first
         # a member leaves (LeaveGroup): the two others take its partitions
         members[0].stop()
-        wait_for("two members splitting six partitions", lambda: split(members[1:]))
+        wait_for(lambda: split(members[1:]), "two members splitting six partitions")
     finally:
         for m in members[1:]:
             m.stop()
@@ -193,10 +183,10 @@ def test_kafka_python_commit_close_restart_resumes(kafka_cluster, bootstrap):
     members = [PythonMember(bootstrap, topic, group, commit=True) for _ in range(3)]
     for m in members:
         m.start()
-    wait_for("three members splitting six partitions", lambda: split(members))
+    wait_for(lambda: split(members), "three members splitting six partitions")
     wait_for(
-        "sixty records read",
         lambda: len({r for m in members for r in m.read}) == PARTITIONS * 10,
+        "sixty records read",
     )
     for m in members:
         m.stop()
@@ -204,7 +194,7 @@ def test_kafka_python_commit_close_restart_resumes(kafka_cluster, bootstrap):
     again = PythonMember(bootstrap, topic, group, commit=True)
     again.start()
     try:
-        wait_for("the new records read", lambda: len(again.read) >= PARTITIONS * 3)
+        wait_for(lambda: len(again.read) >= PARTITIONS * 3, "the new records read")
         # it resumed at the committed offsets: only the records produced after
         assert sorted(again.read) == sorted(
             (p, o) for p in range(PARTITIONS) for o in range(10, 13)
@@ -274,8 +264,8 @@ def test_confluent_cooperative_sticky_fourth_member_moves_only_its_partitions(
         m.start()
     try:
         wait_for(
-            "three members with two partitions each",
             lambda: split(members) and all(len(m.partitions()) == 2 for m in members),
+            "three members with two partitions each",
         )
         before = [m.partitions() for m in members]
         for m in members:
@@ -284,7 +274,7 @@ def test_confluent_cooperative_sticky_fourth_member_moves_only_its_partitions(
         fourth = ConfluentMember(bootstrap, topic, group)
         fourth.start()
         members.append(fourth)
-        wait_for("four members splitting six partitions", lambda: split(members))
+        wait_for(lambda: split(members), "four members splitting six partitions")
         after = [m.partitions() for m in members[:3]]
         for old, new, m in zip(before, after, members[:3], strict=True):
             revoked = frozenset().union(*m.revoked) if m.revoked else frozenset()
@@ -335,20 +325,20 @@ def test_sigkilled_members_partitions_move_after_its_session_timeout(kafka_clust
     survivor.start()
     try:
         wait_for(
-            "the two members splitting the partitions",
             lambda: (
                 bool(seen)
                 and seen[-1] != "assigned"
                 and len(seen[-1].split()) - 1 + len(survivor.partitions()) == PARTITIONS
                 and bool(survivor.partitions())
             ),
+            "the two members splitting the partitions",
         )
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
         # no LeaveGroup: the coordinator removes it once its session (6 s) expires
         wait_for(
-            "the survivor owning every partition",
             lambda: survivor.partitions() == frozenset(range(PARTITIONS)),
+            "the survivor owning every partition",
         )
     finally:
         if proc.poll() is None:
@@ -375,13 +365,13 @@ def test_static_member_restarted_within_its_session_gets_its_partitions_back(
     b.start()
     restarted: PythonMember | None = None
     try:
-        wait_for("two static members splitting the partitions", lambda: split([a, b]))
+        wait_for(lambda: split([a, b]), "two static members splitting the partitions")
         owned = a.partitions()
         revocations = b.revocations
         a.stop()
         restarted = PythonMember(bootstrap, topic, group, instance_id="static-a")
         restarted.start()
-        wait_for("the restarted member's partitions", lambda: bool(restarted.partitions()))
+        wait_for(lambda: bool(restarted.partitions()), "the restarted member's partitions")
         assert restarted.partitions() == owned
         assert b.revocations == revocations  # b went on without a rebalance
     finally:
@@ -402,7 +392,7 @@ def test_describe_and_list_show_a_classic_group(kafka_cluster, bootstrap):
         m.start()
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        wait_for("two members splitting the partitions", lambda: split(members))
+        wait_for(lambda: split(members), "two members splitting the partitions")
         described = admin.describe_groups([group])[group]
         assert (described["group_state"], described["protocol_type"]) == ("Stable", "consumer")
         assert described["protocol_data"] in ("range", "roundrobin", "sticky")
@@ -488,7 +478,7 @@ def _coordinator(cluster: LocalCluster, group: str) -> str:
         found[:] = [r]
         return int(r.error_code) == 0
 
-    wait_for("the group's coordinator", ready)
+    wait_for(ready, "the group's coordinator")
     return f"{found[0].host}:{found[0].port}"
 
 
@@ -625,7 +615,7 @@ def test_coordinator_failover_keeps_the_group(kafka_cluster, bootstrap):
     for m in members:
         m.start()
     try:
-        wait_for("two members splitting the partitions", lambda: split(members))
+        wait_for(lambda: split(members), "two members splitting the partitions")
         before = [m.partitions() for m in members]
         revocations = [m.revocations for m in members]
         # kafka-python keeps its member id and generation here (no public accessor)
@@ -651,7 +641,7 @@ def test_coordinator_failover_keeps_the_group(kafka_cluster, bootstrap):
             return codes == [0, 0]
 
         wait_for(
-            "the new coordinator answering the members' heartbeats", known_to_the_new_coordinator
+            known_to_the_new_coordinator, "the new coordinator answering the members' heartbeats"
         )
         assert [m.partitions() for m in members] == before
         assert [m.revocations for m in members] == revocations

@@ -13,7 +13,6 @@ import io
 import random
 import socket
 import struct
-import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -65,7 +64,7 @@ from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from odradek import Consumer as OdradekConsumer
 from odradek import TopicPartition as OdradekTopicPartition
-from tests.kafka.conftest import running_cluster
+from tests.kafka.conftest import running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic, produce, unique
 
 _KAFKA_PYTHON_WARNING = "ignore:read_text is deprecated:DeprecationWarning"
@@ -88,16 +87,6 @@ NOT_COORDINATOR = 16
 UNKNOWN_TOPIC_ID = 100
 
 
-def eventually(check: Callable[[], Any], what: str, timeout_s: float = 90) -> Any:
-    deadline = time.monotonic() + timeout_s  # noqa: TID251
-    while time.monotonic() < deadline:  # noqa: TID251
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"not after {timeout_s} s: {what}")
-
-
 def kip848(bootstrap: str, group: str, **config: object) -> Consumer:
     return Consumer(
         {
@@ -118,7 +107,7 @@ def partitions_of(consumer: Consumer) -> set[int]:
 @pytest.fixture(scope="module")
 def admin(bootstrap: str, kafka_cluster: LocalCluster) -> AdminClient:
     client = AdminClient({"bootstrap.servers": bootstrap})
-    eventually(
+    wait_for(
         lambda: len(client.list_topics(timeout=10).brokers) == len(kafka_cluster.nodes),
         "every node in the metadata",
     )
@@ -147,7 +136,7 @@ def wait_split(
         union = set().union(*sets)
         return all(sets) and sum(map(len, sets)) == partitions and union == set(range(partitions))
 
-    eventually(split, "the members split the partitions")
+    wait_for(split, "the members split the partitions")
 
 
 # -- KIP-848 over the wire: librdkafka's group.protocol=consumer ---------------------------------
@@ -170,7 +159,7 @@ def test_three_kip848_consumers_split_a_topic_and_a_restart_resumes_at_the_commi
             c.poll(0.05)
         return all(len(partitions_of(c)) == 2 for c in consumers)
 
-    eventually(balanced, "two partitions each")
+    wait_for(balanced, "two partitions each")
     owned = [partitions_of(c) for c in consumers]
 
     produce(bootstrap, topic, [{"value": f"a{i}".encode(), "partition": i % 6} for i in range(60)])
@@ -187,7 +176,7 @@ def test_three_kip848_consumers_split_a_topic_and_a_restart_resumes_at_the_commi
             seen[key] = n
         return len(seen) == 60
 
-    eventually(consume_all, "60 records consumed")
+    wait_for(consume_all, "60 records consumed")
     for c in consumers:
         c.commit(asynchronous=False)
 
@@ -217,7 +206,7 @@ def test_three_kip848_consumers_split_a_topic_and_a_restart_resumes_at_the_commi
         return len(values) >= 30
 
     try:
-        eventually(rest, "the 30 new records")
+        wait_for(rest, "the 30 new records")
         assert sorted(values) == sorted(f"b{i}".encode() for i in range(30))
         assert restarted.poll(1.0) is None
     finally:
@@ -230,10 +219,8 @@ def test_admin_client_lists_describes_alters_deletes_offsets_and_groups(bootstra
     produce(bootstrap, topic, [{"value": b"x", "partition": i % 3} for i in range(9)])
     member = kip848(bootstrap, group)
     member.subscribe([topic])
-    eventually(
-        lambda: member.poll(0.1) is not None or partitions_of(member) == {0, 1, 2}, "assigned"
-    )
-    eventually(lambda: (member.poll(0.05), partitions_of(member) == {0, 1, 2})[1], "assigned")
+    wait_for(lambda: member.poll(0.1) is not None or partitions_of(member) == {0, 1, 2}, "assigned")
+    wait_for(lambda: (member.poll(0.05), partitions_of(member) == {0, 1, 2})[1], "assigned")
     member.commit(offsets=[TopicPartition(topic, p, 2) for p in range(3)], asynchronous=False)
 
     # a group with members refuses deletion and admin commits
@@ -442,7 +429,7 @@ def coordinator_of(kafka_cluster: LocalCluster, group: str) -> str:
         )
         return None if answer.error_code else f"{answer.host}:{answer.port}"
 
-    return str(eventually(find, f"a coordinator for {group}"))
+    return str(wait_for(find, f"a coordinator for {group}"))
 
 
 def group_coordinated(kafka_cluster: LocalCluster, address: str, here: bool) -> str:
@@ -470,7 +457,7 @@ def known_to(address: str, topic: str, partitions: int) -> Any:
         (t,) = answer.topics
         return t if int(t.error_code) == 0 and len(t.partitions) == partitions else None
 
-    return eventually(known, f"{topic} known to {address}")
+    return wait_for(known, f"{topic} known to {address}")
 
 
 def test_metadata_v12_gives_topic_ids_and_finds_topics_by_id(kafka_cluster, bootstrap):
@@ -637,7 +624,7 @@ def acl_bootstrap(
             except KafkaException:
                 return False
 
-        eventually(brokers, "the node in its metadata")
+        wait_for(brokers, "the node in its metadata")
         yield cluster.kafka_bootstrap_servers
 
 

@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -39,7 +38,7 @@ from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from odradek import Admin as OdradekAdmin
 from odradek import Consumer as OdradekConsumer
-from tests.kafka.conftest import running_cluster
+from tests.kafka.conftest import running_cluster, wait_for
 from tests.kafka.test_classic_groups import PythonMember
 from tests.kafka.test_confluent_kafka import create_topic
 from tests.kafka.test_group_apis import call, coordinator_of
@@ -68,15 +67,6 @@ def kafka_cluster(
         },
     ) as cluster:
         yield cluster
-
-
-def wait_for(what: str, condition: Callable[[], bool], timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s  # noqa: TID251
-    while time.monotonic() < deadline:  # noqa: TID251
-        if condition():
-            return
-        threading.Event().wait(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def unique(prefix: str) -> str:
@@ -293,30 +283,30 @@ def roll(
     try:
         for m in live:
             m.start()
-        wait_for(f"three {start} members splitting the partitions", lambda: split(live))
+        wait_for(lambda: split(live), f"three {start} members splitting the partitions")
         kind = ConsumerGroupType.CONSUMER if start == "consumer" else ConsumerGroupType.CLASSIC
         assert group_type(admin, group) == kind
         for i in range(3):
             live[i].stop()
             others = live[:i] + live[i + 1 :]
-            wait_for("the others taking its partitions", functools.partial(split, others))
+            wait_for(functools.partial(split, others), "the others taking its partitions")
             new = Member(bootstrap, topic, group, to, assignor)
             everyone.append(new)
             live[i] = new
             new.start()
-            wait_for(f"member {i} restarted as {to} with partitions", lambda: split(live))
+            wait_for(lambda: split(live), f"member {i} restarted as {to} with partitions")
             # KIP-848 members present: a consumer group; none: classic again
             expect = (
                 ConsumerGroupType.CONSUMER
                 if any(m.protocol == "consumer" for m in live)
                 else ConsumerGroupType.CLASSIC
             )
-            wait_for(f"the group's type {expect}", functools.partial(is_type, admin, group, expect))
+            wait_for(functools.partial(is_type, admin, group, expect), f"the group's type {expect}")
             # records keep flowing to this step's members before the next restart
-            wait_for("a hundred more records acknowledged", producer.more(100))
+            wait_for(producer.more(100), "a hundred more records acknowledged")
         acked = producer.stop()
         try:
-            wait_for("every acknowledged record read", lambda: acked <= set(all_reads(everyone)))
+            wait_for(lambda: acked <= set(all_reads(everyone)), "every acknowledged record read")
         except AssertionError:
             print("unread:", gaps(acked, all_reads(everyone)))
             raise
@@ -346,8 +336,8 @@ def roll(
 def admin(bootstrap: str, kafka_cluster: LocalCluster) -> AdminClient:
     client = AdminClient({"bootstrap.servers": bootstrap})
     wait_for(
-        "every node in the metadata",
         lambda: len(client.list_topics(timeout=10).brokers) == len(kafka_cluster.nodes),
+        "every node in the metadata",
     )
     return client
 
@@ -401,7 +391,7 @@ def test_a_mixed_group_with_kafka_python_survives_its_sigkill(bootstrap, admin, 
     producer.start()
     kip848 = Member(bootstrap, topic, group, "consumer")
     kip848.start()
-    wait_for("the KIP-848 member with every partition", lambda: len(kip848.partitions()) == 6)
+    wait_for(lambda: len(kip848.partitions()) == 6, "the KIP-848 member with every partition")
     classic = Member(bootstrap, topic, group, "classic", "range")
     classic.start()
     proc = subprocess.Popen(
@@ -438,8 +428,8 @@ def test_a_mixed_group_with_kafka_python_survives_its_sigkill(bootstrap, admin, 
     reader.start()
     try:
         wait_for(
-            "three members of two protocols splitting the partitions",
             lambda: split([kip848, classic, Killed()]),
+            "three members of two protocols splitting the partitions",
         )
         assert group_type(admin, group) == ConsumerGroupType.CONSUMER
         (described,) = admin.describe_consumer_groups([group]).values()
@@ -466,15 +456,15 @@ def test_a_mixed_group_with_kafka_python_survives_its_sigkill(bootstrap, admin, 
             classic.client_id: False,
             kip848.client_id: True,
         }
-        wait_for("the kafka-python member reading", lambda: bool(killed_read))
+        wait_for(lambda: bool(killed_read), "the kafka-python member reading")
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
-        wait_for("the survivors owning every partition", lambda: split([kip848, classic]))
+        wait_for(lambda: split([kip848, classic]), "the survivors owning every partition")
         acked = producer.stop()
         try:
             wait_for(
-                "every acknowledged record read",
                 lambda: acked <= set(all_reads([kip848, classic]) + killed_read + uncommitted),
+                "every acknowledged record read",
             )
         except AssertionError:
             print("unread:", gaps(acked, all_reads([kip848, classic]) + killed_read + uncommitted))
@@ -523,10 +513,10 @@ def test_a_refused_upgrade_is_fatal_to_the_kip848_member_and_the_classic_group_g
         m.start()
     joiner: Member | None = None
     try:
-        wait_for("four classic members splitting the partitions", lambda: covered(members))
+        wait_for(lambda: covered(members), "four classic members splitting the partitions")
         joiner = Member(bootstrap, topic, group, "consumer")
         joiner.start()
-        wait_for("the KIP-848 member's fatal error", lambda: bool(joiner.errors), 60)
+        wait_for(lambda: bool(joiner.errors), "the KIP-848 member's fatal error", 60)
         assert "The group id does not exist" in joiner.errors[0], joiner.errors
         assert logged(
             kafka_cluster,
@@ -555,11 +545,11 @@ def test_librdkafkas_cooperative_sticky_group_is_not_upgraded_as_in_kafka_4(
     try:
         for m in members:
             m.start()
-            wait_for("the members splitting the partitions", lambda: covered(members))
-        wait_for("the members splitting the partitions", lambda: split(members))
+            wait_for(lambda: covered(members), "the members splitting the partitions")
+        wait_for(lambda: split(members), "the members splitting the partitions")
         joiner = Member(bootstrap, topic, group, "consumer")
         joiner.start()
-        wait_for("the KIP-848 member's fatal error", lambda: bool(joiner.errors), 60)
+        wait_for(lambda: bool(joiner.errors), "the KIP-848 member's fatal error", 60)
         assert "The group id does not exist" in joiner.errors[0], joiner.errors
         assert logged(
             kafka_cluster,
@@ -588,7 +578,7 @@ def test_an_sdk_member_joins_a_kafka_python_group_and_leaves_it_classic(
     classic.start()
     sdk = OdradekConsumer(kafka_cluster.bootstrap_servers, group_id=group, enable_auto_commit=False)
     try:
-        wait_for("the classic member with every partition", lambda: len(classic.partitions()) == 6)
+        wait_for(lambda: len(classic.partitions()) == 6, "the classic member with every partition")
         sdk.subscribe([topic])
 
         def sdk_partitions() -> frozenset[int]:
@@ -600,15 +590,15 @@ def test_an_sdk_member_joins_a_kafka_python_group_and_leaves_it_classic(
                 return sdk_partitions()
 
         wait_for(
-            "the SDK member and kafka-python splitting the partitions",
             lambda: split([classic, Sdk()]),
+            "the SDK member and kafka-python splitting the partitions",
         )
         assert group_type(admin, group) == ConsumerGroupType.CONSUMER
         sdk.close()
         wait_for(
-            "the group classic again", lambda: is_type(admin, group, ConsumerGroupType.CLASSIC)
+            lambda: is_type(admin, group, ConsumerGroupType.CLASSIC), "the group classic again"
         )
-        wait_for("kafka-python with every partition", lambda: len(classic.partitions()) == 6)
+        wait_for(lambda: len(classic.partitions()) == 6, "kafka-python with every partition")
     finally:
         sdk.close()
         classic.stop()
