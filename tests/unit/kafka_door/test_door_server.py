@@ -348,6 +348,27 @@ def test_a_when_ready_never_woken_is_polled_again_after_its_recheck(door_factory
     assert len(polls) == 2
 
 
+def test_a_when_ready_whose_poll_hands_back_a_later_finishes_on_a_request_thread(door_factory):
+    # a fetch on a TLS listener: ready once measured on the loop, its bytes read on a thread
+    finished_on: list[str] = []
+
+    def ready_then_read(ctx: RequestContext, request: Any) -> Any:
+        def finish() -> Any:
+            finished_on.append(threading.current_thread().name)
+            return metadata_answer(ctx, request)
+
+        return WhenReady(lambda: Later(finish), lambda wake: lambda: None, lambda: 1000)
+
+    _, port = door_factory({METADATA: ready_then_read})
+    with connect(port) as sock:
+        sock.sendall(b"".join(request_frame(METADATA, 0, c, EMPTY_METADATA_V0) for c in (1, 2)))
+        answered = [struct.unpack_from(">i", read_frame(sock))[0] for _ in range(2)]
+    assert answered == [1, 2]
+    assert len(finished_on) == 2
+    # the pool's threads, not the door's loop ("kafka-door")
+    assert all(name.startswith("ThreadPoolExecutor") for name in finished_on), finished_on
+
+
 def test_a_when_ready_whose_poll_fails_closes_the_connection_after_the_answers_before_it(
     door_factory,
 ):
