@@ -20,7 +20,13 @@ from aiokafka.admin.config_resource import (
     ConfigResource as AioConfigResource,
 )
 from aiokafka.admin.config_resource import ConfigResourceType as AioConfigResourceType
-from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    ElectionType,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclBinding,
     AclBindingFilter,
@@ -310,6 +316,22 @@ def test_describe_cluster_answers_with_the_kafka_listeners(kp_admin, kafka_clust
     assert result["cluster_id"]
     # no authorizer: every cluster operation is allowed (it asked for them)
     assert set(result["authorized_operations"]) == set(CLUSTER_OPERATIONS)
+
+
+def test_confluent_kafka_gets_the_authorized_operations_it_asks_for(admin, bootstrap):
+    # Metadata v10's cluster and topic operations (KIP-430); no authorizer: all of them
+    name = unique("ops")
+    create_topic(bootstrap, name, partitions=1)
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(timeout=60)
+    assert {op.name for op in cluster.authorized_operations} == set(CLUSTER_OPERATIONS)
+    (topic,) = admin.describe_topics(
+        TopicCollection([name]), include_authorized_operations=True
+    ).values()
+    assert {op.name for op in topic.result(timeout=60).authorized_operations} == {
+        *("READ", "WRITE", "CREATE", "DESCRIBE", "DELETE", "ALTER", "DESCRIBE_CONFIGS"),
+        "ALTER_CONFIGS",
+    }
+    assert not admin.describe_cluster().result(timeout=60).authorized_operations
 
 
 def test_elect_leaders_answers_election_not_needed_for_a_preferred_leader(admin, bootstrap):

@@ -189,6 +189,11 @@ def test_three_kip848_consumers_split_a_topic_and_a_restart_resumes_at_the_commi
         tp.partition for m in described.members for tp in m.assignment.topic_partitions
     )
     assert assigned == list(range(6))
+    assert not described.authorized_operations  # not asked for
+    # KIP-430 through ConsumerGroupDescribe: no authorizer, every group operation
+    asked = admin.describe_consumer_groups([group], include_authorized_operations=True)
+    operations = asked[group].result(timeout=60).authorized_operations
+    assert {op.name for op in operations} == {"READ", "DESCRIBE", "DELETE"}
     listed = admin.list_consumer_groups(states={ConsumerGroupState.STABLE}).result(timeout=60)
     assert group in {g.group_id for g in listed.valid}
 

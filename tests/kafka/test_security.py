@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicCollection,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
 
 from node.config import NodeConfig
 from node.listeners import Listener
@@ -240,3 +248,35 @@ def test_produce_and_fetch_without_acls_are_refused(secured: Secured, door: str)
     with pytest.raises(KafkaException) as fetch_refused:
         read_all(config, "secret", 1)
     assert fetch_refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+TOPIC_OPERATIONS = {
+    *("READ", "WRITE", "CREATE", "DESCRIBE", "DELETE", "ALTER", "DESCRIBE_CONFIGS"),
+    "ALTER_CONFIGS",
+}
+
+
+def test_authorized_operations_are_what_the_acls_allow(secured: Secured) -> None:
+    """KIP-430 through confluent-kafka's admin client logged in as alice (Metadata v10's topic
+    and cluster operations, and the group's): ALL on "orders" gives every topic operation,
+    DESCRIBE alone on "secret" that one, ALL on the group "readers" every group operation, and
+    no ACL on the cluster none (Kafka answers 0 to a caller that may not DESCRIBE it)."""
+    admin = AdminClient(secured.scram("alice", "alice-secret", "SCRAM-SHA-512"))
+    topics = admin.describe_topics(
+        TopicCollection(["orders", "secret"]), include_authorized_operations=True
+    )
+    operations = {
+        name: {op.name for op in future.result(timeout=30).authorized_operations}
+        for name, future in topics.items()
+    }
+    assert operations == {"orders": TOPIC_OPERATIONS, "secret": {"DESCRIBE"}}
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(timeout=30)
+    assert not cluster.authorized_operations, cluster.authorized_operations
+    (group,) = admin.describe_consumer_groups(
+        ["readers"], include_authorized_operations=True
+    ).values()
+    described = group.result(timeout=30)
+    assert {op.name for op in described.authorized_operations} == {"READ", "DESCRIBE", "DELETE"}
+    # without asking, none are given
+    (plain,) = admin.describe_topics(TopicCollection(["orders"])).values()
+    assert not plain.result(timeout=30).authorized_operations

@@ -21,15 +21,19 @@ from typing import Any
 from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
-from node.kafka_door.handlers.admin_common import admin_of, by_topic, caller
+from node.kafka_door.handlers.admin_common import (
+    NO_OPERATIONS,
+    admin_of,
+    by_topic,
+    caller,
+    cluster_authorized_operations,
+)
 from node.kafka_door.services import DoorServices
-from odradek.acl import SUPPORTED_OPERATIONS, ResourceType
 
 __all__ = ["handle_describe_cluster", "handle_describe_log_dirs", "handle_describe_producers"]
 
 BROKERS_ENDPOINT = 1
 UNSUPPORTED_ENDPOINT_TYPE = 115
-NO_OPERATIONS = -(2**31)
 
 
 def handle_describe_cluster(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
@@ -52,12 +56,7 @@ def handle_describe_cluster(services: DoorServices, ctx: RequestContext, request
     result = admin.describe_cluster(principal, host, ctx.listener)
     operations = NO_OPERATIONS
     if request.include_cluster_authorized_operations:
-        allowed = [
-            op
-            for op in sorted(SUPPORTED_OPERATIONS[ResourceType.CLUSTER])
-            if admin.decisions.cluster(principal, host, op)
-        ]
-        operations = sum(1 << int(op) for op in allowed)
+        operations = cluster_authorized_operations(services, ctx)
     broker_cls = nested(cls, "DescribeClusterBroker")
     return make(
         cls,

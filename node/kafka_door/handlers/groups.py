@@ -25,7 +25,7 @@ DeleteGroups (42) v0-v1, translated to the group coordinator
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -41,9 +41,11 @@ from node.coordinator.group_requests import (
 from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
+from node.kafka_door.handlers.admin_common import NO_OPERATIONS, authorized_operations
 from node.kafka_door.services import DoorServices
 from node.kafka_door.topic_ids import topic_id_text, topic_id_uuid
 from node.security.auth_helper import Refusal
+from odradek.acl import ResourceType
 
 __all__ = [
     "handle_consumer_group_describe",
@@ -60,8 +62,6 @@ CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
 GROUP_AUTHORIZATION_FAILED = 30
 GROUP_ID_NOT_FOUND = 69
-NO_OPERATIONS = -(2**31)
-"""``authorized_operations`` when not asked for (Kafka's ``Int32.MinValue``)."""
 
 
 def _ms(value: timedelta | int) -> int:
@@ -161,6 +161,7 @@ def handle_consumer_group_describe(
     )
     allowed = [g for g in ids if g not in refused]
     described = {g.group_id: g for g in services.groups.describe_groups(allowed)}
+    operations = _group_operations(services, ctx, request)
     cls = response_class(CONSUMER_GROUP_DESCRIBE, ctx.api_version)
     group_cls = nested(cls, "DescribedGroup")
     member_cls = nested(cls, "Member")
@@ -225,10 +226,26 @@ def handle_consumer_group_describe(
                     )
                     for m in g.members
                 ),
-                authorized_operations=NO_OPERATIONS,
+                authorized_operations=operations(gid, g.error_code),
             )
         )
     return make(cls, throttle_time=0, groups=tuple(groups))
+
+
+def _group_operations(
+    services: DoorServices, ctx: RequestContext, request: Any
+) -> Callable[[str, int], int]:
+    """A described group's ``authorized_operations``: its bit field when the request asks for
+    it (DescribeGroups v3+, ConsumerGroupDescribe) and the group is answered without an error,
+    as Kafka's handlers set it; else ``Int32.MinValue``."""
+    asked = bool(getattr(request, "include_authorized_operations", False))
+
+    def operations(group_id: str, error_code: int) -> int:
+        if not asked or error_code != 0:
+            return NO_OPERATIONS
+        return authorized_operations(services, ctx, ResourceType.GROUP, group_id)
+
+    return operations
 
 
 # -- DescribeGroups (the classic protocol's) ---------------------------------------------------
@@ -241,6 +258,7 @@ def handle_describe_groups(services: DoorServices, ctx: RequestContext, request:
     )
     allowed = [g for g in ids if g not in refused]
     described = {g.group_id: g for g in services.groups.describe_groups(allowed)}
+    operations = _group_operations(services, ctx, request)
     cls = response_class(DESCRIBE_GROUPS, ctx.api_version)
     group_cls = nested(cls, "DescribedGroup")
     member_cls = nested(cls, "DescribedGroupMember")
@@ -279,7 +297,7 @@ def handle_describe_groups(services: DoorServices, ctx: RequestContext, request:
                 protocol_type=protocol_type,
                 protocol_data=protocol,
                 members=members,
-                authorized_operations=NO_OPERATIONS,
+                authorized_operations=operations(gid, error),
             )
         )
     return make(cls, throttle_time=0, groups=tuple(groups))

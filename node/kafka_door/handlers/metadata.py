@@ -28,8 +28,14 @@ from node.core.requests import MetadataResult, TopicMetadata
 from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
+from node.kafka_door.handlers.admin_common import (
+    NO_OPERATIONS,
+    authorized_operations,
+    cluster_authorized_operations,
+)
 from node.kafka_door.services import DoorServices
 from node.kafka_door.topic_ids import ZERO_UUID, topic_id_text, topic_id_uuid
+from odradek.acl import ResourceType
 
 __all__ = ["handle_metadata"]
 
@@ -37,8 +43,6 @@ API_KEY = 3
 UNKNOWN_TOPIC_OR_PARTITION = 3
 UNKNOWN_TOPIC_ID = 100
 TOPIC_AUTHORIZATION_FAILED = 29
-NO_OPERATIONS = -(2**31)
-"""``*_authorized_operations`` when not asked for (Kafka's ``Int32.MinValue``)."""
 
 
 def handle_metadata(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
@@ -95,7 +99,7 @@ def handle_metadata(services: DoorServices, ctx: RequestContext, request: Any) -
         result = MetadataResult(
             result.brokers, result.controller_id, result.cluster_id, result.topics + missing
         )
-    return _encode(ctx, result)
+    return _encode(services, ctx, request, result)
 
 
 def _auto_create(services: DoorServices, ctx: RequestContext, result: MetadataResult) -> Any:
@@ -114,8 +118,22 @@ def _auto_create(services: DoorServices, ctx: RequestContext, result: MetadataRe
     return MetadataResult(result.brokers, result.controller_id, result.cluster_id, topics)
 
 
-def _encode(ctx: RequestContext, result: MetadataResult) -> Any:
+def _encode(
+    services: DoorServices, ctx: RequestContext, request: Any, result: MetadataResult
+) -> Any:
     cls = response_class(API_KEY, ctx.api_version)
+    # v8-v10 ask for the cluster's and each topic's (KIP-430); v11 dropped the cluster's and
+    # DescribeCluster answers it (a null name, a topic asked by an unknown id, has none)
+    topic_operations = bool(getattr(request, "include_topic_authorized_operations", False))
+
+    def operations(name: str | None) -> int:
+        if not topic_operations or not name:
+            return NO_OPERATIONS
+        return authorized_operations(services, ctx, ResourceType.TOPIC, name)
+
+    cluster_operations = NO_OPERATIONS
+    if getattr(request, "include_cluster_authorized_operations", False):
+        cluster_operations = cluster_authorized_operations(services, ctx)
     broker_cls = nested(cls, "MetadataResponseBroker")
     topic_cls = nested(cls, "MetadataResponseTopic")
     partition_cls = nested(cls, "MetadataResponsePartition")
@@ -139,7 +157,7 @@ def _encode(ctx: RequestContext, result: MetadataResult) -> Any:
                 )
                 for p in t.partitions
             ),
-            topic_authorized_operations=NO_OPERATIONS,
+            topic_authorized_operations=operations(t.name),
         )
         for t in result.topics
     )
@@ -153,5 +171,5 @@ def _encode(ctx: RequestContext, result: MetadataResult) -> Any:
         cluster_id=result.cluster_id or None,
         controller_id=result.controller_id,
         topics=topics,
-        cluster_authorized_operations=NO_OPERATIONS,
+        cluster_authorized_operations=cluster_operations,
     )
