@@ -73,4 +73,5 @@ def kafka_door(
             max_connections_per_ip_overrides=dict(config.max_connections_per_ip_overrides),
             max_connections=config.max_connections,
         ),
+        services.metrics,
     )

@@ -400,6 +400,7 @@ class Node:
                 groups=self.groups,
                 admin=self.authorized_admin,
                 auto_create_topics=c.auto_create_topics_enable,
+                metrics=None if self.metrics is None else self.metrics.requests,
             )
             sasl_handlers = SaslHandlers(scram_store.credential, c.sasl_enabled_mechanisms)
             self.kafka_door = kafka_door(c, services, sasl_handlers, executor)

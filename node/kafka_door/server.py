@@ -68,6 +68,7 @@ from node.kafka_door.frames import (
     response_header,
 )
 from node.kafka_door.registry import Registry
+from node.metrics.request_metrics import RequestMetrics
 from node.security.principal import ANONYMOUS, KafkaPrincipal
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+FETCH_KEY = 1
 SASL_HANDSHAKE_KEY = 17
 SASL_AUTHENTICATE_KEY = 36
 _BEFORE_AUTHENTICATION = frozenset({API_VERSIONS_KEY, SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY})
@@ -209,9 +211,12 @@ class KafkaDoor:
         registry: Registry,
         executor: Executor,
         limits: DoorLimits | None = None,
+        metrics: RequestMetrics | None = None,
     ) -> None:
         self._registry = registry
         self._executor = executor
+        self._metrics = metrics
+        """Each request's count and times, under Kafka's request names (``metrics.port``)."""
         self.limits = limits or DoorLimits()
         self._loop = asyncio.new_event_loop()
         self._thread: threading.Thread | None = None
@@ -442,6 +447,7 @@ class KafkaDoor:
             raise
 
     async def _dispatch(self, conn: Connection, frame: bytes) -> _Pending | None:
+        started = self._loop.time()
         try:
             key, version = peek_api(frame)
         except FrameError as e:
@@ -470,7 +476,9 @@ class KafkaDoor:
             raise _CloseError(str(e)) from None
         ctx = RequestContext(conn, key, version, header.correlation_id, header.client_id)
         if key == API_VERSIONS_KEY:
-            return self._api_versions.answer(ctx, body)
+            versions = self._api_versions.answer(ctx, body)
+            self._observe(ctx, api.name, started, 0.0)
+            return versions
         try:
             result = await self._loop.run_in_executor(self._executor, api.handler, ctx, body)
         except Exception:
@@ -485,12 +493,25 @@ class KafkaDoor:
                 log.exception("%s v%d from %s failed", api.name, version, conn.peer_host)
                 raise _CloseError(f"{api.name} failed on the server") from None
         if isinstance(result, Later | WhenReady):
-            return _Deferred(api.name, ctx, result)
-        return self._encode(api.name, ctx, result)
+            return _Deferred(api.name, ctx, result, started)
+        answer = self._encode(api.name, ctx, result)
+        self._observe(ctx, api.name, started, 0.0)
+        return answer
+
+    def _observe(self, ctx: RequestContext, api: str, started: float, remote_s: float) -> None:
+        """A request answered: its count and times (``remote``: waiting for the core, as an
+        acks=-1 produce for its replicas or a fetch for its bytes), a Fetch as Kafka names a
+        consumer's (``FetchConsumer``; followers fetch over gRPC)."""
+        if self._metrics is None:
+            return
+        total_ms = int((self._loop.time() - started) * 1000)
+        name = "FetchConsumer" if ctx.api_key == FETCH_KEY else api
+        self._metrics.observe(name, total_ms, int(remote_s * 1000))
 
     async def _finish(self, conn: Connection, deferred: _Deferred) -> bytes | ResponseParts | None:
         ctx = deferred.ctx
         later = deferred.later
+        waited_from = self._loop.time()
         try:
             if isinstance(later, WhenReady):
                 result = await self._when_ready(later)
@@ -501,7 +522,9 @@ class KafkaDoor:
         except Exception:
             log.exception("%s v%d from %s failed", deferred.api, ctx.api_version, conn.peer_host)
             raise _CloseError(f"{deferred.api} failed on the server") from None
-        return self._encode(deferred.api, ctx, result)
+        answer = self._encode(deferred.api, ctx, result)
+        self._observe(ctx, deferred.api, deferred.started, self._loop.time() - waited_from)
+        return answer
 
     async def _when_ready(self, ready: WhenReady) -> Any:
         loop = self._loop
@@ -581,6 +604,8 @@ class _Deferred:
     api: str
     ctx: RequestContext
     later: Later | WhenReady
+    started: float
+    """The loop's time when the request was read."""
 
 
 _Pending = bytes | ResponseParts | _Deferred

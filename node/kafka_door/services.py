@@ -13,6 +13,7 @@ from node.admin.authorization import AuthorizedAdmin
 from node.coordinator.producer_id_manager import ProducerIdManager
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
+from node.metrics.request_metrics import RequestMetrics
 from node.security.auth_helper import AuthHelper
 
 __all__ = ["DoorServices"]
@@ -33,3 +34,5 @@ class DoorServices:
     elections, Metadata's auto-creation)."""
     auto_create_topics: bool = True
     """``auto.create.topics.enable``."""
+    metrics: RequestMetrics | None = None
+    """Bytes and records in and out per topic (``metrics.port``; ``None``: not counted)."""

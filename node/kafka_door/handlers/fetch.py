@@ -89,15 +89,15 @@ def handle_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> A
         as_slices=ctx.connection.security_protocol in ("PLAINTEXT", "SASL_PLAINTEXT"),
     )
     if not isinstance(started, PendingFetch):
-        return _answer(cls, top, request, results + started)
+        return _answer(services, cls, top, request, results + started)
     pending = started
 
     def poll() -> Any:
         if not pending.ready():
             return None
         if pending.reads_bytes:  # the bytes are read on a request thread, not the door's loop
-            return Later(lambda: _answer(cls, top, request, results + pending.results()))
-        return _answer(cls, top, request, results + pending.results())
+            return Later(lambda: _answer(services, cls, top, request, results + pending.results()))
+        return _answer(services, cls, top, request, results + pending.results())
 
     return WhenReady(
         poll=poll,
@@ -106,7 +106,17 @@ def handle_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> A
     )
 
 
-def _answer(cls: Any, top: dict[str, Any], request: Any, results: list[FetchResult]) -> Any:
+def _answer(
+    services: DoorServices,
+    cls: Any,
+    top: dict[str, Any],
+    request: Any,
+    results: list[FetchResult],
+) -> Any:
+    if services.metrics is not None:  # bytes out per topic, as the gRPC door counts them
+        services.metrics.count_fetched(
+            [(r.topic, len(r.records)) for r in results], from_follower=False
+        )
     by_key = {(r.topic, r.partition): r for r in results}
     topics: list[tuple[str, list[FetchedPartition]]] = []
     for t in request.topics:

@@ -26,6 +26,7 @@ from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
 from node.kafka_door.server import CLOSE_CONNECTION, NO_RESPONSE, WhenReady
 from node.kafka_door.services import DoorServices
+from node.metrics.request_metrics import record_count
 
 __all__ = ["handle_produce"]
 
@@ -46,7 +47,9 @@ def handle_produce(services: DoorServices, ctx: RequestContext, request: Any) ->
         if acks == 0:
             return CLOSE_CONNECTION
         refused = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        return _answer(ctx, request, [ProduceResult(p.topic, p.partition, refused) for p in wanted])
+        return _answer(
+            services, ctx, request, [ProduceResult(p.topic, p.partition, refused) for p in wanted]
+        )
     allowed, results = (
         (wanted, []) if services.auth is None else services.auth.produce(ctx.caller, wanted)
     )
@@ -58,7 +61,9 @@ def handle_produce(services: DoorServices, ctx: RequestContext, request: Any) ->
 
         def poll() -> Any:
             replicated = pending.poll()
-            return None if replicated is None else _answer(ctx, request, results + replicated)
+            if replicated is None:
+                return None
+            return _answer(services, ctx, request, results + replicated)
 
         return WhenReady(
             poll=poll,
@@ -67,11 +72,31 @@ def handle_produce(services: DoorServices, ctx: RequestContext, request: Any) ->
         )
     results += done
     if acks == 0:
+        _count(services, request, results)
         return CLOSE_CONNECTION if any(r.error_code for r in results) else NO_RESPONSE
-    return _answer(ctx, request, results)
+    return _answer(services, ctx, request, results)
 
 
-def _answer(ctx: RequestContext, request: Any, results: list[ProduceResult]) -> Any:
+def _count(services: DoorServices, request: Any, results: list[ProduceResult]) -> None:
+    """Bytes and records in (per topic) of the partitions appended without an error, as the
+    gRPC door counts them."""
+    if services.metrics is None:
+        return
+    failed = {(r.topic, r.partition) for r in results if r.error_code}
+    services.metrics.count_produced(
+        [
+            (topic.name, len(p.records), record_count(p.records))
+            for topic in request.topic_data
+            for p in topic.partition_data
+            if p.records and (topic.name, int(p.index)) not in failed
+        ]
+    )
+
+
+def _answer(
+    services: DoorServices, ctx: RequestContext, request: Any, results: list[ProduceResult]
+) -> Any:
+    _count(services, request, results)
     cls = response_class(API_KEY, ctx.api_version)
     topic_cls = nested(cls, "TopicProduceResponse")
     partition_cls = nested(cls, "PartitionProduceResponse")
