@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from deploy.local.cluster import LocalCluster
-from odradek import Admin, NewTopic, Producer, TopicPartition
+from odradek import Admin, ConfigEntry, NewTopic, Producer, TopicPartition
 from odradek.errors import BrokerNotAvailableError
 from tests.integration.helpers import wait_for, wait_for_full_isr
 
@@ -67,7 +67,13 @@ def test_broker_configs_mark_server_properties_overrides(
 ) -> None:
     cluster = make_cluster(2, log_retention_ms="3600000")
     with Admin(cluster.bootstrap_servers) as admin:
-        configs = admin.describe_broker_configs()
+        # every broker, once the answering node's metadata knows both (a CI run asked before
+        # the controller's first UpdateMetadata reached it, and got broker 0 alone)
+        def both() -> dict[int, dict[str, ConfigEntry]] | None:
+            found = admin.describe_broker_configs()
+            return found if len(found) == 2 else None
+
+        configs = wait_for(both, "both brokers' configs")
         assert sorted(configs) == [0, 1]
         for entries in configs.values():
             retention = entries["log.retention.ms"]
