@@ -1,13 +1,18 @@
-"""Helpers for tests against a real cluster: waiting on conditions, reading replicas' logs."""
+"""Helpers for tests against a real cluster: waiting on conditions, reading replicas' logs,
+scraping the nodes' Prometheus endpoints."""
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Callable
+import urllib.request
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
-from deploy.local.cluster import LocalCluster
+from prometheus_client.parser import text_string_to_metric_families
+
+from deploy.local.cluster import LocalCluster, NodeProcess
 from odradek import Admin, Consumer, TopicPartition
 from odradek.client.metadata import PartitionMetadata
 from odradek.clock import ManualClock
@@ -88,3 +93,37 @@ def replica_log(
         return out
     finally:
         log.close()
+
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def metrics_url(node: NodeProcess) -> str:
+    """The node's Prometheus endpoint, as its log announces it (``metrics.port``)."""
+    match = re.search(r"metrics on (http://\S+/metrics)", node.log_path.read_text())
+    assert match, node.tail()
+    return match.group(1)
+
+
+def scrape_metrics(url: str) -> Samples:
+    """Every sample of the endpoint by (name, sorted labels)."""
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        text = answer.read().decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def metric_value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def node_metric_total(
+    cluster: LocalCluster, node_ids: Iterable[int], name: str, **labels: str
+) -> float:
+    """A sample's sum over the nodes ``node_ids`` (0 where a node has none)."""
+    return sum(
+        metric_value(scrape_metrics(metrics_url(cluster.node(n))), name, **labels) for n in node_ids
+    )

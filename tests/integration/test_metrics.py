@@ -3,43 +3,21 @@
 from __future__ import annotations
 
 import re
-import urllib.request
 from pathlib import Path
 
-from prometheus_client.parser import text_string_to_metric_families
-
-from deploy.local.cluster import LocalCluster, NodeProcess
 from odradek import Admin, Consumer, NewTopic, Producer, TopicPartition
-from tests.integration.helpers import wait_for, wait_for_full_isr
+from tests.integration.helpers import (
+    metric_value,
+    metrics_url,
+    node_metric_total,
+    scrape_metrics,
+    wait_for,
+    wait_for_full_isr,
+)
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 DASHBOARD = DEPLOY / "grafana" / "dashboards" / "odradek.json"
 ALERTS = DEPLOY / "prometheus" / "alerts.yml"
-
-
-def _metrics_url(node: NodeProcess) -> str:
-    match = re.search(r"metrics on (http://\S+/metrics)", node.log_path.read_text())
-    assert match, node.tail()
-    return match.group(1)
-
-
-def _scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """Every sample of the endpoint by (name, sorted labels)."""
-    with urllib.request.urlopen(url, timeout=10) as answer:
-        text = answer.read().decode()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
-
-
-def _value(samples, name: str, **labels: str):
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
-
-
-def _total(cluster: LocalCluster, node_ids, name: str, **labels: str):
-    return sum(_value(_scrape(_metrics_url(cluster.node(n))), name, **labels) for n in node_ids)
 
 
 def test_the_metrics_follow_the_cluster(make_cluster):
@@ -51,47 +29,66 @@ def test_the_metrics_follow_the_cluster(make_cluster):
     # one active controller in the cluster; every node hosts the 3 partitions, leads some
     wait_for(
         lambda: (
-            _total(cluster, nodes, "kafka_controller_kafkacontroller_activecontrollercount") == 1
+            node_metric_total(
+                cluster, nodes, "kafka_controller_kafkacontroller_activecontrollercount"
+            )
+            == 1
         ),
         "one active controller",
     )
     wait_for(
         lambda: (
-            _total(cluster, nodes, "kafka_server_replicamanager_leadercount") == 3
-            and _total(cluster, nodes, "kafka_server_replicamanager_partitioncount") == 9
+            node_metric_total(cluster, nodes, "kafka_server_replicamanager_leadercount") == 3
+            and node_metric_total(cluster, nodes, "kafka_server_replicamanager_partitioncount") == 9
         ),
         "3 leaders and 9 replicas",
     )
-    assert _total(cluster, nodes, "kafka_server_replicamanager_underreplicatedpartitions") == 0
-    assert _total(cluster, nodes, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
-    first = _scrape(_metrics_url(cluster.node(0)))
-    assert _value(first, "kafka_server_sessionexpirelistener_sessionstate", state="CONNECTED") == 1
+    assert (
+        node_metric_total(cluster, nodes, "kafka_server_replicamanager_underreplicatedpartitions")
+        == 0
+    )
+    assert (
+        node_metric_total(cluster, nodes, "kafka_controller_kafkacontroller_offlinepartitionscount")
+        == 0
+    )
+    first = scrape_metrics(metrics_url(cluster.node(0)))
+    assert (
+        metric_value(first, "kafka_server_sessionexpirelistener_sessionstate", state="CONNECTED")
+        == 1
+    )
 
     # producing raises bytes and records in on the leaders, by exactly what was appended
-    before = _total(
+    before = node_metric_total(
         cluster, nodes, "kafka_server_brokertopicmetrics_bytesin_total", topic="metered"
     )
     with Producer(cluster.bootstrap_servers, acks=-1, linger_ms=5) as producer:
         for i in range(100):
             producer.send("metered", b"x" * 100, key=str(i).encode())
         producer.flush(60)
-    after = _total(cluster, nodes, "kafka_server_brokertopicmetrics_bytesin_total", topic="metered")
+    after = node_metric_total(
+        cluster, nodes, "kafka_server_brokertopicmetrics_bytesin_total", topic="metered"
+    )
     assert after > before + 100 * 100
-    records = _total(
+    records = node_metric_total(
         cluster, nodes, "kafka_server_brokertopicmetrics_messagesin_total", topic="metered"
     )
     assert records == 100
     assert (
-        _total(cluster, nodes, "kafka_network_requestmetrics_requests_total", request="Produce") > 0
+        node_metric_total(
+            cluster, nodes, "kafka_network_requestmetrics_requests_total", request="Produce"
+        )
+        > 0
     )
     assert (
-        _total(cluster, nodes, "kafka_network_requestmetrics_totaltimems_count", request="Produce")
+        node_metric_total(
+            cluster, nodes, "kafka_network_requestmetrics_totaltimems_count", request="Produce"
+        )
         > 0
     )
     # followers fetched it: replication bytes out on the leaders, log sizes on every replica
     wait_for(
         lambda: (
-            _total(
+            node_metric_total(
                 cluster,
                 nodes,
                 "kafka_server_brokertopicmetrics_replicationbytesout_total",
@@ -102,8 +99,8 @@ def test_the_metrics_follow_the_cluster(make_cluster):
         "the followers' fetches counted",
     )
     sizes = [
-        _value(
-            _scrape(_metrics_url(cluster.node(n))),
+        metric_value(
+            scrape_metrics(metrics_url(cluster.node(n))),
             "kafka_log_log_size",
             topic="metered",
             partition=str(p),
@@ -118,7 +115,7 @@ def test_the_metrics_follow_the_cluster(make_cluster):
 
         def consumed_all_counted():
             consumer.poll(timeout_ms=200)
-            out = _total(
+            out = node_metric_total(
                 cluster, nodes, "kafka_server_brokertopicmetrics_bytesout_total", topic="metered"
             )
             return out > 100 * 100
@@ -126,7 +123,7 @@ def test_the_metrics_follow_the_cluster(make_cluster):
         wait_for(consumed_all_counted, "the consumer's fetches counted as bytes out")
 
     # every metric the Grafana dashboard and the alerts use is one the nodes export
-    exported = {name for n in nodes for name, _ in _scrape(_metrics_url(cluster.node(n)))}
+    exported = {name for n in nodes for name, _ in scrape_metrics(metrics_url(cluster.node(n)))}
     used: set[str] = set()
     for path in (DASHBOARD, ALERTS):
         used |= set(re.findall(r"\bkafka_[a-z_]+", path.read_text()))
@@ -137,9 +134,17 @@ def test_the_metrics_follow_the_cluster(make_cluster):
     cluster.node(victim).kill()
     live = [0, 1]
     wait_for(
-        lambda: _total(cluster, live, "kafka_server_replicamanager_underreplicatedpartitions") == 3,
+        lambda: (
+            node_metric_total(
+                cluster, live, "kafka_server_replicamanager_underreplicatedpartitions"
+            )
+            == 3
+        ),
         "3 under-replicated partitions once node 2 is gone",
     )
-    assert _total(cluster, live, "kafka_server_replicamanager_leadercount") == 3
-    assert _total(cluster, live, "kafka_controller_kafkacontroller_activecontrollercount") == 1
+    assert node_metric_total(cluster, live, "kafka_server_replicamanager_leadercount") == 3
+    assert (
+        node_metric_total(cluster, live, "kafka_controller_kafkacontroller_activecontrollercount")
+        == 1
+    )
     admin.close()

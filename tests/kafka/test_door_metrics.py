@@ -11,7 +11,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
-from tests.integration.test_metrics import _metrics_url, _scrape, _value
+from tests.integration.helpers import node_metric_total
 from tests.kafka.conftest import running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic
 
@@ -29,7 +29,7 @@ def metered(
 
 
 def total(cluster: LocalCluster, name: str, **labels: str) -> float:
-    return float(sum(_value(_scrape(_metrics_url(node)), name, **labels) for node in cluster.nodes))
+    return node_metric_total(cluster, (n.node_id for n in cluster.nodes), name, **labels)
 
 
 def test_kafka_clients_traffic_is_counted(metered: LocalCluster) -> None:
