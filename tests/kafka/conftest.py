@@ -59,14 +59,23 @@ def running_cluster(
     )
     cluster.start()
     try:
-        yield cluster
-    except BaseException:
-        for node in cluster.nodes:
-            print(f"--- node {node.node_id} log tail ---\n{node.tail(80)}")
-        raise
+        with node_logs_on_failure(cluster):
+            yield cluster
     finally:
         for node in cluster.nodes:
             node.kill()
+
+
+@contextlib.contextmanager
+def node_logs_on_failure(cluster: LocalCluster, lines: int = 80) -> Iterator[None]:
+    """Every node's log tail printed if the block fails (a test of a module's shared cluster
+    fails outside :func:`running_cluster`'s own block)."""
+    try:
+        yield
+    except BaseException:
+        for node in cluster.nodes:
+            print(f"--- node {node.node_id} log tail ---\n{node.tail(lines)}")
+        raise
 
 
 @pytest.fixture(scope="module")
