@@ -6,15 +6,25 @@ installs them all."""
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
+import random
 import shutil
+import socket
+import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 from kazoo.client import KazooClient
+from kio.schema.metadata.v1.request import MetadataRequest
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
+from kio.serial import entity_writer
+from kio.static.primitive import i16, i32
 
+from bench.kafka_fuzz import decode_response
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from tests.integration import helpers
@@ -60,10 +70,65 @@ def running_cluster(
     cluster.start()
     try:
         with node_logs_on_failure(cluster):
+            wait_until_metadata_complete(cluster)
             yield cluster
     finally:
         for node in cluster.nodes:
             node.kill()
+
+
+def call(address: str, request: Any) -> Any:
+    """One request on a fresh connection; the kio answer."""
+    key, version = int(request.__api_key__), int(request.__version__)
+    cid = random.randrange(1 << 30)
+    out = io.BytesIO()
+    if request.__flexible__:
+        entity_writer(RequestHeaderV2)(
+            out,
+            RequestHeaderV2(
+                request_api_key=i16(key),
+                request_api_version=i16(version),
+                correlation_id=i32(cid),
+                client_id="raw",
+            ),
+        )
+    else:
+        entity_writer(RequestHeaderV1)(
+            out,
+            RequestHeaderV1(
+                request_api_key=i16(key),
+                request_api_version=i16(version),
+                correlation_id=i32(cid),
+                client_id="raw",
+            ),
+        )
+    entity_writer(type(request))(out, request)
+    payload = out.getvalue()
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(struct.pack(">i", len(payload)) + payload)
+        f = s.makefile("rb")
+        (size,) = struct.unpack(">i", f.read(4))
+        got, value = decode_response(key, version, f.read(size))
+    assert got == cid
+    return value
+
+
+def wait_until_metadata_complete(cluster: LocalCluster) -> None:
+    """Until every node's Metadata names every node and the controller. A node prints that it
+    is listening before the controller's first UpdateMetadata reaches it, and until then it
+    answers, as a Kafka broker does, with no controller: librdkafka's admin client, told so,
+    waits for a change that its one refresh may never see (a CI run's CreateTopics timed out
+    after 60 s that way)."""
+    expected = {node.node_id for node in cluster.nodes}
+    for node in cluster.nodes:
+
+        def complete(address: str = node.kafka_address) -> bool:
+            answer = call(address, MetadataRequest(topics=()))
+            brokers = {int(b.node_id) for b in answer.brokers}
+            return brokers == expected and int(answer.controller_id) in expected
+
+        wait_for(complete, f"node {node.node_id}'s metadata naming every node and the controller")
 
 
 @contextlib.contextmanager

@@ -9,10 +9,6 @@ a librdkafka member, and raw requests for Kafka's error codes on bad input."""
 
 from __future__ import annotations
 
-import io
-import random
-import socket
-import struct
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -53,18 +49,14 @@ from kio.schema.offset_fetch.v8.request import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopics,
 )
-from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
-from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.types import GroupId, TopicName
-from kio.serial import entity_writer
-from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
+from kio.static.primitive import i8, i32, i32Timedelta, i64
 
-from bench.kafka_fuzz import decode_response
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from odradek import Consumer as OdradekConsumer
 from odradek import TopicPartition as OdradekTopicPartition
-from tests.kafka.conftest import running_cluster, wait_for
+from tests.kafka.conftest import call, running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic, produce, unique
 
 _KAFKA_PYTHON_WARNING = "ignore:read_text is deprecated:DeprecationWarning"
@@ -388,43 +380,6 @@ def test_an_sdk_member_and_a_librdkafka_member_split_the_partitions(
 
 
 # -- bad input: Kafka's error codes -------------------------------------------------------------
-
-
-def call(address: str, request: Any) -> Any:
-    """One request on a fresh connection; the kio answer."""
-    key, version = int(request.__api_key__), int(request.__version__)
-    cid = random.randrange(1 << 30)
-    out = io.BytesIO()
-    if request.__flexible__:
-        entity_writer(RequestHeaderV2)(
-            out,
-            RequestHeaderV2(
-                request_api_key=i16(key),
-                request_api_version=i16(version),
-                correlation_id=i32(cid),
-                client_id="raw",
-            ),
-        )
-    else:
-        entity_writer(RequestHeaderV1)(
-            out,
-            RequestHeaderV1(
-                request_api_key=i16(key),
-                request_api_version=i16(version),
-                correlation_id=i32(cid),
-                client_id="raw",
-            ),
-        )
-    entity_writer(type(request))(out, request)
-    payload = out.getvalue()
-    host, port = address.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=30) as s:
-        s.sendall(struct.pack(">i", len(payload)) + payload)
-        f = s.makefile("rb")
-        (size,) = struct.unpack(">i", f.read(4))
-        got, value = decode_response(key, version, f.read(size))
-    assert got == cid
-    return value
 
 
 def coordinator_of(kafka_cluster: LocalCluster, group: str) -> str:

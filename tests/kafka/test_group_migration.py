@@ -38,10 +38,10 @@ from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from odradek import Admin as OdradekAdmin
 from odradek import Consumer as OdradekConsumer
-from tests.kafka.conftest import running_cluster, wait_for
+from tests.kafka.conftest import call, running_cluster, wait_for
 from tests.kafka.test_classic_groups import PythonMember
 from tests.kafka.test_confluent_kafka import create_topic
-from tests.kafka.test_group_apis import call, coordinator_of
+from tests.kafka.test_group_apis import coordinator_of
 
 PARTITIONS = 6
 

@@ -23,9 +23,8 @@ from bench.kafka import kafka_leader
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from tests.integration.helpers import wait_for
-from tests.kafka.conftest import node_logs_on_failure, running_cluster
+from tests.kafka.conftest import call, node_logs_on_failure, running_cluster
 from tests.kafka.test_confluent_kafka import create_topic
-from tests.kafka.test_group_apis import call
 
 THREADS = 8
 """``num.request.handler.threads`` of every node (Kafka's default; odradek's is 64)."""
