@@ -9,6 +9,13 @@ every node) and 100-byte records, it measures:
   each round bracketed by the broker's gRPC produce rate from pre-built 64 KiB batches
   (``bench.cluster``'s machinery, acks=-1, 4 in flight) just before and just after it — target
   >= 0.9x;
+* the same producer beside the gRPC rate with one batch in flight: librdkafka's idempotent
+  producer sends a partition's next ProduceRequest only once the last is answered (it caps
+  requests in flight at 5 minus the partition's *messages* in flight:
+  ``rd_kafka_toppar_producer_serve`` in librdkafka's ``src/rdkafka_broker.c``, open as
+  confluentinc/librdkafka#4989), so one partition's rate is one batch per round trip; and the
+  cores the producing client itself used (its broker thread polls without a timeout while
+  that request is out);
 * the same producer into four partitions of a topic led by the gRPC baseline's leader, RF 3
   and RF 1 (each beside its own baseline): librdkafka keeps one produce request of a partition in
   flight (its statistics show it, against its own mock cluster too; the figure is printed), the
@@ -19,8 +26,10 @@ every node) and 100-byte records, it measures:
   (``CONSUMER_TUNED``: by default librdkafka pauses a partition's fetching for a second each time
   its prefetch queue reaches 100,000 records); odradek's own ``Consumer``
   (``bench.sdk.consumer_rate``); Debian's kcat reading the same (librdkafka's fetch path without
-  Python's per-message cost); and the leader's cores while each reads (a consumer whose leader
-  sits idle is limited by the client, not the door);
+  Python's per-message cost); the Python client's own ceiling (``prefetched_consume_rate``:
+  the whole partition already in its prefetch queue, the broker out of the timing); and the
+  leader's cores while each reads (a consumer whose leader sits idle is limited by the client,
+  not the door);
 * the same producer and consumer against librdkafka's in-process mock cluster
   (``test.mock.num.brokers=3``: real TCP ports inside the client), the client's ceiling: ours
   over the mock's (the mock answers a fetch with little, so its consume figure bounds nothing);
@@ -156,7 +165,59 @@ def consume_rate(config: dict[str, Any], topic: str, end: int, start_offset: int
     records/s from the assignment to the last record. ``consume`` is asked for 10,000 messages
     with a 50 ms timeout: it waits for all of them or the timeout, so a longer one would add its
     whole length to the last few records' time."""
-    consumer = Consumer(
+    consumer = _consumer(config)
+    try:
+        start = time.perf_counter()
+        consumer.assign([TopicPartition(topic, 0, start_offset)])
+        seen = _read(consumer, end - start_offset)
+        seconds = time.perf_counter() - start
+    finally:
+        consumer.close()
+    return seen / seconds
+
+
+def prefetched_consume_rate(config: dict[str, Any], topic: str, end: int) -> float:
+    """The Python client's own ceiling, with the broker out of the timing: a consumer whose
+    prefetch queue may hold the whole partition (``queued.min.messages`` above ``end``) is
+    assigned, left until its statistics say it has fetched everything up to ``end``, and then
+    timed reading it all from its local queue."""
+    fetched = [0]
+
+    def on_stats(text: str) -> None:
+        for t in json.loads(text).get("topics", {}).values():
+            p = t.get("partitions", {}).get("0")
+            if p is not None:
+                fetched[0] = max(fetched[0], int(p.get("next_offset", 0)))
+
+    consumer = _consumer(
+        {
+            **config,
+            **CONSUMER_TUNED,
+            "queued.min.messages": end + 1,
+            "queued.max.messages.kbytes": 2_097_151,  # librdkafka's largest
+            "statistics.interval.ms": 50,
+            "stats_cb": on_stats,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        early = 0  # taken one per call while waiting (a call serves the statistics callback)
+        deadline = time.perf_counter() + 300
+        while fetched[0] < end:
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"fetched {fetched[0]} of {end} records in 300 s")
+            early += len(consumer.consume(num_messages=1, timeout=0.05))
+        start = time.perf_counter()
+        seen = _read(consumer, end - early)
+        seconds = time.perf_counter() - start
+    finally:
+        consumer.close()
+    return seen / seconds
+
+
+def _consumer(config: dict[str, Any]) -> Consumer:
+    """A consumer of a group of its own that commits nothing."""
+    return Consumer(
         {
             **config,
             "group.id": f"bench-{random.randrange(1 << 30)}",
@@ -164,22 +225,21 @@ def consume_rate(config: dict[str, Any], topic: str, end: int, start_offset: int
             "auto.offset.reset": "earliest",
         }
     )
-    try:
-        start = time.perf_counter()
-        consumer.assign([TopicPartition(topic, 0, start_offset)])
-        seen = 0
-        deadline = start + 300
-        while seen < end - start_offset and time.perf_counter() < deadline:
-            for msg in consumer.consume(num_messages=10_000, timeout=0.05):
-                if msg.error() is not None:
-                    raise RuntimeError(str(msg.error()))
-                seen += 1
-        seconds = time.perf_counter() - start
-    finally:
-        consumer.close()
-    if seen < end - start_offset:
-        raise RuntimeError(f"read {seen} of {end - start_offset} records")
-    return seen / seconds
+
+
+def _read(consumer: Consumer, count: int) -> int:
+    """Reads ``count`` records (10,000 per ``consume`` call, 50 ms timeout); fails if a record
+    is an error or 300 s pass first."""
+    seen = 0
+    deadline = time.perf_counter() + 300
+    while seen < count and time.perf_counter() < deadline:
+        for msg in consumer.consume(num_messages=10_000, timeout=0.05):
+            if msg.error() is not None:
+                raise RuntimeError(str(msg.error()))
+            seen += 1
+    if seen < count:
+        raise RuntimeError(f"read {seen} of {count} records")
+    return seen
 
 
 def kcat_consume_rate(bootstrap: str, topic: str, end: int) -> float:
@@ -205,8 +265,8 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def leader_cores(pid: int, run: Callable[[], float]) -> tuple[float, float]:
-    """``run()``'s rate and the cores the leader's process used meanwhile."""
+def cores_while(pid: int, run: Callable[[], float]) -> tuple[float, float]:
+    """``run()``'s rate and the cores process ``pid`` (all its threads) used meanwhile."""
     before, start = cpu_seconds(pid), time.perf_counter()
     rate = run()
     return rate, (cpu_seconds(pid) - before) / (time.perf_counter() - start)
@@ -390,8 +450,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "fuzz_seed": seed,
     }
 
-    def grpc_rate(stub: pb_grpc.BrokerStub, topic: str) -> float:
-        seconds, _ = grpc_producers(stub, batch, args.grpc_batches, INFLIGHT, acks=-1, topic=topic)
+    def grpc_rate(stub: pb_grpc.BrokerStub, topic: str, depth: int = INFLIGHT) -> float:
+        seconds, _ = grpc_producers(stub, batch, args.grpc_batches, depth, acks=-1, topic=topic)
         return float(args.grpc_batches * per_batch / seconds)
 
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
@@ -406,8 +466,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 stubs[name] = _leader_stub(cluster, name)
 
             # -- producer vs the broker's gRPC rate
-            def theirs(topic: str) -> Callable[[], float]:
-                return lambda: grpc_rate(stubs[topic], topic)
+            def theirs(topic: str, depth: int = INFLIGHT) -> Callable[[], float]:
+                return lambda: grpc_rate(stubs[topic], topic, depth)
 
             for name in ("rf3", "rf1"):
 
@@ -415,7 +475,14 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                     return produce_rate(kafka, topic, args.records)
 
                 _ratio_into(out, f"{name}_produce", rounds, ours, theirs(name))
+                # the client's depth on both sides: one batch in flight (librdkafka's idempotent
+                # producer sends a partition's next request only when the last is answered)
+                _ratio_into(out, f"{name}_produce_depth1", rounds, ours, theirs(name, 1))
             out["grpc_rf3_records_per_s"] = round(grpc_rate(stubs["rf3"], "rf3"))
+            # what the client itself burns of the cores it shares with the nodes
+            out["client_cores_rf3_produce"] = round(
+                cores_while(os.getpid(), lambda: produce_rate(kafka, "rf3", args.records))[1], 2
+            )
             if args.produce_only:
                 report(out)
                 return out
@@ -452,6 +519,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             consumers: dict[str, Callable[[], float]] = {
                 "consume": lambda: consume_rate(kafka, "rf3", end),
                 "consume_tuned": lambda: consume_rate(kafka_tuned, "rf3", end),
+                "prefetched_consume": lambda: prefetched_consume_rate(kafka, "rf3", end),
                 "sdk_consume": lambda: sdk_consumer_rate(cluster.bootstrap_servers, "rf3", end),
                 "kcat_consume": lambda: kcat_consume_rate(
                     cluster.kafka_bootstrap_servers, "rf3", end
@@ -466,10 +534,13 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 ("kcat", consumers["kcat_consume"]),
                 ("raw", raw),
             ):
-                out[f"leader_cores_{name}_consume"] = round(leader_cores(pid, run)[1], 2)
+                out[f"leader_cores_{name}_consume"] = round(cores_while(pid, run)[1], 2)
             out["raw_fetch_records_per_s"] = round(raw())
             out["consume_over_sdk"] = round(
                 out["consume_tuned_records_per_s"] / out["sdk_consume_records_per_s"], 3
+            )
+            out["consume_over_prefetched"] = round(
+                out["consume_tuned_records_per_s"] / out["prefetched_consume_records_per_s"], 3
             )
 
             # -- librdkafka's mock cluster: the client's ceiling
@@ -652,9 +723,14 @@ def report(out: dict[str, Any]) -> None:
         print(
             f"produce {name}: {out[f'{name}_produce_records_per_s']:>9} records/s, "
             f"{out[f'{name}_produce_ratio']}x the gRPC pre-built rate around it "
-            f"(rounds {out[f'{name}_produce_ratio_rounds']}; target >= 0.9)"
+            f"(rounds {out[f'{name}_produce_ratio_rounds']}; target >= 0.9); "
+            f"{out[f'{name}_produce_depth1_ratio']}x the gRPC rate with one batch in flight, "
+            f"librdkafka's depth (rounds {out[f'{name}_produce_depth1_ratio_rounds']})"
         )
-    print(f"  gRPC pre-built rf3 acks=-1 (one more run): {out['grpc_rf3_records_per_s']} records/s")
+    print(
+        f"  gRPC pre-built rf3 acks=-1 (one more run): {out['grpc_rf3_records_per_s']} records/s; "
+        f"the producing client (this process) used {out['client_cores_rf3_produce']} cores"
+    )
     if "wide_rf3_produce_records_per_s" not in out:  # --produce-only
         print(json.dumps(out, sort_keys=True))
         return
@@ -679,6 +755,11 @@ def report(out: dict[str, Any]) -> None:
         f"{out['sdk_consume_records_per_s']} records/s, {out['sdk_consume_ratio']}x raw "
         f"(rounds {out['sdk_consume_ratio_rounds']}); confluent over odradek.Consumer "
         f"{out['consume_over_sdk']}x; raw fetch (one more run) {out['raw_fetch_records_per_s']}"
+    )
+    print(
+        f"  the Python client's ceiling (reading records already in its prefetch queue): "
+        f"{out['prefetched_consume_records_per_s']} records/s; confluent-kafka (tuned) reads "
+        f"{out['consume_over_prefetched']}x of it from the broker"
     )
     print(
         f"  kcat (librdkafka, no Python): {out['kcat_consume_records_per_s']} records/s, "
