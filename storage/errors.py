@@ -24,6 +24,7 @@ from odradek.errors import (
 )
 
 __all__ = [
+    "AppendWouldBlock",
     "LogError",
     "CorruptIndexError",
     "InvalidOffsetError",
@@ -46,6 +47,14 @@ __all__ = [
     "RecordListTooLargeError",
     "UnsupportedCompressionTypeError",
 ]
+
+
+class AppendWouldBlock(Exception):  # noqa: N818  (not an error: a request to come back)
+    """An append asked not to block (``blocking=False``) would have: another thread holds the
+    log's (or its partition's) lock, or the append would roll a segment or flush
+    (``flush.messages``), which write and fsync files. Nothing was written: the caller appends
+    again where blocking is allowed (the Kafka door appends on its event loop, which every
+    connection of the node shares, and hands such an append to a request thread)."""
 
 
 class LogError(OdradekError):

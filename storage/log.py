@@ -63,6 +63,7 @@ from storage.checkpoint_file import fsync_dir
 from storage.cleaner_manager import LogSnapshot, SegmentSnapshot
 from storage.config import LogConfig
 from storage.errors import (
+    AppendWouldBlock,
     LogCleaningAbortedError,
     OffsetsOutOfOrderError,
     UnexpectedAppendOffsetError,
@@ -427,7 +428,7 @@ class Log:
 
     # -- appends --
     def append_as_leader(
-        self, batches: bytes | bytearray | memoryview, leader_epoch: int
+        self, batches: bytes | bytearray | memoryview, leader_epoch: int, *, blocking: bool = True
     ) -> LogAppendInfo:
         """Validate client batches, assign offsets from the LEO and append them.
 
@@ -443,7 +444,8 @@ class Log:
         ``max_message_bytes``),
         ``RecordListTooLargeError`` (more than ``segment_bytes`` in one append),
         ``OutOfOrderSequenceError`` or ``InvalidProducerEpochError``; on any error nothing is
-        written.
+        written. With ``blocking`` False it raises :class:`AppendWouldBlock` instead of waiting
+        for the log's lock or rolling a segment or flushing (nothing written either).
         """
         buf = bytearray(batches)
         headers = validated_headers(buf)
@@ -478,7 +480,9 @@ class Log:
             if check_records(buf, h.position) and config.compact:
                 raise InvalidRecordError("compacted topics accept only records with a key")
         log_append_time = config.message_timestamp_type == "log_append_time"
-        with self._lock:
+        if not self._lock.acquire(blocking):
+            raise AppendWouldBlock(f"{self._dir}: the log's lock is held")
+        try:
             self._check_open()
             append_time = self._clock.wall_ms() if log_append_time else -1
             next_offset = self._next_offset
@@ -522,10 +526,14 @@ class Log:
                     0,
                     True,
                 )
+            if not blocking and self._append_would_block(len(buf), infos[-1].last_offset, max_ts):
+                raise AppendWouldBlock(f"{self._dir}: the append would roll or flush")
             self._leader_epoch_cache.assign(leader_epoch, first_offset)
             return self._append(
                 buf, infos, first_offset, max_ts, offset_of_max, append_time, len(buf), analysis
             )
+        finally:
+            self._lock.release()
 
     def append_as_follower(self, batches: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches copied from the leader, keeping their offsets and epochs.
@@ -647,18 +655,28 @@ class Log:
     def _maybe_roll(
         self, messages_size: int, first_offset: int, last_offset: int, max_ts: int
     ) -> LogSegment:
-        segment = self._segments.active()
+        if self._roll_due(messages_size, last_offset, max_ts):
+            return self._roll(first_offset)
+        return self._segments.active()
+
+    def _roll_due(self, messages_size: int, last_offset: int, max_ts: int) -> bool:
         config = self._config
-        if segment.should_roll(
+        return self._segments.active().should_roll(
             max_segment_ms=config.max_segment_ms,
             max_segment_bytes=config.segment_bytes,
             max_timestamp_in_messages=max_ts,
             max_offset_in_messages=last_offset,
             messages_size=messages_size,
             now_ms=self._clock.wall_ms(),
-        ):
-            return self._roll(first_offset)
-        return segment
+        )
+
+    def _append_would_block(self, messages_size: int, last_offset: int, max_ts: int) -> bool:
+        """Whether :meth:`_append` would write or fsync more than the batches (lock held): a
+        segment roll (new files, the old segment fsynced) or a flush for ``flush.messages``."""
+        return (
+            self._roll_due(messages_size, last_offset, max_ts)
+            or last_offset + 1 - self._recovery_point >= self._config.flush_messages
+        )
 
     # -- rolling --
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:

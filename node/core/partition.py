@@ -32,6 +32,7 @@ from odradek.errors import (
     OffsetOutOfRangeError,
 )
 from storage import Log
+from storage.errors import AppendWouldBlock
 from storage.file_records import FileSlice
 from storage.log import LogAppendInfo
 
@@ -238,24 +239,35 @@ class Partition:
 
     # -- leader: produce --
     def append_records_to_leader(
-        self, records: bytes, *, required_acks: int, current_leader_epoch: int = -1
+        self,
+        records: bytes,
+        *,
+        required_acks: int,
+        current_leader_epoch: int = -1,
+        blocking: bool = True,
     ) -> LogAppendInfo:
         """Validate and append a client's batches; raises the typed error on refusal.
 
         acks=-1 with fewer in-sync replicas than the effective min.insync.replicas is refused
-        before anything is written (NOT_ENOUGH_REPLICAS).
+        before anything is written (NOT_ENOUGH_REPLICAS). With ``blocking`` False it raises
+        :class:`~storage.errors.AppendWouldBlock` (nothing written) rather than wait for this
+        partition's lock or the log's, or roll a segment, or flush.
         """
         if required_acks not in (-1, 0, 1):
             raise InvalidRequiredAcksError(f"acks must be -1, 0 or 1, not {required_acks}")
-        with self._lock:
+        if not self._lock.acquire(blocking):
+            raise AppendWouldBlock(f"{self.topic}-{self.partition}: the partition's lock is held")
+        try:
             self._check_leader(current_leader_epoch)
             if required_acks == -1 and len(self.isr) < self.min_isr:
                 raise NotEnoughReplicasError(
                     f"{self.topic}-{self.partition} has {len(self.isr)} in-sync replicas "
                     f"{sorted(self.isr)}, fewer than min.insync.replicas {self.min_isr}"
                 )
-            info = self.log.append_as_leader(records, self.leader_epoch)
+            info = self.log.append_as_leader(records, self.leader_epoch, blocking=blocking)
             moved = self.maybe_increment_high_watermark()
+        finally:
+            self._lock.release()
         self._on_progress(DATA | (HIGH_WATERMARK if moved else 0))
         return info
 

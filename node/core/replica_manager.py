@@ -21,6 +21,7 @@ from typing import Protocol
 from node.core.follower_sessions import FollowerSessions, session_lost_grace_ms
 from node.core.metadata_cache import MetadataCache
 from node.core.partition import IsrChange, LeaderAndIsrState, Partition
+from node.core.pending_append import PendingAppend
 from node.core.pending_fetch import PendingFetch
 from node.core.requests import (
     READ_COMMITTED,
@@ -50,7 +51,6 @@ from odradek.errors import (
     InvalidRequestError,
     InvalidRequiredAcksError,
     KafkaStorageError,
-    NotLeaderOrFollowerError,
     OdradekError,
     RequestTimedOutError,
     StaleBrokerEpochError,
@@ -60,6 +60,7 @@ from odradek.errors import (
 )
 from storage import LogManager
 from storage.config import LogConfig
+from storage.errors import AppendWouldBlock
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +172,7 @@ class ReplicaManager:
         replica changes that may touch any partition). Never blocks for long."""
         self._wakeups.notify_all()
 
-    def _wait_until(
+    def wait_until(
         self,
         done: Callable[[], bool],
         deadline_ms: int,
@@ -179,7 +180,8 @@ class ReplicaManager:
         kinds: int,
         required: dict[TopicPartition, int] | None = None,
     ) -> bool:
-        """Wait until ``done()`` (evaluated without any lock of ours held) or the deadline,
+        """Wait until ``done()`` (evaluated without any lock of ours held) or the deadline (True
+        if done),
         re-checking when ``partitions`` report one of ``kinds`` (see :mod:`node.core.wakeups`;
         ``required`` holds back high watermark wake-ups below those offsets)."""
         with self._wakeups.waiting(partitions, kinds, required) as waiter:
@@ -385,44 +387,70 @@ class ReplicaManager:
         return self.start_append(partitions, acks=acks, timeout_ms=timeout_ms).wait()
 
     def start_append(
-        self, partitions: Sequence[ProducePartition], *, acks: int, timeout_ms: int
+        self,
+        partitions: Sequence[ProducePartition],
+        *,
+        acks: int,
+        timeout_ms: int,
+        blocking: bool = True,
     ) -> PendingAppend:
         """:meth:`append_records` in two steps: this appends, and the answer's
         :meth:`PendingAppend.wait` waits for the replicas (acks=-1; at once otherwise). A door
         that answers a connection's requests in order may append the next request while this
-        one waits, so that several waits share one round of follower fetches."""
+        one waits, so that several waits share one round of follower fetches.
+
+        With ``blocking`` False (the Kafka door's event loop) a partition whose append would
+        wait for a lock, roll a segment or flush is left out, unwritten:
+        :attr:`PendingAppend.blocked` says so, and :meth:`PendingAppend.append_blocked` (where
+        blocking is allowed) appends it before the answer is polled or waited for."""
         if acks not in (-1, 0, 1):
             err = InvalidRequiredAcksError(f"acks must be -1, 0 or 1, not {acks}")
             return PendingAppend(
                 self, [_produce_error(d.topic, d.partition, err) for d in partitions]
             )
-        results: list[ProduceResult] = []
+        results: list[ProduceResult | None] = []
         waiting: list[tuple[int, Partition, int, int]] = []  # (result index, partition, ...)
+        blocked: list[tuple[int, ProducePartition]] = []
         for data in partitions:
             try:
-                partition = self._partition_or_error(data.topic, data.partition)
-                term = partition.leader_term
-                info = partition.append_records_to_leader(
-                    data.records,
-                    required_acks=acks,
-                    current_leader_epoch=data.current_leader_epoch,
-                )
-            except Exception as e:
-                results.append(_produce_error(data.topic, data.partition, error_of(e)))
+                result, wait = self.append_one(data, acks, blocking)
+            except AppendWouldBlock:
+                blocked.append((len(results), data))
+                results.append(None)
                 continue
-            results.append(
-                ProduceResult(
-                    topic=data.topic,
-                    partition=data.partition,
-                    base_offset=info.first_offset,
-                    log_append_time_ms=info.log_append_time,
-                    log_start_offset=info.log_start_offset,
-                )
-            )
-            if acks == -1:
-                waiting.append((len(results) - 1, partition, info.last_offset + 1, term))
+            results.append(result)
+            if wait is not None:
+                waiting.append((len(results) - 1, *wait))
         deadline = self._clock.monotonic_ms() + max(0, timeout_ms)
-        return PendingAppend(self, results, waiting, deadline, timeout_ms)
+        return PendingAppend(self, results, waiting, deadline, timeout_ms, acks, blocked)
+
+    def append_one(
+        self, data: ProducePartition, acks: int, blocking: bool
+    ) -> tuple[ProduceResult, tuple[Partition, int, int] | None]:
+        """One partition's append: its result, and for acks=-1 what its answer waits for (the
+        partition, the high watermark to reach, the leadership appended in). Raises
+        :class:`AppendWouldBlock` only when not ``blocking``."""
+        try:
+            partition = self._partition_or_error(data.topic, data.partition)
+            term = partition.leader_term
+            info = partition.append_records_to_leader(
+                data.records,
+                required_acks=acks,
+                current_leader_epoch=data.current_leader_epoch,
+                blocking=blocking,
+            )
+        except AppendWouldBlock:
+            raise
+        except Exception as e:
+            return _produce_error(data.topic, data.partition, error_of(e)), None
+        result = ProduceResult(
+            topic=data.topic,
+            partition=data.partition,
+            base_offset=info.first_offset,
+            log_append_time_ms=info.log_append_time,
+            log_start_offset=info.log_start_offset,
+        )
+        return result, ((partition, info.last_offset + 1, term) if acks == -1 else None)
 
     # -- fetch --
     def fetch(
@@ -661,7 +689,7 @@ class ReplicaManager:
                 err = error_of(e)
                 out.append(DeleteRecordsResult(dp.topic, dp.partition, err.code, -1, err.message))
         deadline = self._clock.monotonic_ms() + max(0, timeout_ms)
-        self._wait_until(
+        self.wait_until(
             lambda: all(p.low_watermark() >= start for _, p, start in targets),
             deadline,
             [(p.topic, p.partition) for _, p, _ in targets],
@@ -704,6 +732,15 @@ class ReplicaManager:
     def shutting_down(self) -> bool:
         return self._shutting_down
 
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def wakeups(self) -> Wakeups:
+        """Who is woken when a partition's data, high watermark or state changes."""
+        return self._wakeups
+
     def shutdown(self) -> None:
         """Stop waiting: every waiting request is answered now, later ones at once."""
         self._shutting_down = True
@@ -723,125 +760,3 @@ def _produce_error(topic: str, partition: int, err: OdradekError) -> ProduceResu
     return ProduceResult(
         topic=topic, partition=partition, error_code=err.code, error_message=err.message
     )
-
-
-class PendingAppend:
-    """Batches appended by :meth:`ReplicaManager.start_append`, and the wait for their replicas
-    (Kafka's ``DelayedProduce``).
-
-    The answer is the per-partition results: at once when nothing waits (acks 0 or 1, or every
-    partition failed), else once the high watermark passes every appended batch, the leadership
-    moves or the request's timeout passes. Two ways to get it, from one thread at a time:
-    :meth:`wait` blocks the calling thread; :meth:`poll` never blocks, and with
-    :meth:`subscribe` a caller that has no thread to spare (the Kafka door's event loop) learns
-    when to poll again."""
-
-    __slots__ = (
-        "_deadline",
-        "_manager",
-        "_outcome",
-        "_required",
-        "_results",
-        "_timeout_ms",
-        "_waiting",
-    )
-
-    def __init__(
-        self,
-        manager: ReplicaManager,
-        results: list[ProduceResult],
-        waiting: list[tuple[int, Partition, int, int]] | None = None,
-        deadline: int = 0,
-        timeout_ms: int = 0,
-    ) -> None:
-        self._manager = manager
-        self._results = results
-        self._waiting = waiting or []
-        self._deadline = deadline
-        self._timeout_ms = timeout_ms
-        self._outcome: dict[int, OdradekError | bool] = {}
-        # the high watermark each partition must reach (a wake-up below it is held back)
-        self._required: dict[TopicPartition, int] = {}
-        for _, p, offset, _ in self._waiting:
-            tp = (p.topic, p.partition)
-            self._required[tp] = max(offset, self._required.get(tp, offset))
-
-    @property
-    def waits(self) -> bool:
-        """Whether the answer may have to wait (an acks=-1 append that stored something)."""
-        return bool(self._waiting)
-
-    def wait(self) -> list[ProduceResult]:
-        """Block until the answer is ready, and answer it."""
-        if self._waiting:
-            self._manager._wait_until(
-                self._replicated,
-                self._deadline,
-                list(self._required),
-                HIGH_WATERMARK,
-                self._required,
-            )
-        return self._answer()
-
-    def poll(self) -> list[ProduceResult] | None:
-        """The answer if it is ready now (replicated, failed, timed out, or the node shutting
-        down), else ``None``. Never blocks for long (it takes each partition's lock)."""
-        if (
-            not self._waiting
-            or self._replicated()
-            or self._manager.shutting_down
-            or self.remaining_ms() <= 0
-        ):
-            return self._answer()
-        return None
-
-    def remaining_ms(self) -> int:
-        """Milliseconds until the request's timeout (0 once passed): when :meth:`poll` must be
-        asked again even if nothing woke it."""
-        return max(0, self._deadline - self._manager._clock.monotonic_ms())
-
-    def subscribe(self, on_wake: Callable[[], None]) -> Callable[[], None]:
-        """Have ``on_wake`` called whenever the answer may have become ready (the high
-        watermark passing what a partition needs, or its leadership or ISR changing), until the
-        returned function is called. ``on_wake`` runs on the notifying thread: it must not block,
-        nor poll (see :meth:`node.core.wakeups.Wakeups.subscribe`)."""
-        if not self._waiting:
-            on_wake()
-            return _nothing
-        return self._manager._wakeups.subscribe(
-            list(self._required), HIGH_WATERMARK, self._required, on_wake
-        )
-
-    def _replicated(self) -> bool:
-        outcome = self._outcome
-        for index, partition, required, term in self._waiting:
-            if outcome.get(index, False) is False:
-                outcome[index] = partition.check_replicated(required, term)
-        return all(outcome.get(index, False) is not False for index, _, _, _ in self._waiting)
-
-    def _answer(self) -> list[ProduceResult]:
-        results = list(self._results)
-        for index, _, _, _ in self._waiting:
-            result = self._outcome.get(index, False)
-            error: OdradekError | None = None
-            if result is False:
-                error = RequestTimedOutError(
-                    f"the high watermark did not pass the batch within {self._timeout_ms} ms"
-                )
-            elif isinstance(result, OdradekError):
-                error = result
-            if error is not None:
-                r = results[index]
-                results[index] = dataclasses.replace(
-                    r,
-                    error_code=error.code,
-                    error_message=error.message,
-                    base_offset=-1
-                    if isinstance(error, NotLeaderOrFollowerError)
-                    else r.base_offset,
-                )
-        return results
-
-
-def _nothing() -> None:
-    pass

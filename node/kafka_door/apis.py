@@ -93,7 +93,9 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
         [
             # Produce v0-v2 are advertised and refused (KAFKA-18659: librdkafka compresses
             # only when Produce v0 is in the broker's range)
-            Api(0, "Produce", 0, 8, bound(handle_produce), refused_below=3),
+            # appended on the loop (no hand-off to a request thread and back for each
+            # request), except what would wait for a lock, roll a segment or flush
+            Api(0, "Produce", 0, 8, bound(handle_produce), refused_below=3, on_loop=True),
             Api(1, "Fetch", 4, 11, bound(handle_fetch)),
             Api(2, "ListOffsets", 1, 5, bound(handle_list_offsets)),
             # v10+ carry topic ids, which KIP-848 members need to read their assignments

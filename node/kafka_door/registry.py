@@ -37,6 +37,10 @@ class Api:
     """Versions below this are advertised but refused (see the module docstring)."""
     broker_only: bool = False
     """Never served to clients (replication stays on gRPC); listed to refuse explicitly."""
+    on_loop: bool = False
+    """The handler runs on the door's event loop, which every connection of the node shares:
+    it must not block (Produce, whose append hands what would block to a request thread with
+    :class:`~node.kafka_door.server.OnThread`). Other handlers run on a request thread."""
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version

@@ -79,6 +79,7 @@ __all__ = [
     "CLOSE_CONNECTION",
     "Later",
     "NO_RESPONSE",
+    "OnThread",
     "ResponseParts",
     "WhenReady",
 ]
@@ -121,6 +122,16 @@ class Later:
     in the order of its requests."""
 
     finish: Callable[[], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class OnThread:
+    """An ``on_loop`` handler's answer that its request is not done: ``run`` (on a request
+    thread; it may block) finishes it and returns what the handler would have. Unlike
+    :class:`Later`, the connection's next request is read only once ``run`` has returned (a
+    produce's appends stay in the order of its requests)."""
+
+    run: Callable[[], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -480,7 +491,12 @@ class KafkaDoor:
             self._observe(ctx, api.name, started, 0.0)
             return versions
         try:
-            result = await self._loop.run_in_executor(self._executor, api.handler, ctx, body)
+            if api.on_loop:
+                result = api.handler(ctx, body)
+                if isinstance(result, OnThread):
+                    result = await self._loop.run_in_executor(self._executor, result.run)
+            else:
+                result = await self._loop.run_in_executor(self._executor, api.handler, ctx, body)
         except Exception:
             log.exception("%s v%d from %s failed", api.name, version, conn.peer_host)
             raise _CloseError(f"{api.name} failed on the server") from None

@@ -132,6 +132,30 @@ def test_every_acks_setting_is_stored(bootstrap, acks):
     assert [m.value() for m in got] == [f"v{i}".encode() for i in range(100)]
 
 
+@pytest.mark.parametrize("configs", [{"segment.bytes": "16384"}, {"flush.messages": "40"}])
+def test_appends_that_roll_or_flush_keep_every_record_in_order(kafka_cluster, bootstrap, configs):
+    """The door appends on its event loop, and hands an append that would roll a segment or
+    flush (``flush.messages``) to a request thread before it reads the connection's next
+    request: an idempotent producer's pipelined batches across dozens of rolls, or a flush
+    every few batches, all land once and in order."""
+    topic = unique("rolls")
+    create_topic(bootstrap, topic, partitions=1, **configs)
+    values = [f"{i:06d} ".encode() * 30 for i in range(3000)]
+    delivered = produce(
+        bootstrap,
+        topic,
+        [{"value": v, "partition": 0} for v in values],
+        **{"enable.idempotence": True, "acks": "all", "batch.size": 4096},
+    )
+    assert sorted(m.offset() for m in delivered) == list(range(3000))
+    got = consume(bootstrap, [TopicPartition(topic, 0, 0)], 3000)
+    assert [(m.offset(), m.value()) for m in got] == list(enumerate(values))
+    if "segment.bytes" in configs:  # the rolls happened, on every replica
+        for node in kafka_cluster.nodes:
+            segments = list((node.directory / "data" / f"{topic}-0").glob("*.log"))
+            assert len(segments) > 20, (node.node_id, len(segments))
+
+
 def test_keys_headers_null_values_and_one_mib_values_round_trip(bootstrap):
     topic = unique("shapes")
     # a 1 MiB record is over Kafka's default max.message.bytes (1048588) with its batch's

@@ -14,17 +14,25 @@ appended: the door's loop waits for the replicas (no request thread held) while 
 handles its next requests.
 A transactional produce is refused whole with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53):
 odradek has no transaction coordinator.
+
+The handler runs on the door's event loop (``on_loop``): the append is Python work under the
+GIL either way, and a request thread would add two thread hand-offs to every request's round
+trip. An append that would block — a partition's or log's lock held by another thread, a segment
+to roll or a flush (``flush.messages``), both of which write and fsync files — is not made there
+but handed to a request thread (:class:`~node.kafka_door.server.OnThread`), before the
+connection's next request is read.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from node.core.pending_append import PendingAppend
 from node.core.requests import ProducePartition, ProduceResult
 from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
-from node.kafka_door.server import CLOSE_CONNECTION, NO_RESPONSE, WhenReady
+from node.kafka_door.server import CLOSE_CONNECTION, NO_RESPONSE, OnThread, WhenReady
 from node.kafka_door.services import DoorServices
 from node.metrics.request_metrics import record_count
 
@@ -54,7 +62,28 @@ def handle_produce(services: DoorServices, ctx: RequestContext, request: Any) ->
         (wanted, []) if services.auth is None else services.auth.produce(ctx.caller, wanted)
     )
     timeout_ms = int(request.timeout.total_seconds() * 1000)
-    pending = services.replicas.start_append(allowed, acks=acks, timeout_ms=timeout_ms)
+    pending = services.replicas.start_append(
+        allowed, acks=acks, timeout_ms=timeout_ms, blocking=False
+    )
+    if pending.blocked:
+
+        def append_blocked() -> Any:
+            pending.append_blocked()
+            return _appended(services, ctx, request, acks, results, pending)
+
+        return OnThread(append_blocked)
+    return _appended(services, ctx, request, acks, results, pending)
+
+
+def _appended(
+    services: DoorServices,
+    ctx: RequestContext,
+    request: Any,
+    acks: int,
+    results: list[ProduceResult],
+    pending: PendingAppend,
+) -> Any:
+    """The answer once every partition is appended: now, or :class:`WhenReady` (acks=-1)."""
     done = pending.poll()
     if done is None:
         # appended; the connection's next requests go on while the replicas catch up

@@ -29,6 +29,7 @@ from node.kafka_door.server import (
     KafkaDoor,
     KafkaListenerSpec,
     Later,
+    OnThread,
     WhenReady,
 )
 
@@ -82,12 +83,14 @@ def door_factory() -> Iterator[Callable[..., tuple[KafkaDoor, int]]]:
         handlers: dict[int, Callable[[RequestContext, Any], Any]] | None = None,
         limits: DoorLimits | None = None,
         produce_from: int = 3,
+        on_loop: bool = False,
     ) -> tuple[KafkaDoor, int]:
+        """``on_loop``: the Metadata handler runs on the door's loop."""
         handlers = handlers or {}
         registry = Registry(
             [
                 Api(18, "ApiVersions", 0, 3, _noop),
-                Api(METADATA, "Metadata", 0, 8, handlers.get(METADATA, _noop)),
+                Api(METADATA, "Metadata", 0, 8, handlers.get(METADATA, _noop), on_loop=on_loop),
                 Api(FETCH, "Fetch", 4, 11, handlers.get(FETCH, _noop)),
                 Api(
                     PRODUCE,
@@ -504,3 +507,46 @@ def test_a_future_answer_waits_on_the_loop_without_a_request_thread(door_factory
     finally:
         for sock in parked:
             sock.close()
+
+
+def test_an_on_loop_handler_finishes_on_a_thread_before_the_next_request(door_factory):
+    """Produce's handler runs on the loop and hands an append that would block to a request
+    thread (``OnThread``): the connection's next request is handled only once that is done,
+    so a producer's appends keep the order of its requests."""
+    events: list[str] = []
+    pool_threads: set[str] = set()
+
+    def handler(ctx: RequestContext, request: Any) -> Any:
+        events.append(f"handler {ctx.correlation_id}")
+        assert not threading.current_thread().name.startswith("ThreadPoolExecutor")
+        if ctx.correlation_id == 1:
+
+            def run() -> Any:
+                pool_threads.add(threading.current_thread().name)
+                threading.Event().wait(0.3)  # request 2 is already sent: it must wait
+                events.append("run 1")
+                return metadata_answer(ctx, request)
+
+            return OnThread(run)
+        return metadata_answer(ctx, request)
+
+    _, port = door_factory({METADATA: handler}, on_loop=True)
+    with connect(port) as sock:
+        sock.sendall(b"".join(request_frame(METADATA, 0, c, EMPTY_METADATA_V0) for c in (1, 2)))
+        answered = [struct.unpack_from(">i", read_frame(sock))[0] for _ in range(2)]
+    assert answered == [1, 2]
+    assert events == ["handler 1", "run 1", "handler 2"]
+    assert len(pool_threads) == 1 and next(iter(pool_threads)).startswith("ThreadPoolExecutor")
+
+
+def test_an_on_loop_handler_that_fails_closes_the_connection(door_factory):
+    def handler(ctx: RequestContext, request: Any) -> Any:
+        if ctx.correlation_id == 2:
+            return OnThread(lambda: 1 / 0)
+        return metadata_answer(ctx, request)
+
+    _, port = door_factory({METADATA: handler}, on_loop=True)
+    with connect(port) as sock:
+        sock.sendall(b"".join(request_frame(METADATA, 0, c, EMPTY_METADATA_V0) for c in (1, 2, 3)))
+        assert struct.unpack_from(">i", read_frame(sock))[0] == 1
+        assert closed(sock)

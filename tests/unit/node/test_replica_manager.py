@@ -387,3 +387,58 @@ def test_an_untyped_exception_is_answered_without_its_text(caplog):
     assert "ValueError" in caplog.text and "-99" in caplog.text
     io = error_of(FileNotFoundError(2, "No such file or directory", "/secret/path"))
     assert (io.code, io.message) == (56, "I/O error: No such file or directory")
+
+
+def test_a_non_blocking_append_leaves_what_would_block_to_append_blocked(manager):
+    """The Kafka door appends on its event loop: a partition whose log's lock another thread
+    holds is left unwritten, the rest answered, and ``append_blocked`` (a request thread's)
+    appends it; the answer keeps the request's order and waits for its replicas."""
+    partition = _lead(manager)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with partition.log._lock:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(10)
+    try:
+        pending = manager.start_append(
+            [
+                ProducePartition(topic="t", partition=0, records=make_batch(3)),
+                ProducePartition(topic="nowhere", partition=0, records=make_batch(1)),
+            ],
+            acks=-1,
+            timeout_ms=60_000,
+            blocking=False,
+        )
+        assert pending.blocked
+        assert partition.log.log_end_offset == 0
+        with pytest.raises(RuntimeError, match="append_blocked"):
+            pending.poll()
+    finally:
+        release.set()
+        holder.join()
+    pending.append_blocked()
+    assert not pending.blocked and partition.log.log_end_offset == 3
+    assert pending.poll() is None  # appended; the followers have not fetched it
+    _follower_fetch(manager, 1, 3)
+    _follower_fetch(manager, 2, 3)
+    done, unknown = pending.poll() or []
+    assert (done.topic, done.error_code, done.base_offset) == ("t", 0, 0)
+    assert (unknown.topic, unknown.error_code) == ("nowhere", UnknownTopicOrPartitionError.code)
+
+
+def test_a_non_blocking_append_that_can_is_made_at_once(manager):
+    partition = _lead(manager, isr=(0,), min_isr="1")
+    pending = manager.start_append(
+        [ProducePartition(topic="t", partition=0, records=make_batch(3))],
+        acks=-1,
+        timeout_ms=60_000,
+        blocking=False,
+    )
+    assert not pending.blocked and partition.log.log_end_offset == 3
+    [r] = pending.poll() or []
+    assert (r.error_code, r.base_offset) == (0, 0)
