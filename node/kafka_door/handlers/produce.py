@@ -20,7 +20,9 @@ GIL either way, and a request thread would add two thread hand-offs to every req
 trip. An append that would block — a partition's or log's lock held by another thread, a segment
 to roll or a flush (``flush.messages``), both of which write and fsync files — is not made there
 but handed to a request thread (:class:`~node.kafka_door.server.OnThread`), before the
-connection's next request is read.
+connection's next request is read. So is a request of more than :data:`ON_LOOP_MAX_BYTES` of
+records: reading every record of it would hold the loop, and every connection of the node, for
+milliseconds.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ API_KEY = 0
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 _RECHECK_MS = 1000
 """A waiting produce is checked at least this often (as the core's own wait does)."""
+ON_LOOP_MAX_BYTES = 256 * 1024
+"""The most record bytes a produce request may carry to be appended on the door's loop (the
+validation reads every record: about 1 ms of the loop for this much); larger ones are appended
+on a request thread."""
 
 
 def handle_produce(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
@@ -62,6 +68,13 @@ def handle_produce(services: DoorServices, ctx: RequestContext, request: Any) ->
         (wanted, []) if services.auth is None else services.auth.produce(ctx.caller, wanted)
     )
     timeout_ms = int(request.timeout.total_seconds() * 1000)
+    if sum(len(p.records) for p in allowed) > ON_LOOP_MAX_BYTES:
+
+        def append() -> Any:
+            pending = services.replicas.start_append(allowed, acks=acks, timeout_ms=timeout_ms)
+            return _appended(services, ctx, request, acks, results, pending)
+
+        return OnThread(append)
     pending = services.replicas.start_append(
         allowed, acks=acks, timeout_ms=timeout_ms, blocking=False
     )
