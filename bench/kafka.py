@@ -478,6 +478,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 # the client's depth on both sides: one batch in flight (librdkafka's idempotent
                 # producer sends a partition's next request only when the last is answered)
                 _ratio_into(out, f"{name}_produce_depth1", rounds, ours, theirs(name, 1))
+                # and gRPC itself at that depth, over its own four in flight
+                _ratio_into(out, f"grpc_{name}_depth1", rounds, theirs(name, 1), theirs(name))
             out["grpc_rf3_records_per_s"] = round(grpc_rate(stubs["rf3"], "rf3"))
             # what the client itself burns of the cores it shares with the nodes
             out["client_cores_rf3_produce"] = round(
@@ -725,7 +727,9 @@ def report(out: dict[str, Any]) -> None:
             f"{out[f'{name}_produce_ratio']}x the gRPC pre-built rate around it "
             f"(rounds {out[f'{name}_produce_ratio_rounds']}; target >= 0.9); "
             f"{out[f'{name}_produce_depth1_ratio']}x the gRPC rate with one batch in flight, "
-            f"librdkafka's depth (rounds {out[f'{name}_produce_depth1_ratio_rounds']})"
+            f"librdkafka's depth (rounds {out[f'{name}_produce_depth1_ratio_rounds']}); gRPC "
+            f"itself with one in flight: {out[f'grpc_{name}_depth1_ratio']}x of its rate with "
+            f"{INFLIGHT} (rounds {out[f'grpc_{name}_depth1_ratio_rounds']})"
         )
     print(
         f"  gRPC pre-built rf3 acks=-1 (one more run): {out['grpc_rf3_records_per_s']} records/s; "
