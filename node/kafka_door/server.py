@@ -44,6 +44,7 @@ Thread-safety: :meth:`KafkaDoor.start` and :meth:`KafkaDoor.stop` from any one t
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import ssl
@@ -56,6 +57,7 @@ from typing import Any
 
 from node.kafka_door import api_versions
 from node.kafka_door.context import Connection, RequestContext
+from node.kafka_door.error_counts import add_error_counts, error_name
 from node.kafka_door.frames import (
     API_VERSIONS_KEY,
     SIZE,
@@ -169,6 +171,8 @@ class ResponseParts:
 
     flexible: bool
     parts: list[bytes | FileSlice] = field(default_factory=list)
+    errors: dict[int, int] = field(default_factory=dict)
+    """The answer's nonzero error codes and their occurrences (for the errors metric)."""
 
     def size(self) -> int:
         return sum(p.length if isinstance(p, FileSlice) else len(p) for p in self.parts)
@@ -511,18 +515,31 @@ class KafkaDoor:
         if isinstance(result, Later | WhenReady):
             return _Deferred(api.name, ctx, result, started)
         answer = self._encode(api.name, ctx, result)
-        self._observe(ctx, api.name, started, 0.0)
+        self._observe(ctx, api.name, started, 0.0, result)
         return answer
 
-    def _observe(self, ctx: RequestContext, api: str, started: float, remote_s: float) -> None:
+    def _observe(
+        self, ctx: RequestContext, api: str, started: float, remote_s: float, result: Any = None
+    ) -> None:
         """A request answered: its count and times (``remote``: waiting for the core, as an
-        acks=-1 produce for its replicas or a fetch for its bytes), a Fetch as Kafka names a
-        consumer's (``FetchConsumer``; followers fetch over gRPC)."""
-        if self._metrics is None:
+        acks=-1 produce for its replicas or a fetch for its bytes), and the error codes in its
+        answer ``result`` (Kafka's ``ErrorsPerSec``), a Fetch as Kafka names a consumer's
+        (``FetchConsumer``; followers fetch over gRPC)."""
+        metrics = self._metrics
+        if metrics is None:
             return
         total_ms = int((self._loop.time() - started) * 1000)
         name = "FetchConsumer" if ctx.api_key == FETCH_KEY else api
-        self._metrics.observe(name, total_ms, int(remote_s * 1000))
+        metrics.observe(name, total_ms, int(remote_s * 1000))
+        if isinstance(result, ResponseParts):
+            errors = result.errors
+        elif dataclasses.is_dataclass(result) and not isinstance(result, type):
+            errors = {}
+            add_error_counts(result, errors)
+        else:
+            return
+        for code, count in errors.items():
+            metrics.error(name, error_name(code), count)
 
     async def _finish(self, conn: Connection, deferred: _Deferred) -> bytes | ResponseParts | None:
         ctx = deferred.ctx
@@ -539,7 +556,7 @@ class KafkaDoor:
             log.exception("%s v%d from %s failed", deferred.api, ctx.api_version, conn.peer_host)
             raise _CloseError(f"{deferred.api} failed on the server") from None
         answer = self._encode(deferred.api, ctx, result)
-        self._observe(ctx, deferred.api, deferred.started, self._loop.time() - waited_from)
+        self._observe(ctx, deferred.api, deferred.started, self._loop.time() - waited_from, result)
         return answer
 
     async def _when_ready(self, ready: WhenReady) -> Any:

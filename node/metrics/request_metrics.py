@@ -127,9 +127,9 @@ class RequestMetrics(Collector):
             stat[2].observe(max(0, total_ms - remote_ms))
             stat[3].observe(remote_ms)
 
-    def error(self, name: str, code: str) -> None:
+    def error(self, name: str, code: str, count: int = 1) -> None:
         with self._lock:
-            self._errors[(name, code)] = self._errors.get((name, code), 0) + 1
+            self._errors[(name, code)] = self._errors.get((name, code), 0) + count
 
     def _add(self, topic: str, index: int, amount: int) -> None:
         counters = self._topics.get(topic)
@@ -191,7 +191,8 @@ class RequestMetrics(Collector):
         yield from times
         error_family = CounterMetricFamily(
             "kafka_network_requestmetrics_errors",
-            "Requests that ended with a gRPC error status, by request and status",
+            "Errors by request and error (ErrorsPerSec): a gRPC request that ended with an "
+            "error status, and each error code in a Kafka-protocol answer",
             labels=["request", "error"],
         )
         for (name, code), value in sorted(errors.items()):

@@ -13,16 +13,19 @@ import shutil
 import socket
 import struct
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 from kazoo.client import KazooClient
+from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.metadata.v1.request import MetadataRequest
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
+from kio.schema.types import BrokerId, TopicName
 from kio.serial import entity_writer
-from kio.static.primitive import i16, i32
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from bench.kafka_fuzz import decode_response
 from deploy.local.cluster import LocalCluster
@@ -82,26 +85,16 @@ def call(address: str, request: Any) -> Any:
     key, version = int(request.__api_key__), int(request.__version__)
     cid = random.randrange(1 << 30)
     out = io.BytesIO()
-    if request.__flexible__:
-        entity_writer(RequestHeaderV2)(
-            out,
-            RequestHeaderV2(
-                request_api_key=i16(key),
-                request_api_version=i16(version),
-                correlation_id=i32(cid),
-                client_id="raw",
-            ),
-        )
-    else:
-        entity_writer(RequestHeaderV1)(
-            out,
-            RequestHeaderV1(
-                request_api_key=i16(key),
-                request_api_version=i16(version),
-                correlation_id=i32(cid),
-                client_id="raw",
-            ),
-        )
+    header = RequestHeaderV2 if request.__flexible__ else RequestHeaderV1
+    entity_writer(header)(
+        out,
+        header(
+            request_api_key=i16(key),
+            request_api_version=i16(version),
+            correlation_id=i32(cid),
+            client_id="raw",
+        ),
+    )
     entity_writer(type(request))(out, request)
     payload = out.getvalue()
     host, port = address.rsplit(":", 1)
@@ -112,6 +105,35 @@ def call(address: str, request: Any) -> Any:
         got, value = decode_response(key, version, f.read(size))
     assert got == cid
     return value
+
+
+def fetch_request(topic: str, offset: int, max_wait_ms: int = 0, min_bytes: int = 0) -> Any:
+    """A consumer's Fetch v11 of ``topic`` partition 0 from ``offset`` (1 MiB at most)."""
+    return FetchRequest(
+        replica_id=BrokerId(-1),
+        max_wait=i32Timedelta.parse(timedelta(milliseconds=max_wait_ms)),
+        min_bytes=i32(min_bytes),
+        max_bytes=i32(50 * 1024 * 1024),
+        isolation_level=i8(0),
+        session_id=i32(0),
+        session_epoch=i32(-1),
+        topics=(
+            FetchTopic(
+                topic=TopicName(topic),
+                partitions=(
+                    FetchPartition(
+                        partition=i32(0),
+                        current_leader_epoch=i32(-1),
+                        fetch_offset=i64(offset),
+                        log_start_offset=i64(-1),
+                        partition_max_bytes=i32(1024 * 1024),
+                    ),
+                ),
+            ),
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
 
 
 def wait_until_metadata_complete(cluster: LocalCluster) -> None:

@@ -1,19 +1,26 @@
 """The Prometheus endpoint counts what Kafka clients do through the Kafka door as it counts the
 gRPC door's requests: bytes and records in, bytes out per topic, and each request's count and
-times under Kafka's request names (a consumer's Fetch as ``FetchConsumer``)."""
+times under Kafka's request names (a consumer's Fetch as ``FetchConsumer``); and, as Kafka's
+``ErrorsPerSec``, each error code in the door's answers."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.types import TopicName
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 
+from bench.kafka import kafka_leader
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
-from tests.integration.helpers import node_metric_total
-from tests.kafka.conftest import running_cluster, wait_for
+from tests.integration.helpers import metric_value, metrics_url, node_metric_total, scrape_metrics
+from tests.kafka.conftest import call, fetch_request, running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic
+from tests.storage_helpers import make_batch
 
 RECORDS = 100
 
@@ -78,3 +85,44 @@ def test_kafka_clients_traffic_is_counted(metered: LocalCluster) -> None:
     assert (
         total(metered, "kafka_network_requestmetrics_remotetimems_sum", request="FetchConsumer") > 0
     )
+
+
+def test_error_codes_in_kafka_answers_are_counted(metered: LocalCluster) -> None:
+    """A produce to a partition that does not exist and a fetch past a log's end: each answer's
+    error code counted on the node that answered, under the request's name."""
+    bootstrap = metered.kafka_bootstrap_servers
+    create_topic(bootstrap, "door-errors", partitions=1)
+    leader = kafka_leader(metered, "door-errors")
+    node = next(n for n in metered.nodes if n.kafka_address == leader)
+
+    def errors(request: str, error: str) -> float:
+        samples = scrape_metrics(metrics_url(node))
+        return metric_value(
+            samples, "kafka_network_requestmetrics_errors_total", request=request, error=error
+        )
+
+    produced_before = errors("Produce", "UNKNOWN_TOPIC_OR_PARTITION")
+    fetched_before = errors("FetchConsumer", "OFFSET_OUT_OF_RANGE")
+    answer = call(
+        leader,
+        ProduceRequest(
+            acks=i16(1),
+            timeout=i32Timedelta.parse(timedelta(seconds=10)),
+            topic_data=(
+                TopicProduceData(
+                    name=TopicName("door-errors"),
+                    partition_data=(
+                        PartitionProduceData(index=i32(0), records=Records(make_batch(2))),
+                        PartitionProduceData(index=i32(7), records=Records(make_batch(2))),
+                    ),
+                ),
+            ),
+        ),
+    )
+    codes = [int(p.error_code) for p in answer.responses[0].partition_responses]
+    assert codes == [0, 3]  # partition 7 does not exist: UNKNOWN_TOPIC_OR_PARTITION
+    fetched = call(leader, fetch_request("door-errors", 1_000_000))
+    assert int(fetched.responses[0].partitions[0].error_code) == 1  # OFFSET_OUT_OF_RANGE
+    assert errors("Produce", "UNKNOWN_TOPIC_OR_PARTITION") == produced_before + 1
+    assert errors("FetchConsumer", "OFFSET_OUT_OF_RANGE") == fetched_before + 1
+    assert errors("Produce", "NONE") == 0  # the partition appended is no error

@@ -10,20 +10,16 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
-from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from bench.kafka import kafka_leader
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from tests.integration.helpers import wait_for
-from tests.kafka.conftest import call, node_logs_on_failure, running_cluster
+from tests.kafka.conftest import call, fetch_request, node_logs_on_failure, running_cluster
 from tests.kafka.test_confluent_kafka import create_topic
 
 THREADS = 8
@@ -47,33 +43,8 @@ def cluster(
 
 def fetch(address: str, topic: str, offset: int, max_wait_ms: int, min_bytes: int) -> Any:
     """One Fetch v11 of ``topic`` partition 0 from ``offset``; (seconds taken, partition)."""
-    request = FetchRequest(
-        replica_id=BrokerId(-1),
-        max_wait=i32Timedelta.parse(timedelta(milliseconds=max_wait_ms)),
-        min_bytes=i32(min_bytes),
-        max_bytes=i32(50 * 1024 * 1024),
-        isolation_level=i8(0),
-        session_id=i32(0),
-        session_epoch=i32(-1),
-        topics=(
-            FetchTopic(
-                topic=TopicName(topic),
-                partitions=(
-                    FetchPartition(
-                        partition=i32(0),
-                        current_leader_epoch=i32(-1),
-                        fetch_offset=i64(offset),
-                        log_start_offset=i64(-1),
-                        partition_max_bytes=i32(1024 * 1024),
-                    ),
-                ),
-            ),
-        ),
-        forgotten_topics_data=(),
-        rack_id="",
-    )
     started = time.perf_counter()
-    answer = call(address, request)
+    answer = call(address, fetch_request(topic, offset, max_wait_ms, min_bytes))
     (t,) = answer.responses
     (p,) = t.partitions
     assert int(answer.error_code) == 0 and int(p.error_code) == 0, answer

@@ -18,6 +18,7 @@ from kio.static.primitive import i16, i32
 
 from node.kafka_door.build import make, nested
 from node.kafka_door.context import Connection, RequestContext
+from node.kafka_door.error_counts import add_error_counts, error_name
 from node.kafka_door.fetch_encoding import encode_fetch_response
 from node.kafka_door.frames import (
     FrameError,
@@ -161,6 +162,47 @@ def test_the_zero_copy_fetch_layout_equals_kios_encoding(version, tmp_path: Path
         **top,
     )
     assert sent == encode_body(whole)
+    # the errors metric counts the same codes either way (one NOT_LEADER_OR_FOLLOWER)
+    counted: dict[int, int] = {}
+    add_error_counts(whole, counted)
+    assert parts.errors == counted == {6: 1}
+
+
+def test_error_counts_cover_every_nested_error_code_once():
+    cls = response_class(0, 8)  # Produce v8
+    topic_cls, partition_cls = (
+        nested(cls, "TopicProduceResponse"),
+        nested(cls, "PartitionProduceResponse"),
+    )
+
+    def partition(index: int, code: int) -> Any:
+        return make(
+            partition_cls,
+            index=index,
+            error_code=code,
+            base_offset=-1,
+            log_append_time=-1,
+            log_start_offset=-1,
+            record_errors=(),
+            error_message=None,
+        )
+
+    answer = make(
+        cls,
+        responses=(
+            make(topic_cls, name="a", partition_responses=(partition(0, 0), partition(1, 6))),
+            make(topic_cls, name="b", partition_responses=(partition(0, 6), partition(1, 3))),
+        ),
+        throttle_time=0,
+    )
+    counted: dict[int, int] = {}
+    add_error_counts(answer, counted)
+    assert counted == {6: 2, 3: 1}
+    assert [error_name(c) for c in sorted(counted)] == [
+        "UNKNOWN_TOPIC_OR_PARTITION",
+        "NOT_LEADER_OR_FOLLOWER",
+    ]
+    assert error_name(32_000) == "32000"  # a code this codec does not know
 
 
 def _context(conn: Connection, key: int, version: int = 1) -> RequestContext:
