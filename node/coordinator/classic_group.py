@@ -28,7 +28,9 @@ The group moves through Kafka's states::
   protocols that needs no rebalance (the leader learns it leads with ``skip_assignment``).
 * A member's session expires ``session.timeout.ms`` after its last heartbeat (not while it
   waits in a join or a sync); a pending member (KIP-394) that does not join again within its
-  session timeout is forgotten.
+  session timeout is forgotten; a new member whose JoinGroup is still waiting for its
+  rebalance five minutes later is dropped, its JoinGroup answered UNKNOWN_MEMBER_ID (Kafka's
+  new-member join timeout: a client retrying a timed-out JoinGroup joins as another member).
 
 Not thread-safe: the coordinator serialises access per ``__consumer_offsets`` partition.
 """
@@ -117,6 +119,9 @@ class ClassicGroupConfig:
     group_max_session_timeout_ms: int = 1_800_000
     group_initial_rebalance_delay_ms: int = 3_000
     group_max_size: int = 2**31 - 1
+    new_member_join_timeout_ms: int = 5 * 60 * 1000
+    """How long a new member's JoinGroup may wait for its rebalance before the member is
+    dropped (Kafka's ``CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS``, not a setting there)."""
 
 
 @dataclass(slots=True)
@@ -520,7 +525,10 @@ def _add_member(
         instance_id=req.instance_id,
         awaiting_join=True,
         is_new=True,
-        session_deadline_ms=now_ms + req.session_timeout_ms,
+        # a new member cannot heartbeat (it has no id yet) and a client whose JoinGroup timed
+        # out during a long rebalance retries as another new member: Kafka drops a new member
+        # still waiting after this long, so defunct ones do not pile up
+        session_deadline_ms=now_ms + config.new_member_join_timeout_ms,
     )
     if not group.members:
         group.protocol_type = req.protocol_type
@@ -548,7 +556,8 @@ def _update_member(
     member.client_id = req.client_id or member.client_id
     member.client_host = req.client_host or member.client_host
     member.awaiting_join = True
-    member.session_deadline_ms = now_ms + member.session_timeout_ms
+    if not member.is_new:  # a new member keeps its join timeout (Kafka reschedules nothing)
+        member.session_deadline_ms = now_ms + member.session_timeout_ms
     out = _maybe_prepare_rebalance_or_complete_join(group, now_ms, config)
     out.wait_key = member.member_id
     return out
@@ -930,7 +939,8 @@ def expire(group: ClassicGroup, now_ms: int, config: ClassicGroupConfig) -> Outc
     expired = [
         m.member_id
         for m in group.members.values()
-        if m.session_deadline_ms <= now_ms and not m.awaiting_join and not m.awaiting_sync
+        if m.session_deadline_ms <= now_ms
+        and (m.is_new or (not m.awaiting_join and not m.awaiting_sync))
     ]
     if expired:
         out.merge(_remove_and_rebalance(group, expired, now_ms, config))

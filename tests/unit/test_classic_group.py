@@ -249,3 +249,29 @@ def test_group_record_replays_to_a_stable_group() -> None:
     assert loaded.members["b"].session_deadline_ms == 100 + 10_000
     sync_b = sync(loaded, SyncGroupRequest("g", "b", 2), 101)
     assert sync_b.reply == SyncGroupResult(0, "consumer", "range", b"B")
+
+
+def test_a_new_member_still_waiting_for_its_rebalance_after_five_minutes_is_dropped() -> None:
+    """Kafka's new-member join timeout: a new member cannot heartbeat, and a client whose
+    JoinGroup timed out during a long rebalance retries as another member; so a new member
+    still waiting five minutes after it joined is removed, its JoinGroup answered
+    UNKNOWN_MEMBER_ID, even though members waiting in a join are otherwise kept alive."""
+    slow = {"rebalance_timeout_ms": 600_000, "session_timeout_ms": 1_000_000}
+    group = ClassicGroup("g")
+    first_join(group, "a", **slow)
+    out = sync(group, SyncGroupRequest("g", "a", 1, assignments=(("a", b"A"),)), 0)
+    assert out.store is not None
+    store_assignment(group, 1, out.store, 0)
+    # c joins at 10: a rebalance that waits (up to 10 minutes) for a to rejoin
+    first_join(group, "c", now=10, **slow)
+    assert group.state is ClassicGroupState.PREPARING_REBALANCE
+    # the client retries its JoinGroup with its id: the five minutes still count from 10
+    out = join(group, req("c", **slow), "x", 100_000, CONFIG)
+    assert out.reply is None and out.wait_key == "c"
+    assert not expire(group, 10 + 299_999, CONFIG).joins
+    assert "c" in group.members
+    out = expire(group, 10 + 300_000, CONFIG)
+    assert "c" not in group.members
+    assert out.joins["c"].error_code == UNKNOWN_MEMBER_ID
+    # a, not new, waits in the rebalance as before
+    assert "a" in group.members and group.state is ClassicGroupState.PREPARING_REBALANCE
