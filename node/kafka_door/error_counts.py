@@ -1,5 +1,5 @@
 """The error codes in a Kafka answer, counted as Kafka's ``AbstractResponse.errorCounts`` counts
-them for its ``ErrorsPerSec`` metric: every ``error_code`` field of the response, at the top and
+them for its ``ErrorsPerSec`` metric: every error-code field of the response, at the top and
 in each nested topic, partition or member, once per occurrence.
 
 Unlike Kafka, no error (code 0) is not counted: the metric family counts errors, and the request
@@ -15,28 +15,37 @@ from kio.schema.errors import ErrorCode
 
 __all__ = ["add_error_counts", "error_name"]
 
-_ERROR_FIELD = "error_code"
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_PLANS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _plan(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(its error-code fields, its fields that hold entities): kio marks each primitive field
+    with its ``kafka_type`` (``error_code`` for error codes) and leaves entity fields unmarked,
+    so the walk reads only those two kinds."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        fields = dataclasses.fields(cls)
+        plan = _PLANS[cls] = (
+            tuple(f.name for f in fields if f.metadata.get("kafka_type") == "error_code"),
+            tuple(f.name for f in fields if "kafka_type" not in f.metadata),
+        )
+    return plan
 
 
 def add_error_counts(entity: Any, counts: dict[int, int]) -> None:
     """Adds the nonzero error codes of ``entity`` (a kio response or any entity in it) and of
     every entity nested in it to ``counts`` (code → occurrences)."""
-    cls = type(entity)
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(entity))
-    for name in names:
+    errors, nested = _plan(type(entity))
+    for name in errors:
+        code = int(getattr(entity, name))
+        if code:
+            counts[code] = counts.get(code, 0) + 1
+    for name in nested:
         value = getattr(entity, name)
-        if name == _ERROR_FIELD:
-            code = int(value)
-            if code:
-                counts[code] = counts.get(code, 0) + 1
-        elif isinstance(value, tuple):
+        if isinstance(value, tuple):
             for item in value:
-                if dataclasses.is_dataclass(item):
-                    add_error_counts(item, counts)
-        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+                add_error_counts(item, counts)
+        elif value is not None:
             add_error_counts(value, counts)
 
 
