@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
 
 from odradek import Consumer, TopicPartition
 
@@ -35,10 +36,14 @@ def main(argv: list[str]) -> None:
             auto_offset_reset="earliest",
         )
         consumer.subscribe([topic], Listener())
-        # SIGTERM: a clean stop (a static member leaves with epoch -2 and keeps its slot)
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        # SIGTERM: a clean stop (a static member leaves with epoch -2 and keeps its slot). The
+        # handler only sets a flag: an exception raised from it would land wherever the main
+        # thread happens to be, inside the consumer's own calls (a CI run's member then never
+        # finished closing)
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
-            while True:
+            while not stop.is_set():
                 records = consumer.poll(timeout_ms=500)
                 for r in records:
                     out.write(f"{r.partition} {r.offset} {r.value.decode() if r.value else ''}\n")
