@@ -12,6 +12,7 @@ ISR, truncation; see :mod:`node.core.wakeups`).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -35,6 +36,11 @@ from storage import Log
 from storage.errors import AppendWouldBlock
 from storage.file_records import FileSlice
 from storage.log import LogAppendInfo
+
+log = logging.getLogger(__name__)
+
+DIAGNOSTIC_INTERVAL_MS = 10_000
+"""At most one replication warning per partition and kind in this many milliseconds."""
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -122,6 +128,7 @@ class Partition:
         self._followers: dict[int, FollowerFetchState] = {}
         self._leader_since_ms = 0  # when this leadership's epoch began (lost sessions)
         self._leader_term = 0  # counts the times this replica became leader
+        self._warned_ms: dict[str, int] = {}  # diagnostic warnings, by kind: when last logged
 
     # -- state --
     @property
@@ -495,6 +502,19 @@ class Partition:
             # outside the lock: the woken produce requests take it to check their offsets
             self._on_progress(kinds)
         info = log.read(fetch_offset, max_bytes)
+        if fetch_offset < leo and not info.records:
+            # never expected: the follower would ask for the same offset again and again
+            self.warn_at_most_every_interval(
+                "empty read",
+                "follower %d fetched %s-%d at %d, below the log end offset %d, and was sent no "
+                "records (max %d bytes)",
+                replica_id,
+                self.topic,
+                self.partition,
+                fetch_offset,
+                leo,
+                max_bytes,
+            )
         return ReadResult(info.records, hw, log_start, leo), change
 
     def read_for_consumer(
@@ -580,6 +600,48 @@ class Partition:
                 if state is not None:
                     starts.append(state.log_start_offset)
             return min(starts)
+
+    # -- diagnostics --
+    def replication_summary(self) -> str:
+        """One line of what holds this replica's high watermark (for warnings, not parsing):
+        its offsets, the ISR and each follower's state as this leader knows it."""
+        with self._lock:
+            now = self._clock.monotonic_ms()
+            followers = "; ".join(
+                f"{r}: LEO {s.log_end_offset}, "
+                + (
+                    "never fetched"
+                    if s.last_fetch_leader_leo < 0
+                    else f"last fetch {now - s.last_fetch_ms} ms ago"
+                )
+                + (
+                    ", never caught up"
+                    if s.last_caught_up_ms == rules.NEVER_MS
+                    else f", caught up {now - s.last_caught_up_ms} ms ago"
+                )
+                for r, s in sorted(self._followers.items())
+            )
+            pending = (
+                ""
+                if self._pending_isr is None
+                else f" (change adding {sorted(self._pending_isr)} pending)"
+            )
+            return (
+                f"{self.topic}-{self.partition} at leader epoch {self.leader_epoch}: high "
+                f"watermark {self.log.high_watermark}, LEO {self.log.log_end_offset}, ISR "
+                f"{sorted(self.isr)}{pending}, min ISR {self.min_isr}; followers: "
+                f"{followers or 'none'}"
+            )
+
+    def warn_at_most_every_interval(self, kind: str, message: str, *args: object) -> None:
+        """Log a warning of ``kind`` about this partition unless one was logged in the last
+        ``DIAGNOSTIC_INTERVAL_MS`` (a condition that persists would otherwise flood the log)."""
+        now = self._clock.monotonic_ms()
+        last = self._warned_ms.get(kind)
+        if last is not None and now - last < DIAGNOSTIC_INTERVAL_MS:
+            return
+        self._warned_ms[kind] = now
+        log.warning(message, *args)
 
     # -- follower --
     def append_records_as_follower(self, records: bytes, fetch_offset: int) -> LogAppendInfo:

@@ -152,12 +152,26 @@ class PendingAppend:
         if self._blocked:
             raise RuntimeError("append_blocked() must run before the answer is taken")
         results = [r for r in self._results if r is not None]
-        for index, _, _, _ in self._waiting:
+        for index, partition, required, _ in self._waiting:
             result = self._outcome.get(index, False)
             error: OdradekError | None = None
-            if result is False:
+            if result is False and self._manager.shutting_down:
+                error = RequestTimedOutError(
+                    "the node is shutting down before the high watermark passed the batch"
+                )
+            elif result is False:
                 error = RequestTimedOutError(
                     f"the high watermark did not pass the batch within {self._timeout_ms} ms"
+                )
+                # what held it, for the operator: the follower that did not fetch it, or an
+                # ISR below min.insync.replicas
+                partition.warn_at_most_every_interval(
+                    "produce timeout",
+                    "an acks=-1 produce timed out after %d ms waiting for the high watermark "
+                    "to reach %d: %s",
+                    self._timeout_ms,
+                    required,
+                    partition.replication_summary(),
                 )
             elif isinstance(result, OdradekError):
                 error = result

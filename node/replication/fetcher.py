@@ -268,7 +268,18 @@ class ReplicaFetcher:
                     self._truncate_on_divergence(partition, r.diverging_epoch)
                     return
                 if r.records:
-                    partition.append_records_as_follower(r.records, st.fetch_offset)
+                    info = partition.append_records_as_follower(r.records, st.fetch_offset)
+                    if info.batch_count == 0:
+                        # never expected: the next fetch would ask for the same offset again
+                        partition.warn_at_most_every_interval(
+                            "nothing appended",
+                            "fetched %d bytes of %s-%d at %d from node %d and none of them "
+                            "was a whole batch",
+                            len(r.records),
+                            *tp,
+                            st.fetch_offset,
+                            self.leader.node_id,
+                        )
                 partition.update_follower_high_watermark(r.high_watermark, r.log_start_offset)
             elif r.error_code == OffsetOutOfRangeError.code:
                 self._handle_out_of_range(partition, r)

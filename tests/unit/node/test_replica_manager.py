@@ -6,6 +6,7 @@ are left out, and what the leader proposes is checked directly).
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -269,6 +270,30 @@ def test_acks_all_times_out_when_followers_do_not_fetch(manager):
     [r] = _produce(manager, -1, timeout_ms=0)
     assert r.error_code == RequestTimedOutError.code
     assert r.base_offset == 0  # written, not replicated in time
+
+
+def test_a_timed_out_write_logs_what_held_the_high_watermark_once_per_interval(
+    manager, clock, caplog
+):
+    _lead(manager)
+    _follower_fetch(manager, 1, 0)
+    _produce(manager, 1)  # offsets 0-2: follower 1 fetches them, follower 2 never fetches
+    _follower_fetch(manager, 1, 3)
+    clock.advance(250)
+    with caplog.at_level(logging.WARNING, logger="node.core.partition"):
+        [r] = _produce(manager, -1, timeout_ms=0)
+        [again] = _produce(manager, -1, timeout_ms=0)
+    assert r.error_code == again.error_code == RequestTimedOutError.code
+    [warning] = [m for m in caplog.messages if "timed out" in m]
+    assert "waiting for the high watermark to reach 6" in warning
+    assert "high watermark 0, LEO 6, ISR [0, 1, 2], min ISR 2" in warning
+    assert "1: LEO 3, last fetch 250 ms ago, caught up 250 ms ago" in warning
+    assert "2: LEO -1, never fetched" in warning
+    clock.advance(10_000)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="node.core.partition"):
+        _produce(manager, -1, timeout_ms=0)
+    assert [m for m in caplog.messages if "timed out" in m]  # the interval passed
 
 
 def test_not_enough_replicas_is_refused_before_appending(manager):
