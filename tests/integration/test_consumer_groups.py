@@ -125,6 +125,7 @@ def test_members_share_the_topic_and_a_joiner_moves_only_what_it_takes(make_clus
         for _ in range(3)
     ]
     seen: Counter[str] = Counter()
+    opened = list(members)  # every consumer made here, closed at the end
 
     def poll_all(consumers: list[Consumer]) -> dict[int, set[int]]:
         """One poll of each; commit after processing. Partitions that returned records."""
@@ -166,6 +167,7 @@ def test_members_share_the_topic_and_a_joiner_moves_only_what_it_takes(make_clus
         fourth = Consumer(
             bootstrap, group_id=group, enable_auto_commit=False, auto_offset_reset="earliest"
         )
+        opened.append(fourth)
         fourth.subscribe([TOPIC])
         everyone = [*members, fourth]
         delivered_while_rebalancing: set[int] = set()
@@ -187,7 +189,7 @@ def test_members_share_the_topic_and_a_joiner_moves_only_what_it_takes(make_clus
         )
         assert all(n == 1 for n in seen.values()), "a record was read twice"
     finally:
-        for m in members:
+        for m in opened:
             m.close()
 
 
