@@ -23,6 +23,7 @@ from node.core.replication_rules import FollowerFetchState
 from node.core.wakeups import DATA, HIGH_WATERMARK, LOG_START, STATE
 from odradek.clock import Clock
 from odradek.errors import (
+    FencedLeaderEpochError,
     IneligibleReplicaError,
     InvalidRequiredAcksError,
     NotEnoughReplicasAfterAppendError,
@@ -644,31 +645,68 @@ class Partition:
         log.warning(message, *args)
 
     # -- follower --
-    def append_records_as_follower(self, records: bytes, fetch_offset: int) -> LogAppendInfo:
-        """Append what the leader sent for ``fetch_offset`` (which must be our LEO)."""
-        log = self.log
-        if fetch_offset != log.log_end_offset:
-            raise OffsetOutOfRangeError(
-                f"follower fetched {fetch_offset} but its log ends at {log.log_end_offset}"
+    # A fetcher applies an answer only while this replica still follows at the leader epoch
+    # it fetched for, checked under the lock that make_leader and make_follower take: an answer
+    # from the old leader, processed as the controller's LeaderAndIsr made this replica leader
+    # (or moved it to another leader), is dropped rather than written into the new epoch.
+    # Kafka's fetcher gets the same from its partitionMapLock, which removePartitions waits on.
+    def _check_following(self, leader_epoch: int) -> None:
+        """Raise FENCED_LEADER_EPOCH unless this replica follows at ``leader_epoch`` (lock held)."""
+        if self.is_leader or self.leader_id < 0 or self.leader_epoch != leader_epoch:
+            role = (
+                "leads"
+                if self.is_leader
+                else f"follows node {self.leader_id}"
+                if self.leader_id >= 0
+                else "has no leader"
             )
-        info = log.append_as_follower(records)
+            raise FencedLeaderEpochError(
+                f"{self.topic}-{self.partition}: an answer fetched at leader epoch "
+                f"{leader_epoch} came after this replica moved to epoch {self.leader_epoch} "
+                f"(it {role} now); dropped"
+            )
+
+    def append_records_as_follower(
+        self, records: bytes, fetch_offset: int, *, leader_epoch: int
+    ) -> LogAppendInfo:
+        """Append what the leader of ``leader_epoch`` sent for ``fetch_offset`` (which must be
+        our LEO). Raises FENCED_LEADER_EPOCH if this replica no longer follows at that epoch."""
+        with self._lock:
+            self._check_following(leader_epoch)
+            log = self.log
+            if fetch_offset != log.log_end_offset:
+                raise OffsetOutOfRangeError(
+                    f"follower fetched {fetch_offset} but its log ends at {log.log_end_offset}"
+                )
+            info = log.append_as_follower(records)
         self._on_progress(DATA)
         return info
 
-    def update_follower_high_watermark(self, leader_hw: int, leader_log_start: int) -> None:
-        """After a fetch: follower HW = min(leader's, own LEO); log start follows the leader's."""
-        log = self.log
-        # it never goes back here: only truncation lowers a follower's high watermark
-        log.maybe_increment_high_watermark(min(leader_hw, log.log_end_offset))
-        target = min(leader_log_start, log.high_watermark)
-        if target > log.log_start_offset:
-            log.delete_records(target)
+    def update_follower_high_watermark(
+        self, leader_hw: int, leader_log_start: int, *, leader_epoch: int
+    ) -> None:
+        """After a fetch: follower HW = min(leader's, own LEO); log start follows the leader's.
+        Raises FENCED_LEADER_EPOCH if this replica no longer follows at ``leader_epoch``."""
+        with self._lock:
+            self._check_following(leader_epoch)
+            log = self.log
+            # it never goes back here: only truncation lowers a follower's high watermark
+            log.maybe_increment_high_watermark(min(leader_hw, log.log_end_offset))
+            target = min(leader_log_start, log.high_watermark)
+            if target > log.log_start_offset:
+                log.delete_records(target)
         self._on_progress(HIGH_WATERMARK | LOG_START)
 
-    def truncate_to(self, offset: int) -> None:
-        self.log.truncate_to(offset)
+    def truncate_to(self, offset: int, *, leader_epoch: int) -> None:
+        """Truncate as a follower of ``leader_epoch`` (FENCED_LEADER_EPOCH once it is not)."""
+        with self._lock:
+            self._check_following(leader_epoch)
+            self.log.truncate_to(offset)
         self._on_progress(STATE)
 
-    def truncate_fully_and_start_at(self, offset: int) -> None:
-        self.log.truncate_fully_and_start_at(offset)
+    def truncate_fully_and_start_at(self, offset: int, *, leader_epoch: int) -> None:
+        """Empty the log and start it at ``offset``, as a follower of ``leader_epoch``."""
+        with self._lock:
+            self._check_following(leader_epoch)
+            self.log.truncate_fully_and_start_at(offset)
         self._on_progress(STATE)

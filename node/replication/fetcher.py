@@ -169,7 +169,7 @@ class ReplicaFetcher:
         log_ = partition.log
         if log_.latest_epoch < 0 and log_.log_end_offset > log_.high_watermark:
             # a log without epochs cannot find its divergence: start from the high watermark
-            partition.truncate_to(log_.high_watermark)
+            partition.truncate_to(log_.high_watermark, leader_epoch=partition.leader_epoch)
         with self._lock:
             self._partitions[(partition.topic, partition.partition)] = _FetchState(
                 partition, partition.leader_epoch
@@ -265,10 +265,12 @@ class ReplicaFetcher:
         try:
             if r.error_code == 0:
                 if r.HasField("diverging_epoch"):
-                    self._truncate_on_divergence(partition, r.diverging_epoch)
+                    self._truncate_on_divergence(partition, r.diverging_epoch, st.leader_epoch)
                     return
                 if r.records:
-                    info = partition.append_records_as_follower(r.records, st.fetch_offset)
+                    info = partition.append_records_as_follower(
+                        r.records, st.fetch_offset, leader_epoch=st.leader_epoch
+                    )
                     if info.batch_count == 0:
                         # never expected: the next fetch would ask for the same offset again
                         partition.warn_at_most_every_interval(
@@ -280,9 +282,11 @@ class ReplicaFetcher:
                             st.fetch_offset,
                             self.leader.node_id,
                         )
-                partition.update_follower_high_watermark(r.high_watermark, r.log_start_offset)
+                partition.update_follower_high_watermark(
+                    r.high_watermark, r.log_start_offset, leader_epoch=st.leader_epoch
+                )
             elif r.error_code == OffsetOutOfRangeError.code:
-                self._handle_out_of_range(partition, r)
+                self._handle_out_of_range(partition, r, st.leader_epoch)
             elif r.error_code == FencedLeaderEpochError.code:
                 # our view is older than the leader's: wait for the controller's LeaderAndIsr
                 self._delay(tp, st)
@@ -296,6 +300,10 @@ class ReplicaFetcher:
                     r.error_message,
                 )
                 self._delay(tp, st)
+        except FencedLeaderEpochError as e:
+            # this replica moved on (leads now, or follows another epoch) while the answer was
+            # in flight or being processed: it belongs to no one now
+            log.info("%s", e.message)
         except CorruptRecordError as e:
             log.warning("corrupt data fetched for %s-%d, retrying: %s", *tp, e)
             self._delay(tp, st)
@@ -303,7 +311,9 @@ class ReplicaFetcher:
             log.exception("processing the fetch of %s-%d failed", *tp)
             self._delay(tp, st)
 
-    def _truncate_on_divergence(self, partition: Partition, diverging: pb.EpochEndOffset) -> None:
+    def _truncate_on_divergence(
+        self, partition: Partition, diverging: pb.EpochEndOffset, leader_epoch: int
+    ) -> None:
         log_ = partition.log
         state = rules.follower_truncation(
             leader_epoch=diverging.epoch,
@@ -321,16 +331,18 @@ class ReplicaFetcher:
             diverging.end_offset,
             log_.log_end_offset,
         )
-        partition.truncate_to(state.offset)
+        partition.truncate_to(state.offset, leader_epoch=leader_epoch)
 
-    def _handle_out_of_range(self, partition: Partition, r: pb.FetchPartitionResponse) -> None:
+    def _handle_out_of_range(
+        self, partition: Partition, r: pb.FetchPartitionResponse, leader_epoch: int
+    ) -> None:
         """Kafka's ``fetchOffsetAndTruncate``: the leader's range decides where to go on."""
         log_ = partition.log
         leo = log_.log_end_offset
         if r.log_end_offset < leo:
-            partition.truncate_to(r.log_end_offset)
+            partition.truncate_to(r.log_end_offset, leader_epoch=leader_epoch)
         elif r.log_start_offset > leo:
-            partition.truncate_fully_and_start_at(r.log_start_offset)
+            partition.truncate_fully_and_start_at(r.log_start_offset, leader_epoch=leader_epoch)
 
 
 def _rpc_text(e: grpc.RpcError | SessionEndedError) -> str:

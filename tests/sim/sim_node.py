@@ -307,13 +307,15 @@ class SimNode:
         """``ReplicaFetcher.add``: a log without epochs starts from its high watermark."""
         log = self.log
         if log.latest_epoch < 0 and log.log_end_offset > log.high_watermark:
-            self._truncate(log.high_watermark, "no epochs: start from the high watermark")
+            self._truncate(
+                log.high_watermark, "no epochs: start from the high watermark", state.leader_epoch
+            )
         self._fetch = _FetchState(state.leader, state.leader_epoch, next_fetch_ms=self._now())
 
-    def _truncate(self, offset: int, why: str) -> None:
+    def _truncate(self, offset: int, why: str, leader_epoch: int) -> None:
         log = self.log
         before = log.log_end_offset
-        self.partition.truncate_to(offset)
+        self.partition.truncate_to(offset, leader_epoch=leader_epoch)
         after = log.log_end_offset
         if after < before:
             self.stats["truncations"] += 1
@@ -506,7 +508,9 @@ class SimNode:
                 return
             if response.records:
                 try:
-                    partition.append_records_as_follower(response.records, st.fetch_offset)
+                    partition.append_records_as_follower(
+                        response.records, st.fetch_offset, leader_epoch=st.leader_epoch
+                    )
                 except OdradekError as e:
                     if not self._mutations.follower_skips_truncation:
                         raise  # never happens to a correct follower: fail the run loudly
@@ -518,7 +522,7 @@ class SimNode:
                 log.update_high_watermark(min(response.high_watermark, log.log_end_offset))
             else:
                 partition.update_follower_high_watermark(
-                    response.high_watermark, response.log_start_offset
+                    response.high_watermark, response.log_start_offset, leader_epoch=st.leader_epoch
                 )
             grew = log.log_end_offset > st.fetch_offset
             st.next_fetch_ms = now if grew else now + self.timings.fetch_idle_ms
@@ -540,16 +544,25 @@ class SimNode:
             follower_leo=log.log_end_offset,
             follower_high_watermark=log.high_watermark,
         )
-        self._truncate(state.offset, f"diverging epoch {epoch} ends at {end_offset}")
+        assert self._fetch is not None
+        self._truncate(
+            state.offset,
+            f"diverging epoch {epoch} ends at {end_offset}",
+            self._fetch.leader_epoch,
+        )
 
     def _handle_out_of_range(self, response: FetchResponse) -> None:
         """``ReplicaFetcher._handle_out_of_range`` (Kafka's ``fetchOffsetAndTruncate``)."""
         log = self.log
         leo = log.log_end_offset
+        assert self._fetch is not None
+        epoch = self._fetch.leader_epoch
         if response.log_end_offset < leo:
-            self._truncate(response.log_end_offset, "out of range: above the leader's LEO")
+            self._truncate(response.log_end_offset, "out of range: above the leader's LEO", epoch)
         elif response.log_start_offset > leo:
-            self.partition.truncate_fully_and_start_at(response.log_start_offset)
+            self.partition.truncate_fully_and_start_at(
+                response.log_start_offset, leader_epoch=epoch
+            )
             self._note_truncation(log.log_end_offset)
             self._trace(f"n{self.node_id}: restarted log at {response.log_start_offset}")
 

@@ -1,0 +1,153 @@
+"""A follower's fetched answer applies only while the replica still follows at the leader epoch
+it was fetched for.
+
+The window: a fetcher has checked that its partition is still its own and is about to append
+an answer from the old leader when the controller's LeaderAndIsr makes this replica leader.
+Written there, the old epoch's batches sat above the new epoch's recorded start; a follower of
+the new leader then appended them, was told it diverged, cut them, and fetched them again,
+forever, holding the high watermark (a CI run's acks=-1 produce timed out for minutes while the
+ISR shrank and grew back every 5 s).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import grpc
+import pytest
+
+from node.config import NodeConfig
+from node.core.metadata_cache import MetadataCache
+from node.core.replica_manager import ReplicaManager
+from node.core.requests import (
+    Broker,
+    LeaderAndIsrPartition,
+    LeaderAndIsrRequest,
+    UpdateMetadataRequest,
+)
+from node.replication.fetcher import ReplicaFetcher
+from odradek.clock import ManualClock
+from odradek.errors import FencedLeaderEpochError
+from odradek.v1 import odradek_pb2 as pb
+from storage import LogManager
+from tests.storage_helpers import make_batch
+
+
+@pytest.fixture
+def config(tmp_path) -> NodeConfig:
+    return NodeConfig(node_id=0, log_dirs=(tmp_path,), zookeeper_connect="unused:1")
+
+
+@pytest.fixture
+def manager(tmp_path, config: NodeConfig, clock: ManualClock):
+    logs = LogManager([tmp_path], config.log, clock, config.log_manager)
+    metadata = MetadataCache()
+    metadata.update(
+        UpdateMetadataRequest(
+            controller_id=0,
+            controller_epoch=1,
+            live_brokers=tuple(Broker(node_id=i, host="127.0.0.1", port=1) for i in range(3)),
+        )
+    )
+    rm = ReplicaManager(config, logs, metadata, clock, broker_epoch=lambda: 7)
+    yield rm
+    rm.shutdown()
+    logs.shutdown()
+
+
+def _leader_and_isr(rm: ReplicaManager, *, leader: int, epoch: int, isr: tuple[int, ...]) -> None:
+    code, results = rm.become_leader_or_follower(
+        LeaderAndIsrRequest(
+            controller_id=0,
+            controller_epoch=1,
+            broker_epoch=7,
+            partition_states=(
+                LeaderAndIsrPartition(
+                    topic="t",
+                    partition=0,
+                    controller_epoch=1,
+                    leader=leader,
+                    leader_epoch=epoch,
+                    isr=isr,
+                    partition_epoch=epoch,
+                    replicas=(0, 1, 2),
+                ),
+            ),
+            topic_configs={"t": {}},
+        )
+    )
+    assert code == 0 and results[0].error_code == 0
+
+
+def _old_epochs_batch(base_offset: int) -> bytes:
+    return make_batch(3, base_offset=base_offset, partition_leader_epoch=0)
+
+
+def _follow_then_lead(rm: ReplicaManager):
+    """Node 0 copies offsets 0-2 from leader 1 at epoch 0, then leads at epoch 1 from 3."""
+    _leader_and_isr(rm, leader=1, epoch=0, isr=(0, 1, 2))
+    partition = rm.partition("t", 0)
+    assert partition is not None
+    partition.append_records_as_follower(_old_epochs_batch(0), 0, leader_epoch=0)
+    return partition
+
+
+def test_a_new_leader_refuses_what_was_fetched_from_the_old_one(manager):
+    partition = _follow_then_lead(manager)
+    _leader_and_isr(manager, leader=0, epoch=1, isr=(0, 2))
+    assert partition.leader_epoch_start_offset == 3
+    with pytest.raises(FencedLeaderEpochError, match="moved to epoch 1 \\(it leads now\\)"):
+        partition.append_records_as_follower(_old_epochs_batch(3), 3, leader_epoch=0)
+    with pytest.raises(FencedLeaderEpochError):
+        partition.update_follower_high_watermark(6, 2, leader_epoch=0)
+    with pytest.raises(FencedLeaderEpochError):
+        partition.truncate_to(0, leader_epoch=0)
+    with pytest.raises(FencedLeaderEpochError):
+        partition.truncate_fully_and_start_at(10, leader_epoch=0)
+    log = partition.log
+    assert (log.log_start_offset, log.log_end_offset) == (0, 3)
+    assert log.leader_epoch_entries()[-1] == (1, 3)  # the new epoch starts where it ends
+
+
+def test_a_follower_of_a_newer_epoch_refuses_the_older_epochs_answer(manager):
+    partition = _follow_then_lead(manager)
+    _leader_and_isr(manager, leader=2, epoch=1, isr=(0, 2))
+    with pytest.raises(FencedLeaderEpochError, match="it follows node 2 now"):
+        partition.append_records_as_follower(_old_epochs_batch(3), 3, leader_epoch=0)
+    partition.append_records_as_follower(
+        make_batch(3, base_offset=3, partition_leader_epoch=1), 3, leader_epoch=1
+    )
+    assert partition.log.log_end_offset == 6
+
+
+def test_the_fetcher_drops_an_answer_processed_after_the_replica_became_leader(
+    manager, config, clock, caplog
+):
+    """The fetcher's own path through the window: its membership check passed (the partition
+    was still in its map), then the LeaderAndIsr made the replica leader."""
+    partition = _follow_then_lead(manager)
+    channel = grpc.insecure_channel("127.0.0.1:1")  # nothing listens: its fetches just fail
+    fetcher = ReplicaFetcher(
+        Broker(node_id=1, host="127.0.0.1", port=1),
+        config=config,
+        clock=clock,
+        channel=channel,
+        broker_epoch=lambda: 7,
+    )
+    try:
+        fetcher.add(partition)
+        ready = dict(fetcher._partitions)
+        ready[("t", 0)].fetch_offset = 3
+        _leader_and_isr(manager, leader=0, epoch=1, isr=(0, 2))
+        answer = pb.FetchPartitionResponse(
+            topic="t", partition=0, high_watermark=6, records=_old_epochs_batch(3)
+        )
+        with caplog.at_level(logging.INFO, logger="node.replication.fetcher"):
+            fetcher._process(answer, ready)
+    finally:
+        fetcher.shutdown()
+        channel.close()
+    assert partition.log.log_end_offset == 3
+    assert partition.log.high_watermark <= 3
+    assert any("fetched at leader epoch 0" in m and "dropped" in m for m in caplog.messages)
+    assert ready[("t", 0)].delayed_until_ms == 0  # dropped quietly, not an error to back off
