@@ -52,7 +52,8 @@ class Responder:
         body = ApiVersionsResponseV0(error_code=ErrorCode.unsupported_version, api_keys=(own,))
         return encode_response(API_VERSIONS_KEY, correlation_id, body)
 
-    def answer(self, ctx: RequestContext, request: Any) -> bytes:
+    def answer(self, ctx: RequestContext, request: Any) -> Any:
+        """The answer to a version the door serves (the door encodes it and counts its error)."""
         version = ctx.api_version
         cls = response_class(API_VERSIONS_KEY, version)
         item_cls = nested(cls, "ApiVersion")
@@ -67,4 +68,4 @@ class Responder:
         fields: dict[str, Any] = {"error_code": error, "api_keys": self._keys(item_cls)}
         if version >= 1:
             fields["throttle_time"] = _NO_THROTTLE
-        return encode_response(API_VERSIONS_KEY, ctx.correlation_id, cls(**fields))
+        return cls(**fields)

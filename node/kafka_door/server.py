@@ -55,6 +55,8 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from node.kafka_door import api_versions
 from node.kafka_door.context import Connection, RequestContext
 from node.kafka_door.error_counts import add_error_counts, error_name
@@ -473,6 +475,9 @@ class KafkaDoor:
                 header = read_header(frame, flexible=False)
             except FrameError as e:
                 raise _CloseError(str(e)) from None
+            if self._metrics is not None:
+                self._metrics.observe("ApiVersions", int((self._loop.time() - started) * 1000), 0)
+                self._metrics.error("ApiVersions", error_name(ErrorCode.unsupported_version), 1)
             return self._api_versions.unsupported(header.correlation_id)
         if api is None or api.broker_only:
             raise _CloseError(f"API key {key} is not served on a Kafka listener")
@@ -492,8 +497,9 @@ class KafkaDoor:
         ctx = RequestContext(conn, key, version, header.correlation_id, header.client_id)
         if key == API_VERSIONS_KEY:
             versions = self._api_versions.answer(ctx, body)
-            self._observe(ctx, api.name, started, 0.0)
-            return versions
+            encoded = self._encode(api.name, ctx, versions)
+            self._observe(ctx, api.name, started, 0.0, versions)
+            return encoded
         try:
             if api.on_loop:
                 result = api.handler(ctx, body)

@@ -5,11 +5,14 @@ times under Kafka's request names (a consumer's Fetch as ``FetchConsumer``); and
 
 from __future__ import annotations
 
+import socket
+import struct
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta
@@ -126,3 +129,37 @@ def test_error_codes_in_kafka_answers_are_counted(metered: LocalCluster) -> None
     assert errors("Produce", "UNKNOWN_TOPIC_OR_PARTITION") == produced_before + 1
     assert errors("FetchConsumer", "OFFSET_OUT_OF_RANGE") == fetched_before + 1
     assert errors("Produce", "NONE") == 0  # the partition appended is no error
+
+
+def test_api_versions_errors_are_counted(metered: LocalCluster) -> None:
+    """ApiVersions' own refusals count too: a version above the door's (answered in v0 with
+    UNSUPPORTED_VERSION, as Kafka does) and a v3 whose client software name is not valid
+    (INVALID_REQUEST)."""
+    node = metered.nodes[0]
+    assert node.kafka_address is not None
+
+    def errors(error: str) -> float:
+        samples = scrape_metrics(metrics_url(node))
+        return metric_value(
+            samples, "kafka_network_requestmetrics_errors_total", request="ApiVersions", error=error
+        )
+
+    unsupported_before = errors("UNSUPPORTED_VERSION")
+    invalid_before = errors("INVALID_REQUEST")
+    answer = call(
+        node.kafka_address,
+        ApiVersionsRequest(client_software_name="-not valid-", client_software_version="1.0"),
+    )
+    assert int(answer.error_code) == 42  # INVALID_REQUEST, with the list still sent
+    assert answer.api_keys
+    host, port = node.kafka_address.rsplit(":", 1)
+    header = struct.pack(">hhih", 18, 99, 5, 3) + b"raw"  # ApiVersions v99, header v1
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(struct.pack(">i", len(header)) + header)
+        f = s.makefile("rb")
+        (size,) = struct.unpack(">i", f.read(4))
+        frame = f.read(size)
+    correlation_id, error_code = struct.unpack_from(">ih", frame)
+    assert (correlation_id, error_code) == (5, 35)  # UNSUPPORTED_VERSION, in the v0 format
+    assert errors("UNSUPPORTED_VERSION") == unsupported_before + 1
+    assert errors("INVALID_REQUEST") == invalid_before + 1
