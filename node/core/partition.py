@@ -253,8 +253,11 @@ class Partition:
         required_acks: int,
         current_leader_epoch: int = -1,
         blocking: bool = True,
-    ) -> LogAppendInfo:
-        """Validate and append a client's batches; raises the typed error on refusal.
+    ) -> tuple[LogAppendInfo, int]:
+        """Validate and append a client's batches: what was written, and the leadership
+        (:attr:`leader_term`) it was written in, read under the same lock (a waiting acks=-1
+        write checks it in :meth:`check_replicated`; read before the lock, a leadership regained
+        meanwhile would fail a stored write). Raises the typed error on refusal.
 
         acks=-1 with fewer in-sync replicas than the effective min.insync.replicas is refused
         before anything is written (NOT_ENOUGH_REPLICAS). With ``blocking`` False it raises
@@ -273,11 +276,12 @@ class Partition:
                     f"{sorted(self.isr)}, fewer than min.insync.replicas {self.min_isr}"
                 )
             info = self.log.append_as_leader(records, self.leader_epoch, blocking=blocking)
+            term = self._leader_term
             moved = self.maybe_increment_high_watermark()
         finally:
             self._lock.release()
         self._on_progress(DATA | (HIGH_WATERMARK if moved else 0))
-        return info
+        return info, term
 
     def check_replicated(self, required_offset: int, leader_term: int) -> OdradekError | bool:
         """For a waiting acks=-1 produce appended in leadership ``leader_term``

@@ -432,8 +432,7 @@ class ReplicaManager:
         :class:`AppendWouldBlock` only when not ``blocking``."""
         try:
             partition = self._partition_or_error(data.topic, data.partition)
-            term = partition.leader_term
-            info = partition.append_records_to_leader(
+            info, term = partition.append_records_to_leader(
                 data.records,
                 required_acks=acks,
                 current_leader_epoch=data.current_leader_epoch,

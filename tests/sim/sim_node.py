@@ -332,7 +332,9 @@ class SimNode:
         epoch = partition.leader_epoch
         term = partition.leader_term
         try:
-            info = partition.append_records_to_leader(request.records, required_acks=request.acks)
+            info, _ = partition.append_records_to_leader(
+                request.records, required_acks=request.acks
+            )
         except OdradekError as e:
             self._send(src, ProduceResponse(request.request_id, e.code))
             return

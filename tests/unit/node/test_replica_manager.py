@@ -14,6 +14,7 @@ import pytest
 
 from node.config import NodeConfig
 from node.core.metadata_cache import MetadataCache
+from node.core.partition import Partition
 from node.core.replica_manager import UNKNOWN_SERVER_ERROR_MESSAGE, ReplicaManager, error_of
 from node.core.requests import (
     Broker,
@@ -211,6 +212,24 @@ def test_a_new_leader_epoch_with_the_same_leader_keeps_a_waiting_write(manager):
     _follower_fetch(manager, 2, 3, epoch=1)
     [r] = pending.wait()
     assert (r.error_code, r.base_offset) == (0, 0)
+
+
+def test_a_write_appended_as_the_replica_becomes_leader_is_acknowledged(manager, monkeypatch):
+    """The leadership a write waits in is the one it was appended in, read under the append's
+    lock: a LeaderAndIsr making this node leader just before the append took the lock no
+    longer fails the stored write (a non-idempotent producer would store it twice)."""
+    _leader_and_isr(manager, leader=1, epoch=0)
+    real = Partition.append_records_to_leader
+
+    def after_a_leader_and_isr(self, *args, **kwargs):
+        monkeypatch.setattr(Partition, "append_records_to_leader", real)
+        _leader_and_isr(manager, leader=0, epoch=1, isr=(0,), min_isr="1")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Partition, "append_records_to_leader", after_a_leader_and_isr)
+    [r] = _produce(manager, -1, timeout_ms=1000)
+    assert (r.error_code, r.base_offset) == (0, 0)
+    assert manager.partition("t", 0).log.high_watermark == 3
 
 
 def test_a_leadership_lost_and_regained_fails_a_waiting_write(manager):
