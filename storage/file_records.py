@@ -45,9 +45,10 @@ class FileSlice:
     ``os.sendfile``), or read (:meth:`read`).
 
     ``fd`` is the segment's open descriptor, not owned: never close it. It stays open while the
-    segment is; a deleted segment is closed only ``file.delete.delay.ms`` after its deletion was
-    scheduled (60 s by default), so a reader that takes its own ``os.dup`` at once reads the
-    bytes as they were, as Kafka's readers do of a segment being deleted.
+    segment is; a deleted segment, or a deleted log's (``LogManager.delete_log``), is closed
+    only ``file.delete.delay.ms`` after its deletion (60 s by default), so a reader that takes
+    its own ``os.dup`` at once reads the bytes as they were, as Kafka's readers do of a segment
+    being deleted.
     """
 
     fd: int

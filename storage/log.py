@@ -1058,6 +1058,25 @@ class Log:
                 segment.close_handlers()
             self._pending_deletes.clear()
 
+    def retire(self) -> None:
+        """Stop serving this log (a deleted one): reads, appends and everything else fail from
+        now on as after :meth:`close`, but its files stay open until :meth:`close_handlers`.
+        A reader still holding a slice of one of its segments (:class:`FileSlice`, sent later
+        with sendfile) reads the slice's bytes, not whatever file the descriptor's number would
+        name once closed and reused. Thread-safe."""
+        with self._lock:
+            self._closed = True
+            self._cleaning_aborted = self._cleaning_aborted or self._cleaning
+
+    def close_handlers(self) -> None:
+        """Close the files of a :meth:`retire`d log, writing nothing. Thread-safe."""
+        with self._lock:
+            for segment in self._segments:
+                segment.close_handlers()
+            for _, segment in self._pending_deletes:
+                segment.close_handlers()
+            self._pending_deletes.clear()
+
     @property
     def closed(self) -> bool:
         return self._closed

@@ -126,6 +126,9 @@ class LogManager:
         self._lock_fds: list[int] = []
         self._topic_configs: dict[str, LogConfig] = {}
         self._shut_down = False
+        # deleted logs whose files close (and directory goes) once file.delete.delay.ms passed:
+        # (due, log, renamed directory)
+        self._deleted: list[tuple[int, Log, Path]] = []
         self.flush_stats = LogFlushStats()
         """Flush durations of every log of this manager (``LogFlushRateAndTimeMs``)."""
         self.had_clean_shutdown: dict[Path, bool] = {}
@@ -253,20 +256,37 @@ class LogManager:
             return dict(self._logs)
 
     def delete_log(self, topic: str, partition: int) -> bool:
-        """Close the log and remove its directory (renamed ``…-delete`` first, as Kafka does,
-        so a crash midway finishes the removal at the next start). Returns whether it existed."""
+        """Stop serving the log and rename its directory ``…-delete`` (as Kafka does, so a crash
+        midway finishes the removal at the next start); its files are closed and the directory
+        removed ``file.delete.delay.ms`` later, as Kafka deletes segments, so that a reader
+        still sending a slice of it (the Kafka door's sendfile) sends the slice's bytes, never
+        another file's that reused the descriptor's number. Returns whether it existed."""
         with self._lock:
             log = self._logs.pop((topic, partition), None)
             if log is None:
                 return False
             self._per_dir[log.dir.parent] -= 1
-            log.close()
+            log.retire()
             if self.cleaner is not None:
                 self.cleaner.remove_log((topic, partition), log.dir.parent)
             doomed = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}{_DELETE_DIR_SUFFIX}")
             log.dir.rename(doomed)
-            shutil.rmtree(doomed, ignore_errors=True)
+            due = self._clock.monotonic_ms() + log.config.file_delete_delay_ms
+            self._deleted.append((due, log, doomed))
+            if log.config.file_delete_delay_ms == 0:
+                self._remove_deleted(due)
             return True
+
+    def _remove_deleted(self, now_ms: int | None) -> None:
+        """Close and remove the deleted logs due by ``now_ms`` (all of them: None). Lock held."""
+        keep: list[tuple[int, Log, Path]] = []
+        for due, log, directory in self._deleted:
+            if now_ms is None or due <= now_ms:
+                log.close_handlers()
+                shutil.rmtree(directory, ignore_errors=True)
+            else:
+                keep.append((due, log, directory))
+        self._deleted = keep
 
     # -- periodic work --
     def tick(self) -> None:
@@ -299,6 +319,8 @@ class LogManager:
             self.cleanup_logs()
         for log in logs:
             log.delete_pending_files()
+        if self._deleted:
+            self._remove_deleted(now)
         if now >= self._next_recovery_checkpoint_ms:
             self._next_recovery_checkpoint_ms = now + mc.flush_offset_checkpoint_interval_ms
             self.checkpoint_recovery_points()
@@ -399,6 +421,7 @@ class LogManager:
             self.checkpoint_high_watermarks()
             for log in self._logs.values():
                 log.close()
+            self._remove_deleted(None)
             for d in self.log_dirs:
                 write_atomically(
                     d / CLEAN_SHUTDOWN_FILE,

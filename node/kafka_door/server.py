@@ -158,8 +158,9 @@ class WhenReady:
 @dataclass(slots=True)
 class FileSlice:
     """``length`` bytes of an open file descriptor from ``position``: written with sendfile.
-    The door closes ``fd`` once written (the handler hands over a descriptor of its own, e.g.
-    an ``os.dup`` taken under the log's lock, so that a segment deleted meanwhile still reads)."""
+    The door closes ``fd`` once written (the handler hands over a descriptor of its own, an
+    ``os.dup`` of the segment's: a deleted segment or log keeps its descriptor open for
+    ``file.delete.delay.ms``, so the dup, taken right after the read, names the same file)."""
 
     fd: int
     position: int

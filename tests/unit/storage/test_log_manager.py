@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -143,9 +144,23 @@ def test_topic_names_and_deletion(tmp_path, clock):
             manager.get_or_create_log(bad, 0)
     log = manager.get_or_create_log("gone", 0)
     log.append_as_leader(make_batch(1), 0)
+    held = log.read(0, 1 << 20, as_slice=True).slice  # a reader about to sendfile it
+    assert held is not None
+    stored = bytes(log.read(0, 1 << 20).records)
     assert manager.delete_log("gone", 0)
     assert not manager.delete_log("gone", 0)
+    # renamed at once, so the name can be reused; its files stay open for file.delete.delay.ms
+    [renamed] = tmp_path.glob("gone-0*")
+    assert renamed.name.endswith("-delete")
+    with pytest.raises(ValueError):
+        log.read(0, 1 << 20)  # no longer served
+    other = os.open(tmp_path / "other-file", os.O_RDWR | os.O_CREAT)  # may reuse a number
+    os.write(other, b"not the log's bytes " * 20)
+    assert held.read() == stored
+    clock.advance(LogConfig().file_delete_delay_ms)
+    manager.tick()
     assert not list(tmp_path.glob("gone-0*"))
+    os.close(other)
     manager.shutdown()
 
 
