@@ -125,6 +125,7 @@ class Partition:
         self.replicas: tuple[int, ...] = ()
         self.isr: frozenset[int] = frozenset()
         self._pending_isr: frozenset[int] | None = None
+        self._pending_change: IsrChange | None = None  # the AlterPartition awaiting its answer
         self.leader_epoch_start_offset = -1
         self._followers: dict[int, FollowerFetchState] = {}
         self._leader_since_ms = 0  # when this leadership's epoch began (lost sessions)
@@ -184,6 +185,7 @@ class Partition:
             self.replicas = state.replicas
             self.isr = frozenset(state.isr)
             self._pending_isr = None
+            self._pending_change = None
             self.partition_epoch = state.partition_epoch
             self.leader_id = self.node_id
             if new_epoch:
@@ -219,6 +221,7 @@ class Partition:
             self.replicas = state.replicas
             self.isr = frozenset()  # followers do not track the ISR
             self._pending_isr = None
+            self._pending_change = None
             self.leader_id = state.leader
             self.leader_epoch = state.leader_epoch
             self.partition_epoch = state.partition_epoch
@@ -233,6 +236,7 @@ class Partition:
             self.leader_id = -1
             self.isr = frozenset()
             self._pending_isr = None
+            self._pending_change = None
             self._followers = {}
         self._on_progress(STATE)
 
@@ -391,9 +395,10 @@ class Partition:
             new_isr = tuple(sorted(self.isr - out))
             # a shrink's maximal ISR stays the old one until the controller commits it
             self._pending_isr = frozenset()
-            return IsrChange(
+            self._pending_change = IsrChange(
                 self.topic, self.partition, self.leader_epoch, new_isr, self.partition_epoch
             )
+            return self._pending_change
 
     def _maybe_expand_isr(self, replica_id: int) -> IsrChange | None:
         state = self._followers.get(replica_id)
@@ -409,13 +414,14 @@ class Partition:
         ):
             return None
         self._pending_isr = frozenset({replica_id})
-        return IsrChange(
+        self._pending_change = IsrChange(
             self.topic,
             self.partition,
             self.leader_epoch,
             tuple(sorted(self.isr | {replica_id})),
             self.partition_epoch,
         )
+        return self._pending_change
 
     def complete_isr_change(
         self,
@@ -426,9 +432,16 @@ class Partition:
         leader_epoch: int = -1,
         partition_epoch: int = -1,
     ) -> None:
-        """Apply the controller's answer to ``change`` (or drop the pending state on error)."""
+        """Apply the controller's answer to ``change`` (or drop the pending state on error).
+        An answer to a change that is no longer the pending one (a LeaderAndIsr settled the ISR
+        meanwhile, and another change may be pending now) is out of date and ignored, as
+        Kafka's ``handleAlterPartitionUpdate`` ignores one whose proposed state is gone."""
         with self._lock:
-            if self.leader_epoch != change.leader_epoch or not self.is_leader:
+            if (
+                self.leader_epoch != change.leader_epoch
+                or not self.is_leader
+                or self._pending_change is not change
+            ):
                 return
             if error is not None:
                 # Only a change the controller certainly did not apply is dropped. After
@@ -437,10 +450,12 @@ class Partition:
                 # LeaderAndIsr settles it (Kafka's handleAlterPartitionError).
                 if isinstance(error, IneligibleReplicaError):
                     self._pending_isr = None
+                    self._pending_change = None
                 return
             if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
                 return  # an answer older than what we hold
             self._pending_isr = None
+            self._pending_change = None
             self.isr = frozenset(isr)
             self.partition_epoch = partition_epoch
             self.maybe_increment_high_watermark()

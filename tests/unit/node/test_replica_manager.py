@@ -402,6 +402,32 @@ def test_follower_catching_up_is_proposed_for_the_isr(manager):
     assert change.new_isr == (0, 1, 2)
 
 
+def test_a_late_answer_to_an_isr_change_no_longer_pending_is_ignored(manager, clock):
+    """Shrink A is in flight; a LeaderAndIsr of the same leader epoch settles the ISR; the
+    leader proposes expansion B; A's late answer must not drop B's pending replica from the
+    maximal ISR (Kafka ignores an answer whose proposed state is gone)."""
+    partition = _lead(manager, min_isr="1")
+    _follower_fetch(manager, 1, 0)
+    clock.advance(60_000)
+    _follower_fetch(manager, 1, 0)
+    shrink = partition.maybe_shrink_isr()
+    assert shrink is not None and shrink.new_isr == (0, 1)
+    _leader_and_isr(
+        manager, isr=(0, 1), partition_epoch=1, min_isr="1"
+    )  # settled by the controller
+    _produce(manager, 1, count=3)
+    _follower_fetch(manager, 1, 3)
+    _follower_fetch(manager, 2, 3)
+    expand = manager.alter_partitions.changes[-1]
+    assert expand.new_isr == (0, 1, 2) and partition.maximal_isr == {0, 1, 2}
+    partition.complete_isr_change(shrink, error=None, isr=(0, 1), leader_epoch=0, partition_epoch=1)
+    assert partition.maximal_isr == {0, 1, 2}  # B still pending
+    partition.complete_isr_change(
+        expand, error=None, isr=(0, 1, 2), leader_epoch=0, partition_epoch=2
+    )
+    assert partition.isr == {0, 1, 2} and partition.partition_epoch == 2
+
+
 def test_consumer_long_poll_wakes_on_new_data(manager, clock):
     _lead(manager, isr=(0,), min_isr="1")
     got: list[Any] = []
