@@ -48,6 +48,7 @@ from node.core.requests import (
 from node.core.wakeups import DATA, HIGH_WATERMARK, LOG_START, Wakeups, add_remote_time_ms
 from odradek.clock import Clock
 from odradek.errors import (
+    FencedLeaderEpochError,
     InvalidRequestError,
     InvalidRequiredAcksError,
     KafkaStorageError,
@@ -65,6 +66,10 @@ from storage.errors import AppendWouldBlock
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+
+NO_EPOCH = -1
+EPOCH_DURING_DELETE = -2
+"""StopReplica's leader epoch while its topic is being deleted (Kafka's ``EpochDuringDelete``)."""
 
 
 class ReplicaConfig(Protocol):
@@ -338,6 +343,23 @@ class ReplicaManager:
             for sp in req.partitions:
                 tp = (sp.topic, sp.partition)
                 code, message = 0, ""
+                hosted = self._partitions.get(tp)
+                if (
+                    hosted is not None
+                    and sp.leader_epoch not in (NO_EPOCH, EPOCH_DURING_DELETE)
+                    and sp.leader_epoch < hosted.leader_epoch
+                ):
+                    # Kafka's stopReplicas (KIP-570): a StopReplica older than the replica's
+                    # state (a late copy of one the controller retried) must not take a newer
+                    # leadership offline
+                    fenced = FencedLeaderEpochError(
+                        f"StopReplica of leader epoch {sp.leader_epoch} for {sp.topic}-"
+                        f"{sp.partition}, which is at epoch {hosted.leader_epoch}"
+                    )
+                    results.append(
+                        PartitionError(sp.topic, sp.partition, fenced.code, fenced.message)
+                    )
+                    continue
                 try:
                     if self.fetchers is not None:
                         self.fetchers.remove_partitions([tp])

@@ -334,6 +334,9 @@ class StopReplicaPartition:
     topic: str
     partition: int
     delete_partition: bool = False
+    leader_epoch: int = -1
+    """The controller's leader epoch of the partition (KIP-570): a request older than what the
+    replica holds is refused; -1 (none) and -2 (during a topic's deletion) always apply."""
 
 
 @dataclass(frozen=True, slots=True)

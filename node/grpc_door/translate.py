@@ -302,7 +302,8 @@ def stop_replica_from_wire(req: pb.StopReplicaRequest) -> StopReplicaRequest:
         controller_epoch=req.controller_epoch,
         broker_epoch=req.broker_epoch,
         partitions=tuple(
-            StopReplicaPartition(p.topic, p.partition, p.delete_partition) for p in req.partitions
+            StopReplicaPartition(p.topic, p.partition, p.delete_partition, p.leader_epoch)
+            for p in req.partitions
         ),
     )
 

@@ -22,6 +22,8 @@ from node.core.requests import (
     LeaderAndIsrPartition,
     LeaderAndIsrRequest,
     ProducePartition,
+    StopReplicaPartition,
+    StopReplicaRequest,
     UpdateMetadataRequest,
 )
 from odradek.clock import ManualClock
@@ -426,6 +428,33 @@ def test_a_late_answer_to_an_isr_change_no_longer_pending_is_ignored(manager, cl
         expand, error=None, isr=(0, 1, 2), leader_epoch=0, partition_epoch=2
     )
     assert partition.isr == {0, 1, 2} and partition.partition_epoch == 2
+
+
+def _stop_replica(rm, *, leader_epoch, delete=False):
+    return rm.stop_replicas(
+        StopReplicaRequest(
+            controller_id=0,
+            controller_epoch=1,
+            broker_epoch=7,
+            partitions=(StopReplicaPartition("t", 0, delete, leader_epoch),),
+        )
+    )
+
+
+def test_a_stop_replica_older_than_the_replicas_epoch_is_refused(manager):
+    """KIP-570: a late copy of a StopReplica must not take a newer leadership offline."""
+    partition = _lead(manager, epoch=2)
+    code, [result] = _stop_replica(manager, leader_epoch=1)
+    assert code == 0 and result.error_code == FencedLeaderEpochError.code
+    assert partition.is_leader
+    code, [result] = _stop_replica(manager, leader_epoch=2)
+    assert (code, result.error_code) == (0, 0)
+    assert not partition.is_leader
+    _lead(manager, epoch=3)
+    # a topic being deleted (epoch -2) and no epoch (-1) always apply
+    code, [result] = _stop_replica(manager, leader_epoch=-2, delete=True)
+    assert (code, result.error_code) == (0, 0)
+    assert manager.partition("t", 0) is None
 
 
 def test_consumer_long_poll_wakes_on_new_data(manager, clock):
