@@ -176,6 +176,11 @@ class ReplicaFetcher:
             )
         self._wakeup.set()
 
+    def partitions(self) -> list[Partition]:
+        """The partitions this fetcher follows."""
+        with self._lock:
+            return [st.partition for st in self._partitions.values()]
+
     def remove(self, tps: Iterable[TopicPartition]) -> None:
         with self._lock:
             for tp in tps:
@@ -378,7 +383,11 @@ class ReplicaFetcherManager:
                 leader.host,
                 leader.port,
             ):
+                # the leader's node came back at another address: the partitions its old
+                # fetcher followed (their leadership unchanged) move to the new one
+                moved = []
                 if fetcher is not None:
+                    moved = fetcher.partitions()
                     fetcher.shutdown()
                 fetcher = ReplicaFetcher(
                     leader,
@@ -388,6 +397,8 @@ class ReplicaFetcherManager:
                     broker_epoch=self._broker_epoch,
                 )
                 self._fetchers[leader.node_id] = fetcher
+                for other in moved:
+                    fetcher.add(other)
             fetcher.add(partition)
             self._owner[tp] = leader.node_id
 

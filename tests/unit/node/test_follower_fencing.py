@@ -25,7 +25,7 @@ from node.core.requests import (
     LeaderAndIsrRequest,
     UpdateMetadataRequest,
 )
-from node.replication.fetcher import ReplicaFetcher
+from node.replication.fetcher import ReplicaFetcher, ReplicaFetcherManager
 from odradek.clock import ManualClock
 from odradek.errors import FencedLeaderEpochError
 from odradek.v1 import odradek_pb2 as pb
@@ -55,7 +55,9 @@ def manager(tmp_path, config: NodeConfig, clock: ManualClock):
     logs.shutdown()
 
 
-def _leader_and_isr(rm: ReplicaManager, *, leader: int, epoch: int, isr: tuple[int, ...]) -> None:
+def _leader_and_isr(
+    rm: ReplicaManager, *, leader: int, epoch: int, isr: tuple[int, ...], partition: int = 0
+) -> None:
     code, results = rm.become_leader_or_follower(
         LeaderAndIsrRequest(
             controller_id=0,
@@ -64,7 +66,7 @@ def _leader_and_isr(rm: ReplicaManager, *, leader: int, epoch: int, isr: tuple[i
             partition_states=(
                 LeaderAndIsrPartition(
                     topic="t",
-                    partition=0,
+                    partition=partition,
                     controller_epoch=1,
                     leader=leader,
                     leader_epoch=epoch,
@@ -151,3 +153,31 @@ def test_the_fetcher_drops_an_answer_processed_after_the_replica_became_leader(
     assert partition.log.high_watermark <= 3
     assert any("fetched at leader epoch 0" in m and "dropped" in m for m in caplog.messages)
     assert ready[("t", 0)].delayed_until_ms == 0  # dropped quietly, not an error to back off
+
+
+def test_a_leader_back_at_another_address_keeps_every_partition_fetched(manager, config, clock):
+    """The first partition told of the leader's new address replaces its fetcher; the others
+    that fetcher followed, whose leadership did not change, move along instead of being left
+    without one."""
+    for p in (0, 1):
+        _leader_and_isr(manager, leader=1, epoch=0, isr=(0, 1, 2), partition=p)
+    channels: list[grpc.Channel] = []
+
+    def channel_for(address: str) -> grpc.Channel:
+        channels.append(grpc.insecure_channel(address))  # nothing listens: fetches just fail
+        return channels[-1]
+
+    fetchers = ReplicaFetcherManager(config, clock, channel_for, lambda: 7)
+    try:
+        first, second = manager.partition("t", 0), manager.partition("t", 1)
+        assert first is not None and second is not None
+        fetchers.add_partition(first, Broker(node_id=1, host="127.0.0.1", port=1))
+        fetchers.add_partition(second, Broker(node_id=1, host="127.0.0.1", port=1))
+        fetchers.add_partition(first, Broker(node_id=1, host="127.0.0.1", port=2))
+        [fetcher] = fetchers._fetchers.values()
+        assert fetcher.leader.port == 2
+        assert {(p.topic, p.partition) for p in fetcher.partitions()} == {("t", 0), ("t", 1)}
+    finally:
+        fetchers.shutdown()
+        for channel in channels:
+            channel.close()
