@@ -641,11 +641,8 @@ class Partition:
                 )
                 for r, s in sorted(self._followers.items())
             )
-            pending = (
-                ""
-                if self._pending_isr is None
-                else f" (change adding {sorted(self._pending_isr)} pending)"
-            )
+            change = self._pending_change
+            pending = "" if change is None else f" (a change to {list(change.new_isr)} pending)"
             return (
                 f"{self.topic}-{self.partition} at leader epoch {self.leader_epoch}: high "
                 f"watermark {self.log.high_watermark}, LEO {self.log.log_end_offset}, ISR "
