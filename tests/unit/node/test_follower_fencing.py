@@ -17,42 +17,26 @@ import grpc
 import pytest
 
 from node.config import NodeConfig
-from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
 from node.core.requests import (
     Broker,
     LeaderAndIsrPartition,
     LeaderAndIsrRequest,
-    UpdateMetadataRequest,
 )
 from node.replication.fetcher import ReplicaFetcher, ReplicaFetcherManager
-from odradek.clock import ManualClock
 from odradek.errors import FencedLeaderEpochError
 from odradek.v1 import odradek_pb2 as pb
-from storage import LogManager
 from tests.storage_helpers import make_batch
 
 
 @pytest.fixture
-def config(tmp_path) -> NodeConfig:
-    return NodeConfig(node_id=0, log_dirs=(tmp_path,), zookeeper_connect="unused:1")
+def config(node_config: NodeConfig) -> NodeConfig:
+    return node_config
 
 
 @pytest.fixture
-def manager(tmp_path, config: NodeConfig, clock: ManualClock):
-    logs = LogManager([tmp_path], config.log, clock, config.log_manager)
-    metadata = MetadataCache()
-    metadata.update(
-        UpdateMetadataRequest(
-            controller_id=0,
-            controller_epoch=1,
-            live_brokers=tuple(Broker(node_id=i, host="127.0.0.1", port=1) for i in range(3)),
-        )
-    )
-    rm = ReplicaManager(config, logs, metadata, clock, broker_epoch=lambda: 7)
-    yield rm
-    rm.shutdown()
-    logs.shutdown()
+def manager(replica_manager: ReplicaManager) -> ReplicaManager:
+    return replica_manager
 
 
 def _leader_and_isr(

@@ -6,19 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from node.config import NodeConfig
 from node.core.follower_sessions import (
     FollowerSessions,
     disconnected_replicas,
     session_lost_grace_ms,
 )
-from node.core.metadata_cache import MetadataCache
-from node.core.replica_manager import ReplicaManager
 from node.core.replication_rules import FollowerFetchState
-from node.core.requests import Broker, UpdateMetadataRequest
 from odradek.clock import ManualClock
 from odradek.errors import NotEnoughReplicasError
-from storage import LogManager
 from tests.unit.node.test_replica_manager import _follower_fetch, _lead, _produce
 
 # -- the pure rule ----------------------------------------------------------------------------
@@ -111,21 +106,8 @@ def test_closing_a_session_that_was_never_opened_is_refused(clock: ManualClock):
 
 
 @pytest.fixture
-def manager(tmp_path, clock: ManualClock):
-    config = NodeConfig(node_id=0, log_dirs=(tmp_path,), zookeeper_connect="unused:1")
-    logs = LogManager([tmp_path], config.log, clock, config.log_manager)
-    metadata = MetadataCache()
-    metadata.update(
-        UpdateMetadataRequest(
-            controller_id=0,
-            controller_epoch=1,
-            live_brokers=tuple(Broker(node_id=i, host="127.0.0.1", port=1) for i in range(3)),
-        )
-    )
-    rm = ReplicaManager(config, logs, metadata, clock, broker_epoch=lambda: 7)
-    yield rm
-    rm.shutdown()
-    logs.shutdown()
+def manager(replica_manager):
+    return replica_manager
 
 
 def test_the_defaults_turn_both_rules_on(manager):

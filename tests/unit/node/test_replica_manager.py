@@ -12,21 +12,16 @@ from typing import Any
 
 import pytest
 
-from node.config import NodeConfig
-from node.core.metadata_cache import MetadataCache
 from node.core.partition import Partition
-from node.core.replica_manager import UNKNOWN_SERVER_ERROR_MESSAGE, ReplicaManager, error_of
+from node.core.replica_manager import UNKNOWN_SERVER_ERROR_MESSAGE, error_of
 from node.core.requests import (
-    Broker,
     FetchPartition,
     LeaderAndIsrPartition,
     LeaderAndIsrRequest,
     ProducePartition,
     StopReplicaPartition,
     StopReplicaRequest,
-    UpdateMetadataRequest,
 )
-from odradek.clock import ManualClock
 from odradek.errors import (
     FencedLeaderEpochError,
     InvalidRequiredAcksError,
@@ -38,7 +33,6 @@ from odradek.errors import (
     UnknownTopicOrPartitionError,
 )
 from odradek.records import read_batches
-from storage import LogManager
 from tests.storage_helpers import make_batch
 
 
@@ -51,22 +45,9 @@ class _Recorder:
 
 
 @pytest.fixture
-def manager(tmp_path, clock: ManualClock):
-    config = NodeConfig(node_id=0, log_dirs=(tmp_path,), zookeeper_connect="unused:1")
-    logs = LogManager([tmp_path], config.log, clock, config.log_manager)
-    metadata = MetadataCache()
-    metadata.update(
-        UpdateMetadataRequest(
-            controller_id=0,
-            controller_epoch=1,
-            live_brokers=tuple(Broker(node_id=i, host="127.0.0.1", port=1) for i in range(3)),
-        )
-    )
-    rm = ReplicaManager(config, logs, metadata, clock, broker_epoch=lambda: 7)
-    rm.alter_partitions = _Recorder()
-    yield rm
-    rm.shutdown()
-    logs.shutdown()
+def manager(replica_manager):
+    replica_manager.alter_partitions = _Recorder()
+    return replica_manager
 
 
 def _leader_and_isr(
