@@ -13,7 +13,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-__all__ = ["add_error_counts", "error_name"]
+__all__ = ["add_error_counts", "count_error", "error_name"]
 
 _PLANS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
@@ -37,9 +37,7 @@ def add_error_counts(entity: Any, counts: dict[int, int]) -> None:
     every entity nested in it to ``counts`` (code → occurrences)."""
     errors, nested = _plan(type(entity))
     for name in errors:
-        code = int(getattr(entity, name))
-        if code:
-            counts[code] = counts.get(code, 0) + 1
+        count_error(counts, getattr(entity, name))
     for name in nested:
         value = getattr(entity, name)
         if isinstance(value, tuple):
@@ -47,6 +45,13 @@ def add_error_counts(entity: Any, counts: dict[int, int]) -> None:
                 add_error_counts(item, counts)
         elif value is not None:
             add_error_counts(value, counts)
+
+
+def count_error(counts: dict[int, int], code: int) -> None:
+    """Adds one occurrence of ``code`` to ``counts``, unless it is no error (0)."""
+    code = int(code)
+    if code:
+        counts[code] = counts.get(code, 0) + 1
 
 
 def error_name(code: int) -> str:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from node.kafka_door.build import make, nested
+from node.kafka_door.error_counts import count_error
 from node.kafka_door.frames import encode_body
 from node.kafka_door.server import FileSlice, ResponseParts
 
@@ -54,14 +55,14 @@ def encode_fetch_response(
     partition_cls = nested(cls, "PartitionData")
     out = ResponseParts(flexible=False)
     errors = out.errors
-    _count(errors, top.get("error_code", 0))
+    count_error(errors, top.get("error_code", 0))
     pending = bytearray(_patched(encode_body(make(cls, responses=(), **top)), len(topics)))
     for name, partitions in topics:
         pending += _patched(
             encode_body(make(topic_cls, topic=name, partitions=())), len(partitions)
         )
         for fields, records in partitions:
-            _count(errors, fields.get("error_code", 0))
+            count_error(errors, fields.get("error_code", 0))
             pending += encode_body(make(partition_cls, records=b"", **fields))[:-4]
             if isinstance(records, FileSlice):
                 pending += _INT32.pack(records.length)
@@ -74,9 +75,3 @@ def encode_fetch_response(
     if pending:
         out.parts.append(bytes(pending))
     return out
-
-
-def _count(errors: dict[int, int], code: Any) -> None:
-    code = int(code)
-    if code:
-        errors[code] = errors.get(code, 0) + 1
