@@ -19,8 +19,7 @@ from concurrent import futures
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_health.v1 import health, health_pb2
 from kazoo.client import KazooClient
 
 from controller.controller import Controller, ControllerConfig
@@ -30,27 +29,31 @@ from controller.zk_connection import ensure_chroot, new_zk_client
 from node.admin.admin_manager import AdminManager
 from node.admin.authorization import AuthorizedAdmin
 from node.admin.requests import NewTopicSpec
+from node.apis import BrokerApis, GroupApis, RecordApis
 from node.config import NodeConfig
 from node.coordinator.group_coordinator import GroupCoordinator
 from node.coordinator.producer_id_manager import ProducerIdManager
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
 from node.grpc_door.admin_service import AdminServicer
-from node.grpc_door.authentication import AuthenticationInterceptor
 from node.grpc_door.authorizing_services import (
     AuthorizingControllerServicer,
     AuthorizingReplicationServicer,
 )
-from node.grpc_door.listener_refusals import RefuseInterBrokerServices
 from node.grpc_door.metrics_interceptor import RequestMetricsInterceptor
 from node.grpc_door.sasl_service import SaslServicer
-from node.grpc_door.service import BrokerServicer, ReplicationServicer
+from node.grpc_door.service import ReplicationServicer
 from node.grpc_door.tls_credentials import (
     CertificateReloader,
     channel_credentials,
-    server_credentials,
 )
-from node.grpc_door.unexpected_errors import UnexpectedErrorInterceptor
+from node.grpc_listeners import (
+    GRPC_OPTIONS,
+    SERVICE_NAMES,
+    GrpcListeners,
+    GrpcServices,
+    grpc_listeners,
+)
 from node.kafka_door.handlers.sasl import SaslHandlers
 from node.kafka_door.server import KafkaDoor
 from node.kafka_door.services import DoorServices
@@ -73,19 +76,8 @@ from storage import LogManager
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_BYTES = 128 * 1024 * 1024
-GRPC_OPTIONS = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-]
 # A restarted node must be reachable again at once (see RECONNECT_OPTIONS).
 CHANNEL_OPTIONS = [*GRPC_OPTIONS, *RECONNECT_OPTIONS]
-SERVICE_NAMES = (
-    "odradek.v1.Broker",
-    "odradek.v1.Admin",
-    "odradek.v1.Replication",
-    "odradek.v1.Controller",
-)
 TICK_MS = 100
 
 
@@ -157,17 +149,6 @@ def _topic_creator(
     return create
 
 
-def _bind_error(host: str, port: int) -> str:
-    """Why ``host:port`` cannot be bound, as the OS says it (gRPC's error does not say)."""
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    try:
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            probe.bind((host.strip("[]"), port))
-    except OSError as e:
-        return (e.strerror or str(e)).lower()
-    return "gRPC could not bind it"
-
-
 class Node:
     """One broker node. ``start()`` then ``stop()``; not restartable."""
 
@@ -206,6 +187,8 @@ class Node:
         self.authorized_admin: AuthorizedAdmin | None = None
         """The admin room behind the ACL checks."""
         self._health = health.HealthServicer()
+        self.apis: BrokerApis | None = None
+        """The client APIs' policy layer, behind both doors (:mod:`node.apis`)."""
         self._ticker: threading.Thread | None = None
         self.metrics: MetricsEndpoint | None = None
         """The Prometheus endpoint (``metrics.port``), when configured."""
@@ -268,6 +251,7 @@ class Node:
             self.authorizer = AclAuthorizer(self.zk, c.authorizer, self.clock)
             self.authorizer.start()
         authorizer = self.authorizer
+        auth = None if authorizer is None else AuthHelper(authorizer)
         scram_store = ScramCredentialStore(self.zk)
         self.sasl_sessions = SaslSessions(
             self.clock, scram_store.credential, c.sasl_enabled_mechanisms
@@ -306,101 +290,50 @@ class Node:
             controller = AuthorizingControllerServicer(
                 ControllerServicer(self.controller), authorizer
             )
-        inter_broker = c.inter_broker_listener
-        # one server per listener (sharing the worker threads), so that each knows its
-        # listener: Metadata answers with that listener's endpoints, and only the inter-broker
-        # listener serves the replication and controller services
-        kafka_names = c.effective_kafka_listener_names
-        for listener in c.effective_listeners:
-            if listener.name in kafka_names:
-                continue  # served by the Kafka door (below)
-            protocol = c.protocol_map[listener.name]
-            ssl_config = c.ssl_for(listener.name)
-            # ssl.client.auth=requested: gRPC cannot ask for a certificate without requiring
-            # one, so the node terminates this listener's TLS itself
-            # (node/security/tls_terminator.py)
-            terminator = (
-                TlsTerminator(ssl_config, listener.name, listener.host or "0.0.0.0", listener.port)
-                if protocol == "SSL" and ssl_config.client_auth == "requested"
-                else None
-            )
-            server = grpc.server(
-                executor,
-                # gRPC sets SO_REUSEPORT by default: a second node on a taken port would bind
-                # it too and share its clients; refuse the port instead
-                options=[*GRPC_OPTIONS, ("grpc.so_reuseport", 0)],
-                interceptors=[
-                    # outermost: whatever fails below is answered without its text
-                    UnexpectedErrorInterceptor(),
-                    AuthenticationInterceptor(
-                        listener.name,
-                        protocol,
-                        ssl_config.principal_mapper,
-                        self.sasl_sessions,
-                        relayed=terminator.peer if terminator is not None else None,
-                    ),
-                    *metrics_interceptors,
-                ],
-            )
-            self._servers.append(server)
-            broker = BrokerServicer(
+        self.apis = BrokerApis(
+            RecordApis(
                 self.replicas,
+                self.metadata,
+                auth,
                 producer_ids,
-                listener.name,
-                groups=self.groups,
-                auth=AuthHelper(authorizer) if authorizer is not None else None,
-            )
-            pb_grpc.add_BrokerServicer_to_server(broker, server)
-            pb_grpc.add_AdminServicer_to_server(admin, server)
-            if protocol == "SASL_SSL":
-                pb_grpc.add_SaslServicer_to_server(sasl, server)
-            if listener.name == inter_broker:
-                pb_grpc.add_ReplicationServicer_to_server(replication, server)
-                pb_grpc.add_ControllerServicer_to_server(controller, server)
-            else:
-                server.add_generic_rpc_handlers(
-                    (RefuseInterBrokerServices(listener.name, inter_broker),)
-                )
-            health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-            reflection.enable_server_reflection(
-                (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
-            )
-            host = listener.host or "0.0.0.0"
-            bind = f"{host}:{listener.port}"
-            try:
-                if protocol == "PLAINTEXT":
-                    port = server.add_insecure_port(bind)
-                elif terminator is not None:
-                    try:
-                        port = terminator.bind()
-                    except OSError:
-                        port = 0
-                    else:
-                        self._terminators.append(terminator)
-                        terminator.backend_port = server.add_insecure_port("127.0.0.1:0")
-                else:
-                    credentials, reloader = server_credentials(ssl_config, listener.name)
-                    self.certificates[listener.name] = reloader
-                    port = server.add_secure_port(bind, credentials)
-            except RuntimeError:  # gRPC's "Failed to bind": taken, or not this host's address
-                port = 0
-            if port == 0:
-                raise OSError(
-                    f"cannot listen on {bind} (listener {listener.name}): "
-                    f"{_bind_error(host, listener.port)}"
-                )
-            self.ports[listener.name] = port
+                self.authorized_admin,
+                auto_create_topics=c.auto_create_topics_enable,
+                metrics=None if self.metrics is None else self.metrics.requests,
+            ),
+            GroupApis(self.groups, self.metadata, auth),
+            self.authorized_admin,
+        )
+        grpc_services = GrpcServices(
+            self.apis,
+            admin,
+            sasl,
+            replication,
+            controller,
+            self._health,
+            self.sasl_sessions,
+        )
+        # the lists are the node's own, so that stop() releases what was bound before a failure
+        grpc_listeners(
+            c,
+            grpc_services,
+            executor,
+            metrics_interceptors,
+            into=GrpcListeners(self._servers, self._terminators, self.certificates, self.ports),
+        )
+        inter_broker = c.inter_broker_listener
+        kafka_names = c.effective_kafka_listener_names
         if kafka_names:
             services = DoorServices(
                 node_id=c.node_id,
                 replicas=self.replicas,
                 metadata=self.metadata,
-                auth=None if authorizer is None else AuthHelper(authorizer),
+                auth=auth,
                 producer_ids=producer_ids,
                 groups=self.groups,
                 admin=self.authorized_admin,
                 auto_create_topics=c.auto_create_topics_enable,
                 metrics=None if self.metrics is None else self.metrics.requests,
+                apis=self.apis,
             )
             sasl_handlers = SaslHandlers(scram_store.credential, c.sasl_enabled_mechanisms)
             self.kafka_door = kafka_door(c, services, sasl_handlers, executor)

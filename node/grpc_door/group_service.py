@@ -12,16 +12,13 @@ threads and may block while a write waits for the high watermark.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import grpc
 
-from node.coordinator.group_coordinator import GroupCoordinator
-from node.coordinator.group_requests import ListGroupsResult
+from node.apis.groups import GroupApis
 from node.grpc_door import group_translate as wire
 from node.grpc_door.authentication import current_request
-from node.grpc_door.request_checks import abort_refused, current_caller
-from node.security.auth_helper import AuthHelper, Caller, Refusal
+from node.grpc_door.request_checks import GROUP_DENIED, abort_refused, current_caller
+from node.security.auth_helper import Refusal
 from odradek.v1 import odradek_pb2 as pb
 
 __all__ = ["GroupRpcs"]
@@ -37,104 +34,103 @@ def _client_host(context: grpc.ServicerContext) -> str:
     return "/" + host.strip("[]")
 
 
+def _refused_whole(context: grpc.ServicerContext, code: int, message: str) -> None:
+    """A call refused on its group is answered as the gRPC API answers every refusal of a
+    whole call: PERMISSION_DENIED with the Kafka code in the trailing metadata."""
+    if code == GROUP_DENIED:
+        abort_refused(context, [Refusal("", code, message)])
+
+
 class GroupRpcs:
     """FindCoordinator, ConsumerGroupHeartbeat, OffsetCommit, OffsetFetch, ListGroups,
-    ConsumerGroupDescribe, DeleteGroups and OffsetDelete, handed to ``self._groups``."""
+    ConsumerGroupDescribe, DeleteGroups and OffsetDelete, handed to ``self._group_apis``
+    (:class:`~node.apis.groups.GroupApis`), which holds their policy."""
 
-    _groups: GroupCoordinator | None = None
-    _auth: AuthHelper | None = None
+    _group_apis: GroupApis | None = None
     _listener_name: str | None = None
 
-    def _check(
-        self, context: grpc.ServicerContext, refusals: Callable[[AuthHelper, Caller], list[Refusal]]
-    ) -> None:
-        """Aborts the call with GROUP_AUTHORIZATION_FAILED if the ACL check refuses a group."""
-        if self._auth is not None:
-            abort_refused(context, refusals(self._auth, current_caller()))
-
-    def _coordinator(self, context: grpc.ServicerContext) -> GroupCoordinator:
-        if self._groups is None:
+    def _apis(self, context: grpc.ServicerContext) -> GroupApis:
+        if self._group_apis is None:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, "this server has no group coordinator")
             raise AssertionError("abort raises")  # pragma: no cover
-        return self._groups
+        return self._group_apis
 
     def FindCoordinator(  # noqa: N802  (gRPC method names)
         self, request: pb.FindCoordinatorRequest, context: grpc.ServicerContext
     ) -> pb.FindCoordinatorResponse:
-        ids = list(request.group_ids)
-        self._check(context, lambda auth, caller: auth.find_coordinator(caller, ids))
         # the coordinator's endpoint on the listener this request came in on (Kafka's rule)
-        coordinators = self._coordinator(context).find_coordinator(ids, self._listener_name)
+        coordinators = self._apis(context).find_coordinator(
+            current_caller(), list(request.group_ids), self._listener_name
+        )
+        for c in coordinators:
+            _refused_whole(context, c.error_code, c.error_message)
         return wire.find_coordinator_to_wire(coordinators)
 
     def ConsumerGroupHeartbeat(  # noqa: N802
         self, request: pb.ConsumerGroupHeartbeatRequest, context: grpc.ServicerContext
     ) -> pb.ConsumerGroupHeartbeatResponse:
-        group_id = request.group_id
-        self._check(context, lambda auth, caller: auth.consumer_group_heartbeat(caller, group_id))
         heartbeat = wire.heartbeat_from_wire(request, _client_host(context))
-        return wire.heartbeat_to_wire(
-            self._coordinator(context).consumer_group_heartbeat(heartbeat)
-        )
+        answer = self._apis(context).consumer_group_heartbeat(current_caller(), heartbeat)
+        _refused_whole(context, answer.error_code, answer.error_message)
+        return wire.heartbeat_to_wire(answer)
 
     def OffsetCommit(  # noqa: N802
         self, request: pb.OffsetCommitRequest, context: grpc.ServicerContext
     ) -> pb.OffsetCommitResponse:
-        group_id = request.group_id
-        self._check(context, lambda auth, caller: auth.offset_commit(caller, group_id))
-        result = self._coordinator(context).offset_commit(
+        result = self._apis(context).offset_commit(
+            current_caller(),
             request.group_id,
             request.member_id,
             request.member_epoch,
             wire.offset_commit_from_wire(request),
         )
+        if result.partitions:
+            first = result.partitions[0]
+            _refused_whole(context, result.error_code, first.error_message)
         return wire.offset_commit_to_wire(result)
 
     def OffsetFetch(  # noqa: N802
         self, request: pb.OffsetFetchRequest, context: grpc.ServicerContext
     ) -> pb.OffsetFetchResponse:
-        group_id = request.group_id
-        self._check(context, lambda auth, caller: auth.offset_fetch(caller, group_id))
         wanted = (
             None
             if request.all_topics
             else [(t.name, p) for t in request.topics for p in t.partitions]
         )
-        result = self._coordinator(context).offset_fetch(
-            request.group_id, request.member_id, request.member_epoch, wanted
+        result = self._apis(context).offset_fetch(
+            current_caller(), request.group_id, request.member_id, request.member_epoch, wanted
         )
+        _refused_whole(context, result.error_code, result.error_message)
         return wire.offset_fetch_to_wire(result)
 
     def ListGroups(  # noqa: N802
         self, request: pb.ListGroupsRequest, context: grpc.ServicerContext
     ) -> pb.ListGroupsResponse:
-        result = self._coordinator(context).list_groups(list(request.states_filter))
-        if self._auth is not None:
-            visible = self._auth.list_groups(current_caller(), result.groups)
-            result = ListGroupsResult(result.error_code, visible)
+        result = self._apis(context).list_groups(current_caller(), list(request.states_filter))
         return wire.list_groups_to_wire(result)
 
     def ConsumerGroupDescribe(  # noqa: N802
         self, request: pb.ConsumerGroupDescribeRequest, context: grpc.ServicerContext
     ) -> pb.ConsumerGroupDescribeResponse:
-        ids = list(request.group_ids)
-        self._check(context, lambda auth, caller: auth.describe_groups(caller, ids))
-        groups = self._coordinator(context).describe_groups(ids)
+        # odradek's describe of either kind of group (the SDK's and the console's), where
+        # Kafka's ConsumerGroupDescribe answers GROUP_ID_NOT_FOUND for a classic group
+        groups = self._apis(context).describe_groups(current_caller(), list(request.group_ids))
+        for g in groups:
+            _refused_whole(context, g.error_code, g.error_message)
         return wire.described_groups_to_wire(groups)
 
     def DeleteGroups(  # noqa: N802
         self, request: pb.DeleteGroupsRequest, context: grpc.ServicerContext
     ) -> pb.DeleteGroupsResponse:
-        ids = list(request.group_ids)
-        self._check(context, lambda auth, caller: auth.delete_groups(caller, ids))
-        results = self._coordinator(context).delete_groups(ids)
+        results = self._apis(context).delete_groups(current_caller(), list(request.group_ids))
+        for r in results:
+            _refused_whole(context, r.error_code, r.error_message)
         return wire.deleted_groups_to_wire(results)
 
     def OffsetDelete(  # noqa: N802
         self, request: pb.OffsetDeleteRequest, context: grpc.ServicerContext
     ) -> pb.OffsetDeleteResponse:
-        group_id = request.group_id
-        self._check(context, lambda auth, caller: auth.offset_delete(caller, group_id))
         partitions = [(t.name, p) for t in request.topics for p in t.partitions]
-        result = self._coordinator(context).offset_delete(request.group_id, partitions)
+        result = self._apis(context).offset_delete(current_caller(), request.group_id, partitions)
+        _refused_whole(context, result.error_code, result.error_message)
         return wire.offset_delete_to_wire(result)

@@ -1,6 +1,7 @@
 """The request metrics of the gRPC door: :class:`RequestMetricsInterceptor`, a gRPC server
 interceptor timing and counting every RPC into :class:`~node.metrics.request_metrics.RequestMetrics`
-(the request count and total time per RPC, and bytes and records in and out per topic).
+(the request count and total time per RPC, and bytes out of followers' fetches per topic;
+clients' traffic is counted by :mod:`node.apis`).
 
 ``totaltimems`` is from the handler's start to its answer; ``remotetimems`` is the part spent
 waiting in purgatory (:func:`node.core.wakeups.take_remote_time_ms`). Thread-safe.
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from node.core.wakeups import take_remote_time_ms
-from node.metrics.request_metrics import RequestMetrics, record_count
+from node.metrics.request_metrics import RequestMetrics
 from odradek.clock import Clock
 
 __all__ = ["RequestMetricsInterceptor", "count_traffic", "request_name"]
@@ -35,19 +36,12 @@ def request_name(method: str) -> str:
 
 
 def count_traffic(metrics: RequestMetrics, name: str, request: Any, response: Any) -> None:
-    """Bytes and records in and out of a produce or fetch (gRPC messages), per topic."""
-    if name == "Produce":
-        failed = {(p.topic, p.partition) for p in response.partitions if p.error_code}
-        appended = []
-        for data in request.partitions:
-            records = data.records  # a copy: read it once
-            if records and (data.topic, data.partition) not in failed:
-                appended.append((data.topic, len(records), record_count(records)))
-        metrics.count_produced(appended)
-    elif name in ("FetchConsumer", "FetchFollower"):
+    """Bytes out of a follower's fetch (gRPC messages), per topic. A client's produce and
+    fetch are counted by their API's function (:mod:`node.apis.records`), whichever door."""
+    del request
+    if name == "FetchFollower":
         metrics.count_fetched(
-            [(p.topic, len(p.records)) for p in response.partitions],
-            from_follower=name == "FetchFollower",
+            [(p.topic, len(p.records)) for p in response.partitions], from_follower=True
         )
 
 

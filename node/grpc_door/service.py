@@ -1,8 +1,9 @@
 """The gRPC servicers of a node: the client API (Broker) and the replication API.
 
 Thin: each handler translates its request to the core's values
-(:mod:`node.grpc_door.translate`) and hands them to the replica manager, which answers with
-Kafka error codes per partition; the answer is translated back. Only what cannot be answered
+(:mod:`node.grpc_door.translate`) and hands them to its API's function (:mod:`node.apis`, the
+client API; the replica manager, the replication API), which answers with Kafka error codes
+per partition; the answer is translated back. Only what cannot be answered
 per partition (a request the node is not ready for) becomes a gRPC status. Handlers run on the
 server's worker threads and may block (long polls, acks=-1 waits) without holding any shared
 lock.
@@ -15,122 +16,91 @@ from collections.abc import Iterator, Sequence
 
 import grpc
 
-from node.coordinator.group_coordinator import GroupCoordinator
-from node.coordinator.producer_id_manager import ProducerIdManager, init_producer_id
+from node.apis import BrokerApis
 from node.core.replica_manager import ReplicaManager
-from node.core.requests import (
-    DeleteRecordsResult,
-    FetchPartition,
-    FetchResult,
-    ListOffsetsResult,
-    MetadataResult,
-    ProduceResult,
-)
+from node.core.requests import FetchPartition, FetchResult
 from node.grpc_door import translate as wire
 from node.grpc_door.group_service import GroupRpcs
 from node.grpc_door.request_checks import current_caller
-from node.security.auth_helper import AuthHelper
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
 
 class BrokerServicer(GroupRpcs, pb_grpc.BrokerServicer):
     """Produce, Fetch, ListOffsets, Metadata, DeleteRecords and InitProducerId for clients;
-    the consumer group RPCs (:class:`GroupRpcs`) with a ``groups`` coordinator. With ``auth``
-    every call goes through its ACL checks first (:mod:`node.security.auth_helper`): refused
-    partitions are answered with the helper's errors after the allowed ones, and nothing of a
-    refused topic reaches the core."""
+    the consumer group RPCs (:class:`GroupRpcs`) with group APIs. Each call is decoded, handed
+    to its API's one function in :mod:`node.apis` with the caller
+    (:func:`~node.grpc_door.request_checks.current_caller`), and its answer encoded: the
+    policy (ACLs, existence, errors, traffic counted) is the layer's."""
 
-    def __init__(
-        self,
-        replicas: ReplicaManager,
-        producer_ids: ProducerIdManager | None = None,
-        listener_name: str | None = None,
-        groups: GroupCoordinator | None = None,
-        auth: AuthHelper | None = None,
-    ) -> None:
+    def __init__(self, apis: BrokerApis, listener_name: str | None = None) -> None:
         """``listener_name``: the listener this instance serves (Metadata and FindCoordinator
         answer with its endpoints); ``None``: the brokers' registered host and port."""
-        self._replicas = replicas
-        self._producer_ids = producer_ids
+        self._records = apis.records
+        self._group_apis = apis.groups
         self._listener_name = listener_name
-        self._groups = groups
-        self._auth = auth
 
     def Produce(  # noqa: N802  (gRPC method names)
         self, request: pb.ProduceRequest, context: grpc.ServicerContext
     ) -> pb.ProduceResponse:
-        partitions = wire.produce_from_wire(request)
-        refused: list[ProduceResult] = []
-        if self._auth is not None:
-            partitions, refused = self._auth.produce(current_caller(), partitions)
-        results: list[ProduceResult] = []
-        if partitions or not refused:
-            results = self._replicas.append_records(
-                partitions, acks=request.acks, timeout_ms=request.timeout_ms
-            )
-        return wire.produce_to_wire([*results, *refused], request.acks)
+        results = self._records.produce(
+            current_caller(),
+            wire.produce_from_wire(request),
+            acks=request.acks,
+            timeout_ms=request.timeout_ms,
+        )
+        return wire.produce_to_wire(results, request.acks)
 
     def Fetch(  # noqa: N802
         self, request: pb.FetchRequest, context: grpc.ServicerContext
     ) -> pb.FetchResponse:
-        partitions = wire.fetch_from_wire(request)
-        refused: list[FetchResult] = []
-        if self._auth is not None:
-            partitions, refused = self._auth.fetch(current_caller(), partitions)
-        results: list[FetchResult] = []
-        if partitions or not refused:
-            results = _fetch(self._replicas, request, partitions, from_follower=False)
-        return wire.fetch_to_wire([*results, *refused])
+        results = self._records.fetch(
+            current_caller(),
+            wire.fetch_from_wire(request),
+            replica_id=wire.optional_field(request, "replica_id"),
+            max_wait_ms=request.max_wait_ms,
+            min_bytes=request.min_bytes,
+            max_bytes=request.max_bytes,
+        )
+        return wire.fetch_to_wire(results)
 
     def ListOffsets(  # noqa: N802
         self, request: pb.ListOffsetsRequest, context: grpc.ServicerContext
     ) -> pb.ListOffsetsResponse:
-        partitions = wire.list_offsets_from_wire(request)
-        refused: list[ListOffsetsResult] = []
-        if self._auth is not None:
-            partitions, refused = self._auth.list_offsets(current_caller(), partitions)
-        results = self._replicas.list_offsets(
-            partitions, replica_id=wire.optional_field(request, "replica_id")
+        results = self._records.list_offsets(
+            current_caller(),
+            wire.list_offsets_from_wire(request),
+            replica_id=wire.optional_field(request, "replica_id"),
         )
-        return wire.list_offsets_to_wire([*results, *refused])
+        return wire.list_offsets_to_wire(results)
 
     def Metadata(  # noqa: N802
         self, request: pb.MetadataRequest, context: grpc.ServicerContext
     ) -> pb.MetadataResponse:
-        def answer(topics: Sequence[str] | None) -> MetadataResult:
-            return self._replicas.metadata.metadata(
-                topics or [], topics is None, self._listener_name
-            )
-
         topics = None if request.all_topics else list(request.topics)
-        if self._auth is None:
-            return wire.metadata_to_wire(answer(topics))
-        return wire.metadata_to_wire(self._auth.metadata(current_caller(), topics, answer))
+        return wire.metadata_to_wire(
+            self._records.metadata(current_caller(), topics, self._listener_name)
+        )
 
     def DeleteRecords(  # noqa: N802
         self, request: pb.DeleteRecordsRequest, context: grpc.ServicerContext
     ) -> pb.DeleteRecordsResponse:
-        partitions = wire.delete_records_from_wire(request)
-        refused: list[DeleteRecordsResult] = []
-        if self._auth is not None:
-            partitions, refused = self._auth.delete_records(current_caller(), partitions)
-        results: list[DeleteRecordsResult] = []
-        if partitions or not refused:
-            results = self._replicas.delete_records(partitions, timeout_ms=request.timeout_ms)
-        return wire.delete_records_to_wire([*results, *refused])
+        results = self._records.delete_records(
+            current_caller(),
+            wire.delete_records_from_wire(request),
+            timeout_ms=request.timeout_ms,
+        )
+        return wire.delete_records_to_wire(results)
 
     def InitProducerId(  # noqa: N802
         self, request: pb.InitProducerIdRequest, context: grpc.ServicerContext
     ) -> pb.InitProducerIdResponse:
-        if self._auth is not None:
-            refused = self._auth.init_producer_id(current_caller())
-            if refused is not None:
-                return wire.init_producer_id_to_wire(refused)
         transactional_id = (
             request.transactional_id if request.HasField("transactional_id") else None
         )
-        return wire.init_producer_id_to_wire(init_producer_id(self._producer_ids, transactional_id))
+        return wire.init_producer_id_to_wire(
+            self._records.init_producer_id(current_caller(), transactional_id)
+        )
 
 
 def _fetch(

@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from node.admin.authorization import AuthorizedAdmin
+from node.apis import BrokerApis, GroupApis, RecordApis
 from node.coordinator.producer_id_manager import ProducerIdManager
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
 from node.metrics.request_metrics import RequestMetrics
 from node.security.auth_helper import AuthHelper
 
-__all__ = ["DoorServices"]
+__all__ = ["DoorServices", "broker_apis"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,3 +37,42 @@ class DoorServices:
     """``auto.create.topics.enable``."""
     metrics: RequestMetrics | None = None
     """Bytes and records in and out per topic (``metrics.port``; ``None``: not counted)."""
+    apis: BrokerApis | None = None
+    """The APIs' policy layer (:mod:`node.apis`): the handlers call it, never ``auth``,
+    ``groups`` or ``replicas`` directly for a client API. Built from the fields above when not
+    given."""
+
+    def __post_init__(self) -> None:
+        if self.apis is None:
+            object.__setattr__(self, "apis", broker_apis(self))
+
+    @property
+    def api(self) -> BrokerApis:
+        assert self.apis is not None
+        return self.apis
+
+    @property
+    def group_apis(self) -> GroupApis:
+        """The group APIs (a door registers them only with a group coordinator)."""
+        groups = self.api.groups
+        assert groups is not None, "no group coordinator"
+        return groups
+
+
+def broker_apis(services: DoorServices) -> BrokerApis:
+    """The policy layer over ``services``' objects."""
+    records = RecordApis(
+        services.replicas,
+        services.metadata,
+        services.auth,
+        services.producer_ids,
+        services.admin,
+        auto_create_topics=services.auto_create_topics,
+        metrics=services.metrics,
+    )
+    groups = (
+        None
+        if services.groups is None
+        else GroupApis(services.groups, services.metadata, services.auth)
+    )
+    return BrokerApis(records, groups, services.admin)

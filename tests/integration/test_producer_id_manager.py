@@ -13,12 +13,15 @@ import pytest
 from kazoo.client import KazooClient
 
 from controller.zk_data import ProducerIdBlockZNode, ProducerIdsBlock
+from node.apis import BrokerApis, RecordApis
 from node.coordinator.producer_id_manager import ProducerIdManager, claim_block, next_block
+from node.core.metadata_cache import MetadataCache
 from node.grpc_door.service import BrokerServicer
 from odradek.client.producer_id import init_producer_id
 from odradek.errors import (
     CoordinatorLoadInProgressError,
     InvalidRequestError,
+    TransactionalIdAuthorizationFailedError,
     UnknownServerError,
 )
 from odradek.v1 import odradek_pb2 as pb
@@ -126,10 +129,23 @@ def test_no_zookeeper_is_coordinator_load_in_progress(zk_connect: str) -> None:
     client.close()
 
 
+def _apis(producer_ids: ProducerIdManager) -> BrokerApis:
+    """The policy layer of a node serving only InitProducerId (no partitions, no groups)."""
+    records = RecordApis(
+        None,  # type: ignore[arg-type]  # InitProducerId never reaches the replica manager
+        MetadataCache(),
+        None,
+        producer_ids,
+        None,
+        auto_create_topics=False,
+    )
+    return BrokerApis(records, None, None)
+
+
 @pytest.fixture
 def servicer_channel(zk: KazooClient) -> Iterator[tuple[grpc.Channel, str]]:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    servicer = BrokerServicer(replicas=None, producer_ids=ProducerIdManager(zk, 7))  # type: ignore[arg-type]
+    servicer = BrokerServicer(_apis(ProducerIdManager(zk, 7)))
     pb_grpc.add_BrokerServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
@@ -152,7 +168,7 @@ def test_init_producer_id_over_grpc(servicer_channel: tuple[grpc.Channel, str]) 
     empty = stub.InitProducerId(pb.InitProducerIdRequest(transactional_id=""), timeout=10)
     assert (empty.error_code, empty.producer_id) == (InvalidRequestError.code, -1)
     txn = stub.InitProducerId(pb.InitProducerIdRequest(transactional_id="t"), timeout=10)
-    assert txn.error_code == InvalidRequestError.code
+    assert txn.error_code == TransactionalIdAuthorizationFailedError.code  # as the Kafka door
 
 
 def test_init_producer_id_helper_raises_typed_errors(zk_connect: str) -> None:
@@ -160,7 +176,7 @@ def test_init_producer_id_helper_raises_typed_errors(zk_connect: str) -> None:
     client.start(timeout=15)
     client.stop()  # no ZooKeeper: no block can be claimed
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    servicer = BrokerServicer(replicas=None, producer_ids=ProducerIdManager(client, 1))  # type: ignore[arg-type]
+    servicer = BrokerServicer(_apis(ProducerIdManager(client, 1)))
     pb_grpc.add_BrokerServicer_to_server(servicer, server)
     address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
     server.start()

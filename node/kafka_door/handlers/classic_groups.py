@@ -60,13 +60,6 @@ def _then(future: Future[_T], answer: Callable[[_T], Any]) -> Future[Any]:
     return out
 
 
-def _refused(services: DoorServices, ctx: RequestContext, group_id: str) -> int:
-    if services.auth is None:
-        return 0
-    refusals = services.auth.classic_group(ctx.caller, group_id)
-    return refusals[0].error_code if refusals else 0
-
-
 def handle_join_group(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
     cls = response_class(JOIN_GROUP, ctx.api_version)
     member_cls = nested(cls, "JoinGroupResponseMember")
@@ -94,9 +87,6 @@ def handle_join_group(services: DoorServices, ctx: RequestContext, request: Any)
         )
 
     group_id = str(request.group_id)
-    denied = _refused(services, ctx, group_id)
-    if denied:
-        return answer(JoinGroupResult(error_code=denied, member_id=request.member_id))
     session = _ms(request.session_timeout)
     rebalance = getattr(request, "rebalance_timeout", None)
     req = JoinGroupRequest(
@@ -111,7 +101,7 @@ def handle_join_group(services: DoorServices, ctx: RequestContext, request: Any)
         instance_id=getattr(request, "group_instance_id", None),
         require_known_member_id=ctx.api_version >= 4,
     )
-    return _then(services.groups.classic.join_group(req), answer)
+    return _then(services.group_apis.join_group(ctx.caller, req), answer)
 
 
 def handle_sync_group(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
@@ -128,9 +118,6 @@ def handle_sync_group(services: DoorServices, ctx: RequestContext, request: Any)
         )
 
     group_id = str(request.group_id)
-    denied = _refused(services, ctx, group_id)
-    if denied:
-        return answer(SyncGroupResult(denied))
     req = SyncGroupRequest(
         group_id=group_id,
         member_id=str(request.member_id),
@@ -140,12 +127,13 @@ def handle_sync_group(services: DoorServices, ctx: RequestContext, request: Any)
         protocol_name=getattr(request, "protocol_name", None),
         assignments=tuple((str(a.member_id), bytes(a.assignment)) for a in request.assignments),
     )
-    return _then(services.groups.classic.sync_group(req), answer)
+    return _then(services.group_apis.sync_group(ctx.caller, req), answer)
 
 
 def handle_heartbeat(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
     group_id = str(request.group_id)
-    code = _refused(services, ctx, group_id) or services.groups.classic.heartbeat(
+    code = services.group_apis.heartbeat(
+        ctx.caller,
         group_id,
         str(request.member_id),
         int(request.generation_id),
@@ -162,10 +150,7 @@ def handle_leave_group(services: DoorServices, ctx: RequestContext, request: Any
         members = [LeaveMember(str(m.member_id), m.group_instance_id) for m in request.members]
     else:
         members = [LeaveMember(str(request.member_id))]
-    denied = _refused(services, ctx, group_id)
-    if denied:
-        return make(cls, throttle_time=0, error_code=denied, members=())
-    code, results = services.groups.classic.leave_group(group_id, members)
+    code, results = services.group_apis.leave_group(ctx.caller, group_id, members)
     if not batch:
         # v0-2: one member, its error is the request's
         return make(

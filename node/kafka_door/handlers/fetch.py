@@ -76,11 +76,10 @@ def handle_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> A
         for t in request.topics
         for p in t.partitions
     ]
-    allowed, results = (
-        (wanted, []) if services.auth is None else services.auth.fetch(ctx.caller, wanted)
-    )
-    started = services.replicas.start_fetch(
-        allowed,
+    records = services.api.records
+    results, started = records.start_fetch(
+        ctx.caller,
+        wanted,
         max_wait_ms=int(request.max_wait.total_seconds() * 1000),
         min_bytes=int(request.min_bytes),
         max_bytes=int(getattr(request, "max_bytes", 2**31 - 1)),
@@ -113,10 +112,7 @@ def _answer(
     request: Any,
     results: list[FetchResult],
 ) -> Any:
-    if services.metrics is not None:  # bytes out per topic, as the gRPC door counts them
-        services.metrics.count_fetched(
-            [(r.topic, len(r.records)) for r in results], from_follower=False
-        )
+    results = services.api.records.count_fetched(results)
     by_key = {(r.topic, r.partition): r for r in results}
     topics: list[tuple[str, list[FetchedPartition]]] = []
     for t in request.topics:

@@ -30,15 +30,7 @@ def handle_find_coordinator(services: DoorServices, ctx: RequestContext, request
     if int(getattr(request, "key_type", 0)) != 0:
         found = Coordinator(key, error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     else:
-        refusals = (
-            [] if services.auth is None else services.auth.find_coordinator(ctx.caller, [key])
-        )
-        if refusals:
-            found = Coordinator(
-                key, error_code=refusals[0].error_code, error_message=refusals[0].error_message
-            )
-        else:
-            (found,) = services.groups.find_coordinator([key], ctx.listener)
+        (found,) = services.group_apis.find_coordinator(ctx.caller, [key], ctx.listener)
     return make(
         response_class(API_KEY, ctx.api_version),
         throttle_time=0,

@@ -26,7 +26,6 @@ replicas (acks=-1), as a produce does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from node.coordinator.group_requests import (
@@ -38,13 +37,11 @@ from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
 from node.kafka_door.services import DoorServices
-from odradek.acl import AclOperation
 
 __all__ = [
     "handle_offset_commit",
     "handle_offset_delete",
     "handle_offset_fetch",
-    "partition_counts",
 ]
 
 OFFSET_COMMIT = 8
@@ -56,47 +53,6 @@ GROUP_AUTHORIZATION_FAILED = 30
 _V0_NAMES = ("OffsetFetchResponseTopic", "OffsetFetchResponsePartition")
 _V8_NAMES = ("OffsetFetchResponseTopics", "OffsetFetchResponsePartitions")
 """OffsetFetch's response classes before v8 and from v8 (kio's names)."""
-
-
-def partition_counts(services: DoorServices) -> dict[str, int]:
-    """Each topic of the metadata cache and its number of partitions."""
-    counts: dict[str, int] = {}
-    for topic, _ in services.metadata.snapshot.partitions:
-        counts[topic] = counts.get(topic, 0) + 1
-    return counts
-
-
-def _group_refused(services: DoorServices, ctx: RequestContext, api: str, group_id: str) -> bool:
-    """Whether the ACL check of ``api`` (an :class:`AuthHelper` group method) refuses the
-    group."""
-    if services.auth is None:
-        return False
-    return bool(getattr(services.auth, api)(ctx.caller, group_id))
-
-
-def _screen(
-    services: DoorServices,
-    ctx: RequestContext,
-    wanted: Sequence[tuple[str, int]],
-) -> tuple[list[tuple[str, int]], dict[tuple[str, int], int]]:
-    """KafkaApis' checks before a commit or an offset delete: READ on each topic, then the
-    topic and partition known. Returns what may go on and the refusals' error codes."""
-    ok = (
-        {t: True for t, _ in wanted}
-        if services.auth is None
-        else services.auth.topics(ctx.caller, AclOperation.READ, (t for t, _ in wanted))
-    )
-    counts = partition_counts(services)
-    allowed: list[tuple[str, int]] = []
-    refused: dict[tuple[str, int], int] = {}
-    for topic, partition in wanted:
-        if not ok[topic]:
-            refused[(topic, partition)] = TOPIC_AUTHORIZATION_FAILED
-        elif not 0 <= partition < counts.get(topic, 0):
-            refused[(topic, partition)] = UNKNOWN_TOPIC_OR_PARTITION
-        else:
-            allowed.append((topic, partition))
-    return allowed, refused
 
 
 def _partition_answer(
@@ -127,37 +83,29 @@ def _partition_answer(
 
 
 def handle_offset_commit(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
-    group_id = str(request.group_id)
-    wanted = [(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
-    cls = response_class(OFFSET_COMMIT, ctx.api_version)
-    if _group_refused(services, ctx, "offset_commit", group_id):
-        errors = dict.fromkeys(wanted, GROUP_AUTHORIZATION_FAILED)
-        return make(cls, throttle_time=0, topics=_partition_answer(cls, request.topics, errors))
-    allowed, errors = _screen(services, ctx, wanted)
-    if allowed:
-        keep = set(allowed)
-        commits = [
-            OffsetCommitPartition(
-                topic=t.name,
-                partition=int(p.partition_index),
-                committed_offset=int(p.committed_offset),
-                committed_leader_epoch=int(getattr(p, "committed_leader_epoch", -1)),
-                committed_metadata=p.committed_metadata or "",
-            )
-            for t in request.topics
-            for p in t.partitions
-            if (t.name, int(p.partition_index)) in keep
-        ]
-        instance_id = getattr(request, "group_instance_id", None)  # v7+
-        result = services.groups.offset_commit(
-            group_id,
-            str(request.member_id or ""),
-            int(request.generation_id_or_member_epoch),
-            commits,
-            instance_id=None if instance_id is None else str(instance_id),
-            api_version=ctx.api_version,
+    commits = [
+        OffsetCommitPartition(
+            topic=t.name,
+            partition=int(p.partition_index),
+            committed_offset=int(p.committed_offset),
+            committed_leader_epoch=int(getattr(p, "committed_leader_epoch", -1)),
+            committed_metadata=p.committed_metadata or "",
         )
-        errors.update({(r.topic, r.partition): r.error_code for r in result.partitions})
+        for t in request.topics
+        for p in t.partitions
+    ]
+    instance_id = getattr(request, "group_instance_id", None)  # v7+
+    result = services.group_apis.offset_commit(
+        ctx.caller,
+        str(request.group_id),
+        str(request.member_id or ""),
+        int(request.generation_id_or_member_epoch),
+        commits,
+        instance_id=None if instance_id is None else str(instance_id),
+        api_version=ctx.api_version,
+    )
+    errors = {(r.topic, r.partition): r.error_code for r in result.partitions}
+    cls = response_class(OFFSET_COMMIT, ctx.api_version)
     return make(cls, throttle_time=0, topics=_partition_answer(cls, request.topics, errors))
 
 
@@ -171,38 +119,17 @@ def _fetch_group(
     member_id: str,
     member_epoch: int,
     topics: Any,
+    require_stable: bool,
 ) -> OffsetFetchResult:
-    """One group's OffsetFetch, as ``KafkaApis.handleOffsetFetchRequestFromCoordinator``."""
-    if _group_refused(services, ctx, "offset_fetch", group_id):
-        return OffsetFetchResult(GROUP_AUTHORIZATION_FAILED)
-    auth = services.auth
-    if topics is None:
-        result: OffsetFetchResult = services.groups.offset_fetch(
-            group_id, member_id, member_epoch, None
-        )
-        if result.error_code or auth is None:
-            return result
-        ok = auth.topics(ctx.caller, AclOperation.DESCRIBE, (p.topic for p in result.partitions))
-        return OffsetFetchResult(partitions=tuple(p for p in result.partitions if ok[p.topic]))
-    names = [t.name for t in topics]
-    ok = (
-        dict.fromkeys(names, True)
-        if auth is None
-        else auth.topics(ctx.caller, AclOperation.DESCRIBE, names)
+    """One group's OffsetFetch (``topics`` ``None``: all the group's)."""
+    wanted = (
+        None
+        if topics is None
+        else [(str(t.name), int(p)) for t in topics for p in t.partition_indexes]
     )
-    wanted = [(t.name, int(p)) for t in topics if ok[t.name] for p in t.partition_indexes]
-    answer: OffsetFetchResult = services.groups.offset_fetch(
-        group_id, member_id, member_epoch, wanted
+    return services.group_apis.offset_fetch(
+        ctx.caller, group_id, member_id, member_epoch, wanted, require_stable
     )
-    if answer.error_code:
-        return answer
-    refused = tuple(
-        OffsetFetchPartition(t.name, int(p), error_code=TOPIC_AUTHORIZATION_FAILED)
-        for t in topics
-        if not ok[t.name]
-        for p in t.partition_indexes
-    )
-    return OffsetFetchResult(partitions=answer.partitions + refused)
 
 
 def _fetched_topics(
@@ -232,13 +159,16 @@ def _fetched_topics(
 def handle_offset_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     cls = response_class(OFFSET_FETCH, version)
+    stable = bool(getattr(request, "require_stable", False))  # v7+
     if version >= 8:
         group_cls = nested(cls, "OffsetFetchResponseGroup")
         groups = []
         for g in request.groups:
             member_id = getattr(g, "member_id", None) or ""
             member_epoch = int(getattr(g, "member_epoch", -1))
-            result = _fetch_group(services, ctx, str(g.group_id), member_id, member_epoch, g.topics)
+            result = _fetch_group(
+                services, ctx, str(g.group_id), member_id, member_epoch, g.topics, stable
+            )
             groups.append(
                 make(
                     group_cls,
@@ -248,7 +178,7 @@ def handle_offset_fetch(services: DoorServices, ctx: RequestContext, request: An
                 )
             )
         return make(cls, throttle_time=0, groups=tuple(groups))
-    result = _fetch_group(services, ctx, str(request.group_id), "", -1, request.topics)
+    result = _fetch_group(services, ctx, str(request.group_id), "", -1, request.topics, stable)
     if result.error_code and version < 2:
         # no group-level error before v2: every partition asked for carries it
         result = OffsetFetchResult(
@@ -272,16 +202,12 @@ def handle_offset_fetch(services: DoorServices, ctx: RequestContext, request: An
 
 
 def handle_offset_delete(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
-    group_id = str(request.group_id)
     cls = response_class(OFFSET_DELETE, ctx.api_version)
-    if _group_refused(services, ctx, "offset_delete", group_id):
-        return make(cls, error_code=GROUP_AUTHORIZATION_FAILED, throttle_time=0, topics=())
     wanted = [(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
-    allowed, errors = _screen(services, ctx, wanted)
-    result = services.groups.offset_delete(group_id, allowed)
+    result = services.group_apis.offset_delete(ctx.caller, str(request.group_id), wanted)
     if result.error_code:
         return make(cls, error_code=result.error_code, throttle_time=0, topics=())
-    errors.update({(r.topic, r.partition): r.error_code for r in result.partitions})
+    errors = {(r.topic, r.partition): r.error_code for r in result.partitions}
     return make(
         cls, error_code=0, throttle_time=0, topics=_partition_answer(cls, request.topics, errors)
     )

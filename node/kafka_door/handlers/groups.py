@@ -35,7 +35,6 @@ from node.coordinator.group_requests import (
     DescribedGroup,
     HeartbeatRequest,
     HeartbeatResponse,
-    ListGroupsResult,
     TopicPartitions,
 )
 from node.kafka_door.build import make, nested
@@ -81,20 +80,6 @@ def handle_consumer_group_heartbeat(
     services: DoorServices, ctx: RequestContext, request: Any
 ) -> Any:
     group_id = str(request.group_id)
-    refusals = (
-        []
-        if services.auth is None
-        else services.auth.consumer_group_heartbeat(ctx.caller, group_id)
-    )
-    if refusals:
-        answer = HeartbeatResponse(
-            str(request.member_id or ""),
-            int(request.member_epoch),
-            0,
-            refusals[0].error_code,
-            refusals[0].error_message,
-        )
-        return _heartbeat_answer(ctx, answer)
     owned = None
     if request.topic_partitions is not None:
         owned = {
@@ -117,7 +102,9 @@ def handle_consumer_group_heartbeat(
         client_id=ctx.client_id or "",
         client_host="/" + ctx.connection.peer_host,
     )
-    return _heartbeat_answer(ctx, services.groups.consumer_group_heartbeat(heartbeat))
+    return _heartbeat_answer(
+        ctx, services.group_apis.consumer_group_heartbeat(ctx.caller, heartbeat)
+    )
 
 
 def _heartbeat_answer(ctx: RequestContext, r: HeartbeatResponse) -> Any:
@@ -156,11 +143,7 @@ def handle_consumer_group_describe(
     services: DoorServices, ctx: RequestContext, request: Any
 ) -> Any:
     ids = [str(g) for g in request.group_ids]
-    refused = _refused(
-        [] if services.auth is None else services.auth.describe_groups(ctx.caller, ids)
-    )
-    allowed = [g for g in ids if g not in refused]
-    described = {g.group_id: g for g in services.groups.describe_groups(allowed)}
+    described = services.group_apis.consumer_group_describe(ctx.caller, ids)
     operations = _group_operations(services, ctx, request)
     cls = response_class(CONSUMER_GROUP_DESCRIBE, ctx.api_version)
     group_cls = nested(cls, "DescribedGroup")
@@ -183,22 +166,8 @@ def handle_consumer_group_describe(
         )
 
     groups = []
-    for gid in ids:
-        if gid in refused:
-            r = refused[gid]
-            groups.append(
-                make(
-                    group_cls,
-                    group_id=gid,
-                    error_code=r.error_code,
-                    error_message=r.error_message,
-                    authorized_operations=NO_OPERATIONS,
-                )
-            )
-            continue
-        g = described[gid]
-        if _is_offsets_only(g) or g.group_type == "classic":
-            g = DescribedGroup(gid, GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
+    for g in described:
+        gid = g.group_id
         groups.append(
             make(
                 group_cls,
@@ -253,22 +222,17 @@ def _group_operations(
 
 def handle_describe_groups(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
     ids = [str(g) for g in request.groups]
-    refused = _refused(
-        [] if services.auth is None else services.auth.describe_groups(ctx.caller, ids)
-    )
-    allowed = [g for g in ids if g not in refused]
-    described = {g.group_id: g for g in services.groups.describe_groups(allowed)}
     operations = _group_operations(services, ctx, request)
     cls = response_class(DESCRIBE_GROUPS, ctx.api_version)
     group_cls = nested(cls, "DescribedGroup")
     member_cls = nested(cls, "DescribedGroupMember")
     groups = []
-    for gid in ids:
+    for g in services.group_apis.describe_groups(ctx.caller, ids):
+        gid = g.group_id
         error, state, protocol_type, protocol, members = 0, "Dead", "", "", ()
-        if gid in refused:
-            error, state = refused[gid].error_code, ""
+        if g.error_code == GROUP_AUTHORIZATION_FAILED:
+            error, state = g.error_code, ""
         else:
-            g = described[gid]
             if g.error_code == 0 and g.group_type == "classic":
                 state, protocol_type, protocol = g.group_state, g.protocol_type, g.protocol
                 members = tuple(
@@ -309,13 +273,7 @@ def handle_describe_groups(services: DoorServices, ctx: RequestContext, request:
 def handle_list_groups(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
     states = [str(s) for s in getattr(request, "states_filter", ()) or ()]
     types = {str(t).lower() for t in getattr(request, "types_filter", ()) or ()}
-    result = services.groups.list_groups(states)
-    listed = result.groups
-    if types:
-        listed = tuple(g for g in listed if g.group_type.lower() in types)
-    if services.auth is not None:
-        listed = services.auth.list_groups(ctx.caller, listed)
-    result = ListGroupsResult(result.error_code, listed)
+    result = services.group_apis.list_groups(ctx.caller, states, sorted(types))
     cls = response_class(LIST_GROUPS, ctx.api_version)
     group_cls = nested(cls, "ListedGroup")
     return make(
@@ -340,12 +298,7 @@ def handle_list_groups(services: DoorServices, ctx: RequestContext, request: Any
 
 def handle_delete_groups(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
     ids = list(dict.fromkeys(str(g) for g in request.groups_names))
-    refused = _refused(
-        [] if services.auth is None else services.auth.delete_groups(ctx.caller, ids)
-    )
-    allowed = [g for g in ids if g not in refused]
-    results = {r.group_id: r.error_code for r in services.groups.delete_groups(allowed)}
-    results.update({g: r.error_code for g, r in refused.items()})
+    results = {r.group_id: r.error_code for r in services.group_apis.delete_groups(ctx.caller, ids)}
     cls = response_class(DELETE_GROUPS, ctx.api_version)
     result_cls = nested(cls, "DeletableGroupResult")
     return make(

@@ -21,7 +21,6 @@ As Kafka's ``KafkaApis.handleTopicMetadataRequest`` (ZooKeeper mode):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from node.core.requests import MetadataResult, TopicMetadata
@@ -71,17 +70,8 @@ def handle_metadata(services: DoorServices, ctx: RequestContext, request: Any) -
         )
     )
 
-    def answer(asked: Sequence[str] | None) -> MetadataResult:
-        return services.metadata.metadata(list(asked or ()), asked is None, ctx.listener)
-
-    result = (
-        answer(names)
-        if services.auth is None
-        else services.auth.metadata(ctx.caller, names, answer)
-    )
-    allow = names is not None and bool(getattr(request, "allow_auto_topic_creation", True))
-    if allow and not by_id and services.auto_create_topics:
-        result = _auto_create(services, ctx, result)
+    allow = bool(getattr(request, "allow_auto_topic_creation", True)) and not by_id
+    result = services.api.records.metadata(ctx.caller, names, ctx.listener, allow_auto_create=allow)
     if by_id and services.auth is not None:
         # asked by id and refused: no name (Kafka: "topic IDs are not considered sensitive")
         asked_by_id = {name: tid for tid, name in by_id.items()}
@@ -100,22 +90,6 @@ def handle_metadata(services: DoorServices, ctx: RequestContext, request: Any) -
             result.brokers, result.controller_id, result.cluster_id, result.topics + missing
         )
     return _encode(services, ctx, request, result)
-
-
-def _auto_create(services: DoorServices, ctx: RequestContext, result: MetadataResult) -> Any:
-    """The missing topics created (with the admin room's CREATE check), each answered with
-    what its creation said (LEADER_NOT_AVAILABLE once created)."""
-    missing = [t.name for t in result.topics if t.error_code == UNKNOWN_TOPIC_OR_PARTITION]
-    if not missing or services.admin is None:
-        return result
-    created = services.admin.auto_create_topics(
-        str(ctx.principal), ctx.connection.peer_host, missing
-    )
-    topics = tuple(
-        TopicMetadata(name=t.name, error_code=created[t.name]) if t.name in created else t
-        for t in result.topics
-    )
-    return MetadataResult(result.brokers, result.controller_id, result.cluster_id, topics)
 
 
 def _encode(

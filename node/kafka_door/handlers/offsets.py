@@ -4,8 +4,8 @@ ListOffsets: the special timestamps are Kafka's: -2 earliest, -1 latest (the hig
 a consumer), -3 the record with the largest timestamp (KIP-734, from v7: refused below it), -4
 the earliest local offset (from v8). A special timestamp below its version, or any other
 negative one, answers UNSUPPORTED_VERSION (35) for its partition, as Kafka's ReplicaManager
-does. Each API checks the ACLs of :class:`~node.security.auth_helper.AuthHelper` (DESCRIBE,
-DESCRIBE, DELETE on each topic): a refused partition answers TOPIC_AUTHORIZATION_FAILED (29).
+does. Each API's policy (DESCRIBE, DESCRIBE, DELETE on each topic: a refused partition answers
+TOPIC_AUTHORIZATION_FAILED, 29) is :class:`~node.apis.records.RecordApis`'.
 """
 
 from __future__ import annotations
@@ -17,18 +17,15 @@ from node.core.requests import (
     ListOffsetsPartition,
     ListOffsetsResult,
     OffsetForLeaderEpochPartition,
-    OffsetForLeaderEpochResult,
 )
 from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
 from node.kafka_door.services import DoorServices
-from odradek.acl import AclOperation
 
 __all__ = ["handle_delete_records", "handle_list_offsets", "handle_offset_for_leader_epoch"]
 
 UNSUPPORTED_VERSION = 35
-TOPIC_AUTHORIZATION_FAILED = 29
 _TIMESTAMP_SINCE = {-2: 1, -1: 1, -3: 7, -4: 8}
 """Kafka's special ListOffsets timestamps and the version each needs
 (``ReplicaManager.timestampMinSupportedVersion``)."""
@@ -54,10 +51,8 @@ def handle_list_offsets(services: DoorServices, ctx: RequestContext, request: An
                     current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
                 )
             )
-    if services.auth is not None:
-        wanted, refused = services.auth.list_offsets(ctx.caller, wanted)
-        results += refused
-    results += services.replicas.list_offsets(
+    results += services.api.records.list_offsets(
+        ctx.caller,
         wanted,
         replica_id=int(request.replica_id),
         isolation_level=int(getattr(request, "isolation_level", 0)),
@@ -98,16 +93,7 @@ def handle_offset_for_leader_epoch(
         for t in request.topics
         for p in t.partitions
     ]
-    results: list[OffsetForLeaderEpochResult] = []
-    if services.auth is not None:
-        ok = services.auth.topics(ctx.caller, AclOperation.DESCRIBE, [p.topic for p in wanted])
-        results += [
-            OffsetForLeaderEpochResult(p.topic, p.partition, TOPIC_AUTHORIZATION_FAILED)
-            for p in wanted
-            if not ok[p.topic]
-        ]
-        wanted = [p for p in wanted if ok[p.topic]]
-    results += services.replicas.offset_for_leader_epoch(wanted)
+    results = services.api.records.offset_for_leader_epoch(ctx.caller, wanted)
     by_key = {(r.topic, r.partition): r for r in results}
     cls = response_class(23, ctx.api_version)
     topic_cls = nested(cls, "OffsetForLeaderTopicResult")
@@ -136,11 +122,8 @@ def handle_delete_records(services: DoorServices, ctx: RequestContext, request: 
         for t in request.topics
         for p in t.partitions
     ]
-    allowed, results = (
-        (wanted, []) if services.auth is None else services.auth.delete_records(ctx.caller, wanted)
-    )
-    results += services.replicas.delete_records(
-        allowed, timeout_ms=int(request.timeout.total_seconds() * 1000)
+    results = services.api.records.delete_records(
+        ctx.caller, wanted, timeout_ms=int(request.timeout.total_seconds() * 1000)
     )
     by_key = {(r.topic, r.partition): r for r in results}
     cls = response_class(21, ctx.api_version)

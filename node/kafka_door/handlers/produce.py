@@ -29,19 +29,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from node.core.pending_append import PendingAppend
+from node.apis.records import StartedProduce
 from node.core.requests import ProducePartition, ProduceResult
 from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
 from node.kafka_door.server import CLOSE_CONNECTION, NO_RESPONSE, OnThread, WhenReady
 from node.kafka_door.services import DoorServices
-from node.metrics.request_metrics import record_count
 
 __all__ = ["handle_produce"]
 
 API_KEY = 0
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 _RECHECK_MS = 1000
 """A waiting produce is checked at least this often (as the core's own wait does)."""
 ON_LOOP_MAX_BYTES = 256 * 1024
@@ -57,88 +55,61 @@ def handle_produce(services: DoorServices, ctx: RequestContext, request: Any) ->
         for p in topic.partition_data
     ]
     acks = int(request.acks)
-    if request.transactional_id is not None:
-        if acks == 0:
-            return CLOSE_CONNECTION
-        refused = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        return _answer(
-            services, ctx, request, [ProduceResult(p.topic, p.partition, refused) for p in wanted]
-        )
-    allowed, results = (
-        (wanted, []) if services.auth is None else services.auth.produce(ctx.caller, wanted)
-    )
     timeout_ms = int(request.timeout.total_seconds() * 1000)
-    if sum(len(p.records) for p in allowed) > ON_LOOP_MAX_BYTES:
+    records = services.api.records
+    transactional_id = request.transactional_id
+    if transactional_id is None and sum(len(p.records) for p in wanted) > ON_LOOP_MAX_BYTES:
 
         def append() -> Any:
-            pending = services.replicas.start_append(allowed, acks=acks, timeout_ms=timeout_ms)
-            return _appended(services, ctx, request, acks, results, pending)
+            started = records.start_produce(ctx.caller, wanted, acks=acks, timeout_ms=timeout_ms)
+            return _appended(ctx, request, acks, started)
 
         return OnThread(append)
-    pending = services.replicas.start_append(
-        allowed, acks=acks, timeout_ms=timeout_ms, blocking=False
+    started = records.start_produce(
+        ctx.caller,
+        wanted,
+        acks=acks,
+        timeout_ms=timeout_ms,
+        transactional_id=None if transactional_id is None else str(transactional_id),
+        blocking=False,
     )
-    if pending.blocked:
+    pending = started.pending
+    if pending is not None and pending.blocked:
 
         def append_blocked() -> Any:
             pending.append_blocked()
-            return _appended(services, ctx, request, acks, results, pending)
+            return _appended(ctx, request, acks, started)
 
         return OnThread(append_blocked)
-    return _appended(services, ctx, request, acks, results, pending)
+    return _appended(ctx, request, acks, started)
 
 
-def _appended(
-    services: DoorServices,
-    ctx: RequestContext,
-    request: Any,
-    acks: int,
-    results: list[ProduceResult],
-    pending: PendingAppend,
-) -> Any:
+def _appended(ctx: RequestContext, request: Any, acks: int, started: StartedProduce) -> Any:
     """The answer once every partition is appended: now, or :class:`WhenReady` (acks=-1)."""
-    done = pending.poll()
+    pending = started.pending
+    done = [] if pending is None else pending.poll()
     if done is None:
+        assert pending is not None
         # appended; the connection's next requests go on while the replicas catch up
 
         def poll() -> Any:
             replicated = pending.poll()
             if replicated is None:
                 return None
-            return _answer(services, ctx, request, results + replicated)
+            return _answer(ctx, request, started.finish(replicated))
 
         return WhenReady(
             poll=poll,
             subscribe=pending.subscribe,
             recheck_ms=lambda: min(pending.remaining_ms(), _RECHECK_MS),
         )
-    results += done
+    results = started.finish(done)
     if acks == 0:
-        _count(services, request, results)
         return CLOSE_CONNECTION if any(r.error_code for r in results) else NO_RESPONSE
-    return _answer(services, ctx, request, results)
+    return _answer(ctx, request, results)
 
 
-def _count(services: DoorServices, request: Any, results: list[ProduceResult]) -> None:
-    """Bytes and records in (per topic) of the partitions appended without an error, as the
-    gRPC door counts them."""
-    if services.metrics is None:
-        return
-    failed = {(r.topic, r.partition) for r in results if r.error_code}
-    services.metrics.count_produced(
-        [
-            (topic.name, len(p.records), record_count(p.records))
-            for topic in request.topic_data
-            for p in topic.partition_data
-            if p.records and (topic.name, int(p.index)) not in failed
-        ]
-    )
-
-
-def _answer(
-    services: DoorServices, ctx: RequestContext, request: Any, results: list[ProduceResult]
-) -> Any:
-    _count(services, request, results)
+def _answer(ctx: RequestContext, request: Any, results: list[ProduceResult]) -> Any:
     cls = response_class(API_KEY, ctx.api_version)
     topic_cls = nested(cls, "TopicProduceResponse")
     partition_cls = nested(cls, "PartitionProduceResponse")

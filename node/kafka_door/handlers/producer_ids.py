@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from node.coordinator.producer_id_manager import init_producer_id
 from node.kafka_door.build import make
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
@@ -20,16 +19,14 @@ from node.kafka_door.services import DoorServices
 __all__ = ["handle_init_producer_id"]
 
 API_KEY = 22
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 
 
 def handle_init_producer_id(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
     cls = response_class(API_KEY, ctx.api_version)
-    if request.transactional_id is not None:
-        error = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        return make(cls, throttle_time=0, error_code=error, producer_id=-1, producer_epoch=-1)
-    refused = None if services.auth is None else services.auth.init_producer_id(ctx.caller)
-    result = refused or init_producer_id(services.producer_ids, None)
+    transactional_id = request.transactional_id
+    result = services.api.records.init_producer_id(
+        ctx.caller, None if transactional_id is None else str(transactional_id)
+    )
     return make(
         cls,
         throttle_time=0,

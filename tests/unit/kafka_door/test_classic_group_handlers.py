@@ -126,7 +126,7 @@ def _join(version: int, group: str) -> Any:
 
 def test_join_group_needs_read_on_the_group() -> None:
     services, authorizer, classic = _services()
-    refused = handle_join_group(services, _ctx(11, 5), _join(5, "denied"))
+    refused = handle_join_group(services, _ctx(11, 5), _join(5, "denied")).result(0)
     assert int(refused.error_code) == 30 and not classic.calls
     assert authorizer.checks == [("READ", "GROUP", "denied")]
     answer = handle_join_group(services, _ctx(11, 5), _join(5, "allowed")).result(0)
@@ -162,7 +162,7 @@ def test_sync_heartbeat_and_leave() -> None:
     assert classic.calls[-1].assignments == (("m-1", b"a"),)
     denied = handle_sync_group(
         services, _ctx(14, 3), make(sync_cls, **{**_fields(sync), "group_id": "denied"})
-    )
+    ).result(0)
     assert int(denied.error_code) == 30
 
     beat_cls = request_class(12, 3)

@@ -9,11 +9,12 @@ import sys
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from node.grpc_door.metrics_interceptor import count_traffic, request_name
+from node.apis.records import StartedProduce
+from node.core.requests import ProducePartition, ProduceResult
+from node.grpc_door.metrics_interceptor import request_name
 from node.log_format import JsonFormatter
 from node.metrics.request_metrics import RequestMetrics, record_count
 from odradek.records import Record, build_batch
-from odradek.v1 import odradek_pb2 as pb
 from storage.flush_stats import FLUSH_BUCKETS_MS, LogFlushStats
 
 
@@ -74,19 +75,14 @@ def test_request_times_split_into_local_and_remote_and_traffic_counts_per_topic(
     metrics.observe("Produce", 30, 20)  # 20 ms waiting for the ISR, 10 ms local
     metrics.observe("Produce", 3, 0)
     batch = build_batch([Record(None, b"x"), Record(None, b"y")])
-    request = pb.ProduceRequest(
-        partitions=[
-            pb.ProducePartitionData(topic="t", partition=0, records=batch),
-            pb.ProducePartitionData(topic="t", partition=1, records=batch),  # refused below
-        ]
+    started = StartedProduce(
+        [ProducePartition("t", 0, batch), ProducePartition("t", 1, batch)],
+        [ProduceResult("t", 1, 29)],  # refused: not counted
+        None,
+        metrics,
     )
-    response = pb.ProduceResponse(
-        partitions=[
-            pb.ProducePartitionResponse(topic="t", partition=0),
-            pb.ProducePartitionResponse(topic="t", partition=1, error_code=6),
-        ]
-    )
-    count_traffic(metrics, "Produce", request, response)
+    started.finish([ProduceResult("t", 0)])
+    started.finish([ProduceResult("t", 0)])  # counted once
     registry = CollectorRegistry(auto_describe=False)
     registry.register(metrics)
     samples = {
