@@ -284,19 +284,26 @@ class Log:
                     _log.warning("rebuilding the transaction index of %s: %s", directory, e)
                     segment.txn_index.reset()
                     reload_limit = min(reload_limit, segment.base_offset)
-            log._rebuild_producer_state(reload_limit)
+            log._rebuild_producer_state(reload_limit, replay_from_hw=high_watermark is not None)
         return log
 
     # -- producer state --
-    def _rebuild_producer_state(self, reload_limit: int, *, snapshot: bool = True) -> None:
+    def _rebuild_producer_state(
+        self, reload_limit: int, *, snapshot: bool = True, replay_from_hw: bool = True
+    ) -> None:
         """Load the latest producer snapshot at or below ``reload_limit`` (and the LEO) and
         replay the batches after it, without validation; then (with ``snapshot``) snapshot at
-        the LEO.
+        the LEO. With ``replay_from_hw`` the snapshot loaded is also at or below the high
+        watermark (the snapshots above it are kept): a transaction completed by a marker the
+        high watermark has not passed is still unstable, and only the replay knows it.
         Called with the lock held (or before the log is shared)."""
         psm = self._producer_state
         log_start = self._log_start_offset
         psm.truncate_and_reload(
-            log_start, min(reload_limit, self._next_offset), self._clock.wall_ms()
+            log_start,
+            min(reload_limit, self._next_offset),
+            self._clock.wall_ms(),
+            load_limit=self._high_watermark if replay_from_hw else None,
         )
         start = max(psm.map_end_offset, log_start)
         # the .txnindex entries of the markers replayed below are written again by the replay

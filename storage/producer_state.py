@@ -623,18 +623,26 @@ class ProducerStateManager:
         self._snapshots.remove(offset)
         snapshot_file(self._dir, offset).unlink(missing_ok=True)
 
-    def truncate_and_reload(self, log_start_offset: int, log_end_offset: int, now_ms: int) -> None:
+    def truncate_and_reload(
+        self,
+        log_start_offset: int,
+        log_end_offset: int,
+        now_ms: int,
+        load_limit: int | None = None,
+    ) -> None:
         """Drop snapshots outside ``[log_start_offset, log_end_offset]`` and load the state
-        of the latest valid one (expired producers left out); with none, the state is empty
-        at ``log_start_offset``. Corrupt snapshots are deleted. The caller replays the batches
-        from :attr:`map_end_offset` to the log end."""
+        of the latest valid one at or below ``load_limit`` (default: all; expired producers
+        left out); with none, the state is empty at ``log_start_offset``. Corrupt snapshots
+        are deleted. The caller replays the batches from :attr:`map_end_offset` to the log
+        end."""
         for snap in list(self._snapshots):
             if snap > log_end_offset or snap < log_start_offset:
                 self._delete(snap)
         self._producers.clear()
         self.transactions.clear()
-        while self._snapshots:
-            latest = self._snapshots[-1]
+        limit = log_end_offset if load_limit is None else load_limit
+        while candidates := [snap for snap in self._snapshots if snap <= limit]:
+            latest = candidates[-1]
             try:
                 entries = read_snapshot(snapshot_file(self._dir, latest))
             except (CorruptSnapshotError, OSError) as e:

@@ -267,3 +267,31 @@ def test_marker_on_a_compacted_topic(tmp_path: Path, clock: ManualClock) -> None
     log.append_as_leader(txn_batch(1, 0), 0)
     log.append_transaction_marker(1, 0, marker(ABORT), 0)
     assert RecordBatch(raw(log), len(txn_batch(1, 0))).is_control
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_reopen_keeps_a_commit_above_the_high_watermark_unstable(
+    tmp_path: Path, clock: ManualClock, clean: bool
+) -> None:
+    log = open_log(tmp_path, clock)
+    log.append_as_leader(make_batch(1), 0)  # 0
+    log.append_as_leader(txn_batch(1, 0), 0)  # 1
+    log.append_transaction_marker(1, 0, marker(COMMIT), 0)  # 2
+    log.roll()  # a producer snapshot at 3, where the transaction is over
+    log.append_as_leader(make_batch(1), 0)  # 3
+    log.update_high_watermark(2)  # the commit is not replicated yet
+    assert log.last_stable_offset() == 1
+    if clean:
+        log.close()
+    else:
+        _abandon(log)
+    reopened = open_log(
+        tmp_path,
+        clock,
+        recovery_point=log.recovery_point,
+        had_clean_shutdown=clean,
+        high_watermark=2,
+    )
+    # loaded from the snapshot at 3 alone, the commit at 2 would be forgotten and the LSO 2
+    assert reopened.last_stable_offset() == 1
+    assert reopened.producer_snapshot_offsets()[-1] == 4
