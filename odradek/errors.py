@@ -59,6 +59,8 @@ __all__ = [
     "DuplicateSequenceError",
     "InvalidProducerEpochError",
     "UnknownProducerIdError",
+    "InvalidTxnStateError",
+    "TransactionCoordinatorFencedError",
     "TopicAuthorizationFailedError",
     "GroupAuthorizationFailedError",
     "ClusterAuthorizationFailedError",
@@ -283,6 +285,20 @@ class UnknownProducerIdError(OdradekError):
     batch instead, as Kafka does since KIP-360)."""
 
     code, name = 59, "UNKNOWN_PRODUCER_ID"
+
+
+class InvalidTxnStateError(OdradekError):
+    """A producer mixed transactional and non-transactional batches in one transaction
+    (Kafka's ``InvalidTxnStateException``)."""
+
+    code, name = 48, "INVALID_TXN_STATE"
+
+
+class TransactionCoordinatorFencedError(OdradekError):
+    """A transaction marker from a coordinator epoch older than the one the partition last
+    saw for the producer (a zombie coordinator)."""
+
+    code, name = 52, "TRANSACTION_COORDINATOR_FENCED"
 
 
 # -- security (docs/security.md); none is retriable

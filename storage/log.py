@@ -26,6 +26,20 @@ latest snapshot at or below the recovery point (the log end offset after a clean
 replays the batches after it. Snapshots below the log start offset are deleted when it moves
 up, and producers whose batches all lie below it are forgotten.
 
+Transactions (:mod:`storage.producer_state`, :mod:`storage.transaction_state`): a transaction
+coordinator ends a producer's transaction with a marker, appended as leader with origin
+``COORDINATOR`` (:meth:`Log.append_transaction_marker`; clients may not write control batches)
+or copied by followers. Each abort completed adds an entry to the ``.txnindex`` of the segment
+holding its marker (:mod:`storage.transaction_index`). The *first unstable offset* is the
+first offset of the oldest transaction still open or whose marker is not yet below the high
+watermark (never below the log start offset); the *last stable offset* is that, or the high
+watermark if lower: a read_committed consumer reads below it, and
+:meth:`Log.collect_aborted_transactions` lists the aborted transactions overlapping what it
+reads. Opening or truncating the log rebuilds all of it with the producer state: every
+``.txnindex`` entry whose marker is at or above the producer snapshot loaded is removed and
+written again by the replay (a ``.txnindex`` failing its sanity check is emptied and the replay
+starts at or below its segment).
+
 Compaction (:mod:`storage.log_cleaner`) works on the non-active segments without the lock and
 takes it only to snapshot them (:meth:`Log.begin_cleaning`) and to swap a cleaned segment in
 for the ones it replaces (:meth:`Log.replace_segments`); a truncation or :meth:`Log.close`
@@ -46,6 +60,7 @@ from typing import NamedTuple
 
 from odradek.clock import Clock
 from odradek.errors import (
+    CorruptRecordError,
     InvalidRecordError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
@@ -55,6 +70,9 @@ from odradek.records import (
     CONTROL_FLAG_MASK,
     NO_PRODUCER_ID,
     NO_TIMESTAMP,
+    TRANSACTIONAL_FLAG_MASK,
+    EndTransactionMarker,
+    build_end_txn_marker,
     set_log_append_time,
     stamp_batch,
     validated_headers,
@@ -64,6 +82,7 @@ from storage.cleaner_manager import LogSnapshot, SegmentSnapshot
 from storage.config import LogConfig
 from storage.errors import (
     AppendWouldBlock,
+    CorruptIndexError,
     LogCleaningAbortedError,
     OffsetsOutOfOrderError,
     UnexpectedAppendOffsetError,
@@ -93,8 +112,10 @@ from storage.producer_state import (
     ProducerBatch,
     ProducerStateEntry,
     ProducerStateManager,
+    marker_at,
 )
 from storage.retention import RetentionReason, SegmentSummary, deletable_segments
+from storage.transaction_index import AbortedTxn
 
 __all__ = [
     "EARLIEST_TIMESTAMP",
@@ -255,30 +276,53 @@ class Log:
             log._producer_state.truncate_fully_and_start_at(log._next_offset)
             log._producer_state.take_snapshot()
         else:
-            log._rebuild_producer_state(loaded.recovery_point)
+            reload_limit = loaded.recovery_point
+            for segment in log._segments:
+                try:
+                    segment.txn_index.sanity_check()
+                except CorruptIndexError as e:
+                    _log.warning("rebuilding the transaction index of %s: %s", directory, e)
+                    segment.txn_index.reset()
+                    reload_limit = min(reload_limit, segment.base_offset)
+            log._rebuild_producer_state(reload_limit, replay_from_hw=high_watermark is not None)
         return log
 
     # -- producer state --
-    def _rebuild_producer_state(self, reload_limit: int, *, snapshot: bool = True) -> None:
+    def _rebuild_producer_state(
+        self, reload_limit: int, *, snapshot: bool = True, replay_from_hw: bool = True
+    ) -> None:
         """Load the latest producer snapshot at or below ``reload_limit`` (and the LEO) and
         replay the batches after it, without validation; then (with ``snapshot``) snapshot at
-        the LEO.
+        the LEO. With ``replay_from_hw`` the snapshot loaded is also at or below the high
+        watermark (the snapshots above it are kept): a transaction completed by a marker the
+        high watermark has not passed is still unstable, and only the replay knows it.
         Called with the lock held (or before the log is shared)."""
         psm = self._producer_state
         log_start = self._log_start_offset
         psm.truncate_and_reload(
-            log_start, min(reload_limit, self._next_offset), self._clock.wall_ms()
+            log_start,
+            min(reload_limit, self._next_offset),
+            self._clock.wall_ms(),
+            load_limit=self._high_watermark if replay_from_hw else None,
         )
         start = max(psm.map_end_offset, log_start)
+        # the .txnindex entries of the markers replayed below are written again by the replay
+        for segment in self._segments:
+            segment.txn_index.truncate_to(start)
 
         def batches() -> Iterator[ProducerBatch]:
             # a generator: the replay holds one segment's headers at a time, not the log's
             for segment in self._segments.values(from_offset=start):
-                for _, batch in segment.log.batch_headers():
+                for position, batch in segment.log.batch_headers():
                     if batch.last_offset < start or batch.producer_id <= NO_PRODUCER_ID:
                         continue
+                    marker = None
                     if batch.is_control:
-                        continue
+                        raw = segment.log.read(position, batch.size_in_bytes)
+                        try:
+                            marker = marker_at(raw, 0)
+                        except CorruptRecordError as e:
+                            _log.warning("skipping a control batch of %s: %s", self._dir, e)
                     yield ProducerBatch(
                         batch.producer_id,
                         batch.producer_epoch,
@@ -286,12 +330,24 @@ class Log:
                         batch.base_offset,
                         batch.last_offset,
                         batch.max_timestamp,
+                        batch.is_transactional,
+                        batch.is_control,
+                        marker,
                     )
 
-        psm.apply(psm.analyze(batches(), AppendOrigin.REPLICATION), self._next_offset)
+        aborted = psm.apply(psm.analyze(batches(), AppendOrigin.REPLICATION), self._next_offset)
+        self._index_aborted(aborted)
         psm.remove_producers_below(log_start)
         if snapshot:
             psm.take_snapshot()
+
+    def _index_aborted(self, aborted: Sequence[AbortedTxn]) -> None:
+        """Add each aborted transaction to the ``.txnindex`` of the segment holding its
+        marker (lock held)."""
+        for entry in aborted:
+            segment = self._segments.floor(entry.last_offset)
+            assert segment is not None
+            segment.txn_index.append(entry)
 
     def producer_state(self) -> dict[int, ProducerStateEntry]:
         """The idempotent producers this log knows, by producer id (a copy). Thread-safe."""
@@ -428,13 +484,19 @@ class Log:
 
     # -- appends --
     def append_as_leader(
-        self, batches: bytes | bytearray | memoryview, leader_epoch: int, *, blocking: bool = True
+        self,
+        batches: bytes | bytearray | memoryview,
+        leader_epoch: int,
+        *,
+        blocking: bool = True,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
         """Validate client batches, assign offsets from the LEO and append them.
 
         Each batch must have a valid CRC-32C, magic 2, base offset 0 (offsets are the leader's
-        to assign), a record count matching its offset delta, no control flag and, with a
-        producer id, a sequence number ≥ 0; every record of it is read
+        to assign), a record count matching its offset delta, no control flag (unless
+        ``origin`` is ``COORDINATOR``: the broker's transaction markers) and, with a producer
+        id, a sequence number ≥ 0 (control batches have none); every record of it is read
         (:mod:`storage.log_validator`). Batches with a producer id are then checked by the
         producer state (:mod:`storage.producer_state`): a duplicate of one of the producer's
         last five batches writes nothing and returns the original offsets with ``duplicate``
@@ -443,9 +505,12 @@ class Log:
         compressed batch without incremental offsets), ``MessageTooLargeError`` (a batch over
         ``max_message_bytes``),
         ``RecordListTooLargeError`` (more than ``segment_bytes`` in one append),
-        ``OutOfOrderSequenceError`` or ``InvalidProducerEpochError``; on any error nothing is
-        written. With ``blocking`` False it raises :class:`AppendWouldBlock` instead of waiting
-        for the log's lock or rolling a segment or flushing (nothing written either).
+        ``OutOfOrderSequenceError``, ``InvalidProducerEpochError``, ``InvalidTxnStateError``
+        (a non-transactional batch in the producer's open transaction) or
+        ``TransactionCoordinatorFencedError`` (a marker of an older coordinator epoch); on any
+        error nothing is written. With ``blocking`` False it raises :class:`AppendWouldBlock`
+        instead of waiting for the log's lock or rolling a segment or flushing (nothing
+        written either).
         """
         buf = bytearray(batches)
         headers = validated_headers(buf)
@@ -468,9 +533,9 @@ class Log:
                     f"batch {index} reports {h.records_count} records but its offset delta "
                     f"is {h.last_offset_delta}"
                 )
-            if h.attributes & CONTROL_FLAG_MASK:
+            if h.attributes & CONTROL_FLAG_MASK and origin is AppendOrigin.CLIENT:
                 raise InvalidRecordError("clients are not allowed to write control batches")
-            if h.producer_id > NO_PRODUCER_ID and h.base_sequence < 0:
+            if h.producer_id > NO_PRODUCER_ID and h.base_sequence < 0 and not h.is_control:
                 raise InvalidRecordError(
                     f"batch {index} of producer {h.producer_id} has the invalid sequence "
                     f"number {h.base_sequence}"
@@ -509,10 +574,13 @@ class Log:
                             next_offset,
                             last,
                             batch_max_ts,
+                            bool(h.attributes & TRANSACTIONAL_FLAG_MASK),
+                            h.is_control,
+                            marker_at(buf, h.position) if h.is_control else None,
                         )
                     )
                 next_offset = last + 1
-            analysis = self._producer_state.analyze(producer_batches, AppendOrigin.CLIENT)
+            analysis = self._producer_state.analyze(producer_batches, origin)
             duplicate = analysis.duplicate
             if duplicate is not None:
                 return LogAppendInfo(
@@ -534,6 +602,30 @@ class Log:
             )
         finally:
             self._lock.release()
+
+    def append_transaction_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        marker: EndTransactionMarker,
+        leader_epoch: int,
+    ) -> LogAppendInfo:
+        """Append, as leader, the COMMIT or ABORT marker ending ``producer_id``'s transaction
+        (Kafka's ``WriteTxnMarkers`` on the partition's leader), stamped with the wall clock.
+
+        An abort ends with an entry in the ``.txnindex``; a marker for a producer with no
+        open transaction here is written and changes no offset. Raises
+        ``InvalidProducerEpochError`` (``producer_epoch`` below the producer's) or
+        ``TransactionCoordinatorFencedError`` (``marker``'s coordinator epoch below the last
+        one this partition saw for the producer), writing nothing; otherwise as
+        :meth:`append_as_leader`. Thread-safe."""
+        data = build_end_txn_marker(
+            marker,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            timestamp=self._clock.wall_ms(),
+        )
+        return self.append_as_leader(data, leader_epoch, origin=AppendOrigin.COORDINATOR)
 
     def append_as_follower(self, batches: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches copied from the leader, keeping their offsets and epochs.
@@ -590,9 +682,12 @@ class Log:
                         h.base_offset,
                         h.last_offset,
                         h.max_timestamp,
+                        bool(h.attributes & TRANSACTIONAL_FLAG_MASK),
+                        h.is_control,
+                        marker_at(batches, h.position) if h.is_control else None,
                     )
                     for h in headers
-                    if h.producer_id > NO_PRODUCER_ID and not h.is_control
+                    if h.producer_id > NO_PRODUCER_ID
                 ],
                 AppendOrigin.REPLICATION,
             )
@@ -638,7 +733,7 @@ class Log:
             self._leader_epoch_cache.truncate_from_end(self._next_offset)
             raise
         self._next_offset = last_offset + 1
-        self._producer_state.apply(analysis, self._next_offset)
+        self._index_aborted(self._producer_state.apply(analysis, self._next_offset))
         if self.unflushed_messages >= config.flush_messages:
             self.flush()
         return LogAppendInfo(
@@ -881,6 +976,48 @@ class Log:
                 self._high_watermark = offset
                 return True
             return False
+
+    # -- transactions --
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction still open, or completed by a marker not
+        yet below the high watermark (at least the log start offset); ``None`` if none
+        (Kafka's ``firstUnstableOffset``). Thread-safe."""
+        with self._lock:
+            return self._first_unstable_offset()
+
+    def _first_unstable_offset(self) -> int | None:
+        transactions = self._producer_state.transactions
+        transactions.on_high_watermark_updated(self._high_watermark)
+        first = transactions.first_unstable_offset()
+        return None if first is None else max(first, self._log_start_offset)
+
+    def last_stable_offset(self) -> int:
+        """The first unstable offset if below the high watermark, else the high watermark:
+        a read_committed fetch returns nothing at or above it. Thread-safe."""
+        with self._lock:
+            first = self._first_unstable_offset()
+            hw = self._high_watermark
+            return first if first is not None and first < hw else hw
+
+    def collect_aborted_transactions(
+        self, start_offset: int, upper_bound_offset: int
+    ) -> list[AbortedTxn]:
+        """The aborted transactions overlapping ``[start_offset, upper_bound_offset)``, from the
+        ``.txnindex`` of the segment holding ``start_offset`` on, stopping at the first entry
+        that proves no later one can overlap (Kafka's ``collectAbortedTransactions``): what a
+        read_committed fetch answers beside the batches it returns. Thread-safe."""
+        with self._lock:
+            self._check_open()
+            found: list[AbortedTxn] = []
+            start = self._segments.floor(start_offset) or self._segments.first()
+            if start is None:
+                return found
+            for segment in self._segments.values(from_offset=start.base_offset):
+                result = segment.txn_index.collect_aborted_txns(start_offset, upper_bound_offset)
+                found += result.aborted
+                if result.is_complete:
+                    break
+            return found
 
     def delete_records(self, before_offset: int) -> int:
         """Move the log start offset up to ``before_offset`` (Kafka's DeleteRecords).

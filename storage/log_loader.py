@@ -12,13 +12,17 @@ Follows Kafka's ``LogLoader.load``:
    ``.swap`` before it renames anything old to ``.deleted``, and keeps each group's last batch
    (as a bare header if nothing in it survives), so that range covers every old segment of
    the group with data.
-2. Index files with no ``.log`` beside them are removed. Every ``.log`` is opened; a segment
+   A ``.txnindex.swap`` goes with its ``.log.swap`` (the offset and time indexes are rebuilt).
+2. Index files (``.index``, ``.timeindex``, ``.txnindex``) with no ``.log`` beside them are
+   removed. Every ``.log`` is opened; a segment
    whose ``.index`` is missing, or whose indexes fail their sanity check, is rebuilt from its
    log whatever the recovery point says. A missing ``.timeindex`` is recreated and rebuilt.
 3. Only after an unclean stop, every segment from the one containing the recovery point on is
    re-validated (``LogSegment.recover``): its batches' CRC-32C and offsets are checked and its
    indexes rebuilt. At the first invalid batch the segment is cut and every later segment is
    deleted. After a clean stop nothing is scanned.
+   The ``.txnindex`` is the log's to check and rebuild (it needs the producer state:
+   :meth:`storage.log.Log.open`).
 4. A log whose end is below the checkpointed log start offset starts afresh there; a
    directory with no segments gets an empty one at the log start offset.
 
@@ -46,12 +50,13 @@ from storage.log_segment import (
     offset_from_file_name,
 )
 from storage.log_segments import LogSegments
+from storage.transaction_index import TXN_INDEX_SUFFIX
 
 __all__ = ["LoadedLog", "load_segments"]
 
 log = logging.getLogger(__name__)
 
-_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 
 @dataclass(slots=True)
@@ -231,10 +236,15 @@ def _remove_temp_files_and_complete_swaps(directory: Path, config: LogConfig, no
             path.unlink()
         elif path.name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
             kept.append(base)
-        # index swap files of kept segments are rebuilt below; drop them
+        # offset and time index swap files of kept segments are rebuilt below; drop them
+    # (a kept segment's .txnindex.swap is swapped in with it: it cannot be rebuilt here)
     for path in swap_files:
-        if path.exists() and not path.name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
-            path.unlink()
+        name = path.name
+        if not path.exists() or name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
+            continue
+        if name.endswith(TXN_INDEX_SUFFIX + SWAP_SUFFIX) and offset_from_file_name(name) in kept:
+            continue
+        path.unlink()
     if not kept:
         return
 

@@ -1,12 +1,15 @@
-"""One segment of a partition log: a ``.log`` file and its ``.index`` and ``.timeindex``.
+"""One segment of a partition log: a ``.log`` file, its ``.index`` and ``.timeindex``, and
+its ``.txnindex``.
 
 On disk, inside the partition directory, a segment whose first offset is ``B`` is::
 
     <B:020d>.log         record batches (storage.file_records)
     <B:020d>.index       sparse offset index, 8-byte entries (storage.offset_index)
     <B:020d>.timeindex   sparse time index, 12-byte entries (storage.time_index)
+    <B:020d>.txnindex    aborted transactions whose ABORT marker is in this segment,
+                         34-byte entries (storage.transaction_index); only once there is one
 
-with an optional suffix on all three while a segment is being deleted (``.deleted``) or
+with an optional suffix on all four while a segment is being deleted (``.deleted``) or
 swapped in by compaction (``.cleaned``, ``.swap``).
 
 Invariants: ``base_offset`` ≤ every offset in the segment, and every offset is at most
@@ -15,8 +18,10 @@ after at least ``index_interval_bytes`` of batches since the previous entry, key
 *last* offset and pointing at the *start* of that batch; the first batch never gets one.
 
 Crash policy: the indexes are derived data. Appends reach the page cache only; ``flush`` fsyncs
-the log and both indexes. After an unclean stop, ``recover`` re-reads the log, validates every
-batch (CRC-32C), rebuilds both indexes and cuts the file at the first invalid batch.
+the log and the indexes. After an unclean stop, ``recover`` re-reads the log, validates every
+batch (CRC-32C), rebuilds the offset and time indexes and cuts the file at the first invalid
+batch. The ``.txnindex`` needs the partition's producer state to be rebuilt: the log does that
+(:meth:`storage.log.Log.open` rewrites the entries of every marker it replays).
 
 Concurrency: not thread-safe on its own; the owning ``Log`` serialises every call.
 """
@@ -35,6 +40,7 @@ from storage.errors import InvalidOffsetError, LogSegmentOffsetOverflowError
 from storage.file_records import FileRecords, FileSlice
 from storage.offset_index import OffsetIndex, OffsetPosition
 from storage.time_index import TimeIndex, TimestampOffset
+from storage.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 __all__ = [
     "LOG_SUFFIX",
@@ -135,6 +141,10 @@ class LogSegment:
         self.log = log
         self.offset_index = offset_index
         self.time_index = time_index
+        self.txn_index = TransactionIndex(
+            log.path.with_name(log.path.name.replace(LOG_SUFFIX, TXN_INDEX_SUFFIX, 1)),
+            base_offset,
+        )
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.roll_jitter_ms = roll_jitter_ms
@@ -416,8 +426,9 @@ class LogSegment:
         self.time_index.resize(size)
 
     def sanity_check(self, timeindex_existed: bool) -> None:
-        """Check both indexes. Raises ``CorruptIndexError``; a missing ``.index`` is caught
-        by the loader before this is called."""
+        """Check the offset and time indexes (the log checks the ``.txnindex``). Raises
+        ``CorruptIndexError``; a missing ``.index`` is caught by the loader before this is
+        called."""
         self.offset_index.sanity_check()
         if timeindex_existed:
             self.time_index.sanity_check()
@@ -483,6 +494,7 @@ class LogSegment:
         found = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.offset_index.resize(self.offset_index.max_index_size)
         self.time_index.resize(self.time_index.max_index_size)
         if found is None:
@@ -508,38 +520,42 @@ class LogSegment:
 
     # -- files --
     def flush(self) -> None:
-        """fsync the log and both indexes. Raises ``OSError``."""
+        """fsync the log and the indexes. Raises ``OSError``."""
         self.log.flush()
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
-        """Write the final time-index entry, trim and close all three files."""
+        """Write the final time-index entry, trim and close the files."""
         self.time_index.maybe_append(
             self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far, skip_full_check=True
         )
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         self.log.close()
 
     def close_handlers(self) -> None:
-        """Close all three files without trimming or writing anything."""
+        """Close the files without trimming or writing anything."""
         self.offset_index.close_handler()
         self.time_index.close_handler()
+        self.txn_index.close()
         self.log.close_handler()
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
-        """Rename all three files from ``old_suffix`` to ``new_suffix`` (e.g. to ``.deleted``)."""
-        for f in (self.log, self.offset_index, self.time_index):
+        """Rename the files from ``old_suffix`` to ``new_suffix`` (e.g. to ``.deleted``)."""
+        for f in (self.log, self.offset_index, self.time_index, self.txn_index):
             name = f.path.name
             stem = name[: len(name) - len(old_suffix)] if old_suffix else name
             f.rename_to(f.path.with_name(stem + new_suffix))
 
     def delete_if_exists(self) -> None:
-        """Remove all three files (closing them first)."""
+        """Remove the files (closing them first)."""
         self.log.delete_if_exists()
         self.offset_index.delete_if_exists()
         self.time_index.delete_if_exists()
+        self.txn_index.delete_if_exists()
 
     def __repr__(self) -> str:
         return (

@@ -1,4 +1,4 @@
-"""Idempotent producers' state per partition, and its ``.snapshot`` files.
+"""Idempotent and transactional producers' state per partition, and its ``.snapshot`` files.
 
 Kafka's ``ProducerStateEntry``, ``ProducerAppendInfo`` and ``ProducerStateManager``
 (``storage/.../internals/log/``), for idempotent producers (KIP-98, KIP-360). For each producer
@@ -16,6 +16,24 @@ batch from a new one:
   KIP-360: ``UNKNOWN_PRODUCER_ID`` is never returned.
 * followers and recovery (origin ``REPLICATION``) apply batches without any check, so that a
   follower's state is ready when it becomes leader.
+* the broker's own appends (origin ``COORDINATOR``: transaction markers, and later a
+  coordinator's records) are checked for their epoch only, not their sequence.
+
+Transactions (KIP-98): a producer's first transactional batch after its last marker starts its
+transaction on the partition (``current_txn_first_offset``); its COMMIT or ABORT control batch
+ends it (:mod:`storage.transaction_state` keeps the open ones and turns aborts into
+``.txnindex`` entries). Checked as Kafka's ``ProducerAppendInfo`` does:
+
+* a non-transactional batch while the producer's transaction is open is ``INVALID_TXN_STATE``
+  (from a client or the coordinator; a follower or recovery logs it and keeps the transaction
+  open);
+* a marker whose coordinator epoch is below the producer's stored one is
+  ``TRANSACTION_COORDINATOR_FENCED`` (logged, and applied, by a follower or recovery); a marker
+  of an epoch below the producer's is ``INVALID_PRODUCER_EPOCH`` likewise;
+* a marker ends the transaction (and moves the producer to the marker's epoch, forgetting its
+  batches if that is new), records the coordinator epoch, and completes a transaction only if
+  one was open (a marker for a producer with no data here changes no offset);
+* a control batch of a type this version does not know, or with no record, is skipped.
 
 On-disk layout: ``<20-digit offset>.snapshot`` in the partition directory holds the state of
 every producer for the offsets below that offset (Kafka's ``ProducerSnapshot`` schema,
@@ -27,11 +45,12 @@ version 1, big-endian)::
              current_txn_first_offset int64)
 
 Only each producer's last batch is saved, so after a restart duplicates are detected for that
-batch only. Crash policy: a snapshot is written in place, fsynced when the caller asks (the log
-does at close, not at a roll); a torn or corrupt one fails its CRC when read, is deleted, and
-loading falls back to an older snapshot (and the log replays the batches after it).
-Transactions are not supported: ``coordinator_epoch`` is always -1 and
-``current_txn_first_offset`` -1.
+batch only. ``coordinator_epoch`` is the last marker's (-1 before any) and
+``current_txn_first_offset`` the open transaction's first offset (-1 for none): loading a
+snapshot reopens those transactions. Crash policy: a snapshot is written in place, fsynced
+when the caller asks (the log does at close, not at a roll); a torn or corrupt one fails its
+CRC when read, is deleted, and loading falls back to an older snapshot (and the log replays the
+batches after it).
 
 Not thread-safe: the owning :class:`storage.log.Log` serialises every call under its lock.
 """
@@ -49,8 +68,23 @@ from typing import NamedTuple
 
 import crc32c
 
-from odradek.errors import InvalidProducerEpochError, OutOfOrderSequenceError
-from odradek.records import NO_PRODUCER_EPOCH, NO_SEQUENCE
+from odradek.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+)
+from odradek.records import (
+    NO_PRODUCER_EPOCH,
+    NO_SEQUENCE,
+    ControlRecordType,
+    EndTransactionMarker,
+    RecordBatch,
+    end_txn_marker_of,
+)
+from odradek.records.batch import Buffer
+from storage.transaction_index import AbortedTxn
+from storage.transaction_state import CompletedTxn, StartedTxn, TransactionState, TxnEvent
 
 __all__ = [
     "INT32_MAX",
@@ -69,6 +103,7 @@ __all__ = [
     "decrement_sequence",
     "encode_snapshot",
     "increment_sequence",
+    "marker_at",
     "read_snapshot",
     "snapshot_file",
     "snapshot_offsets",
@@ -93,9 +128,11 @@ class CorruptSnapshotError(Exception):
 
 
 class AppendOrigin(Enum):
-    """Who appends: a client through the leader (validated) or replication/recovery (not)."""
+    """Who appends: a client through the leader (validated), the broker's own coordinator
+    through the leader (epochs validated, not sequences), or replication/recovery (not)."""
 
     CLIENT = "client"
+    COORDINATOR = "coordinator"
     REPLICATION = "replication"
 
 
@@ -186,6 +223,18 @@ class ProducerStateEntry:
             last_timestamp=timestamp,
         )
 
+    def with_marker(self, epoch: int, coordinator_epoch: int, timestamp: int) -> ProducerStateEntry:
+        """This entry after a transaction marker of ``epoch``: no open transaction, the
+        marker's coordinator epoch and time; a new epoch forgets the old epoch's batches."""
+        return replace(
+            self,
+            producer_epoch=epoch,
+            batches=self.batches if epoch == self.producer_epoch else (),
+            coordinator_epoch=coordinator_epoch,
+            last_timestamp=timestamp,
+            current_txn_first_offset=-1,
+        )
+
     def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
         """The cached batch with exactly these sequences in this epoch, if any."""
         if epoch != self.producer_epoch:
@@ -205,10 +254,25 @@ class ProducerBatch(NamedTuple):
     first_offset: int
     last_offset: int
     max_timestamp: int
+    is_transactional: bool = False
+    is_control: bool = False
+    marker: EndTransactionMarker | None = None
+    """A control batch's end-transaction marker (``None`` for an unknown control type or a
+    control batch with no record: skipped)."""
 
     @property
     def last_sequence(self) -> int:
         return increment_sequence(self.base_sequence, self.last_offset - self.first_offset)
+
+
+def marker_at(buf: Buffer, position: int) -> EndTransactionMarker | None:
+    """The end-transaction marker of the control batch at ``position`` in ``buf``, or
+    ``None`` for a control type this version does not know or a control batch with no
+    record. Raises ``CorruptRecordError`` for a malformed control record."""
+    batch = RecordBatch(buf, position)
+    if batch.records_count <= 0:
+        return None
+    return end_txn_marker_of(batch)
 
 
 class ProducerAppendInfo:
@@ -221,32 +285,88 @@ class ProducerAppendInfo:
         self._origin = origin
         self._partition = partition
 
-    def append(self, batch: ProducerBatch) -> None:
-        """Check ``batch`` (origin CLIENT only) and add it to the updated entry.
+    def append(self, batch: ProducerBatch, events: list[TxnEvent]) -> None:
+        """Check ``batch`` and add it to the updated entry; a transaction it starts or ends is
+        added to ``events``.
 
-        Raises ``InvalidProducerEpochError`` (epoch below the stored one) or
-        ``OutOfOrderSequenceError`` (a new epoch not starting at 0, or a gap).
+        Raises ``InvalidProducerEpochError`` (epoch below the stored one; not for origin
+        REPLICATION), ``OutOfOrderSequenceError`` (a new epoch not starting at 0, or a gap;
+        origin CLIENT only), ``InvalidTxnStateError`` (a non-transactional batch in an open
+        transaction) or ``TransactionCoordinatorFencedError`` (a marker from an older
+        coordinator epoch); the last two not for origin REPLICATION.
         """
+        if batch.is_control:
+            if batch.marker is not None:
+                self._append_marker(batch, batch.marker, events)
+            return
         epoch, first_seq = batch.producer_epoch, batch.base_sequence
-        if self._origin is AppendOrigin.CLIENT:
+        if self._origin is not AppendOrigin.REPLICATION:
             self._check_epoch(epoch, batch.first_offset)
+        else:
+            self._warn_epoch(epoch, batch.first_offset)
+        if self._origin is AppendOrigin.CLIENT:
             self._check_sequence(epoch, first_seq, batch.first_offset)
-        elif epoch < self.updated.producer_epoch:
-            log.warning(
-                "producer %d at offset %d in %s has epoch %d, below the last seen %d",
-                self.updated.producer_id,
-                batch.first_offset,
-                self._partition,
-                epoch,
-                self.updated.producer_epoch,
-            )
-        self.updated = self.updated.with_batch(
+        updated = self.updated.with_batch(
             epoch,
             batch.last_sequence,
             batch.last_offset,
             batch.last_offset - batch.first_offset,
             batch.max_timestamp,
         )
+        txn_open = updated.current_txn_first_offset >= 0
+        if txn_open and not batch.is_transactional:
+            message = (
+                f"expected a transactional write from producer {updated.producer_id} at "
+                f"offset {batch.first_offset} in {self._partition}: its transaction opened at "
+                f"{updated.current_txn_first_offset} is not ended"
+            )
+            if self._origin is not AppendOrigin.REPLICATION:
+                raise InvalidTxnStateError(message)
+            log.warning("%s", message)
+        elif not txn_open and batch.is_transactional:
+            updated = replace(updated, current_txn_first_offset=batch.first_offset)
+            events.append(StartedTxn(updated.producer_id, batch.first_offset))
+        self.updated = updated
+
+    def _append_marker(
+        self, batch: ProducerBatch, marker: EndTransactionMarker, events: list[TxnEvent]
+    ) -> None:
+        epoch, offset = batch.producer_epoch, batch.first_offset
+        current = self.updated
+        if self._origin is not AppendOrigin.REPLICATION:
+            self._check_epoch(epoch, offset)
+        else:
+            self._warn_epoch(epoch, offset)
+        if current.coordinator_epoch > marker.coordinator_epoch:
+            message = (
+                f"invalid coordinator epoch for producer {current.producer_id} at offset "
+                f"{offset} in {self._partition}: {marker.coordinator_epoch} is older than the "
+                f"last known coordinator epoch {current.coordinator_epoch}"
+            )
+            if self._origin is not AppendOrigin.REPLICATION:
+                raise TransactionCoordinatorFencedError(message)
+            log.info("%s", message)
+        if current.current_txn_first_offset >= 0:
+            events.append(
+                CompletedTxn(
+                    current.producer_id,
+                    current.current_txn_first_offset,
+                    offset,
+                    marker.control_type is ControlRecordType.ABORT,
+                )
+            )
+        self.updated = current.with_marker(epoch, marker.coordinator_epoch, batch.max_timestamp)
+
+    def _warn_epoch(self, epoch: int, offset: int) -> None:
+        if epoch < self.updated.producer_epoch:
+            log.warning(
+                "producer %d at offset %d in %s has epoch %d, below the last seen %d",
+                self.updated.producer_id,
+                offset,
+                self._partition,
+                epoch,
+                self.updated.producer_epoch,
+            )
 
     def _check_epoch(self, epoch: int, offset: int) -> None:
         current = self.updated.producer_epoch
@@ -286,11 +406,13 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
 
 
 class AppendAnalysis(NamedTuple):
-    """The outcome of validating one append: the producers' updated entries, or the cached
-    batch it duplicates (then nothing is appended and nothing changes)."""
+    """The outcome of validating one append: the producers' updated entries and the
+    transactions it starts and ends (in log order), or the cached batch it duplicates (then
+    nothing is appended and nothing changes)."""
 
     updated: Mapping[int, ProducerStateEntry]
     duplicate: BatchMetadata | None
+    events: tuple[TxnEvent, ...] = ()
 
 
 # -- snapshot files --
@@ -383,6 +505,8 @@ class ProducerStateManager:
         self._producers: dict[int, ProducerStateEntry] = {}
         self.map_end_offset = 0
         self._snapshots = snapshot_offsets(directory) if directory.exists() else []
+        self.transactions = TransactionState()
+        """The open and unreplicated transactions (the last stable offset's inputs)."""
 
     # -- reading the state --
     @property
@@ -402,34 +526,39 @@ class ProducerStateManager:
 
     # -- appends --
     def analyze(self, batches: Iterable[ProducerBatch], origin: AppendOrigin) -> AppendAnalysis:
-        """Validate the producer batches of one append (batches with producer id -1 must be
-        left out by the caller). Pure: nothing changes until :meth:`apply`.
+        """Validate the producer batches of one append, control batches included (batches
+        with producer id -1 must be left out by the caller). Pure: nothing changes until
+        :meth:`apply`.
 
         For origin CLIENT, the first batch that duplicates a cached one ends the analysis
-        (Kafka answers the whole append with it). Raises ``InvalidProducerEpochError`` or
-        ``OutOfOrderSequenceError``.
+        (Kafka answers the whole append with it). Raises as :meth:`ProducerAppendInfo.append`.
         """
         infos: dict[int, ProducerAppendInfo] = {}
+        events: list[TxnEvent] = []
         for batch in batches:
             pid = batch.producer_id
             info = infos.get(pid)
             if info is None:
                 current = self._producers.get(pid) or ProducerStateEntry(pid)
-                if origin is AppendOrigin.CLIENT:
+                if origin is AppendOrigin.CLIENT and not batch.is_control:
                     duplicate = current.find_duplicate(
                         batch.producer_epoch, batch.base_sequence, batch.last_sequence
                     )
                     if duplicate is not None:
                         return AppendAnalysis({}, duplicate)
                 info = infos[pid] = ProducerAppendInfo(current, origin, self._partition)
-            info.append(batch)
-        return AppendAnalysis({pid: i.updated for pid, i in infos.items()}, None)
+            info.append(batch, events)
+        return AppendAnalysis({pid: i.updated for pid, i in infos.items()}, None, tuple(events))
 
-    def apply(self, analysis: AppendAnalysis, end_offset: int) -> None:
+    def apply(self, analysis: AppendAnalysis, end_offset: int) -> list[AbortedTxn]:
         """Store the entries an append produced; the state now covers offsets below
-        ``end_offset``."""
+        ``end_offset``. Returns the aborted transactions it completed, for the ``.txnindex``
+        of the segment holding each marker."""
         self._producers.update(analysis.updated)
         self.map_end_offset = end_offset
+        if not analysis.events:
+            return []
+        return self.transactions.apply(analysis.events)
 
     def update_map_end_offset(self, end_offset: int) -> None:
         self.map_end_offset = end_offset
@@ -458,6 +587,7 @@ class ProducerStateManager:
         ]
         for pid in gone:
             del self._producers[pid]
+        self.transactions.remove_producers(gone)
         return gone
 
     # -- snapshots --
@@ -493,17 +623,26 @@ class ProducerStateManager:
         self._snapshots.remove(offset)
         snapshot_file(self._dir, offset).unlink(missing_ok=True)
 
-    def truncate_and_reload(self, log_start_offset: int, log_end_offset: int, now_ms: int) -> None:
+    def truncate_and_reload(
+        self,
+        log_start_offset: int,
+        log_end_offset: int,
+        now_ms: int,
+        load_limit: int | None = None,
+    ) -> None:
         """Drop snapshots outside ``[log_start_offset, log_end_offset]`` and load the state
-        of the latest valid one (expired producers left out); with none, the state is empty
-        at ``log_start_offset``. Corrupt snapshots are deleted. The caller replays the batches
-        from :attr:`map_end_offset` to the log end."""
+        of the latest valid one at or below ``load_limit`` (default: all; expired producers
+        left out); with none, the state is empty at ``log_start_offset``. Corrupt snapshots
+        are deleted. The caller replays the batches from :attr:`map_end_offset` to the log
+        end."""
         for snap in list(self._snapshots):
             if snap > log_end_offset or snap < log_start_offset:
                 self._delete(snap)
         self._producers.clear()
-        while self._snapshots:
-            latest = self._snapshots[-1]
+        self.transactions.clear()
+        limit = log_end_offset if load_limit is None else load_limit
+        while candidates := [snap for snap in self._snapshots if snap <= limit]:
+            latest = candidates[-1]
             try:
                 entries = read_snapshot(snapshot_file(self._dir, latest))
             except (CorruptSnapshotError, OSError) as e:
@@ -513,6 +652,11 @@ class ProducerStateManager:
             for entry in entries:
                 if not self.is_expired(entry, now_ms):
                     self._producers[entry.producer_id] = entry
+            self.transactions.load(
+                (e.producer_id, e.current_txn_first_offset)
+                for e in self._producers.values()
+                if e.current_txn_first_offset >= 0
+            )
             self.map_end_offset = latest
             return
         self.map_end_offset = log_start_offset
@@ -520,6 +664,7 @@ class ProducerStateManager:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Forget every producer and delete every snapshot; the state starts at ``offset``."""
         self._producers.clear()
+        self.transactions.clear()
         for snap in list(self._snapshots):
             self._delete(snap)
         self.map_end_offset = offset

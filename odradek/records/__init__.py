@@ -7,7 +7,8 @@ values out; no I/O, no clock; it imports nothing of ours but :mod:`odradek.error
 Modules: :mod:`.batch` (byte layout, :class:`RecordBatch`, :func:`read_batches`, in-place
 rewrites), :mod:`.builder` (:func:`build_batch`), :mod:`.record` (:class:`Record` and the
 record layout), :mod:`.compression` (codecs and their framings), :mod:`.timestamp_type`,
-:mod:`.varint`. ``docs/record-batch.md`` summarises the format.
+:mod:`.varint`, :mod:`.control` (transaction markers: control batches).
+``docs/record-batch.md`` summarises the format.
 """
 
 from odradek.records.batch import (
@@ -50,6 +51,13 @@ from odradek.records.batch import (
 )
 from odradek.records.builder import build_batch
 from odradek.records.compression import Compression, compress, decompress
+from odradek.records.control import (
+    ControlRecordType,
+    EndTransactionMarker,
+    build_end_txn_marker,
+    end_txn_marker_of,
+    parse_end_txn_marker,
+)
 from odradek.records.record import NO_TIMESTAMP, Record
 from odradek.records.timestamp_type import TimestampType
 
@@ -101,4 +109,10 @@ __all__ = [
     "set_base_offset",
     "set_partition_leader_epoch",
     "set_log_append_time",
+    # control batches
+    "ControlRecordType",
+    "EndTransactionMarker",
+    "build_end_txn_marker",
+    "end_txn_marker_of",
+    "parse_end_txn_marker",
 ]
