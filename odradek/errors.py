@@ -61,6 +61,11 @@ __all__ = [
     "UnknownProducerIdError",
     "InvalidTxnStateError",
     "TransactionCoordinatorFencedError",
+    "InvalidProducerIdMappingError",
+    "InvalidTransactionTimeoutError",
+    "ConcurrentTransactionsError",
+    "ProducerFencedError",
+    "TransactionalIdNotFoundError",
     "TopicAuthorizationFailedError",
     "GroupAuthorizationFailedError",
     "ClusterAuthorizationFailedError",
@@ -292,6 +297,36 @@ class InvalidTxnStateError(OdradekError):
     (Kafka's ``InvalidTxnStateException``)."""
 
     code, name = 48, "INVALID_TXN_STATE"
+
+
+class InvalidProducerIdMappingError(OdradekError):
+    """A transactional request whose producer id is not the transactional id's."""
+
+    code, name = 49, "INVALID_PRODUCER_ID_MAPPING"
+
+
+class InvalidTransactionTimeoutError(OdradekError):
+    """``transaction.timeout.ms`` above the broker's ``transaction.max.timeout.ms``."""
+
+    code, name = 50, "INVALID_TRANSACTION_TIMEOUT"
+
+
+class ConcurrentTransactionsError(OdradekError):
+    """The transactional id's previous transaction is still completing (retry)."""
+
+    code, name, retriable = 51, "CONCURRENT_TRANSACTIONS", True
+
+
+class ProducerFencedError(OdradekError):
+    """Another producer with the same transactional id (a newer epoch) took over."""
+
+    code, name = 90, "PRODUCER_FENCED"
+
+
+class TransactionalIdNotFoundError(OdradekError):
+    """DescribeTransactions of a transactional id the coordinator does not know."""
+
+    code, name = 105, "TRANSACTIONAL_ID_NOT_FOUND"
 
 
 class TransactionCoordinatorFencedError(OdradekError):
