@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from odradek.errors import (
     ConcurrentTransactionsError,
@@ -164,7 +165,7 @@ def _prepare(
     meta: TxnMetadata,
     state: TransactionStatus,
     now_ms: int,
-    **changes: object,
+    **changes: Any,
 ) -> Transition:
     if meta.pending is not None:
         raise AssertionError(f"{meta.transactional_id}: a transition is already pending")
