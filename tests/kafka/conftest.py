@@ -11,6 +11,7 @@ import itertools
 import random
 import shutil
 import socket
+import ssl
 import struct
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -80,8 +81,9 @@ def running_cluster(
             node.kill()
 
 
-def call(address: str, request: Any) -> Any:
-    """One request on a fresh connection; the kio answer."""
+def call(address: str, request: Any, tls: ssl.SSLContext | None = None) -> Any:
+    """One request on a fresh connection (over TLS with ``tls``, checking the node's certificate
+    against the address's host name); the kio answer."""
     key, version = int(request.__api_key__), int(request.__version__)
     cid = random.randrange(1 << 30)
     out = io.BytesIO()
@@ -98,7 +100,10 @@ def call(address: str, request: Any) -> Any:
     entity_writer(type(request))(out, request)
     payload = out.getvalue()
     host, port = address.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=30) as s:
+    with contextlib.ExitStack() as stack:
+        s = stack.enter_context(socket.create_connection((host, int(port)), timeout=30))
+        if tls is not None:
+            s = stack.enter_context(tls.wrap_socket(s, server_hostname=host))
         s.sendall(struct.pack(">i", len(payload)) + payload)
         f = s.makefile("rb")
         (size,) = struct.unpack(">i", f.read(4))
