@@ -416,8 +416,19 @@ class AuthorizedAdmin:
     ) -> AlterPartitionReassignmentsResult:
         refusal = self._cluster_refusal(principal, host, AclOperation.ALTER)
         if refusal is not None:
-            return AlterPartitionReassignmentsResult(*refusal)
-        return self.admin.alter_partition_reassignments(partitions, timeout_ms=timeout_ms)
+            result = AlterPartitionReassignmentsResult(*refusal)
+        else:
+            result = self.admin.alter_partition_reassignments(partitions, timeout_ms=timeout_ms)
+        if result.error_code and not result.partitions:
+            # a request-level error is every partition's too (Kafka's getErrorResponse)
+            result = dataclasses.replace(
+                result,
+                partitions=tuple(
+                    PartitionResult(p.topic, p.partition, result.error_code, result.error_message)
+                    for p in partitions
+                ),
+            )
+        return result
 
     def list_partition_reassignments(
         self, principal: str, host: str, partitions: Collection[tuple[str, int]] | None = None

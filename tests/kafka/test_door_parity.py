@@ -56,6 +56,7 @@ from kio.schema.delete_records.v1 import request as delete_records
 from kio.schema.delete_topics.v3.request import DeleteTopicsRequest
 from kio.schema.describe_acls.v2.request import DescribeAclsRequest
 from kio.schema.describe_configs.v2 import request as describe_configs
+from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
 from kio.schema.describe_log_dirs.v2 import request as describe_log_dirs
 from kio.schema.describe_user_scram_credentials.v0 import request as describe_scram
 from kio.schema.elect_leaders.v2 import request as elect_leaders
@@ -758,28 +759,37 @@ def grpc_list_groups(parity: Parity, cn: str, case: Case) -> Codes:
 
 
 def kafka_describe_groups(parity: Parity, cn: str, case: Case) -> Codes:
+    """A group described as librdkafka's ``describe_consumer_groups`` does: ConsumerGroupDescribe,
+    and for a group that is not a KIP-848 consumer group (GROUP_ID_NOT_FOUND: a classic group,
+    or one known by its committed offsets only) DescribeGroups, whose ``Dead`` state is an
+    unknown group."""
     request = ConsumerGroupDescribeRequest(
         group_ids=(GroupId(case.group),), include_authorized_operations=False
     )
     answer = parity.kafka(cn, request)
-    return [(g.group_id, int(g.error_code)) for g in answer.groups]
+    out = []
+    for g in answer.groups:
+        code = int(g.error_code)
+        if code == GROUP_ID_NOT_FOUND:
+            described = parity.kafka(
+                cn, DescribeGroupsRequest(groups=(g.group_id,), include_authorized_operations=False)
+            )
+            (classic,) = described.groups
+            code = int(classic.error_code)
+            if code == 0 and classic.group_state == "Dead":
+                code = GROUP_ID_NOT_FOUND
+        out.append((g.group_id, code))
+    return out
 
 
 def grpc_describe_groups(parity: Parity, cn: str, case: Case) -> Codes:
-    """gRPC's ConsumerGroupDescribe also describes classic groups (Kafka's DescribeGroups): a
-    classic group, described, counts as what Kafka's ConsumerGroupDescribe answers of it,
-    GROUP_ID_NOT_FOUND."""
+    """gRPC's ConsumerGroupDescribe describes both kinds of group (Kafka's
+    ConsumerGroupDescribe and DescribeGroups in one), as a Kafka client's describe does."""
     request = pb.ConsumerGroupDescribeRequest(group_ids=[case.group])
     answer = grpc_answer(parity.broker(cn).ConsumerGroupDescribe, request)
     if isinstance(answer, int):
         return [(case.group, answer)]
-    return [
-        (g.group_id, GROUP_ID_NOT_FOUND if _classic(g) else g.error_code) for g in answer.groups
-    ]
-
-
-def _classic(group: pb.DescribedGroup) -> bool:
-    return group.error_code == 0 and group.group_type == "classic"
+    return [(g.group_id, g.error_code) for g in answer.groups]
 
 
 # DeleteGroups: an existing group is a fresh one for each door's call

@@ -92,11 +92,6 @@ def handle_alter_partition_reassignments(
         *caller(ctx), wanted, timeout_ms=timeout_ms(request.timeout)
     )
     partitions = result.partitions
-    if result.error_code and not partitions:
-        partitions = tuple(
-            PartitionResult(p.topic, p.partition, result.error_code, result.error_message)
-            for p in wanted
-        )
     cls = response_class(45, ctx.api_version)
     topic_cls = nested(cls, "ReassignableTopicResponse")
     partition_cls = nested(cls, "ReassignablePartitionResponse")
