@@ -25,6 +25,7 @@ from node.admin.requests import (
     NewTopicSpec,
     PartitionProducers,
     PartitionResult,
+    ReassignablePartition,
     TopicResult,
 )
 from odradek.acl import (
@@ -185,6 +186,16 @@ def test_elections_need_alter_on_the_cluster():
     admin, inner = authorized(allow(CLUSTER, "kafka-cluster", Op.ALTER))
     assert admin.elect_leaders(ALICE, HOST, ElectionType.PREFERRED, [("t", 0)]).error_code == 0
     assert inner.calls == [("elect_leaders", [("t", 0)])]
+
+
+def test_a_refused_reassignment_repeats_the_error_on_every_partition():
+    """Kafka's AlterPartitionReassignmentsRequest.getErrorResponse, through either door."""
+    admin, inner = authorized(allow(CLUSTER, "kafka-cluster", Op.DESCRIBE))
+    wanted = [ReassignablePartition("t", 0, (1, 2)), ReassignablePartition("t", 1, None)]
+    refused = admin.alter_partition_reassignments(ALICE, HOST, wanted)
+    assert refused.error_code == 31
+    assert [(p.partition, p.error_code) for p in refused.partitions] == [(0, 31), (1, 31)]
+    assert inner.calls == []
 
 
 def test_acl_calls_need_alter_or_describe_on_the_cluster():

@@ -227,11 +227,14 @@ def test_elect_leaders_of_every_partition_leaves_out_the_elections_not_needed():
     assert [t.topic for t in response.replica_election_results] == ["a"]
 
 
-def test_a_refused_reassignment_repeats_the_error_on_every_partition():
+def test_a_refused_reassignment_is_encoded_with_its_partitions():
+    refusal = "User:ANONYMOUS may not Alter on the cluster"
     room = Room(
         answers={
             "alter_partition_reassignments": AlterPartitionReassignmentsResult(
-                31, "User:ANONYMOUS may not Alter on the cluster"
+                31,
+                refusal,
+                (PartitionResult("t", 0, 31, refusal), PartitionResult("t", 1, 31, refusal)),
             )
         }
     )
