@@ -33,6 +33,7 @@ from odradek.errors import (
     OffsetNotAvailableError,
     OffsetOutOfRangeError,
 )
+from odradek.records.control import EndTransactionMarker
 from storage import Log
 from storage.errors import AppendWouldBlock
 from storage.file_records import FileSlice
@@ -284,6 +285,24 @@ class Partition:
             moved = self.maybe_increment_high_watermark()
         finally:
             self._lock.release()
+        self._on_progress(DATA | (HIGH_WATERMARK if moved else 0))
+        return info, term
+
+    def append_transaction_marker(
+        self, producer_id: int, producer_epoch: int, marker: EndTransactionMarker
+    ) -> tuple[LogAppendInfo, int]:
+        """Append, as leader, the COMMIT or ABORT marker ending ``producer_id``'s transaction
+        (Kafka's ``WriteTxnMarkers`` on the partition's leader): what was written and the
+        leadership it was written in, as :meth:`append_records_to_leader`. Raises
+        NOT_LEADER_OR_FOLLOWER, and the log's INVALID_PRODUCER_EPOCH or
+        TRANSACTION_COORDINATOR_FENCED (nothing written)."""
+        with self._lock:
+            self._check_leader(-1)
+            info = self.log.append_transaction_marker(
+                producer_id, producer_epoch, marker, self.leader_epoch
+            )
+            term = self._leader_term
+            moved = self.maybe_increment_high_watermark()
         self._on_progress(DATA | (HIGH_WATERMARK if moved else 0))
         return info, term
 
