@@ -38,6 +38,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from node.coordinator.group_coordinator import partition_for
 from node.coordinator.group_requests import Coordinator
@@ -106,7 +107,7 @@ class ListedTransaction:
     """How long the transaction has been open (0 when none is)."""
 
 
-class MarkerSender:
+class MarkerSender(Protocol):
     """What the coordinator needs of the marker channel
     (:class:`~node.transaction.txn_marker_sender.TxnMarkerSender`)."""
 
@@ -121,7 +122,7 @@ class MarkerSender:
         on_done: Callable[[], None],
     ) -> None:
         """Write the markers, retrying, then call ``on_done`` (on the sender's thread)."""
-        raise NotImplementedError
+        ...
 
 
 class _Shard:
