@@ -40,6 +40,7 @@ from node.listeners import (
 )
 from node.security.authorizer import AuthorizerConfig
 from node.security.tls import SslConfig
+from node.transaction.txn_config import TRANSACTION_PROPERTIES, TransactionConfig
 from odradek.errors import InvalidConfigError
 from storage import LogConfig, LogManagerConfig
 from storage.config import InvalidConfigValueError
@@ -93,6 +94,9 @@ class NodeConfig:
     log_manager: LogManagerConfig = field(default_factory=LogManagerConfig)
     group_coordinator: GroupCoordinatorConfig = field(default_factory=GroupCoordinatorConfig)
     """The group coordinator's settings (``offsets.*``, ``group.consumer.*``)."""
+    transaction: TransactionConfig = field(default_factory=TransactionConfig)
+    """The transaction coordinator's settings (``transaction.*``,
+    ``transaction.state.log.*``)."""
     metrics_port: int | None = None
     """Port of the Prometheus endpoint on the listen host (``metrics.port``); None: no
     endpoint, 0: any free port."""
@@ -318,6 +322,7 @@ def known_config_names() -> list[str]:
         *_LOG_MANAGER,
         *_UNPREFIXED_TOPIC_CONFIGS,
         *GROUP_COORDINATOR_PROPERTIES,
+        *TRANSACTION_PROPERTIES,
         *topic,
         *BROKER_TOPIC_NAMES,
         *IGNORED_KAFKA_CONFIGS,
@@ -371,6 +376,7 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
     authorizer: dict[str, str] = {}
     listener_ssl_props: dict[str, dict[str, str]] = {}
     groups: dict[str, Any] = {}
+    transactions: dict[str, Any] = {}
     zk_client: dict[str, str] = {}
     types = {f.name: f.type for f in dataclasses.fields(NodeConfig)}
     props, renamed = translate_kafka_names(props)
@@ -438,6 +444,8 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
                 groups[GROUP_COORDINATOR_PROPERTIES[key]] = (
                     raw.strip() if key in GROUP_STRING_PROPERTIES else int(raw)
                 )
+            elif key in TRANSACTION_PROPERTIES:
+                transactions[TRANSACTION_PROPERTIES[key]] = int(raw)
             elif key in _UNPREFIXED_TOPIC_CONFIGS:
                 topic_defaults[key] = raw
             elif key.startswith("log.") and key[len("log.") :].replace(".", "_") in log_fields:
@@ -477,6 +485,9 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
         values["zookeeper"] = ZkClientConfig.from_properties(zk_client)
     if groups:
         values["group_coordinator"] = GroupCoordinatorConfig(**groups)
+    if transactions or "request.timeout.ms" in props:
+        transactions.setdefault("request_timeout_ms", values.get("request_timeout_ms", 30_000))
+        values["transaction"] = TransactionConfig(**transactions)
     if manager:
         try:
             values["log_manager"] = LogManagerConfig(**manager)

@@ -29,7 +29,7 @@ from controller.zk_connection import ensure_chroot, new_zk_client
 from node.admin.admin_manager import AdminManager
 from node.admin.authorization import AuthorizedAdmin
 from node.admin.requests import NewTopicSpec
-from node.apis import BrokerApis, GroupApis, RecordApis
+from node.apis import BrokerApis, GroupApis, RecordApis, TransactionApis
 from node.config import NodeConfig
 from node.coordinator.group_coordinator import GroupCoordinator
 from node.coordinator.producer_id_manager import ProducerIdManager
@@ -62,11 +62,14 @@ from node.listeners import advertised_endpoints
 from node.metrics.endpoint import MetricsEndpoint
 from node.replication.alter_partition import AlterPartitionManager
 from node.replication.fetcher import ReplicaFetcherManager
+from node.replication.txn_marker_channel import TxnMarkerChannel
 from node.security.auth_helper import AuthHelper
 from node.security.authorizer import AclAuthorizer
 from node.security.sasl import SaslSessions
 from node.security.scram_store import ScramCredentialStore
 from node.security.tls_terminator import TlsTerminator
+from node.transaction.txn_coordinator import TransactionCoordinator
+from node.transaction.txn_marker_sender import TxnMarkerSender
 from odradek.client.connection import RECONNECT_OPTIONS
 from odradek.clock import Clock, SystemClock
 from odradek.errors import TopicAlreadyExistsError
@@ -180,6 +183,9 @@ class Node:
         self.sasl_sessions: SaslSessions | None = None
         """The certificate reloader of each SSL listener."""
         self.groups: GroupCoordinator | None = None
+        self.transactions: TransactionCoordinator | None = None
+        """The transaction coordinator (``__transaction_state``)."""
+        self.txn_markers: TxnMarkerSender | None = None
         self.kafka_door: KafkaDoor | None = None
         """The Kafka listeners (``kafka.listener.names``), when there are any."""
         self.admin: AdminManager | None = None
@@ -281,6 +287,23 @@ class Node:
             _topic_creator(lambda: plain_admin),
         )
         self.replicas.leadership_listeners.append(self.groups.on_leadership_change)
+        self.txn_markers = TxnMarkerSender(
+            self.metadata,
+            TxnMarkerChannel(
+                self.replicas, self.metadata, self.channels, timeout_ms=c.request_timeout_ms
+            ),
+            self.clock,
+        )
+        self.transactions = TransactionCoordinator(
+            c.transaction,
+            self.replicas,
+            self.metadata,
+            self.clock,
+            _topic_creator(lambda: plain_admin),
+            producer_ids,
+            self.txn_markers,
+        )
+        self.replicas.leadership_listeners.append(self.transactions.on_leadership_change)
         replication: pb_grpc.ReplicationServicer = ReplicationServicer(self.replicas)
         controller: pb_grpc.ControllerServicer = ControllerServicer(self.controller)
         if authorizer is not None:
@@ -290,6 +313,12 @@ class Node:
             controller = AuthorizingControllerServicer(
                 ControllerServicer(self.controller), authorizer
             )
+        transaction_apis = TransactionApis(
+            self.transactions,
+            self.metadata,
+            auth,
+            c.group_coordinator.offsets_topic_num_partitions,
+        )
         self.apis = BrokerApis(
             RecordApis(
                 self.replicas,
@@ -299,9 +328,11 @@ class Node:
                 self.authorized_admin,
                 auto_create_topics=c.auto_create_topics_enable,
                 metrics=None if self.metrics is None else self.metrics.requests,
+                transactions=transaction_apis,
             ),
             GroupApis(self.groups, self.metadata, auth),
             self.authorized_admin,
+            transaction_apis,
         )
         grpc_services = GrpcServices(
             self.apis,
@@ -377,6 +408,8 @@ class Node:
             self.kafka_door.serve()
         if self.groups is not None:
             self.groups.start()
+        if self.txn_markers is not None:
+            self.txn_markers.start()
         self.controller.startup()
         self._ticker = threading.Thread(target=self._tick_loop, name="node-ticker", daemon=True)
         self._ticker.start()
@@ -400,6 +433,8 @@ class Node:
         while not self._stopped.wait(TICK_MS / 1000):
             try:
                 self.log_manager.tick()
+                if self.transactions is not None:
+                    self.transactions.tick()
                 now = self.clock.monotonic_ms()
                 if silence > 0 and now - last_tick > silence // 2:
                     # this node itself stood still (paused, starved): it cannot tell silent
@@ -475,6 +510,10 @@ class Node:
             self.controller.shutdown()
         if self.groups is not None:
             self.groups.shutdown()
+        if self.transactions is not None:
+            self.transactions.shutdown()
+        if self.txn_markers is not None:
+            self.txn_markers.shutdown()
         if self.replicas is not None:
             self.replicas.shutdown()
         for terminator in self._terminators:

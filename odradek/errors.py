@@ -66,6 +66,7 @@ __all__ = [
     "ConcurrentTransactionsError",
     "ProducerFencedError",
     "TransactionalIdNotFoundError",
+    "OperationNotAttemptedError",
     "TopicAuthorizationFailedError",
     "GroupAuthorizationFailedError",
     "ClusterAuthorizationFailedError",
@@ -321,6 +322,12 @@ class ProducerFencedError(OdradekError):
     """Another producer with the same transactional id (a newer epoch) took over."""
 
     code, name = 90, "PRODUCER_FENCED"
+
+
+class OperationNotAttemptedError(OdradekError):
+    """Not attempted because another part of the same request failed (AddPartitionsToTxn)."""
+
+    code, name = 55, "OPERATION_NOT_ATTEMPTED"
 
 
 class TransactionalIdNotFoundError(OdradekError):

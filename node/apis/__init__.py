@@ -9,6 +9,9 @@ the same through either door (``tests/kafka/test_door_parity.py`` keeps it so).
   Metadata, DeleteRecords, InitProducerId;
 * :class:`~node.apis.groups.GroupApis`: FindCoordinator, the KIP-848 and classic group
   protocols, the offset APIs, ListGroups, DescribeGroups, DeleteGroups;
+* :class:`~node.apis.transactions.TransactionApis`: FindCoordinator for transactional ids,
+  InitProducerId with one, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+  DescribeTransactions, ListTransactions;
 * :class:`~node.admin.authorization.AuthorizedAdmin`: the admin calls (topics, configs, ACLs,
   SCRAM credentials, elections, reassignments, log dirs), the admin room's own policy layer.
 
@@ -24,8 +27,9 @@ from dataclasses import dataclass
 from node.admin.authorization import AuthorizedAdmin
 from node.apis.groups import GroupApis
 from node.apis.records import RecordApis
+from node.apis.transactions import TransactionApis
 
-__all__ = ["BrokerApis", "GroupApis", "RecordApis"]
+__all__ = ["BrokerApis", "GroupApis", "RecordApis", "TransactionApis"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,3 +40,5 @@ class BrokerApis:
     groups: GroupApis | None
     """``None``: a node without a group coordinator."""
     admin: AuthorizedAdmin | None
+    transactions: TransactionApis | None = None
+    """``None``: a node without a transaction coordinator."""

@@ -8,8 +8,8 @@ existence checks, Kafka's choice of error and the traffic it counts — as Kafka
 API                     policy
 ======================  ===================================================================
 Produce                 WRITE on each topic (29, never reaching the log); a transactional
-                        produce: TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53), odradek has no
-                        transaction coordinator; bytes and records in per topic counted
+                        produce also WRITE on its transactional id (53, every partition);
+                        bytes and records in per topic counted
 Fetch                   READ on each topic (29); bytes out per topic counted
 ListOffsets             DESCRIBE on each topic (29)
 OffsetForLeaderEpoch    DESCRIBE on each topic (29)
@@ -19,7 +19,7 @@ Metadata                DESCRIBE on each topic asked (29, whether it exists or n
                         admin room's CREATE check)
 DeleteRecords           DELETE on each topic (29)
 InitProducerId          IDEMPOTENT_WRITE on the cluster or WRITE on any topic (KIP-679, 31);
-                        a transactional id: 53 (no transaction coordinator)
+                        a transactional id: :class:`~node.apis.transactions.TransactionApis`
 ======================  ===================================================================
 
 Refused partitions are answered after the allowed ones; a door puts the answer back in request
@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from node.admin.authorization import AuthorizedAdmin
+from node.apis.transactions import TransactionApis
 from node.coordinator.producer_id_manager import ProducerIdManager, init_producer_id
 from node.core.metadata_cache import MetadataCache
 from node.core.pending_append import PendingAppend
@@ -118,6 +119,7 @@ class RecordApis:
         *,
         auto_create_topics: bool,
         metrics: RequestMetrics | None = None,
+        transactions: TransactionApis | None = None,
     ) -> None:
         self.replicas = replicas
         self.metadata_cache = metadata
@@ -126,6 +128,9 @@ class RecordApis:
         self._admin = admin
         self._auto_create_topics = auto_create_topics
         self.metrics = metrics
+        self.transactions = transactions
+        """The transactional calls (``None``: a node without a transaction coordinator, which
+        answers them TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
 
     # -- Produce -------------------------------------------------------------------------------
 
@@ -143,11 +148,16 @@ class RecordApis:
         ``pending`` is done. ``blocking`` False: partitions whose append would wait for a lock,
         roll or flush are left for ``pending.append_blocked()`` (see
         :meth:`ReplicaManager.start_append`)."""
-        if transactional_id is not None:
+        if transactional_id is not None and (
+            self.transactions is None or not self.transactions.may_write(caller, transactional_id)
+        ):
+            message = (
+                _NO_TRANSACTIONS
+                if self.transactions is None
+                else f"{caller.principal} may not Write transactional id {transactional_id!r}"
+            )
             refused = [
-                ProduceResult(
-                    p.topic, p.partition, TRANSACTIONAL_ID_DENIED, error_message=_NO_TRANSACTIONS
-                )
+                ProduceResult(p.topic, p.partition, TRANSACTIONAL_ID_DENIED, error_message=message)
                 for p in partitions
             ]
             return StartedProduce(partitions, refused, None, self.metrics)
@@ -336,15 +346,23 @@ class RecordApis:
     # -- InitProducerId ------------------------------------------------------------------------
 
     def init_producer_id(
-        self, caller: Caller, transactional_id: str | None
+        self,
+        caller: Caller,
+        transactional_id: str | None,
+        timeout_ms: int = 60_000,
+        expected: tuple[int, int] | None = None,
     ) -> InitProducerIdResult:
-        """A producer id for an idempotent producer (epoch 0). A transactional id:
-        TRANSACTIONAL_ID_AUTHORIZATION_FAILED (odradek has no transaction coordinator, and
-        Kafka answers this while it finds none for the id); an empty one INVALID_REQUEST."""
+        """A producer id for an idempotent producer (epoch 0), or with a transactional id the
+        transaction coordinator's (``timeout_ms``: ``transaction.timeout.ms``; ``expected``:
+        KIP-360's producer id and epoch); an empty id INVALID_REQUEST."""
         if transactional_id == "":
             return InitProducerIdResult(
                 error_code=InvalidRequestError.code,
                 error_message="the transactional id must not be empty",
+            )
+        if transactional_id is not None and self.transactions is not None:
+            return self.transactions.init_producer_id(
+                caller, transactional_id, timeout_ms, expected
             )
         if transactional_id is not None:
             return InitProducerIdResult(

@@ -85,6 +85,11 @@ class ReadResult:
     log_start_offset: int
     log_end_offset: int
     diverging_epoch: tuple[int, int] | None = None
+    last_stable_offset: int = -1
+    """-1: the high watermark (a follower's read)."""
+    aborted_transactions: tuple[tuple[int, int], ...] | None = None
+    """A read_committed read's aborted transactions (producer id, first offset); ``None``
+    otherwise."""
 
 
 class Partition:
@@ -563,17 +568,29 @@ class Partition:
         max_bytes: int,
         current_leader_epoch: int,
         as_slice: bool = False,
+        read_committed: bool = False,
     ) -> ReadResult:
-        """Serve a consumer's fetch: records below the high watermark (``as_slice``: as a slice
-        of the segment file, for a door that sends it without reading it). Raises like
-        ``read_for_follower``; an offset between the high watermark and the LEO reads empty."""
+        """Serve a consumer's fetch: records below the high watermark, or ``read_committed``
+        below the last stable offset with the aborted transactions overlapping
+        ``[fetch_offset, LSO)`` (Kafka's ``collectAbortedTransactions``; the consumer drops
+        those producers' batches up to their abort markers). ``as_slice``: as a slice of the
+        segment file, for a door that sends it without reading it. Raises like
+        ``read_for_follower``; an offset between the bound and the LEO reads empty."""
         with self._lock:
             self._check_leader(current_leader_epoch)
         log = self.log
         hw, log_start, leo = log.high_watermark, log.log_start_offset, log.log_end_offset
-        info = log.read(fetch_offset, max_bytes, max_offset=hw, as_slice=as_slice)
+        lso = log.last_stable_offset()
+        bound = lso if read_committed else hw
+        info = log.read(fetch_offset, max_bytes, max_offset=bound, as_slice=as_slice)
         records = info.records if info.slice is None else info.slice
-        return ReadResult(records, hw, log_start, leo)
+        aborted = None
+        if read_committed:
+            aborted = tuple(
+                (a.producer_id, a.first_offset)
+                for a in log.collect_aborted_transactions(fetch_offset, bound)
+            )
+        return ReadResult(records, hw, log_start, leo, None, lso, aborted)
 
     def fetch_offset_for_timestamp(
         self, timestamp: int, *, current_leader_epoch: int, isolation_bounded: bool = True

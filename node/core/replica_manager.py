@@ -493,8 +493,9 @@ class ReplicaManager:
 
         ``from_follower``: a follower's fetch, ``replica_id`` its node id and ``broker_epoch``
         its broker epoch (-1: not checked); it reads up to the log end offset and updates the
-        follower's state (ISR, high watermark). A consumer reads below the high watermark
-        (``isolation_level``: without transactions READ_COMMITTED reads the same).
+        follower's state (ISR, high watermark). A consumer reads below the high watermark, or
+        with ``isolation_level`` READ_COMMITTED below the last stable offset, with the aborted
+        transactions overlapping what it may read.
         ``max_bytes`` 0: 50 MiB. ``as_slices``: a consumer's records as slices of the segment
         files (:class:`~storage.file_records.FileSlice`), not read, for a door that sends them
         with sendfile (Kafka's ``FileRecords.transferTo``). Raises
@@ -504,7 +505,9 @@ class ReplicaManager:
             raise InvalidRequestError("a follower fetch needs replica_id")
         if isolation_level not in (READ_UNCOMMITTED, READ_COMMITTED):
             raise InvalidRequestError(f"unknown isolation level {isolation_level}")
-        params = _FetchParams(from_follower, replica_id, max(0, max_bytes), broker_epoch, as_slices)
+        params = _FetchParams(
+            from_follower, replica_id, max(0, max_bytes), broker_epoch, as_slices, isolation_level
+        )
         if max_wait_ms <= 0:
             return self._read_once(partitions, params, update_state=True)[0]
         deadline = self._clock.monotonic_ms() + max_wait_ms
@@ -543,7 +546,7 @@ class ReplicaManager:
         answered at once (:meth:`fetch`, the gRPC door's, waits for one byte)."""
         if isolation_level not in (READ_UNCOMMITTED, READ_COMMITTED):
             raise InvalidRequestError(f"unknown isolation level {isolation_level}")
-        params = _FetchParams(False, -1, max(0, max_bytes), -1, as_slices)
+        params = _FetchParams(False, -1, max(0, max_bytes), -1, as_slices, isolation_level)
         results, total, stop = self._read_once(partitions, params, update_state=True)
         if max_wait_ms <= 0 or stop or total >= min_bytes or self._shutting_down:
             return results
@@ -594,6 +597,7 @@ class ReplicaManager:
                         max_bytes=max_bytes,
                         current_leader_epoch=fp.current_leader_epoch,
                         as_slice=params.as_slices,
+                        read_committed=params.isolation_level == READ_COMMITTED,
                     )
                 diverging = None
                 if result.diverging_epoch is not None:
@@ -605,11 +609,12 @@ class ReplicaManager:
                         topic=fp.topic,
                         partition=fp.partition,
                         high_watermark=result.high_watermark,
-                        last_stable_offset=result.high_watermark,
+                        last_stable_offset=result.last_stable_offset,
                         log_start_offset=result.log_start_offset,
                         log_end_offset=result.log_end_offset,
                         records=result.records,
                         diverging_epoch=diverging,
+                        aborted_transactions=result.aborted_transactions,
                     )
                 )
                 total += size
@@ -775,6 +780,7 @@ class _FetchParams:
     max_bytes: int
     broker_epoch: int
     as_slices: bool
+    isolation_level: int = READ_UNCOMMITTED
 
 
 def _produce_error(topic: str, partition: int, err: OdradekError) -> ProduceResult:

@@ -157,7 +157,7 @@ class FetchResult:
     error_code: int = 0
     high_watermark: int = -1
     last_stable_offset: int = -1
-    """Without transactions, the high watermark."""
+    """The first offset of the oldest open transaction, else the high watermark."""
     log_start_offset: int = -1
     log_end_offset: int = -1
     """The leader's log end offset (for lag reporting)."""
@@ -167,6 +167,9 @@ class FetchResult:
     current_leader: LeaderIdAndEpoch | None = None
     """Set with an error when this node knows the partition's leader."""
     error_message: str = ""
+    aborted_transactions: tuple[tuple[int, int], ...] | None = None
+    """A read_committed fetch's aborted transactions overlapping what it may read: (producer
+    id, first offset); ``None`` for read_uncommitted (Kafka's ``AbortedTransactions``)."""
 
 
 # -- ListOffsets -------------------------------------------------------------------------------

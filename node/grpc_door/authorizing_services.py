@@ -64,6 +64,9 @@ class AuthorizingReplicationServicer(pb_grpc.ReplicationServicer):
     def UpdateMetadata(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         return self._call("UpdateMetadata", request, context)
 
+    def WriteTxnMarkers(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        return self._call("WriteTxnMarkers", request, context)
+
 
 class AuthorizingControllerServicer(pb_grpc.ControllerServicer):
     """The brokers' requests to the controller need CLUSTER_ACTION on the cluster."""

@@ -19,6 +19,7 @@ import grpc
 from node.apis import BrokerApis
 from node.core.replica_manager import ReplicaManager
 from node.core.requests import FetchPartition, FetchResult
+from node.core.txn_markers import OnWritten, write_txn_markers
 from node.grpc_door import translate as wire
 from node.grpc_door.group_service import GroupRpcs
 from node.grpc_door.request_checks import current_caller
@@ -126,10 +127,26 @@ def _has_records(results: list[FetchResult]) -> bool:
 
 
 class ReplicationServicer(pb_grpc.ReplicationServicer):
-    """Follower fetches, OffsetForLeaderEpoch, and the controller's requests."""
+    """Follower fetches, OffsetForLeaderEpoch, the controller's requests and the transaction
+    coordinators' markers (``on_marker_written``: told of each marker written, the group
+    coordinator's hook for transactional offsets)."""
 
-    def __init__(self, replicas: ReplicaManager) -> None:
+    def __init__(
+        self, replicas: ReplicaManager, on_marker_written: OnWritten | None = None
+    ) -> None:
         self._replicas = replicas
+        self._on_marker_written = on_marker_written
+
+    def WriteTxnMarkers(  # noqa: N802
+        self, request: pb.WriteTxnMarkersRequest, context: grpc.ServicerContext
+    ) -> pb.WriteTxnMarkersResponse:
+        results = write_txn_markers(
+            self._replicas,
+            wire.txn_markers_from_wire(request),
+            timeout_ms=request.timeout_ms,
+            on_written=self._on_marker_written,
+        )
+        return wire.txn_marker_results_to_wire(results)
 
     def Fetch(  # noqa: N802
         self, request: pb.FetchRequest, context: grpc.ServicerContext

@@ -33,6 +33,7 @@ from node.core.requests import (
     UpdateMetadataRequest,
     records_bytes,
 )
+from node.core.txn_markers import TxnMarker, TxnMarkerResult
 from odradek.v1 import odradek_pb2 as pb
 
 __all__ = [
@@ -357,4 +358,32 @@ def metadata_to_wire(result: MetadataResult) -> pb.MetadataResponse:
             )
             for t in result.topics
         ],
+    )
+
+
+def txn_markers_from_wire(request: pb.WriteTxnMarkersRequest) -> list[TxnMarker]:
+    return [
+        TxnMarker(
+            m.producer_id,
+            m.producer_epoch,
+            m.commit,
+            m.coordinator_epoch,
+            tuple((p.topic, p.partition) for p in m.partitions),
+        )
+        for m in request.markers
+    ]
+
+
+def txn_marker_results_to_wire(results: Sequence[TxnMarkerResult]) -> pb.WriteTxnMarkersResponse:
+    return pb.WriteTxnMarkersResponse(
+        results=[
+            pb.TxnMarkerPartitionResult(
+                producer_id=r.producer_id,
+                topic=r.topic,
+                partition=r.partition,
+                error_code=r.error_code,
+                error_message=r.error_message,
+            )
+            for r in results
+        ]
     )

@@ -73,6 +73,13 @@ from node.kafka_door.handlers.topics import (
     handle_create_topics,
     handle_delete_topics,
 )
+from node.kafka_door.handlers.transactions import (
+    handle_add_offsets_to_txn,
+    handle_add_partitions_to_txn,
+    handle_describe_transactions,
+    handle_end_txn,
+    handle_list_transactions,
+)
 from node.kafka_door.registry import Api, Registry
 from node.kafka_door.services import DoorServices
 
@@ -113,7 +120,15 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             Api(19, "CreateTopics", 2, 4, bound(handle_create_topics)),
             Api(20, "DeleteTopics", 1, 3, bound(handle_delete_topics)),
             Api(21, "DeleteRecords", 0, 1, bound(handle_delete_records)),
-            Api(22, "InitProducerId", 0, 1, bound(handle_init_producer_id)),
+            # v2+ flexible, v3+ KIP-360's producer id and epoch (transactional producers)
+            Api(22, "InitProducerId", 0, 4, bound(handle_init_producer_id)),
+            # transactions (handlers/transactions.py); v4+ of AddPartitionsToTxn is the
+            # brokers' own verification, not served to clients
+            Api(24, "AddPartitionsToTxn", 0, 3, bound(handle_add_partitions_to_txn)),
+            Api(25, "AddOffsetsToTxn", 0, 3, bound(handle_add_offsets_to_txn)),
+            Api(26, "EndTxn", 0, 3, bound(handle_end_txn)),
+            Api(65, "DescribeTransactions", 0, 0, bound(handle_describe_transactions)),
+            Api(66, "ListTransactions", 0, 1, bound(handle_list_transactions)),
             Api(
                 23,
                 "OffsetForLeaderEpoch",

@@ -1792,6 +1792,140 @@ class CreatePartitionsResponse(_message.Message):
 Global___CreatePartitionsResponse: _TypeAlias = CreatePartitionsResponse  # noqa: Y015
 
 @_typing.final
+class TxnMarkerTopicPartition(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPIC_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
+    topic: _builtins.str
+    partition: _builtins.int
+    def __init__(
+        self,
+        *,
+        topic: _builtins.str = ...,
+        partition: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["partition", b"partition", "topic", b"topic"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TxnMarkerTopicPartition: _TypeAlias = TxnMarkerTopicPartition  # noqa: Y015
+
+@_typing.final
+class WritableTxnMarker(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PRODUCER_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_EPOCH_FIELD_NUMBER: _builtins.int
+    COMMIT_FIELD_NUMBER: _builtins.int
+    COORDINATOR_EPOCH_FIELD_NUMBER: _builtins.int
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    producer_id: _builtins.int
+    producer_epoch: _builtins.int
+    """int16 in Kafka"""
+    commit: _builtins.bool
+    """false: abort"""
+    coordinator_epoch: _builtins.int
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___TxnMarkerTopicPartition]: ...
+    def __init__(
+        self,
+        *,
+        producer_id: _builtins.int = ...,
+        producer_epoch: _builtins.int = ...,
+        commit: _builtins.bool = ...,
+        coordinator_epoch: _builtins.int = ...,
+        partitions: _abc.Iterable[Global___TxnMarkerTopicPartition] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["commit", b"commit", "coordinator_epoch", b"coordinator_epoch", "partitions", b"partitions", "producer_epoch", b"producer_epoch", "producer_id", b"producer_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WritableTxnMarker: _TypeAlias = WritableTxnMarker  # noqa: Y015
+
+@_typing.final
+class WriteTxnMarkersRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MARKERS_FIELD_NUMBER: _builtins.int
+    TIMEOUT_MS_FIELD_NUMBER: _builtins.int
+    timeout_ms: _builtins.int
+    @_builtins.property
+    def markers(self) -> _containers.RepeatedCompositeFieldContainer[Global___WritableTxnMarker]: ...
+    def __init__(
+        self,
+        *,
+        markers: _abc.Iterable[Global___WritableTxnMarker] | None = ...,
+        timeout_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["markers", b"markers", "timeout_ms", b"timeout_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WriteTxnMarkersRequest: _TypeAlias = WriteTxnMarkersRequest  # noqa: Y015
+
+@_typing.final
+class TxnMarkerPartitionResult(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PRODUCER_ID_FIELD_NUMBER: _builtins.int
+    TOPIC_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    producer_id: _builtins.int
+    topic: _builtins.str
+    partition: _builtins.int
+    error_code: _builtins.int
+    """NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,"""
+    error_message: _builtins.str
+    """INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED, ..."""
+    def __init__(
+        self,
+        *,
+        producer_id: _builtins.int = ...,
+        topic: _builtins.str = ...,
+        partition: _builtins.int = ...,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "error_message", b"error_message", "partition", b"partition", "producer_id", b"producer_id", "topic", b"topic"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TxnMarkerPartitionResult: _TypeAlias = TxnMarkerPartitionResult  # noqa: Y015
+
+@_typing.final
+class WriteTxnMarkersResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___TxnMarkerPartitionResult]:
+        """one per (marker, partition), in order"""
+
+    def __init__(
+        self,
+        *,
+        results: _abc.Iterable[Global___TxnMarkerPartitionResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WriteTxnMarkersResponse: _TypeAlias = WriteTxnMarkersResponse  # noqa: Y015
+
+@_typing.final
 class OffsetForLeaderEpochPartition(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

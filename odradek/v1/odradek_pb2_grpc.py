@@ -1368,6 +1368,11 @@ class ReplicationStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.UpdateMetadataRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.UpdateMetadataResponse.FromString,
                 _registered_method=True)
+        self.WriteTxnMarkers = channel.unary_unary(
+                '/odradek.v1.Replication/WriteTxnMarkers',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.WriteTxnMarkersRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.WriteTxnMarkersResponse.FromString,
+                _registered_method=True)
 
 
 class ReplicationServicer:
@@ -1418,6 +1423,14 @@ class ReplicationServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WriteTxnMarkers(self, request, context):
+        """A transaction coordinator's COMMIT or ABORT markers for the partitions this node leads
+        (Kafka's WriteTxnMarkers); answered once every marker written is replicated.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ReplicationServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -1450,6 +1463,11 @@ def add_ReplicationServicer_to_server(servicer, server):
                     servicer.UpdateMetadata,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.UpdateMetadataRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.UpdateMetadataResponse.SerializeToString,
+            ),
+            'WriteTxnMarkers': grpc.unary_unary_rpc_method_handler(
+                    servicer.WriteTxnMarkers,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.WriteTxnMarkersRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.WriteTxnMarkersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1617,6 +1635,33 @@ class Replication:
             '/odradek.v1.Replication/UpdateMetadata',
             odradek_dot_v1_dot_odradek__pb2.UpdateMetadataRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.UpdateMetadataResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WriteTxnMarkers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Replication/WriteTxnMarkers',
+            odradek_dot_v1_dot_odradek__pb2.WriteTxnMarkersRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.WriteTxnMarkersResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -436,6 +436,10 @@ class ReplicationStub:
     LeaderAndIsr: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.LeaderAndIsrRequest, _odradek_pb2.LeaderAndIsrResponse]
     StopReplica: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.StopReplicaRequest, _odradek_pb2.StopReplicaResponse]
     UpdateMetadata: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.UpdateMetadataRequest, _odradek_pb2.UpdateMetadataResponse]
+    WriteTxnMarkers: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.WriteTxnMarkersRequest, _odradek_pb2.WriteTxnMarkersResponse]
+    """A transaction coordinator's COMMIT or ABORT markers for the partitions this node leads
+    (Kafka's WriteTxnMarkers); answered once every marker written is replicated.
+    """
 
 @_typing.type_check_only
 class ReplicationAsyncStub(ReplicationStub):
@@ -458,6 +462,10 @@ class ReplicationAsyncStub(ReplicationStub):
     LeaderAndIsr: _aio.UnaryUnaryMultiCallable[_odradek_pb2.LeaderAndIsrRequest, _odradek_pb2.LeaderAndIsrResponse]  # type: ignore[assignment]
     StopReplica: _aio.UnaryUnaryMultiCallable[_odradek_pb2.StopReplicaRequest, _odradek_pb2.StopReplicaResponse]  # type: ignore[assignment]
     UpdateMetadata: _aio.UnaryUnaryMultiCallable[_odradek_pb2.UpdateMetadataRequest, _odradek_pb2.UpdateMetadataResponse]  # type: ignore[assignment]
+    WriteTxnMarkers: _aio.UnaryUnaryMultiCallable[_odradek_pb2.WriteTxnMarkersRequest, _odradek_pb2.WriteTxnMarkersResponse]  # type: ignore[assignment]
+    """A transaction coordinator's COMMIT or ABORT markers for the partitions this node leads
+    (Kafka's WriteTxnMarkers); answered once every marker written is replicated.
+    """
 
 class ReplicationServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
@@ -513,6 +521,16 @@ class ReplicationServicer(metaclass=_abc_1.ABCMeta):
         request: _odradek_pb2.UpdateMetadataRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_odradek_pb2.UpdateMetadataResponse, _abc.Awaitable[_odradek_pb2.UpdateMetadataResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def WriteTxnMarkers(
+        self,
+        request: _odradek_pb2.WriteTxnMarkersRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.WriteTxnMarkersResponse, _abc.Awaitable[_odradek_pb2.WriteTxnMarkersResponse]]:
+        """A transaction coordinator's COMMIT or ABORT markers for the partitions this node leads
+        (Kafka's WriteTxnMarkers); answered once every marker written is replicated.
+        """
 
 def add_ReplicationServicer_to_server(servicer: ReplicationServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

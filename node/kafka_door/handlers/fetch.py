@@ -1,8 +1,8 @@
 """Fetch (1), v4-v11: a consumer's fetch, long-polled, answered from the segment files.
 
 Whole batches from the one holding the fetch offset (the client skips the records before its
-offset), up to the high watermark (``isolation_level`` 1, read committed, is the same bound here:
-odradek has no transactions, so the last stable offset is the high watermark), at most
+offset), up to the high watermark (``isolation_level`` 1, read committed: up to the last stable
+offset, with the aborted transactions overlapping it, which the client drops), at most
 ``partition_max_bytes`` per partition and ``max_bytes`` in all (the first batch always, as
 Kafka's ``minOneMessage``). A fetch short of ``min_bytes`` waits up to ``max_wait_ms`` as Kafka's
 ``DelayedFetch``: on the door's loop, holding no request thread (:class:`WhenReady` over the
@@ -34,6 +34,7 @@ from node.core.requests import (
     FetchResult,
     Records,
 )
+from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.fetch_encoding import FetchedPartition, encode_fetch_response
 from node.kafka_door.frames import response_class
@@ -125,12 +126,24 @@ def _answer(
                 "high_watermark": r.high_watermark,
                 "last_stable_offset": r.last_stable_offset,
                 "log_start_offset": r.log_start_offset,
-                "aborted_transactions": None,
+                "aborted_transactions": _aborted(cls, r),
                 "preferred_read_replica": -1,
             }
             partitions.append((fields, _records(r.records)))
         topics.append((t.topic, partitions))
     return encode_fetch_response(cls, top, topics)
+
+
+def _aborted(cls: Any, r: FetchResult) -> Any:
+    """A read_committed answer's aborted transactions; ``None`` (read_uncommitted) is null on
+    the wire."""
+    if r.aborted_transactions is None:
+        return None
+    aborted_cls = nested(cls, "AbortedTransaction")
+    return tuple(
+        make(aborted_cls, producer_id=pid, first_offset=first)
+        for pid, first in r.aborted_transactions
+    )
 
 
 def _records(records: Records) -> bytes | FileSlice:

@@ -5,8 +5,8 @@ first use); the answer gives its endpoint **on the listener the request came in 
 does (a client of a SASL_SSL listener must be sent to the coordinator's SASL_SSL endpoint).
 COORDINATOR_NOT_AVAILABLE (15) while the offsets topic or its leader is not ready, or when the
 coordinator has no endpoint on this listener; GROUP_AUTHORIZATION_FAILED (30) without DESCRIBE on
-the group; a transactional key (``key_type`` 1) answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-(53): odradek has no transaction coordinator.
+the group. A transactional key (``key_type`` 1) is the transaction coordinator's: the leader
+of the id's ``__transaction_state`` partition (DESCRIBE on the transactional id, else 53).
 """
 
 from __future__ import annotations
@@ -27,7 +27,11 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 
 def handle_find_coordinator(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
     key = str(request.key)
-    if int(getattr(request, "key_type", 0)) != 0:
+    key_type = int(getattr(request, "key_type", 0))
+    transactions = services.api.transactions
+    if key_type == 1 and transactions is not None:
+        (found,) = transactions.find_coordinator(ctx.caller, [key], ctx.listener)
+    elif key_type != 0:
         found = Coordinator(key, error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     else:
         (found,) = services.group_apis.find_coordinator(ctx.caller, [key], ctx.listener)

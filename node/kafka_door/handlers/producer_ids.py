@@ -1,10 +1,10 @@
-"""InitProducerId (22), v0-v1: a producer id for an idempotent producer.
+"""InitProducerId (22), v0-v4: a producer id for an idempotent or a transactional producer.
 
-As Kafka's ``KafkaApis.handleInitProducerIdRequest`` without a transactional id: the principal
+As Kafka's ``KafkaApis.handleInitProducerIdRequest``: without a transactional id the principal
 needs IDEMPOTENT_WRITE on the cluster or, since KIP-679, WRITE on any topic, else
-CLUSTER_AUTHORIZATION_FAILED (31) (:class:`~node.security.auth_helper.AuthHelper`). A
-transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53): odradek has no
-transaction coordinator.
+CLUSTER_AUTHORIZATION_FAILED (31); with one, WRITE on it (53) and the transaction coordinator
+bumps its epoch (v3+: KIP-360's producer id and epoch of a producer recovering). The policy is
+:class:`~node.apis.records.RecordApis`' and :class:`~node.apis.transactions.TransactionApis`'.
 """
 
 from __future__ import annotations
@@ -24,8 +24,14 @@ API_KEY = 22
 def handle_init_producer_id(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
     cls = response_class(API_KEY, ctx.api_version)
     transactional_id = request.transactional_id
+    timeout = request.transaction_timeout
+    producer_id = int(getattr(request, "producer_id", -1))  # v3+ (KIP-360)
+    producer_epoch = int(getattr(request, "producer_epoch", -1))
     result = services.api.records.init_producer_id(
-        ctx.caller, None if transactional_id is None else str(transactional_id)
+        ctx.caller,
+        None if transactional_id is None else str(transactional_id),
+        int(timeout.total_seconds() * 1000) if hasattr(timeout, "total_seconds") else int(timeout),
+        None if producer_id < 0 else (producer_id, producer_epoch),
     )
     return make(
         cls,

@@ -134,6 +134,9 @@ class RecordingReplication(pb_grpc.ReplicationServicer):
     def OffsetForLeaderEpoch(self, request, context):  # noqa: N802
         context.abort(grpc.StatusCode.UNIMPLEMENTED, "not a real broker")
 
+    def WriteTxnMarkers(self, request, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "not a real broker")
+
 
 class FakeBroker:
     """A registered broker that only records what the controller tells it."""

@@ -1,0 +1,175 @@
+"""The transactional APIs over the Kafka door: AddPartitionsToTxn (24) v0-v3, AddOffsetsToTxn
+(25) v0-v3, EndTxn (26) v0-v3, DescribeTransactions (65) v0 and ListTransactions (66) v0-v1,
+each decoded, handed to its one function in :class:`~node.apis.transactions.TransactionApis`
+(the policy: TransactionalId, topic and group ACLs) and encoded. AddPartitionsToTxn v4+ (the
+brokers' batched verification, KIP-890) is not served: the brokers verify among themselves over
+gRPC. The calls run on the request threads and block while the coordinator's write replicates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from node.apis.transactions import TransactionApis
+from node.kafka_door.build import make, nested
+from node.kafka_door.context import RequestContext
+from node.kafka_door.frames import response_class
+from node.kafka_door.services import DoorServices
+from odradek.errors import TransactionalIdAuthorizationFailedError
+from odradek.txn_records import TransactionStatus
+
+__all__ = [
+    "handle_add_offsets_to_txn",
+    "handle_add_partitions_to_txn",
+    "handle_describe_transactions",
+    "handle_end_txn",
+    "handle_list_transactions",
+]
+
+ADD_PARTITIONS_TO_TXN = 24
+ADD_OFFSETS_TO_TXN = 25
+END_TXN = 26
+DESCRIBE_TRANSACTIONS = 65
+LIST_TRANSACTIONS = 66
+_NONE = TransactionalIdAuthorizationFailedError.code
+
+
+def _apis(services: DoorServices) -> TransactionApis | None:
+    return services.api.transactions
+
+
+def handle_add_partitions_to_txn(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+    tid = str(request.v3_and_below_transactional_id)
+    wanted = [(str(t.name), int(p)) for t in request.v3_and_below_topics for p in t.partitions]
+    apis = _apis(services)
+    codes = (
+        dict.fromkeys(wanted, _NONE)
+        if apis is None
+        else apis.add_partitions_to_txn(
+            ctx.caller,
+            tid,
+            int(request.v3_and_below_producer_id),
+            int(request.v3_and_below_producer_epoch),
+            wanted,
+        )
+    )
+    cls = response_class(ADD_PARTITIONS_TO_TXN, ctx.api_version)
+    topic_cls = nested(cls, "AddPartitionsToTxnTopicResult")
+    partition_cls = nested(cls, "AddPartitionsToTxnPartitionResult")
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in dict.fromkeys(wanted):
+        by_topic.setdefault(topic, []).append(partition)
+    return make(
+        cls,
+        throttle_time=0,
+        results_by_topic_v3_and_below=tuple(
+            make(
+                topic_cls,
+                name=topic,
+                results_by_partition=tuple(
+                    make(partition_cls, partition_index=p, partition_error_code=codes[(topic, p)])
+                    for p in partitions
+                ),
+            )
+            for topic, partitions in by_topic.items()
+        ),
+    )
+
+
+def handle_add_offsets_to_txn(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+    apis = _apis(services)
+    code = (
+        _NONE
+        if apis is None
+        else apis.add_offsets_to_txn(
+            ctx.caller,
+            str(request.transactional_id),
+            int(request.producer_id),
+            int(request.producer_epoch),
+            str(request.group_id),
+        )
+    )
+    cls = response_class(ADD_OFFSETS_TO_TXN, ctx.api_version)
+    return make(cls, throttle_time=0, error_code=code)
+
+
+def handle_end_txn(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+    apis = _apis(services)
+    code = (
+        _NONE
+        if apis is None
+        else apis.end_txn(
+            ctx.caller,
+            str(request.transactional_id),
+            int(request.producer_id),
+            int(request.producer_epoch),
+            bool(request.committed),
+        )
+    )
+    cls = response_class(END_TXN, ctx.api_version)
+    return make(cls, throttle_time=0, error_code=code)
+
+
+def handle_describe_transactions(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+    ids = [str(t) for t in request.transactional_ids]
+    apis = _apis(services)
+    cls = response_class(DESCRIBE_TRANSACTIONS, ctx.api_version)
+    state_cls = nested(cls, "TransactionState")
+    topic_cls = nested(cls, "TopicData")
+    states = []
+    for d in [] if apis is None else apis.describe_transactions(ctx.caller, ids):
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in d.partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        states.append(
+            make(
+                state_cls,
+                error_code=d.error_code,
+                transactional_id=d.transactional_id,
+                transaction_state=d.state,
+                transaction_timeout=d.timeout_ms,
+                transaction_start_time=d.start_ms,
+                producer_id=d.producer_id,
+                producer_epoch=d.producer_epoch,
+                topics=tuple(
+                    make(topic_cls, topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()
+                ),
+            )
+        )
+    return make(cls, throttle_time=0, transaction_states=tuple(states))
+
+
+def handle_list_transactions(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+    names = [str(s) for s in request.state_filters or ()]
+    known = {s.kafka_name for s in TransactionStatus}
+    unknown = tuple(n for n in names if n not in known)
+    apis = _apis(services)
+    listed = (
+        []
+        if apis is None
+        else apis.list_transactions(
+            ctx.caller,
+            [n for n in names if n in known],
+            [int(p) for p in request.producer_id_filters or ()],
+            int(getattr(request, "duration_filter", -1)),
+        )
+    )
+    if unknown and len(unknown) == len(names):
+        listed = []  # only unknown states asked for: none matches
+    cls = response_class(LIST_TRANSACTIONS, ctx.api_version)
+    state_cls = nested(cls, "TransactionState")
+    return make(
+        cls,
+        throttle_time=0,
+        error_code=0,
+        unknown_state_filters=unknown,
+        transaction_states=tuple(
+            make(
+                state_cls,
+                transactional_id=t.transactional_id,
+                producer_id=t.producer_id,
+                transaction_state=t.state,
+            )
+            for t in listed
+        ),
+    )
