@@ -8,6 +8,7 @@ import gc
 import logging
 import os
 import socket
+import ssl
 import struct
 import threading
 from collections.abc import Callable, Iterator
@@ -35,6 +36,7 @@ from node.kafka_door.server import (
     OnThread,
     WhenReady,
 )
+from tests.certs import CertificateAuthority
 
 METADATA = 3
 FETCH = 1
@@ -87,8 +89,10 @@ def door_factory() -> Iterator[Callable[..., tuple[KafkaDoor, int]]]:
         limits: DoorLimits | None = None,
         produce_from: int = 3,
         on_loop: bool = False,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> tuple[KafkaDoor, int]:
-        """``on_loop``: the Metadata handler runs on the door's loop."""
+        """``on_loop``: the Metadata handler runs on the door's loop; ``ssl_context``: an SSL
+        listener."""
         handlers = handlers or {}
         registry = Registry(
             [
@@ -106,7 +110,8 @@ def door_factory() -> Iterator[Callable[..., tuple[KafkaDoor, int]]]:
             ]
         )
         door = KafkaDoor(registry, pool, limits)
-        ports = door.start([KafkaListenerSpec("KAFKA", "PLAINTEXT", "127.0.0.1", 0)])
+        protocol = "PLAINTEXT" if ssl_context is None else "SSL"
+        ports = door.start([KafkaListenerSpec("KAFKA", protocol, "127.0.0.1", 0, ssl_context)])
         doors.append(door)
         return door, ports["KAFKA"]
 
@@ -621,12 +626,36 @@ def test_stop_ends_a_wait_on_the_core_and_answers_what_came_before(door_factory,
     assert "still waiting when the node stopped" in caplog.text
 
 
-def test_stop_aborts_what_is_not_answered_within_the_grace(door_factory, caplog, tmp_path: Path):
+@pytest.fixture
+def tls_contexts(tmp_path: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """(the listener's, a client's trusting it)."""
+    ca = CertificateAuthority("door-test-ca")
+    _, _, keystore = ca.issue("CN=door", ["127.0.0.1"]).write(tmp_path / "certs", "door")
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(keystore)
+    client = ssl.create_default_context(cafile=str(ca.write(tmp_path / "certs" / "ca.crt")))
+    return server, client
+
+
+def read_to_the_end(sock: socket.socket) -> int:
+    """Bytes read until the connection ends (closed, reset, or its TLS cut short)."""
+    got = 0
+    with contextlib.suppress(ConnectionResetError, ssl.SSLError):
+        while chunk := sock.recv(1 << 20):
+            got += len(chunk)
+    return got
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plaintext", "ssl"])
+def test_stop_aborts_what_is_not_answered_within_the_grace(
+    door_factory, caplog, tmp_path: Path, tls: bool, request: pytest.FixtureRequest
+):
     """A connection still owing an answer when the grace ends (its wait never ready, or a
-    client that does not read a large fetch written with sendfile) is aborted, and every task
-    of the door's loop ends before the loop is closed: none is destroyed pending, and no
-    callback fails on the closed transport."""
+    client that does not read a large fetch: written with sendfile, or read and written
+    through TLS) is aborted, and every task of the door's loop ends before the loop is closed:
+    none is destroyed pending, and no callback fails on the closed transport."""
     caplog.set_level(logging.INFO)
+    server_tls, client_tls = request.getfixturevalue("tls_contexts") if tls else (None, None)
     segment = tmp_path / "00000000000000000000.log"
     with segment.open("wb") as f:
         f.truncate(64 * 1024 * 1024)  # more than the socket buffers take unread
@@ -654,19 +683,23 @@ def test_stop_aborts_what_is_not_answered_within_the_grace(door_factory, caplog,
             [("t", [(fields, FileSlice(os.open(segment, os.O_RDONLY), 0, 64 * 1024 * 1024))])],
         )
 
-    door, port = door_factory({METADATA: never_ready, FETCH: fetch})
+    def connect_to(port: int) -> socket.socket:
+        sock = connect(port)
+        return (
+            sock
+            if client_tls is None
+            else client_tls.wrap_socket(sock, server_hostname="127.0.0.1")
+        )
+
+    door, port = door_factory({METADATA: never_ready, FETCH: fetch}, ssl_context=server_tls)
     fetch_body = struct.pack(">iiiib", -1, 0, 0, 1 << 30, 0) + struct.pack(">i", 0)
-    with connect(port) as waiting, connect(port) as not_reading:
+    with connect_to(port) as waiting, connect_to(port) as not_reading:
         waiting.sendall(request_frame(METADATA, 0, 1, EMPTY_METADATA_V0))
         not_reading.sendall(request_frame(FETCH, 4, 2, fetch_body))
         assert subscribed.wait(5) and sending.wait(5)
         door.stop(grace_s=0.5)
-        assert closed(waiting)
-        got = 0
-        with contextlib.suppress(ConnectionResetError):
-            while chunk := not_reading.recv(1 << 20):
-                got += len(chunk)
-        assert got < 64 * 1024 * 1024  # cut short
+        assert read_to_the_end(waiting) == 0
+        assert read_to_the_end(not_reading) < 64 * 1024 * 1024  # cut short
     gc.collect()
     assert "aborting 2 Kafka connections" in caplog.text
     assert "Task was destroyed" not in caplog.text
