@@ -334,10 +334,10 @@ class KafkaDoor:
 
     def begin_shutdown(self) -> None:
         """Stops accepting connections and reading requests (Kafka's
-        ``stopProcessingRequests``); returns at once. The requests already read are still
-        handled and answered, in order, and each connection closes once it has answered them
-        (an idle one now). Call :meth:`stop` to finish. Does nothing if the door is not running
-        or already stopping."""
+        ``stopProcessingRequests``); returns once the loop has done so, without waiting for
+        answers. The requests already read are still handled and answered, in order, and each
+        connection closes once it has answered them (an idle one now). Call :meth:`stop` to
+        finish. Does nothing if the door is not running; safe to call twice."""
         if self._thread is None or not self._loop.is_running():
             return
 
@@ -769,9 +769,11 @@ class KafkaDoor:
 
 async def _close_writer(writer: asyncio.StreamWriter) -> None:
     """Closes a connection and waits until its transport is gone (the answers still buffered
-    are written first). Raises only ``CancelledError``."""
+    are written first). Raises nothing: cancelled (by the door's stop, which has aborted the
+    transport), it returns at once, and the connection's task that called it ends normally (a
+    cancelled one would fail ``asyncio.start_server``'s done callback)."""
     writer.close()
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(Exception, asyncio.CancelledError):
         await writer.wait_closed()
 
 
