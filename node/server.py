@@ -6,6 +6,12 @@ controller. From then on the active controller tells the node what to host. A cl
 controlled shutdown: the node asks the controller to move its leaderships away (repeating
 while any remain), stops serving, flushes and checkpoints every log and writes the
 clean-shutdown marker, and only then leaves ZooKeeper.
+
+The Kafka listeners stop in Kafka's order: after the controlled shutdown they accept no
+connection and read no request (``KafkaDoor.begin_shutdown``, Kafka's
+``stopProcessingRequests``); the controller, the group coordinator and the replica manager
+stop (which answers the produces and fetches still waiting); then the door writes every answer
+it owes and closes its connections (``KafkaDoor.stop``), before the logs are closed.
 """
 
 from __future__ import annotations
@@ -506,6 +512,11 @@ class Node:
             self._health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         if controlled and self._servers and self.registration is not None:
             self.controlled_shutdown()
+        if self.kafka_door is not None:
+            # Kafka's stopProcessingRequests: no new connection or request from here; the
+            # requests already read are answered before the door closes (below, once the core
+            # has answered those that wait)
+            self.kafka_door.begin_shutdown()
         if self.controller is not None:
             self.controller.shutdown()
         if self.groups is not None:
@@ -519,6 +530,8 @@ class Node:
         for terminator in self._terminators:
             terminator.stop()
         if self.kafka_door is not None:
+            # the replica manager's shutdown answered its waiting produces and fetches: the
+            # door writes those answers, closes its connections and stops its loop
             self.kafka_door.stop()
         stopping = [server.stop(grace=1) for server in self._servers]
         for done in stopping:

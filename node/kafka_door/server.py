@@ -38,16 +38,37 @@ Zero copy: a handler may answer with :class:`ResponseParts`, whose :class:`FileS
 written with ``loop.sendfile`` (``os.sendfile`` on a plaintext socket, Kafka's
 ``FileRecords.transferTo``; read and written through TLS on an SSL socket).
 
-Thread-safety: :meth:`KafkaDoor.start` and :meth:`KafkaDoor.stop` from any one thread.
+Shutdown, in Kafka's order (``SocketServer.stopProcessingRequests`` as the node's shutdown
+begins, ``SocketServer.shutdown`` at its end), in two steps:
+
+1. :meth:`KafkaDoor.begin_shutdown` closes the listeners and stops reading requests: a
+   connection waiting for its next request is closed at once (its bytes of an unread request,
+   if any, are dropped: nothing of it was handled); one whose request is being handled, or
+   whose answers wait (an acks=-1 produce, a long-polling fetch), reads nothing more, writes
+   the answers of every request it had read, in their order, and then closes.
+2. :meth:`KafkaDoor.stop`, once the core has stopped (which answers its waiting produces and
+   fetches at once), waits up to its grace for those answers to be written and the
+   connections closed. A request still waiting on a future of the core (a JoinGroup in its
+   rebalance: the stopped coordinator will not complete it) ends then, unanswered, closing its
+   connection after the answers before it; a connection still writing when the grace ends (a
+   client that does not read) is aborted. Every task of the loop has ended before the loop
+   is stopped and closed, so none is destroyed pending and nothing is called back on a closed
+   loop.
+
+Thread-safety: :meth:`KafkaDoor.start`, :meth:`KafkaDoor.begin_shutdown` and
+:meth:`KafkaDoor.stop` from any one thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
+import socket
 import ssl
+import struct
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -76,6 +97,7 @@ from node.metrics.request_metrics import RequestMetrics
 from node.security.principal import ANONYMOUS, KafkaPrincipal
 
 __all__ = [
+    "SHUTDOWN_GRACE_S",
     "DoorLimits",
     "FileSlice",
     "KafkaDoor",
@@ -94,6 +116,11 @@ FETCH_KEY = 1
 SASL_HANDSHAKE_KEY = 17
 SASL_AUTHENTICATE_KEY = 36
 _BEFORE_AUTHENTICATION = frozenset({API_VERSIONS_KEY, SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY})
+
+SHUTDOWN_GRACE_S = 5.0
+"""How long :meth:`KafkaDoor.stop` waits for the connections to write what they owe (once the
+core has stopped, its waiting requests are answered at once: only a client that does not read
+its answers takes longer) before it aborts them."""
 
 
 class _NoResponse:
@@ -241,7 +268,11 @@ class KafkaDoor:
         self._servers: list[asyncio.AbstractServer] = []
         self._per_ip: Counter[str] = Counter()
         self._connections = 0
-        self._writers: set[asyncio.StreamWriter] = set()
+        self._open: set[_Open] = set()
+        self._closing = False
+        """Set on the loop by :meth:`begin_shutdown`: no connection is accepted, no request read."""
+        self._core_stopped: asyncio.Future[None] = self._loop.create_future()
+        """Done once :meth:`stop` begins: requests waiting on a future of the core end."""
         self.ports: dict[str, int] = {}
         self._api_versions = api_versions.Responder(registry)
 
@@ -301,24 +332,37 @@ class KafkaDoor:
         self._servers.append(server)
         return int(server.sockets[0].getsockname()[1])
 
-    def stop(self) -> None:
-        """Closes the listeners and every connection; waits for the loop thread."""
+    def begin_shutdown(self) -> None:
+        """Stops accepting connections and reading requests (Kafka's
+        ``stopProcessingRequests``); returns once the loop has done so, without waiting for
+        answers. The requests already read are still handled and answered, in order, and each
+        connection closes once it has answered them (an idle one now). Call :meth:`stop` to
+        finish. Does nothing if the door is not running; safe to call twice."""
+        if self._thread is None or not self._loop.is_running():
+            return
+
+        async def stop_reading() -> None:
+            self._stop_reading()
+
+        try:
+            asyncio.run_coroutine_threadsafe(stop_reading(), self._loop).result(timeout=10)
+        except Exception:
+            log.exception("stopping the Kafka listeners' reads failed")
+
+    def stop(self, grace_s: float = SHUTDOWN_GRACE_S) -> None:
+        """:meth:`begin_shutdown` if not yet done; ends the requests still waiting on a future
+        of the core; waits up to ``grace_s`` for every connection to write the answers it owes
+        and close, aborts those that have not; then stops the loop and waits for its thread.
+        Safe to call twice, and after a failed :meth:`bind`."""
         if self._thread is None:
             if not self._loop.is_closed():
                 self._loop.close()
             return
-
-        async def close() -> None:
-            for server in self._servers:
-                server.close()
-            for writer in list(self._writers):
-                writer.close()
-            for server in self._servers:
-                await server.wait_closed()
-
         if self._loop.is_running():
             try:
-                asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=10)
+                asyncio.run_coroutine_threadsafe(self._close(grace_s), self._loop).result(
+                    timeout=3 * grace_s + 10
+                )
             except Exception:
                 log.exception("closing the Kafka listeners failed")
             self._loop.call_soon_threadsafe(self._loop.stop)
@@ -327,39 +371,100 @@ class KafkaDoor:
         if not self._loop.is_running():
             self._loop.close()
 
+    def _stop_reading(self) -> None:
+        """On the loop: closes the listeners and interrupts every connection waiting for its
+        next request; the others stop before reading another."""
+        if self._closing:
+            return
+        self._closing = True
+        for server in self._servers:
+            server.close()
+        for open_ in self._open:
+            if open_.idle:
+                open_.interrupted = True
+                open_.task.cancel()
+
+    async def _close(self, grace_s: float) -> None:
+        """On the loop: the rest of :meth:`stop`, until no task but this one is left."""
+        self._stop_reading()
+        if not self._core_stopped.done():
+            self._core_stopped.set_result(None)
+        for server in self._servers:
+            await server.wait_closed()
+        current = asyncio.current_task()
+        # every task of the loop is a connection's (its requests, or its sender)
+        tasks = {task for task in asyncio.all_tasks() if task is not current}
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=grace_s)
+        if not pending:
+            return
+        late = [open_ for open_ in self._open if open_.task in pending]
+        log.info("aborting %d Kafka connections still answering after %.1f s", len(late), grace_s)
+        owned = {task for open_ in late for task in (open_.task, open_.sender)}
+        for task in pending - owned:
+            task.cancel()  # a connection's task that no longer writes: nothing to lose
+        for open_ in late:
+            if open_.writing:
+                # not cancelled mid-write: asyncio's sendfile, cancelled or its transport
+                # aborted, leaves a waiter that the transport's connection_lost then fails to
+                # set (InvalidStateError); its socket shut down, the write fails, and the task
+                # ends on that error
+                _shut_down(open_.writer)
+            else:
+                open_.writer.transport.abort()
+                open_.task.cancel()
+                if open_.sender is not None:
+                    open_.sender.cancel()
+        _, pending = await asyncio.wait(pending, timeout=grace_s)
+        if pending:
+            log.warning("%d tasks of the Kafka listeners did not end", len(pending))
+
     # -- one connection --
     async def _serve(
         self, spec: KafkaListenerSpec, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         peer = writer.get_extra_info("peername") or ("?", 0)
         host, port = str(peer[0]), int(peer[1])
+        task = asyncio.current_task()
+        assert task is not None
+        if self._closing:  # accepted just before the listener closed
+            await _close_writer(writer)
+            return
         if (
             self._per_ip[host] >= self.limits.per_ip(host)
             or self._connections >= self.limits.max_connections
         ):
             log.info("refused a connection from %s on %s: connection limit", host, spec.name)
-            writer.close()
+            await _close_writer(writer)
             return
         self._per_ip[host] += 1
         self._connections += 1
-        self._writers.add(writer)
+        open_ = _Open(task, writer)
+        self._open.add(open_)
         conn = Connection(spec.name, spec.security_protocol, host, port)
         try:
             self._authenticate_transport(spec, conn, writer)
-            await self._requests(conn, reader, writer)
+            await self._requests(conn, open_, reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError, TimeoutError, ssl.SSLError):
             pass
         except _CloseError as why:
             log.info("closing the connection of %s:%d on %s: %s", host, port, spec.name, why.reason)
         except Exception:
             log.exception("the connection of %s:%d on %s failed", host, port, spec.name)
+        except asyncio.CancelledError:
+            # only the door's stop cancels a connection; the task ends normally, as
+            # asyncio.start_server's done callback cannot take a cancelled one
+            pass
         finally:
-            self._writers.discard(writer)
             self._connections -= 1
             self._per_ip[host] -= 1
             if self._per_ip[host] <= 0:
                 del self._per_ip[host]
-            writer.close()
+            try:
+                await _close_writer(writer)
+            finally:
+                self._open.discard(open_)  # until closed: the door's stop aborts it if need be
 
     @staticmethod
     def _authenticate_transport(
@@ -376,17 +481,23 @@ class KafkaDoor:
                 conn.principal = ANONYMOUS
 
     async def _requests(
-        self, conn: Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        conn: Connection,
+        open_: _Open,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
     ) -> None:
         """Reads and handles the connection's requests one after another; a task of its own
         writes their answers in order. Only a :class:`Later` or :class:`WhenReady` answer lets the
         next request be read before this one is answered (at most ``_PIPELINE`` of them)."""
         answers: asyncio.Queue[_Pending | None] = asyncio.Queue(_PIPELINE)
-        sender = self._loop.create_task(self._send(conn, answers, writer))
+        sender = self._loop.create_task(self._send(open_, answers, writer))
+        open_.sender = sender
         try:
-            await self._read(conn, reader, answers, sender)
+            await self._read(conn, open_, reader, answers, sender)
         except asyncio.CancelledError:
             sender.cancel()
+            await asyncio.wait({sender})  # ended with this task, not left pending
             raise
         except Exception:
             if not sender.done():
@@ -404,13 +515,17 @@ class KafkaDoor:
     async def _read(
         self,
         conn: Connection,
+        open_: _Open,
         reader: asyncio.StreamReader,
         answers: asyncio.Queue[_Pending | None],
         sender: asyncio.Task[None],
     ) -> None:
+        """Reads and dispatches requests until the client closes, the sender ends or the door
+        stops reading (:meth:`begin_shutdown`); raises :class:`_CloseError` to close."""
         idle_s = self.limits.connections_max_idle_ms / 1000
         max_bytes = self.limits.socket_request_max_bytes
-        while not sender.done():
+        while not sender.done() and not self._closing:
+            open_.idle = True
             try:
                 async with asyncio.timeout(idle_s):
                     prefix = await reader.readexactly(4)
@@ -418,6 +533,16 @@ class KafkaDoor:
                 return  # the client closed, or the sender closed the connection
             except TimeoutError:
                 raise _CloseError(f"idle for {self.limits.connections_max_idle_ms} ms") from None
+            except asyncio.CancelledError:
+                if not open_.interrupted:
+                    raise
+                # the door stopped reading: nothing of a next request was handled
+                open_.interrupted = False
+                if open_.task.uncancel() > 0:
+                    raise  # cancelled for another reason too
+                return
+            finally:
+                open_.idle = False
             (size,) = SIZE.unpack(prefix)
             if size < 0 or size > max_bytes:
                 raise _CloseError(
@@ -447,21 +572,28 @@ class KafkaDoor:
 
     async def _send(
         self,
-        conn: Connection,
+        open_: _Open,
         answers: asyncio.Queue[_Pending | None],
         writer: asyncio.StreamWriter,
     ) -> None:
         try:
             while (item := await answers.get()) is not None:
                 if isinstance(item, _Deferred):
-                    answer = await self._finish(conn, item)
+                    answer = await self._finish(item)
                     if answer is None:
                         continue
                 else:
                     answer = item
-                await self._write(writer, answer)
+                open_.writing = True
+                try:
+                    await self._write(writer, answer)
+                finally:
+                    open_.writing = False
         except BaseException:
             writer.close()  # ends the reader's wait for the next request
+            while not answers.empty():  # answers never written: their files are closed
+                if isinstance(pending := answers.get_nowait(), ResponseParts):
+                    pending.close()
             raise
 
     async def _dispatch(self, conn: Connection, frame: bytes) -> _Pending | None:
@@ -513,9 +645,14 @@ class KafkaDoor:
             raise _CloseError(f"{api.name} failed on the server") from None
         if isinstance(result, Future):
             # a request that waits on the core (a JoinGroup until its rebalance completes):
-            # awaited on the loop, holding no request thread, as Kafka's purgatory does
+            # awaited on the loop, holding no request thread, as Kafka's purgatory does; the
+            # door's stop ends the wait (the core has stopped, and will not answer it)
+            waited = asyncio.wrap_future(result, loop=self._loop)
+            await asyncio.wait({waited, self._core_stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if not waited.done():
+                raise _CloseError(f"{api.name} still waiting when the node stopped")
             try:
-                result = await asyncio.wrap_future(result, loop=self._loop)
+                result = waited.result()
             except Exception:
                 log.exception("%s v%d from %s failed", api.name, version, conn.peer_host)
                 raise _CloseError(f"{api.name} failed on the server") from None
@@ -548,7 +685,7 @@ class KafkaDoor:
         for code, count in errors.items():
             metrics.error(name, error_name(code), count)
 
-    async def _finish(self, conn: Connection, deferred: _Deferred) -> bytes | ResponseParts | None:
+    async def _finish(self, deferred: _Deferred) -> bytes | ResponseParts | None:
         ctx = deferred.ctx
         later = deferred.later
         waited_from = self._loop.time()
@@ -560,7 +697,9 @@ class KafkaDoor:
             else:
                 result = await self._loop.run_in_executor(self._executor, later.finish)
         except Exception:
-            log.exception("%s v%d from %s failed", deferred.api, ctx.api_version, conn.peer_host)
+            log.exception(
+                "%s v%d from %s failed", deferred.api, ctx.api_version, ctx.connection.peer_host
+            )
             raise _CloseError(f"{deferred.api} failed on the server") from None
         answer = self._encode(deferred.api, ctx, result)
         self._observe(ctx, deferred.api, deferred.started, self._loop.time() - waited_from, result)
@@ -626,6 +765,45 @@ class KafkaDoor:
             await writer.drain()
         finally:
             answer.close()
+
+
+async def _close_writer(writer: asyncio.StreamWriter) -> None:
+    """Closes a connection and waits until its transport is gone (the answers still buffered
+    are written first). Raises nothing: cancelled (by the door's stop, which has aborted the
+    transport), it returns at once, and the connection's task that called it ends normally (a
+    cancelled one would fail ``asyncio.start_server``'s done callback)."""
+    writer.close()
+    with contextlib.suppress(Exception, asyncio.CancelledError):
+        await writer.wait_closed()
+
+
+@dataclass(eq=False, slots=True)
+class _Open:
+    """An open connection, as the door's shutdown sees it."""
+
+    task: asyncio.Task[Any]
+    """The task serving it (the one ``asyncio.start_server`` made)."""
+    writer: asyncio.StreamWriter
+    idle: bool = False
+    """Waiting for the first bytes of its next request: nothing of it read or handled."""
+    interrupted: bool = False
+    """Cancelled by :meth:`KafkaDoor.begin_shutdown` while idle (the wait ends quietly)."""
+    sender: asyncio.Task[None] | None = None
+    """The task writing its answers."""
+    writing: bool = False
+    """Writing an answer (the door's stop shuts its socket down rather than cancel it)."""
+
+
+def _shut_down(writer: asyncio.StreamWriter) -> None:
+    """Shuts a connection's socket down, to be reset when closed (its unsent bytes dropped):
+    what writes to it fails, and its transport closes on that error."""
+    sock = writer.get_extra_info("socket")
+    if sock is None:
+        writer.transport.abort()
+        return
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 class _CloseError(Exception):

@@ -3,8 +3,12 @@ framing, limits, ordering, refusals and zero-copy parts (the broker core is not 
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import logging
 import os
 import socket
+import ssl
 import struct
 import threading
 from collections.abc import Callable, Iterator
@@ -32,6 +36,7 @@ from node.kafka_door.server import (
     OnThread,
     WhenReady,
 )
+from tests.certs import CertificateAuthority
 
 METADATA = 3
 FETCH = 1
@@ -84,8 +89,10 @@ def door_factory() -> Iterator[Callable[..., tuple[KafkaDoor, int]]]:
         limits: DoorLimits | None = None,
         produce_from: int = 3,
         on_loop: bool = False,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> tuple[KafkaDoor, int]:
-        """``on_loop``: the Metadata handler runs on the door's loop."""
+        """``on_loop``: the Metadata handler runs on the door's loop; ``ssl_context``: an SSL
+        listener."""
         handlers = handlers or {}
         registry = Registry(
             [
@@ -103,7 +110,8 @@ def door_factory() -> Iterator[Callable[..., tuple[KafkaDoor, int]]]:
             ]
         )
         door = KafkaDoor(registry, pool, limits)
-        ports = door.start([KafkaListenerSpec("KAFKA", "PLAINTEXT", "127.0.0.1", 0)])
+        protocol = "PLAINTEXT" if ssl_context is None else "SSL"
+        ports = door.start([KafkaListenerSpec("KAFKA", protocol, "127.0.0.1", 0, ssl_context)])
         doors.append(door)
         return door, ports["KAFKA"]
 
@@ -550,3 +558,150 @@ def test_an_on_loop_handler_that_fails_closes_the_connection(door_factory):
         sock.sendall(b"".join(request_frame(METADATA, 0, c, EMPTY_METADATA_V0) for c in (1, 2, 3)))
         assert struct.unpack_from(">i", read_frame(sock))[0] == 1
         assert closed(sock)
+
+
+# -- shutdown --
+
+
+def test_begin_shutdown_answers_what_was_read_and_reads_no_more(door_factory):
+    """Kafka's stopProcessingRequests: the listener closes, an idle connection closes at once,
+    and a busy one answers every request it had read, in order, reads nothing more (a request
+    sent after is dropped unanswered), then closes."""
+    release = threading.Event()
+    second_handled = threading.Event()
+    handled: list[int] = []
+
+    def handler(ctx: RequestContext, request: Any) -> Any:
+        handled.append(ctx.correlation_id)
+        if ctx.correlation_id == 1:
+            return Later(lambda: release.wait(5) and metadata_answer(ctx, request))
+        if ctx.correlation_id == 2:
+            second_handled.set()
+        return metadata_answer(ctx, request)
+
+    door, port = door_factory({METADATA: handler})
+    with connect(port) as busy, connect(port) as idle:
+        idle.sendall(request_frame(METADATA, 0, 7, EMPTY_METADATA_V0))
+        assert struct.unpack_from(">i", read_frame(idle))[0] == 7
+        busy.sendall(b"".join(request_frame(METADATA, 0, c, EMPTY_METADATA_V0) for c in (1, 2)))
+        assert second_handled.wait(5)  # read and handled while request 1 waits
+
+        door.begin_shutdown()
+
+        assert closed(idle)
+        with pytest.raises(ConnectionRefusedError):
+            connect(port)
+        busy.sendall(request_frame(METADATA, 0, 3, EMPTY_METADATA_V0))  # never read
+        release.set()
+        answered = [struct.unpack_from(">i", read_frame(busy))[0] for _ in range(2)]
+        assert answered == [1, 2]
+        assert closed(busy)
+    assert handled == [7, 1, 2]
+    door.stop()
+
+
+def test_stop_ends_a_wait_on_the_core_and_answers_what_came_before(door_factory, caplog):
+    """A request waiting on a future of the core (a JoinGroup in its rebalance) when the door
+    stops is not answered (the stopped core will not complete it): its connection closes after
+    the answers before it, without waiting out the grace."""
+    caplog.set_level(logging.INFO)
+    never: Future[Any] = Future()
+    waiting = threading.Event()
+
+    def handler(ctx: RequestContext, request: Any) -> Any:
+        if ctx.correlation_id == 1:
+            return metadata_answer(ctx, request)
+        waiting.set()
+        return never
+
+    door, port = door_factory({METADATA: handler})
+    with connect(port) as sock:
+        sock.sendall(b"".join(request_frame(METADATA, 0, c, EMPTY_METADATA_V0) for c in (1, 2)))
+        assert struct.unpack_from(">i", read_frame(sock))[0] == 1
+        assert waiting.wait(5)
+        door.stop(grace_s=60)  # within the grace: nothing to abort
+        assert closed(sock)
+    assert not never.cancelled()  # the core's future is left to the core
+    assert "aborting" not in caplog.text
+    assert "still waiting when the node stopped" in caplog.text
+
+
+@pytest.fixture
+def tls_contexts(tmp_path: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """(the listener's, a client's trusting it)."""
+    ca = CertificateAuthority("door-test-ca")
+    _, _, keystore = ca.issue("CN=door", ["127.0.0.1"]).write(tmp_path / "certs", "door")
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(keystore)
+    client = ssl.create_default_context(cafile=str(ca.write(tmp_path / "certs" / "ca.crt")))
+    return server, client
+
+
+def read_to_the_end(sock: socket.socket) -> int:
+    """Bytes read until the connection ends (closed, reset, or its TLS cut short)."""
+    got = 0
+    with contextlib.suppress(ConnectionResetError, ssl.SSLError):
+        while chunk := sock.recv(1 << 20):
+            got += len(chunk)
+    return got
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plaintext", "ssl"])
+def test_stop_aborts_what_is_not_answered_within_the_grace(
+    door_factory, caplog, tmp_path: Path, tls: bool, request: pytest.FixtureRequest
+):
+    """A connection still owing an answer when the grace ends (its wait never ready, or a
+    client that does not read a large fetch: written with sendfile, or read and written
+    through TLS) is aborted, and every task of the door's loop ends before the loop is closed:
+    none is destroyed pending, and no callback fails on the closed transport."""
+    caplog.set_level(logging.INFO)
+    server_tls, client_tls = request.getfixturevalue("tls_contexts") if tls else (None, None)
+    segment = tmp_path / "00000000000000000000.log"
+    with segment.open("wb") as f:
+        f.truncate(64 * 1024 * 1024)  # more than the socket buffers take unread
+    subscribed = threading.Event()
+    sending = threading.Event()
+
+    def never_ready(ctx: RequestContext, request: Any) -> Any:
+        def subscribe(wake: Callable[[], None]) -> Callable[[], None]:
+            subscribed.set()
+            return lambda: None
+
+        return WhenReady(lambda: None, subscribe, lambda: 60_000)
+
+    def fetch(ctx: RequestContext, request: Any) -> Any:
+        sending.set()
+        fields = {
+            "partition_index": 0,
+            "error_code": 0,
+            "high_watermark": 5,
+            "aborted_transactions": None,
+        }
+        return encode_fetch_response(
+            response_class(FETCH, ctx.api_version),
+            {"throttle_time": 0, "error_code": 0, "session_id": 0},
+            [("t", [(fields, FileSlice(os.open(segment, os.O_RDONLY), 0, 64 * 1024 * 1024))])],
+        )
+
+    def connect_to(port: int) -> socket.socket:
+        sock = connect(port)
+        return (
+            sock
+            if client_tls is None
+            else client_tls.wrap_socket(sock, server_hostname="127.0.0.1")
+        )
+
+    door, port = door_factory({METADATA: never_ready, FETCH: fetch}, ssl_context=server_tls)
+    fetch_body = struct.pack(">iiiib", -1, 0, 0, 1 << 30, 0) + struct.pack(">i", 0)
+    with connect_to(port) as waiting, connect_to(port) as not_reading:
+        waiting.sendall(request_frame(METADATA, 0, 1, EMPTY_METADATA_V0))
+        not_reading.sendall(request_frame(FETCH, 4, 2, fetch_body))
+        assert subscribed.wait(5) and sending.wait(5)
+        door.stop(grace_s=0.5)
+        assert read_to_the_end(waiting) == 0
+        assert read_to_the_end(not_reading) < 64 * 1024 * 1024  # cut short
+    gc.collect()
+    assert "aborting 2 Kafka connections" in caplog.text
+    assert "Task was destroyed" not in caplog.text
+    assert "Exception in callback" not in caplog.text
+    assert "Event loop is closed" not in caplog.text
