@@ -105,7 +105,7 @@ from storage.log_segment import (
     filename_prefix_from_offset,
 )
 from storage.log_segments import LogSegments
-from storage.log_validator import check_records
+from storage.log_validator import check_records, keyless_records_error
 from storage.producer_state import (
     AppendAnalysis,
     AppendOrigin,
@@ -542,8 +542,10 @@ class Log:
                 )
             # every record is read, as Kafka's LogValidator does: a right CRC over malformed
             # records is refused here, before anything is written
-            if check_records(buf, h.position) and config.compact:
-                raise InvalidRecordError("compacted topics accept only records with a key")
+            keyless = check_records(buf, h.position)
+            if keyless and config.compact:
+                # Kafka refuses the batch and names each keyless record (KIP-467)
+                raise keyless_records_error(f"{self.topic}-{self.partition}", keyless)
         log_append_time = config.message_timestamp_type == "log_append_time"
         if not self._lock.acquire(blocking):
             raise AppendWouldBlock(f"{self._dir}: the log's lock is held")

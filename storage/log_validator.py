@@ -16,23 +16,26 @@ batch is refused before anything is written. :func:`check_records` does the same
 * in a compressed batch the offset deltas are 0, 1, 2, … (Kafka: "does not have incremental
   offsets"; it does not check this for uncompressed batches, so neither do we).
 
-It answers whether some record has no key, which a compacted log refuses. Pure: bytes in.
+It answers which records have no key (their index in the batch), which a compacted log
+refuses: Kafka names each of them in the produce answer's ``record_errors`` (KIP-467) and
+refuses the whole batch (:func:`keyless_records_error`). Pure: bytes in.
 """
 
 from __future__ import annotations
 
-from odradek.errors import CorruptRecordError, InvalidRecordError
+from odradek.errors import CorruptRecordError, InvalidRecordError, RecordError
 from odradek.records import Compression, RecordBatch
 from odradek.records.record import decode_columns, decode_headers_of
 
-__all__ = ["check_records"]
+__all__ = ["check_records", "keyless_records_error"]
 
 _LAYOUT_MIN_RECORDS = 128  # odradek.records.layout.LAYOUT_MIN_RECORDS (numpy loads lazily)
 
 
-def check_records(buf: bytes | bytearray | memoryview, position: int) -> bool:
+def check_records(buf: bytes | bytearray | memoryview, position: int) -> tuple[int, ...]:
     """Read every record of the v2 batch at ``position`` of ``buf`` (its header already checked,
-    its CRC right); answer whether one of them has a null key.
+    its CRC right); answer the indices in the batch of the records with a null key (empty:
+    every record has a key).
 
     Raises :class:`~odradek.errors.CorruptRecordError` for a section that does not decompress
     or records that are malformed or disagree with RecordsCount, and
@@ -56,7 +59,10 @@ def check_records(buf: bytes | bytearray | memoryview, position: int) -> bool:
                 # 0, 1, 2, …: the first is 0 and each is one more than the one before
                 if int(deltas[0]) != 0 or bool((deltas[1:] - deltas[:-1] != 1).any()):
                     raise _not_incremental(position, deltas.tolist())
-            return bool((layout.key_size < 0).any())
+            keyless = layout.key_size < 0
+            if not keyless.any():
+                return ()
+            return tuple(int(i) for i in keyless.nonzero()[0])
         # the layout does not vouch for the section: the reference decoder names the fault
     try:
         offsets, _, keys, _, _ = decode_columns(*section)
@@ -66,7 +72,35 @@ def check_records(buf: bytes | bytearray | memoryview, position: int) -> bool:
         base = section[2]
         if any(offset - base != index for index, offset in enumerate(offsets)):
             raise _not_incremental(position, [offset - base for offset in offsets])
-    return None in keys
+    if None not in keys:
+        return ()
+    return tuple(i for i, key in enumerate(keys) if key is None)
+
+
+def keyless_records_error(topic_partition: str, keyless: tuple[int, ...]) -> InvalidRecordError:
+    """The error refusing a batch whose records at ``keyless`` have no key, for a compacted
+    log, in Kafka's words (``LogValidator.validateKey`` and ``processRecordErrors``): one
+    record error per keyless record, and a message quoting the first three."""
+    errors = tuple(
+        RecordError(
+            index,
+            f"Compacted topic cannot accept message without key in topic partition "
+            f"{topic_partition}",
+        )
+        for index in keyless
+    )
+    return InvalidRecordError(record_errors_message(errors), errors)
+
+
+def record_errors_message(errors: tuple[RecordError, ...]) -> str:
+    """Kafka's message for a batch refused for its records' errors (INVALID_RECORD)."""
+    shown = ", ".join(
+        f"RecordError(batchIndex={e.batch_index}, message='{e.message}')" for e in errors[:3]
+    )
+    return (
+        f"One or more records have been rejected due to {len(errors)} record errors in total, "
+        f"and only showing the first three errors at most: [{shown}]"
+    )
 
 
 def _at(position: int, exc: CorruptRecordError) -> CorruptRecordError:
