@@ -14,7 +14,8 @@ The leader's append path validates each batch (size, CRC-32C, offsets/count cons
 assigns offsets by rewriting the batch's base offset and stamps the leader epoch — both fields
 lie outside the CRC — and writes the bytes as they came: records are neither decoded nor
 re-encoded, and the CRC is not recomputed (except with ``log_append_time``, which rewrites a
-covered field). Reads return whole batches as raw bytes.
+covered field, and for a batch recompressed to the topic's ``compression.type``:
+:mod:`storage.recompression`). Reads return whole batches as raw bytes.
 
 Idempotent producers (:mod:`storage.producer_state`): the leader checks each batch that has
 a producer id against the producer's stored epoch and sequences before anything is written; a
@@ -67,10 +68,13 @@ from odradek.errors import (
     RecordListTooLargeError,
 )
 from odradek.records import (
+    COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
     NO_PRODUCER_ID,
     NO_TIMESTAMP,
     TRANSACTIONAL_FLAG_MASK,
+    BatchHeader,
+    Compression,
     EndTransactionMarker,
     build_end_txn_marker,
     set_log_append_time,
@@ -114,6 +118,7 @@ from storage.producer_state import (
     ProducerStateManager,
     marker_at,
 )
+from storage.recompression import recompress, target_compression
 from storage.retention import RetentionReason, SegmentSummary, deletable_segments
 from storage.transaction_index import AbortedTxn
 
@@ -546,6 +551,11 @@ class Log:
             if keyless and config.compact:
                 # Kafka refuses the batch and names each keyless record (KIP-467)
                 raise keyless_records_error(f"{self.topic}-{self.partition}", keyless)
+        target = target_compression(config)
+        if target is not None and any(
+            h.attributes & COMPRESSION_CODEC_MASK != target[0] and not h.is_control for h in headers
+        ):
+            buf, headers = self._recompressed(buf, headers, *target)
         log_append_time = config.message_timestamp_type == "log_append_time"
         if not self._lock.acquire(blocking):
             raise AppendWouldBlock(f"{self._dir}: the log's lock is held")
@@ -628,6 +638,35 @@ class Log:
             timestamp=self._clock.wall_ms(),
         )
         return self.append_as_leader(data, leader_epoch, origin=AppendOrigin.COORDINATOR)
+
+    def _recompressed(
+        self,
+        buf: bytearray,
+        headers: list[BatchHeader],
+        codec: Compression,
+        level: int | None,
+    ) -> tuple[bytearray, list[BatchHeader]]:
+        """``buf`` with each batch not in ``codec`` recompressed to it (the topic's
+        ``compression.type``: :mod:`storage.recompression`), and its headers. Raises
+        ``MessageTooLargeError`` for a batch that grew past ``max_message_bytes``, as Kafka's
+        ``UnifiedLog.append`` checks again after recompressing."""
+        out = bytearray()
+        for h in headers:
+            # Kafka does not compress control batches (transaction markers) written uncompressed
+            if h.attributes & COMPRESSION_CODEC_MASK == codec or h.is_control:
+                out += buf[h.position : h.position + h.size_in_bytes]
+            else:
+                out += recompress(buf, h, codec, level)
+        rebuilt = validated_headers(out)
+        limit = self._config.max_message_bytes
+        for h in rebuilt:
+            if h.size_in_bytes > limit:
+                raise MessageTooLargeError(
+                    f"Message batch size is {h.size_in_bytes} bytes in append to partition "
+                    f"{self.topic}-{self.partition} which exceeds the maximum configured size of "
+                    f"{limit}."
+                )
+        return out, rebuilt
 
     def append_as_follower(self, batches: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches copied from the leader, keeping their offsets and epochs.
