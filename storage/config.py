@@ -109,6 +109,12 @@ class LogConfig:
     producer_id_expiration_ms: int = 86_400_000
     """Forget an idempotent producer this long after its last batch's timestamp (Kafka's
     broker config ``producer.id.expiration.ms``; min 1)."""
+    message_timestamp_before_max_ms: int = LONG_MAX
+    """With ``create_time``: refuse a batch holding a record whose timestamp is more than
+    this before the leader's clock (min 0; INVALID_TIMESTAMP, the records named)."""
+    message_timestamp_after_max_ms: int = LONG_MAX
+    """With ``create_time``: refuse a batch holding a record whose timestamp is more than
+    this after the leader's clock (min 0)."""
     compression_type: str = "producer"
     """The codec the leader stores batches with: ``producer`` keeps each batch's own;
     ``uncompressed``, ``gzip``, ``snappy``, ``lz4`` or ``zstd`` recompresses a batch sent with
@@ -137,6 +143,8 @@ class LogConfig:
         _at_least("delete_retention_ms", self.delete_retention_ms, 0)
         _at_least("min_insync_replicas", self.min_insync_replicas, 1)
         _at_least("producer_id_expiration_ms", self.producer_id_expiration_ms, 1)
+        _at_least("message_timestamp_before_max_ms", self.message_timestamp_before_max_ms, 0)
+        _at_least("message_timestamp_after_max_ms", self.message_timestamp_after_max_ms, 0)
         if self.cleanup_policy not in CLEANUP_POLICIES:
             raise InvalidConfigValueError(
                 "cleanup_policy",

@@ -83,7 +83,7 @@ from odradek.records import (
 )
 from storage.checkpoint_file import fsync_dir
 from storage.cleaner_manager import LogSnapshot, SegmentSnapshot
-from storage.config import LogConfig
+from storage.config import LONG_MAX, LogConfig
 from storage.errors import (
     AppendWouldBlock,
     CorruptIndexError,
@@ -109,7 +109,7 @@ from storage.log_segment import (
     filename_prefix_from_offset,
 )
 from storage.log_segments import LogSegments
-from storage.log_validator import check_records, keyless_records_error
+from storage.log_validator import check_records, out_of_range_timestamps, refused_records_error
 from storage.producer_state import (
     AppendAnalysis,
     AppendOrigin,
@@ -506,9 +506,12 @@ class Log:
         producer state (:mod:`storage.producer_state`): a duplicate of one of the producer's
         last five batches writes nothing and returns the original offsets with ``duplicate``
         set. Raises ``CorruptRecordError`` (also for malformed records under a right CRC),
-        ``InvalidRecordError`` (also for a record without a key on a compacted log, or a
-        compressed batch without incremental offsets), ``MessageTooLargeError`` (a batch over
-        ``max_message_bytes``),
+        ``InvalidRecordError`` (also for records without a key on a compacted log, named in its
+        ``record_errors``, or a compressed batch without incremental offsets),
+        ``InvalidTimestampError`` (records whose CreateTime is out of
+        ``message_timestamp_before_max_ms`` / ``after_max_ms`` of the clock, named in its
+        ``record_errors``), ``MessageTooLargeError`` (a batch over ``max_message_bytes``, also
+        once recompressed to ``compression_type``),
         ``RecordListTooLargeError`` (more than ``segment_bytes`` in one append),
         ``OutOfOrderSequenceError``, ``InvalidProducerEpochError``, ``InvalidTxnStateError``
         (a non-transactional batch in the producer's open transaction) or
@@ -523,6 +526,10 @@ class Log:
             raise InvalidRecordError("the append contains no record batch")
         config = self._config
         max_message_bytes = config.max_message_bytes
+        check_timestamps = config.message_timestamp_type == "create_time" and (
+            config.message_timestamp_before_max_ms < LONG_MAX
+            or config.message_timestamp_after_max_ms < LONG_MAX
+        )
         for index, h in enumerate(headers):
             if h.size_in_bytes > max_message_bytes:
                 raise MessageTooLargeError(
@@ -548,9 +555,26 @@ class Log:
             # every record is read, as Kafka's LogValidator does: a right CRC over malformed
             # records is refused here, before anything is written
             keyless = check_records(buf, h.position)
-            if keyless and config.compact:
-                # Kafka refuses the batch and names each keyless record (KIP-467)
-                raise keyless_records_error(f"{self.topic}-{self.partition}", keyless)
+            if not config.compact:
+                keyless = ()
+            out_of_range = (
+                out_of_range_timestamps(
+                    buf,
+                    h.position,
+                    self._clock.wall_ms(),
+                    config.message_timestamp_before_max_ms,
+                    config.message_timestamp_after_max_ms,
+                )
+                if check_timestamps
+                else {}
+            )
+            if keyless or out_of_range:
+                # Kafka refuses the batch and names each record at fault (KIP-467)
+                refused = refused_records_error(
+                    f"{self.topic}-{self.partition}", keyless, out_of_range
+                )
+                assert refused is not None
+                raise refused
         target = target_compression(config)
         if target is not None and any(
             h.attributes & COMPRESSION_CODEC_MASK != target[0] and not h.is_control for h in headers

@@ -17,17 +17,24 @@ batch is refused before anything is written. :func:`check_records` does the same
   offsets"; it does not check this for uncompressed batches, so neither do we).
 
 It answers which records have no key (their index in the batch), which a compacted log
-refuses: Kafka names each of them in the produce answer's ``record_errors`` (KIP-467) and
-refuses the whole batch (:func:`keyless_records_error`). Pure: bytes in.
+refuses; :func:`out_of_range_timestamps` which records' timestamps are out of the log's
+``message.timestamp.before.max.ms`` / ``after.max.ms``. Kafka names each such record in the
+produce answer's ``record_errors`` (KIP-467) and refuses the whole batch
+(:func:`refused_records_error`). Pure: bytes in.
 """
 
 from __future__ import annotations
 
-from odradek.errors import CorruptRecordError, InvalidRecordError, RecordError
+from odradek.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    RecordError,
+)
 from odradek.records import Compression, RecordBatch
 from odradek.records.record import decode_columns, decode_headers_of
 
-__all__ = ["check_records", "keyless_records_error"]
+__all__ = ["check_records", "out_of_range_timestamps", "refused_records_error"]
 
 _LAYOUT_MIN_RECORDS = 128  # odradek.records.layout.LAYOUT_MIN_RECORDS (numpy loads lazily)
 
@@ -77,19 +84,68 @@ def check_records(buf: bytes | bytearray | memoryview, position: int) -> tuple[i
     return tuple(i for i, key in enumerate(keys) if key is None)
 
 
-def keyless_records_error(topic_partition: str, keyless: tuple[int, ...]) -> InvalidRecordError:
-    """The error refusing a batch whose records at ``keyless`` have no key, for a compacted
-    log, in Kafka's words (``LogValidator.validateKey`` and ``processRecordErrors``): one
-    record error per keyless record, and a message quoting the first three."""
-    errors = tuple(
-        RecordError(
+def out_of_range_timestamps(
+    buf: bytes | bytearray | memoryview,
+    position: int,
+    now_ms: int,
+    before_max_ms: int,
+    after_max_ms: int,
+) -> dict[int, str]:
+    """The records of the (checked) batch at ``position`` whose CreateTime is more than
+    ``before_max_ms`` before ``now_ms`` or ``after_max_ms`` after it (Kafka's
+    ``message.timestamp.before.max.ms`` / ``after.max.ms``, ``LogValidator.validateTimestamp``),
+    by index in the batch, with Kafka's message; records without a timestamp are not checked.
+    Decodes the batch's records: call it only when a limit is set."""
+    batch = RecordBatch(buf, position)
+    offsets, timestamps = batch.columns()[:2]
+    low, high = _java_long(now_ms - before_max_ms), _java_long(now_ms + after_max_ms)
+    out: dict[int, str] = {}
+    for index, (offset, timestamp) in enumerate(zip(offsets, timestamps, strict=True)):
+        if timestamp is None or timestamp < 0:
+            continue
+        if now_ms - timestamp > before_max_ms or timestamp - now_ms > after_max_ms:
+            out[index] = (
+                f"Timestamp {timestamp} of message with offset {offset} is out of range. "
+                f"The timestamp should be within [{low}, {high}]"
+            )
+    return out
+
+
+def _java_long(value: int) -> int:
+    """``value`` as Java's long arithmetic gives it (wrapping), as Kafka's messages print."""
+    return (value + 2**63) % 2**64 - 2**63
+
+
+def refused_records_error(
+    topic_partition: str, keyless: tuple[int, ...], out_of_range: dict[int, str]
+) -> InvalidRecordError | InvalidTimestampError | None:
+    """The error refusing a batch for its records, in Kafka's words (``LogValidator``'s
+    ``validateRecord`` and ``processRecordErrors``): one record error per record at fault, by
+    index in the batch — ``keyless`` (records without a key, for a compacted log) first for a
+    record at fault twice, else ``out_of_range`` (timestamps) — INVALID_TIMESTAMP if a
+    timestamp is among them, else INVALID_RECORD with a message quoting the first three.
+    ``None`` when no record is at fault."""
+    errors = {
+        index: RecordError(
             index,
             f"Compacted topic cannot accept message without key in topic partition "
             f"{topic_partition}",
         )
         for index in keyless
-    )
-    return InvalidRecordError(record_errors_message(errors), errors)
+    }
+    timestamps = False
+    for index, message in out_of_range.items():
+        if index not in errors:
+            errors[index] = RecordError(index, message)
+            timestamps = True
+    if not errors:
+        return None
+    ordered = tuple(errors[index] for index in sorted(errors))
+    if timestamps:
+        return InvalidTimestampError(
+            "One or more records have been rejected due to invalid timestamp", ordered
+        )
+    return InvalidRecordError(record_errors_message(ordered), ordered)
 
 
 def record_errors_message(errors: tuple[RecordError, ...]) -> str:

@@ -1,11 +1,13 @@
 """The leader's validation of produced batches, as Kafka clients and odradek's SDK see it on a
 real cluster: a batch holding records without a key for a compacted topic is refused whole
-with INVALID_RECORD, its answer naming each keyless record by its index in the batch (Produce
+with INVALID_RECORD (one whose record is out of the topic's timestamp range with
+INVALID_TIMESTAMP), its answer naming each record at fault by its index in the batch (Produce
 v8's ``record_errors``, KIP-467) — what librdkafka turns into per-message errors, and the SDK
 into a typed error per record."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -47,8 +49,42 @@ def test_produce_v8_names_each_keyless_record_of_a_batch_for_a_compacted_topic(
     create_topic(bootstrap, topic, partitions=1, **{"cleanup.policy": "compact"})
     keys = [b"a", None, b"c", None, b"e"]
     batch = build_batch([Record(k, b"v") for k in keys])
+    partition = _produce_v8(kafka_cluster, topic, batch)
+    assert int(partition.error_code) == 87  # INVALID_RECORD
+    assert int(partition.base_offset) == -1
+    assert [(int(e.batch_index), e.batch_index_error_message) for e in partition.record_errors] == [
+        (1, keyless_error(topic)),
+        (3, keyless_error(topic)),
+    ]
+    assert partition.error_message == kafka_summary(topic, [1, 3])
+
+
+def test_produce_v8_names_each_record_out_of_the_topics_timestamp_range(
+    kafka_cluster: LocalCluster, bootstrap: str
+) -> None:
+    """message.timestamp.before.max.ms: a record older than the limit refuses its batch with
+    INVALID_TIMESTAMP (32), the record named (Kafka's LogValidator.validateTimestamp)."""
+    topic = unique("timestamps")
+    create_topic(bootstrap, topic, partitions=1, **{"message.timestamp.before.max.ms": "3600000"})
+    now_ms = time.time_ns() // 1_000_000  # noqa: TID251 - a record the broker's clock takes
+    times = [now_ms, 1_000, now_ms]
+    batch = build_batch([Record(b"k", b"v", timestamp=t) for t in times])
+    partition = _produce_v8(kafka_cluster, topic, batch)
+    assert int(partition.error_code) == 32  # INVALID_TIMESTAMP
+    assert partition.error_message == (
+        "One or more records have been rejected due to invalid timestamp"
+    )
+    (error,) = partition.record_errors
+    assert int(error.batch_index) == 1
+    assert error.batch_index_error_message.startswith(
+        "Timestamp 1000 of message with offset 1 is out of range. The timestamp should be within ["
+    )
+
+
+def _produce_v8(cluster: LocalCluster, topic: str, batch: bytes) -> Any:
+    """Produce v8 of ``batch`` to ``topic`` partition 0 on its leader: the partition's answer."""
     answer = call(
-        kafka_leader(kafka_cluster, topic),
+        kafka_leader(cluster, topic),
         ProduceRequest(
             transactional_id=None,
             acks=i16(-1),
@@ -61,14 +97,7 @@ def test_produce_v8_names_each_keyless_record_of_a_batch_for_a_compacted_topic(
             ),
         ),
     )
-    partition = answer.responses[0].partition_responses[0]
-    assert int(partition.error_code) == 87  # INVALID_RECORD
-    assert int(partition.base_offset) == -1
-    assert [(int(e.batch_index), e.batch_index_error_message) for e in partition.record_errors] == [
-        (1, keyless_error(topic)),
-        (3, keyless_error(topic)),
-    ]
-    assert partition.error_message == kafka_summary(topic, [1, 3])
+    return answer.responses[0].partition_responses[0]
 
 
 @pytest.mark.parametrize("keyless", [[1], [0, 2, 3]])

@@ -8,7 +8,13 @@ import struct
 import pytest
 from crc32c import crc32c
 
-from odradek.errors import CorruptRecordError, InvalidRecordError, RecordError
+from odradek.clock import ManualClock
+from odradek.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    RecordError,
+)
 from odradek.records import (
     ATTRIBUTES_OFFSET,
     CRC_OFFSET,
@@ -167,3 +173,52 @@ def test_a_compacted_log_names_each_keyless_record_of_the_refused_batch(tmp_path
         + "]"
     )
     assert log.log_end_offset == 0 and log.size == 0
+
+
+def test_records_out_of_the_timestamp_limits_are_named_and_refuse_the_batch(tmp_path):
+    # Kafka's message.timestamp.before.max.ms / after.max.ms (CreateTime topics only): each
+    # record out of range named by its index, INVALID_TIMESTAMP; no timestamp is not checked
+    clock = ManualClock(wall_ms=1_000_000)
+    config = LogConfig(message_timestamp_before_max_ms=1000, message_timestamp_after_max_ms=10)
+    log = open_log(tmp_path, clock, config)
+    times = [999_500, 998_000, 1_000_010, 1_000_011, -1]
+    batch = build_batch([Record(b"k", b"v", timestamp=t) for t in times])
+    with pytest.raises(InvalidTimestampError) as caught:
+        log.append_as_leader(batch, leader_epoch=0)
+    assert caught.value.message == "One or more records have been rejected due to invalid timestamp"
+    assert caught.value.record_errors == (
+        RecordError(
+            1,
+            "Timestamp 998000 of message with offset 1 is out of range. The timestamp should "
+            "be within [999000, 1000010]",
+        ),
+        RecordError(
+            3,
+            "Timestamp 1000011 of message with offset 3 is out of range. The timestamp should "
+            "be within [999000, 1000010]",
+        ),
+    )
+    assert log.log_end_offset == 0
+    log.append_as_leader(build_batch([Record(b"k", b"v", timestamp=999_000)]), leader_epoch=0)
+    # LogAppendTime topics are not checked
+    stamped = open_log(
+        tmp_path, clock, config.replace(message_timestamp_type="log_append_time"), name="s-0"
+    )
+    stamped.append_as_leader(batch, leader_epoch=0)
+
+
+def test_a_keyless_record_is_named_once_and_the_timestamps_make_it_invalid_timestamp(tmp_path):
+    clock = ManualClock(wall_ms=1_000_000)
+    config = LogConfig(cleanup_policy="compact", message_timestamp_before_max_ms=1000)
+    log = open_log(tmp_path, clock, config)
+    keyless_and_old = Record(None, b"v", timestamp=1)
+    with pytest.raises(InvalidRecordError) as only_keys:
+        log.append_as_leader(build_batch([Record(b"k", b"v"), keyless_and_old]), leader_epoch=0)
+    assert [e.batch_index for e in only_keys.value.record_errors] == [1]
+    assert "without key" in only_keys.value.record_errors[0].message
+    old = Record(b"k", b"v", timestamp=2)
+    with pytest.raises(InvalidTimestampError) as both:
+        log.append_as_leader(build_batch([keyless_and_old, old]), leader_epoch=0)
+    assert [e.batch_index for e in both.value.record_errors] == [0, 1]
+    assert "without key" in both.value.record_errors[0].message
+    assert "Timestamp 2 of message with offset 1" in both.value.record_errors[1].message
