@@ -19,8 +19,9 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from bench.kafka import kafka_leader
 from deploy.local.cluster import LocalCluster
+from deploy.local.zookeeper import ZooKeeperServer
 from odradek.records import Compression, RecordBatch, read_batches
-from tests.kafka.conftest import call, fetch_request
+from tests.kafka.conftest import call, fetch_request, running_cluster
 from tests.kafka.test_confluent_kafka import consume, create_topic, produce, unique
 from tests.kafka.test_kcat import kcat
 
@@ -145,3 +146,23 @@ def test_invalid_values_are_invalid_config_in_kafkas_words(
     error: KafkaError = caught.value.args[0]
     assert error.code() == KafkaError.INVALID_CONFIG
     assert error.str() == f"Invalid value {value} for configuration {name}: {requirement}"
+
+
+def test_the_brokers_compression_type_is_every_topics_default(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> None:
+    """``compression.type`` in the nodes' server.properties: a topic without its own is stored
+    in that codec, and DescribeConfigs says where the value comes from (STATIC_BROKER_CONFIG,
+    under the broker config's name)."""
+    with running_cluster(
+        tmp_path_factory, zookeeper, "compression-default", overrides={"compression.type": "zstd"}
+    ) as cluster:
+        bootstrap = cluster.kafka_bootstrap_servers
+        topic = unique("node-default")
+        create_topic(bootstrap, topic, partitions=1)
+        produce(bootstrap, topic, [{"value": b"v %d" % i} for i in range(20)])
+        assert {b.compression for b in stored_batches(cluster, topic)} == {Compression.ZSTD}
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        (future,) = admin.describe_configs([ConfigResource("TOPIC", topic)]).values()
+        entry = future.result(timeout=60)["compression.type"]
+        assert (entry.value, entry.source) == ("zstd", ConfigSource.STATIC_BROKER_CONFIG.value)
