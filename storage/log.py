@@ -517,8 +517,8 @@ class Log:
         (a non-transactional batch in the producer's open transaction) or
         ``TransactionCoordinatorFencedError`` (a marker of an older coordinator epoch); on any
         error nothing is written. With ``blocking`` False it raises :class:`AppendWouldBlock`
-        instead of waiting for the log's lock or rolling a segment or flushing (nothing
-        written either).
+        instead of waiting for the log's lock, recompressing, rolling a segment or flushing
+        (nothing written either).
         """
         buf = bytearray(batches)
         headers = validated_headers(buf)
@@ -579,6 +579,9 @@ class Log:
         if target is not None and any(
             h.attributes & COMPRESSION_CODEC_MASK != target[0] and not h.is_control for h in headers
         ):
+            if not blocking:
+                # compressing takes milliseconds of CPU: not on a caller that must not block
+                raise AppendWouldBlock(f"{self._dir}: the append would recompress its batches")
             buf, headers = self._recompressed(buf, headers, *target)
         log_append_time = config.message_timestamp_type == "log_append_time"
         if not self._lock.acquire(blocking):

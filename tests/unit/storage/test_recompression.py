@@ -21,6 +21,7 @@ from odradek.records import (
     read_batches,
 )
 from storage import LogConfig
+from storage.errors import AppendWouldBlock
 from storage.log import Log
 from storage.recompression import target_compression
 from tests.storage_helpers import open_log
@@ -177,3 +178,14 @@ def test_the_compression_configs_read_and_write_kafkas_names():
     assert target_compression(config) == (Compression.ZSTD, -5)
     assert config.to_kafka()["compression.type"] == "zstd"
     assert LogConfig().to_kafka()["compression.type"] == "producer"
+
+
+def test_a_caller_that_must_not_block_is_told_the_append_would_recompress(tmp_path, clock):
+    # the Kafka door's event loop hands such an append to a request thread
+    log = open_log(tmp_path, clock, LogConfig(compression_type="gzip"))
+    with pytest.raises(AppendWouldBlock):
+        log.append_as_leader(build_batch(RECORDS), leader_epoch=0, blocking=False)
+    assert log.log_end_offset == 0
+    log.append_as_leader(build_batch(RECORDS, compression="gzip"), leader_epoch=0, blocking=False)
+    log.append_as_leader(build_batch(RECORDS), leader_epoch=0)
+    assert log.log_end_offset == 2 * len(RECORDS)
