@@ -22,9 +22,10 @@ GIL either way, and a request thread would add two thread hand-offs to every req
 trip. An append that would block — a partition's or log's lock held by another thread, a segment
 to roll or a flush (``flush.messages``), both of which write and fsync files — is not made there
 but handed to a request thread (:class:`~node.kafka_door.server.OnThread`), before the
-connection's next request is read. So is a request of more than :data:`ON_LOOP_MAX_BYTES` of
-records: reading every record of it would hold the loop, and every connection of the node, for
-milliseconds.
+connection's next request is read. So is an append whose batches the topic's
+``compression.type`` would recompress (milliseconds of CPU), and a request of more than
+:data:`ON_LOOP_MAX_BYTES` of records: reading every record of it would hold the loop, and every
+connection of the node, for milliseconds.
 """
 
 from __future__ import annotations
