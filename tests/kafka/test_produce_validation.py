@@ -158,3 +158,24 @@ def test_the_sdk_fails_the_keyless_records_with_their_own_error(
         assert error.record_errors == named
         with pytest.raises(type(error)):
             future.result(timeout=0)
+
+
+def test_the_sdks_send_many_names_the_keyless_records_by_their_index_in_the_call(
+    kafka_cluster: LocalCluster, bootstrap: str
+) -> None:
+    topic = unique("compacted-many")
+    create_topic(bootstrap, topic, partitions=1, **{"cleanup.policy": "compact"})
+    keys = [b"a", None, b"c", b"d", None]
+    with OdradekProducer(kafka_cluster.bootstrap_servers) as producer:
+        future = producer.send_many(topic, [b"v"] * len(keys), keys, partition=0)
+        errors = future.errors(timeout=60)
+    assert sorted(errors) == list(range(len(keys)))
+    assert [type(errors[i]) for i in range(len(keys))] == [
+        InvalidDifferentRecordError,
+        InvalidRecordError,
+        InvalidDifferentRecordError,
+        InvalidDifferentRecordError,
+        InvalidRecordError,
+    ]
+    with pytest.raises(InvalidRecordError):
+        future.result(timeout=0)

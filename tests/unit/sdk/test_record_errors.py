@@ -9,6 +9,7 @@ from odradek.client.errors import InvalidDifferentRecordError, error_from_code
 from odradek.client.futures import FutureRecordMetadata, ProduceRequestResult
 from odradek.client.types import TopicPartition
 from odradek.errors import InvalidRecordError, InvalidTimestampError, RecordError
+from odradek.producer import SendManyFuture
 
 TP = TopicPartition("orders", 0)
 
@@ -50,3 +51,19 @@ def test_a_batch_error_without_record_errors_fails_every_record_alike():
     assert all(f.exception(timeout=0) is error for f in futures)
     with pytest.raises(InvalidRecordError):
         futures[2].result(timeout=0)
+
+
+def test_send_manys_future_names_each_failed_record_by_its_index_in_the_call():
+    # two batches: the call's records 0-2 are records 1-3 of a refused batch (its record 2
+    # named), records 3-4 went into a batch that was stored
+    refused, stored = ProduceRequestResult(TP), ProduceRequestResult(TopicPartition("orders", 1))
+    future = SendManyFuture([(refused, 1, 3, 0), (stored, 0, 2, 3)], 0)
+    refused.complete(-1, -1, error_from_code(87, "summary", str(TP), (RecordError(2, "no key"),)))
+    stored.complete(10, -1, None)
+    errors = future.errors(timeout=0)
+    assert sorted(errors) == [0, 1, 2]
+    assert isinstance(errors[1], InvalidRecordError) and errors[1].message == "orders-0: no key"
+    assert isinstance(errors[0], InvalidDifferentRecordError)
+    assert isinstance(errors[2], InvalidDifferentRecordError)
+    with pytest.raises(InvalidRecordError):
+        future.result(timeout=0)
