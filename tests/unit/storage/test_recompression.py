@@ -15,6 +15,7 @@ from odradek.records import (
     CRC_OFFSET,
     RECORD_BATCH_OVERHEAD,
     Compression,
+    ControlRecordType,
     Record,
     RecordBatch,
     build_batch,
@@ -25,6 +26,7 @@ from storage.errors import AppendWouldBlock
 from storage.log import Log
 from storage.recompression import target_compression
 from tests.storage_helpers import open_log
+from tests.unit.storage.txn_helpers import marker, txn_batch
 
 RECORDS = [
     Record(
@@ -189,3 +191,16 @@ def test_a_caller_that_must_not_block_is_told_the_append_would_recompress(tmp_pa
     log.append_as_leader(build_batch(RECORDS, compression="gzip"), leader_epoch=0, blocking=False)
     log.append_as_leader(build_batch(RECORDS), leader_epoch=0)
     assert log.log_end_offset == 2 * len(RECORDS)
+
+
+def test_transactional_batches_keep_their_flag_and_markers_stay_uncompressed(tmp_path, clock):
+    # Kafka's LogValidator: the rebuilt batch keeps isTransactional; a control batch written
+    # uncompressed is never compressed
+    log = open_log(tmp_path, clock, LogConfig(compression_type="zstd"))
+    log.append_as_leader(txn_batch(7, 0, 3), leader_epoch=0)
+    log.append_transaction_marker(7, 0, marker(ControlRecordType.COMMIT), 0)
+    data, commit = stored(log)
+    assert data.compression is Compression.ZSTD and data.is_transactional
+    assert (data.producer_id, data.base_sequence, data.records_count) == (7, 0, 3)
+    assert commit.is_control and commit.compression is Compression.NONE
+    assert log.producer_state()[7].last_seq == 2
