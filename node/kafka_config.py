@@ -48,6 +48,10 @@ BROKER_TOPIC_NAMES: Mapping[str, str] = {
     "log.cleaner.min.compaction.lag.ms": "log.min.compaction.lag.ms",
     "log.cleaner.max.compaction.lag.ms": "log.max.compaction.lag.ms",
     "log.cleaner.delete.retention.ms": "log.delete.retention.ms",
+    "compression.type": "log.compression.type",
+    "compression.gzip.level": "log.compression.gzip.level",
+    "compression.lz4.level": "log.compression.lz4.level",
+    "compression.zstd.level": "log.compression.zstd.level",
 }
 """Kafka's broker names for topic defaults whose odradek spelling differs."""
 
@@ -98,7 +102,6 @@ IGNORED_KAFKA_CONFIGS = frozenset(
         "leader.imbalance.per.broker.percentage",
         "leader.imbalance.check.interval.seconds",
         "delete.topic.enable",
-        "compression.type",
         "log.cleaner.enable",
         "log.cleaner.threads",
         "log.cleaner.io.max.bytes.per.second",

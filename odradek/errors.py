@@ -10,9 +10,11 @@ This module is pure and imports nothing of ours.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 __all__ = [
+    "RecordError",
     "IneligibleReplicaError",
     "PreferredLeaderNotAvailableError",
     "StaleControllerEpochError",
@@ -83,20 +85,32 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True, slots=True)
+class RecordError:
+    """One record of a batch the leader refused (Kafka's ``ProduceResponse.RecordError``,
+    KIP-467): its index in its batch (0 for the batch's first record) and why."""
+
+    batch_index: int
+    message: str
+
+
 class OdradekError(Exception):
     """Root of every error odradek raises on purpose.
 
     ``code`` and ``name`` are Kafka's (``-1``/``UNKNOWN_SERVER_ERROR`` for errors with no wire
-    meaning); ``retriable`` says whether the same request may succeed later.
+    meaning); ``retriable`` says whether the same request may succeed later. ``record_errors``
+    names the records that made a produce fail (KIP-467: INVALID_RECORD, INVALID_TIMESTAMP),
+    by their index in their batch; empty for every other error.
     """
 
     code: ClassVar[int] = -1
     name: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
     retriable: ClassVar[bool] = False
 
-    def __init__(self, message: str = "") -> None:
+    def __init__(self, message: str = "", record_errors: tuple[RecordError, ...] = ()) -> None:
         super().__init__(message or self.name)
         self.message = message or self.name
+        self.record_errors = record_errors
 
     def __str__(self) -> str:
         return f"{self.name} ({self.code}): {self.message}"
@@ -557,7 +571,9 @@ ERRORS_BY_CODE: dict[int, type[OdradekError]] = _collect()
 """Kafka error code → the error class for it (code 0, NONE, has none)."""
 
 
-def error_for_code(code: int, message: str = "") -> OdradekError:
+def error_for_code(
+    code: int, message: str = "", record_errors: tuple[RecordError, ...] = ()
+) -> OdradekError:
     """The error for a wire ``code``; unknown codes give :class:`UnknownServerError`.
 
     Raises ``ValueError`` for code 0 (NONE), which is not an error.
@@ -565,5 +581,4 @@ def error_for_code(code: int, message: str = "") -> OdradekError:
     if code == 0:
         raise ValueError("error code 0 (NONE) is not an error")
     cls = ERRORS_BY_CODE.get(code, UnknownServerError)
-    err = cls(message)
-    return err
+    return cls(message, record_errors)

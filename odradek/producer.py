@@ -220,6 +220,24 @@ class SendManyFuture:
                 return part[0].error
         return None
 
+    def errors(self, timeout: float | None = None) -> dict[int, BaseException]:
+        """Each failed record's error by its index in the records given to ``send_many``
+        (empty: all delivered): its batch's error, or where the broker named the batch's
+        invalid records (KIP-467) each named record's own ``InvalidRecordError`` and
+        ``InvalidDifferentRecordError`` for the others, as :meth:`FutureRecordMetadata.exception`
+        gives them. Raises ``TimeoutError`` if they are not all settled after ``timeout``
+        seconds."""
+        self._wait(timeout)
+        out: dict[int, BaseException] = {}
+        for result, first, count, position in self._parts:
+            if result.error is None:
+                continue
+            for i in range(count):
+                error = result.error_of(first + i)
+                if error is not None:
+                    out[position + i] = error
+        return out
+
     def result(self, timeout: float | None = None) -> int:
         """How many records were delivered (all of them), once they are. Raises the first
         batch's typed error if any failed, ``TimeoutError`` after ``timeout`` seconds."""

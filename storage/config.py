@@ -20,6 +20,8 @@ from odradek.errors import InvalidConfigError
 __all__ = [
     "LONG_MAX",
     "CLEANUP_POLICIES",
+    "COMPRESSION_LEVELS",
+    "COMPRESSION_TYPES",
     "CleanerConfig",
     "InvalidConfigValueError",
     "LogConfig",
@@ -30,6 +32,18 @@ LONG_MAX = 2**63 - 1
 """Java's ``Long.MAX_VALUE``: Kafka's "never" for flush and lag settings."""
 
 CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+"""``compression.type``'s values, in the order Kafka's ``BrokerCompressionType`` lists them."""
+COMPRESSION_LEVELS = {
+    # field: (lowest, highest, default), as Kafka's CompressionType (KIP-390)
+    "compression_gzip_level": (1, 9, -1),
+    "compression_lz4_level": (1, 17, 9),
+    "compression_zstd_level": (-131072, 22, 3),
+}
+"""The level configs' ranges; gzip also takes -1, zlib's default (level 6)."""
+_KAFKA_WORDED = frozenset({"compression_type", *COMPRESSION_LEVELS})
+"""Configs whose invalid values are refused in Kafka's own words (``Invalid value x for
+configuration compression.type: String must be one of: ...``), as Kafka clients expect."""
 _KAFKA_VALUES = {
     "message_timestamp_type": {"create_time": "CreateTime", "log_append_time": "LogAppendTime"}
 }
@@ -95,6 +109,22 @@ class LogConfig:
     producer_id_expiration_ms: int = 86_400_000
     """Forget an idempotent producer this long after its last batch's timestamp (Kafka's
     broker config ``producer.id.expiration.ms``; min 1)."""
+    message_timestamp_before_max_ms: int = LONG_MAX
+    """With ``create_time``: refuse a batch holding a record whose timestamp is more than
+    this before the leader's clock (min 0; INVALID_TIMESTAMP, the records named)."""
+    message_timestamp_after_max_ms: int = LONG_MAX
+    """With ``create_time``: refuse a batch holding a record whose timestamp is more than
+    this after the leader's clock (min 0)."""
+    compression_type: str = "producer"
+    """The codec the leader stores batches with: ``producer`` keeps each batch's own;
+    ``uncompressed``, ``gzip``, ``snappy``, ``lz4`` or ``zstd`` recompresses a batch sent with
+    another codec (:mod:`storage.recompression`)."""
+    compression_gzip_level: int = -1
+    """The gzip level of recompressed batches: 1 to 9, or -1 (zlib's default, 6)."""
+    compression_lz4_level: int = 9
+    """The lz4 level of recompressed batches: 1 (fast) to 17 (3 and above: LZ4 HC)."""
+    compression_zstd_level: int = 3
+    """The zstd level of recompressed batches: -131072 to 22."""
 
     def __post_init__(self) -> None:
         _at_least("segment_bytes", self.segment_bytes, 14)
@@ -113,6 +143,8 @@ class LogConfig:
         _at_least("delete_retention_ms", self.delete_retention_ms, 0)
         _at_least("min_insync_replicas", self.min_insync_replicas, 1)
         _at_least("producer_id_expiration_ms", self.producer_id_expiration_ms, 1)
+        _at_least("message_timestamp_before_max_ms", self.message_timestamp_before_max_ms, 0)
+        _at_least("message_timestamp_after_max_ms", self.message_timestamp_after_max_ms, 0)
         if self.cleanup_policy not in CLEANUP_POLICIES:
             raise InvalidConfigValueError(
                 "cleanup_policy",
@@ -129,6 +161,25 @@ class LogConfig:
             raise InvalidConfigValueError(
                 "min_cleanable_dirty_ratio", self.min_cleanable_dirty_ratio, "must be 0 to 1"
             )
+        if self.compression_type not in COMPRESSION_TYPES:
+            raise InvalidConfigValueError(
+                "compression_type",
+                self.compression_type,
+                f"String must be one of: {', '.join(COMPRESSION_TYPES)}",
+            )
+        for name, (lowest, highest, default) in COMPRESSION_LEVELS.items():
+            level = getattr(self, name)
+            if isinstance(level, bool) or not isinstance(level, int):
+                raise InvalidConfigValueError(name, level, "must be an integer")
+            if level == default or lowest <= level <= highest:
+                continue
+            if default < lowest:  # gzip: Kafka's own wording for its -1
+                requirement = f"Value must be between {lowest} and {highest} or equal to {default}"
+            elif level < lowest:
+                requirement = f"Value must be at least {lowest}"
+            else:
+                requirement = f"Value must be no more than {highest}"
+            raise InvalidConfigValueError(name, level, requirement)
 
     @property
     def compact(self) -> bool:
@@ -188,9 +239,16 @@ class LogConfig:
                     value = int(raw)
                 elif isinstance(current, float):
                     value = float(raw)
+                elif name in _KAFKA_WORDED:
+                    value = raw.strip()  # Kafka's ValidString is case-sensitive
                 else:
                     value = raw.strip().lower()
             except ValueError:
+                if name in _KAFKA_WORDED:
+                    raise InvalidConfigError(
+                        f"Invalid value {raw} for configuration {written[key]}: "
+                        "Not a number of type INT"
+                    ) from None
                 raise InvalidConfigError(
                     f"invalid value {raw!r} for {kind} {written[key]!r}"
                 ) from None
@@ -206,6 +264,10 @@ class LogConfig:
             if key not in props:
                 raise
             requirement = e.requirement
+            if e.config in _KAFKA_WORDED:
+                raise InvalidConfigError(
+                    f"Invalid value {props[key]} for configuration {written[key]}: {requirement}"
+                ) from None
             if e.config in _KAFKA_VALUES:
                 requirement = "must be " + " or ".join(_KAFKA_VALUES[e.config].values())
             raise InvalidConfigError(

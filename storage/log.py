@@ -14,7 +14,8 @@ The leader's append path validates each batch (size, CRC-32C, offsets/count cons
 assigns offsets by rewriting the batch's base offset and stamps the leader epoch — both fields
 lie outside the CRC — and writes the bytes as they came: records are neither decoded nor
 re-encoded, and the CRC is not recomputed (except with ``log_append_time``, which rewrites a
-covered field). Reads return whole batches as raw bytes.
+covered field, and for a batch recompressed to the topic's ``compression.type``:
+:mod:`storage.recompression`). Reads return whole batches as raw bytes.
 
 Idempotent producers (:mod:`storage.producer_state`): the leader checks each batch that has
 a producer id against the producer's stored epoch and sequences before anything is written; a
@@ -67,10 +68,13 @@ from odradek.errors import (
     RecordListTooLargeError,
 )
 from odradek.records import (
+    COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
     NO_PRODUCER_ID,
     NO_TIMESTAMP,
     TRANSACTIONAL_FLAG_MASK,
+    BatchHeader,
+    Compression,
     EndTransactionMarker,
     build_end_txn_marker,
     set_log_append_time,
@@ -79,7 +83,7 @@ from odradek.records import (
 )
 from storage.checkpoint_file import fsync_dir
 from storage.cleaner_manager import LogSnapshot, SegmentSnapshot
-from storage.config import LogConfig
+from storage.config import LONG_MAX, LogConfig
 from storage.errors import (
     AppendWouldBlock,
     CorruptIndexError,
@@ -105,7 +109,7 @@ from storage.log_segment import (
     filename_prefix_from_offset,
 )
 from storage.log_segments import LogSegments
-from storage.log_validator import check_records
+from storage.log_validator import check_records, out_of_range_timestamps, refused_records_error
 from storage.producer_state import (
     AppendAnalysis,
     AppendOrigin,
@@ -114,6 +118,7 @@ from storage.producer_state import (
     ProducerStateManager,
     marker_at,
 )
+from storage.recompression import recompress, target_compression
 from storage.retention import RetentionReason, SegmentSummary, deletable_segments
 from storage.transaction_index import AbortedTxn
 
@@ -501,16 +506,19 @@ class Log:
         producer state (:mod:`storage.producer_state`): a duplicate of one of the producer's
         last five batches writes nothing and returns the original offsets with ``duplicate``
         set. Raises ``CorruptRecordError`` (also for malformed records under a right CRC),
-        ``InvalidRecordError`` (also for a record without a key on a compacted log, or a
-        compressed batch without incremental offsets), ``MessageTooLargeError`` (a batch over
-        ``max_message_bytes``),
+        ``InvalidRecordError`` (also for records without a key on a compacted log, named in its
+        ``record_errors``, or a compressed batch without incremental offsets),
+        ``InvalidTimestampError`` (records whose CreateTime is out of
+        ``message_timestamp_before_max_ms`` / ``after_max_ms`` of the clock, named in its
+        ``record_errors``), ``MessageTooLargeError`` (a batch over ``max_message_bytes``, also
+        once recompressed to ``compression_type``),
         ``RecordListTooLargeError`` (more than ``segment_bytes`` in one append),
         ``OutOfOrderSequenceError``, ``InvalidProducerEpochError``, ``InvalidTxnStateError``
         (a non-transactional batch in the producer's open transaction) or
         ``TransactionCoordinatorFencedError`` (a marker of an older coordinator epoch); on any
         error nothing is written. With ``blocking`` False it raises :class:`AppendWouldBlock`
-        instead of waiting for the log's lock or rolling a segment or flushing (nothing
-        written either).
+        instead of waiting for the log's lock, recompressing, rolling a segment or flushing
+        (nothing written either).
         """
         buf = bytearray(batches)
         headers = validated_headers(buf)
@@ -518,6 +526,10 @@ class Log:
             raise InvalidRecordError("the append contains no record batch")
         config = self._config
         max_message_bytes = config.max_message_bytes
+        check_timestamps = config.message_timestamp_type == "create_time" and (
+            config.message_timestamp_before_max_ms < LONG_MAX
+            or config.message_timestamp_after_max_ms < LONG_MAX
+        )
         for index, h in enumerate(headers):
             if h.size_in_bytes > max_message_bytes:
                 raise MessageTooLargeError(
@@ -542,8 +554,35 @@ class Log:
                 )
             # every record is read, as Kafka's LogValidator does: a right CRC over malformed
             # records is refused here, before anything is written
-            if check_records(buf, h.position) and config.compact:
-                raise InvalidRecordError("compacted topics accept only records with a key")
+            keyless = check_records(buf, h.position)
+            if not config.compact:
+                keyless = ()
+            out_of_range = (
+                out_of_range_timestamps(
+                    buf,
+                    h.position,
+                    self._clock.wall_ms(),
+                    config.message_timestamp_before_max_ms,
+                    config.message_timestamp_after_max_ms,
+                )
+                if check_timestamps
+                else {}
+            )
+            if keyless or out_of_range:
+                # Kafka refuses the batch and names each record at fault (KIP-467)
+                refused = refused_records_error(
+                    f"{self.topic}-{self.partition}", keyless, out_of_range
+                )
+                assert refused is not None
+                raise refused
+        target = target_compression(config)
+        if target is not None and any(
+            h.attributes & COMPRESSION_CODEC_MASK != target[0] and not h.is_control for h in headers
+        ):
+            if not blocking:
+                # compressing takes milliseconds of CPU: not on a caller that must not block
+                raise AppendWouldBlock(f"{self._dir}: the append would recompress its batches")
+            buf, headers = self._recompressed(buf, headers, *target)
         log_append_time = config.message_timestamp_type == "log_append_time"
         if not self._lock.acquire(blocking):
             raise AppendWouldBlock(f"{self._dir}: the log's lock is held")
@@ -626,6 +665,35 @@ class Log:
             timestamp=self._clock.wall_ms(),
         )
         return self.append_as_leader(data, leader_epoch, origin=AppendOrigin.COORDINATOR)
+
+    def _recompressed(
+        self,
+        buf: bytearray,
+        headers: list[BatchHeader],
+        codec: Compression,
+        level: int | None,
+    ) -> tuple[bytearray, list[BatchHeader]]:
+        """``buf`` with each batch not in ``codec`` recompressed to it (the topic's
+        ``compression.type``: :mod:`storage.recompression`), and its headers. Raises
+        ``MessageTooLargeError`` for a batch that grew past ``max_message_bytes``, as Kafka's
+        ``UnifiedLog.append`` checks again after recompressing."""
+        out = bytearray()
+        for h in headers:
+            # Kafka does not compress control batches (transaction markers) written uncompressed
+            if h.attributes & COMPRESSION_CODEC_MASK == codec or h.is_control:
+                out += buf[h.position : h.position + h.size_in_bytes]
+            else:
+                out += recompress(buf, h, codec, level)
+        rebuilt = validated_headers(out)
+        limit = self._config.max_message_bytes
+        for h in rebuilt:
+            if h.size_in_bytes > limit:
+                raise MessageTooLargeError(
+                    f"Message batch size is {h.size_in_bytes} bytes in append to partition "
+                    f"{self.topic}-{self.partition} which exceeds the maximum configured size of "
+                    f"{limit}."
+                )
+        return out, rebuilt
 
     def append_as_follower(self, batches: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches copied from the leader, keeping their offsets and epochs.

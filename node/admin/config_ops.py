@@ -48,11 +48,23 @@ _INT_CONFIGS = frozenset(
         "index.interval.bytes",
         "max.message.bytes",
         "min.insync.replicas",
+        "compression.gzip.level",
+        "compression.lz4.level",
+        "compression.zstd.level",
     }
 )
 """Kafka's INT topic configs (the other numbers are LONG, the ratio DOUBLE)."""
 
-_UNPREFIXED = frozenset({"min.insync.replicas", "unclean.leader.election.enable"})
+_UNPREFIXED = frozenset(
+    {
+        "min.insync.replicas",
+        "unclean.leader.election.enable",
+        "compression.type",
+        "compression.gzip.level",
+        "compression.lz4.level",
+        "compression.zstd.level",
+    }
+)
 _KAFKA_BROKER_NAME = {ours: kafka for kafka, ours in BROKER_TOPIC_NAMES.items()}
 
 

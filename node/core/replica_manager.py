@@ -785,5 +785,9 @@ class _FetchParams:
 
 def _produce_error(topic: str, partition: int, err: OdradekError) -> ProduceResult:
     return ProduceResult(
-        topic=topic, partition=partition, error_code=err.code, error_message=err.message
+        topic=topic,
+        partition=partition,
+        error_code=err.code,
+        error_message=err.message,
+        record_errors=err.record_errors,
     )

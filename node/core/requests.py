@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from odradek.errors import RecordError
 from storage.file_records import FileSlice
 
 __all__ = [
@@ -108,6 +109,9 @@ class ProduceResult:
     """-1 unless the topic uses LogAppendTime."""
     log_start_offset: int = -1
     error_message: str = ""
+    record_errors: tuple[RecordError, ...] = ()
+    """The records that made the batch fail, by their index in it (KIP-467: INVALID_RECORD,
+    INVALID_TIMESTAMP); empty otherwise."""
 
 
 # -- Fetch (Kafka's FetchRequest / FetchResponse) ----------------------------------------------

@@ -90,6 +90,10 @@ def _produce_result(r: ProduceResult) -> pb.ProducePartitionResponse:
         base_offset=r.base_offset,
         log_append_time_ms=r.log_append_time_ms,
         log_start_offset=r.log_start_offset,
+        record_errors=[
+            pb.ProduceRecordError(batch_index=e.batch_index, message=e.message)
+            for e in r.record_errors
+        ],
     )
 
 

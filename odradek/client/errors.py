@@ -22,6 +22,7 @@ from odradek.errors import (
     MessageTooLargeError,
     NotLeaderOrFollowerError,
     OdradekError,
+    RecordError,
     ReplicaNotAvailableError,
     RequestTimedOutError,
     UnknownLeaderEpochError,
@@ -32,6 +33,7 @@ from odradek.errors import (
 )
 
 __all__ = [
+    "InvalidDifferentRecordError",
     "NetworkError",
     "NoOffsetForPartitionError",
     "ProducerClosedError",
@@ -74,6 +76,16 @@ class BufferExhaustedError(OdradekError):
     name, retriable = "BUFFER_EXHAUSTED", True
 
 
+class InvalidDifferentRecordError(OdradekError):
+    """A record the leader refused only because its batch held records that were invalid
+    (librdkafka's ``_INVALID_DIFFERENT_RECORD``; Kafka's Java producer fails them with a plain
+    ``KafkaException``): the batch is refused whole (KIP-467). ``record_errors`` names the
+    records that were invalid, by their index in the batch. Client-side, no wire code; not
+    retriable as it stands (the same batch would be refused again)."""
+
+    name = "INVALID_DIFFERENT_RECORD"
+
+
 # Errors after which the client's idea of who leads a partition is probably wrong (Kafka's
 # InvalidMetadataException family): refresh the metadata before retrying.
 _INVALID_METADATA: tuple[type[OdradekError], ...] = (
@@ -98,13 +110,16 @@ def one_line(text: str) -> str:
     return " ".join(text.split()) if ("\n" in text or "\r" in text) else text
 
 
-def error_from_code(code: int, message: str = "", context: str = "") -> OdradekError:
+def error_from_code(
+    code: int, message: str = "", context: str = "", record_errors: tuple[RecordError, ...] = ()
+) -> OdradekError:
     """The error for a non-zero wire ``code``; ``context`` (e.g. ``"topic-0"``) prefixes the
-    broker's message, which defaults to the error's name."""
+    broker's message, which defaults to the error's name. ``record_errors``: the records of a
+    produced batch the broker named (KIP-467)."""
     text = message or ""
     if context:
         text = f"{context}: {text}" if text else context
-    return error_for_code(code, one_line(text))
+    return error_for_code(code, one_line(text), record_errors)
 
 
 def error_from_rpc(exc: grpc.RpcError, address: str) -> OdradekError:

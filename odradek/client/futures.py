@@ -22,7 +22,9 @@ import logging
 import threading
 from collections.abc import Callable
 
+from odradek.client.errors import InvalidDifferentRecordError
 from odradek.client.types import RecordMetadata, TopicPartition
+from odradek.errors import InvalidRecordError, OdradekError
 
 __all__ = ["FutureRecordMetadata", "ProduceRequestResult", "wait_all"]
 
@@ -49,6 +51,7 @@ class ProduceRequestResult:
         "_callbacks",
         "_done",
         "_event",
+        "_record_failures",
         "base_offset",
         "error",
         "log_append_time_ms",
@@ -60,6 +63,9 @@ class ProduceRequestResult:
         self.base_offset = -1
         self.log_append_time_ms = -1
         self.error: BaseException | None = None
+        # where the broker named the batch's invalid records (KIP-467): each named record's
+        # error by its index in the batch, and the error of the batch's other records
+        self._record_failures: tuple[dict[int, OdradekError], OdradekError] | None = None
         self._done = False
         self._event = threading.Event()
         # callback, future, callback, future, ...: flat, so that a record's callback allocates
@@ -82,6 +88,8 @@ class ProduceRequestResult:
             self.base_offset = base_offset
             self.log_append_time_ms = log_append_time_ms
             self.error = error
+            if isinstance(error, OdradekError) and error.record_errors:
+                self._record_failures = _record_failures(error)
             self._done = True
             callbacks = self._callbacks
             self._callbacks = None
@@ -96,6 +104,19 @@ class ProduceRequestResult:
                     callback(future)  # type: ignore[operator]
                 except Exception:
                     log.exception("a send() callback raised")
+
+    def error_of(self, batch_index: int) -> BaseException | None:
+        """The error the batch's record at ``batch_index`` failed with (``None``: delivered):
+        the batch's error, except where the broker named the batch's invalid records
+        (KIP-467): then each named record fails with its own message, as
+        :class:`~odradek.errors.InvalidRecordError` (or the partition's error type, when it
+        named only one record, as Kafka's producer does), and every other record with
+        :class:`~odradek.client.errors.InvalidDifferentRecordError`; all of them carry the
+        batch's ``record_errors``."""
+        failures = self._record_failures
+        if failures is None:
+            return self.error
+        return failures[0].get(batch_index, failures[1])
 
     def wait(self, timeout: float | None) -> bool:
         """Wait up to ``timeout`` seconds (``None``: without limit); ``True`` if complete."""
@@ -117,6 +138,23 @@ class ProduceRequestResult:
                 callbacks += (callback, future)
                 return
         _run(callback, future)
+
+
+def _record_failures(error: OdradekError) -> tuple[dict[int, OdradekError], OdradekError]:
+    """Each named record's error and the other records' one (see ``error_of``)."""
+    named_errors = error.record_errors
+    context, _, summary = error.message.partition(": ")  # "topic-0: <the broker's message>"
+    cls = type(error) if len(named_errors) == 1 else InvalidRecordError
+    named: dict[int, OdradekError] = {
+        e.batch_index: cls(f"{context}: {e.message or summary}", named_errors) for e in named_errors
+    }
+    indices = ", ".join(str(e.batch_index) for e in named_errors)
+    other = InvalidDifferentRecordError(
+        f"{context}: the record was refused because its batch had invalid records (at "
+        f"{indices} in the batch): {summary}",
+        named_errors,
+    )
+    return named, other
 
 
 _SEAL: object = object()
@@ -208,7 +246,7 @@ class FutureRecordMetadata:
         if not result._done and not result._event.wait(timeout):
             raise TimeoutError(f"the record was not delivered within {timeout} s")
         if result.error is not None:
-            raise result.error
+            raise result.error_of(self._relative_offset) or result.error
         # _metadata inlined: a delivery callback calls this once per record
         base = result.base_offset
         append_time = result.log_append_time_ms
@@ -229,7 +267,7 @@ class FutureRecordMetadata:
         result = self._result
         if not result._done and not result._event.wait(timeout):
             raise TimeoutError(f"the record was not delivered within {timeout} s")
-        return result.error
+        return result.error_of(self._relative_offset)
 
     def add_done_callback(self, fn: Callback) -> None:
         """Call ``fn(self)`` when the record is delivered or fails (at once if it already

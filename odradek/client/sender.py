@@ -50,6 +50,7 @@ from odradek.errors import (
     InvalidRecordError,
     NotLeaderOrFollowerError,
     OdradekError,
+    RecordError,
     RequestTimedOutError,
     UnknownServerError,
 )
@@ -392,7 +393,12 @@ class Sender:
                 self._accumulator.done(batch)
                 self._failing.discard(batch.tp)
             else:
-                error = error_from_code(result.error_code, result.error_message, str(batch.tp))
+                error = error_from_code(
+                    result.error_code,
+                    result.error_message,
+                    str(batch.tp),
+                    tuple(RecordError(e.batch_index, e.message) for e in result.record_errors),
+                )
                 self._retry_or_fail(batch, error, now)
 
     def _init_producer_id(self) -> None:

@@ -145,12 +145,19 @@ _UINT32_LE = struct.Struct("<I")
 _LZ4_END_MARK = _UINT32_LE.pack(0)
 
 
-def _lz4_compress(data: bytes) -> bytes:
+def _lz4_compress(data: bytes, level: int | None = None) -> bytes:
     out = bytearray(_LZ4_HEADER)
     view = memoryview(data)
+    # Kafka's lz4 levels (KIP-390): 1 the fast compressor, above it LZ4 HC at that level
+    high = level is not None and level > 1
     for start in range(0, len(data), _LZ4_BLOCK_SIZE):
         chunk = view[start : start + _LZ4_BLOCK_SIZE]
-        block = cramjam.lz4.compress_block(chunk, store_size=False)
+        if high:
+            block = cramjam.lz4.compress_block(
+                chunk, store_size=False, mode="high_compression", compression=level
+            )
+        else:
+            block = cramjam.lz4.compress_block(chunk, store_size=False)
         if len(block) >= len(chunk):
             # Incompressible: store the block as is, flagged by the size's high bit.
             out += _UINT32_LE.pack(len(chunk) | _LZ4_UNCOMPRESSED)
@@ -173,23 +180,29 @@ def _lz4_decompress(data: bytes) -> bytes:
 # --- dispatch ---------------------------------------------------------------------------------
 
 
-def compress(codec: Compression, data: bytes) -> bytes:
+def compress(codec: Compression, data: bytes, level: int | None = None) -> bytes:
     """``data`` compressed with ``codec`` in Kafka's framing (the module docstring gives them).
 
-    ``Compression.NONE`` returns ``data`` unchanged. Raises
+    ``level`` is the codec's level as Kafka's ``compression.<codec>.level`` configs take it
+    (KIP-390: gzip 1-9 or -1, lz4 1-17, zstd -131072-22; snappy has none); ``None`` keeps the
+    library's default. ``Compression.NONE`` returns ``data`` unchanged. Raises
     :class:`~odradek.errors.UnsupportedCompressionTypeError` if ``codec`` is not a
     :class:`Compression`.
     """
     if codec == Compression.NONE:
         return bytes(data)
     if codec == Compression.GZIP:
-        return bytes(cramjam.gzip.compress(data))
+        if level is None or level < 0:  # -1: zlib's default (6), as java.util.zip
+            return bytes(cramjam.gzip.compress(data))
+        return bytes(cramjam.gzip.compress(data, level=level))
     if codec == Compression.SNAPPY:
         return _snappy_compress(data)
     if codec == Compression.LZ4:
-        return _lz4_compress(data)
+        return _lz4_compress(data, level)
     if codec == Compression.ZSTD:
-        return bytes(cramjam.zstd.compress(data))
+        if level is None:
+            return bytes(cramjam.zstd.compress(data))
+        return bytes(cramjam.zstd.compress(data, level=level))
     raise UnsupportedCompressionTypeError(f"unknown compression codec {codec!r}")
 
 

@@ -333,6 +333,7 @@ class ProducePartitionResponse(_message.Message):
     BASE_OFFSET_FIELD_NUMBER: _builtins.int
     LOG_APPEND_TIME_MS_FIELD_NUMBER: _builtins.int
     LOG_START_OFFSET_FIELD_NUMBER: _builtins.int
+    RECORD_ERRORS_FIELD_NUMBER: _builtins.int
     topic: _builtins.str
     partition: _builtins.int
     error_code: _builtins.int
@@ -342,6 +343,12 @@ class ProducePartitionResponse(_message.Message):
     log_append_time_ms: _builtins.int
     """-1 unless the topic uses LogAppendTime"""
     log_start_offset: _builtins.int
+    @_builtins.property
+    def record_errors(self) -> _containers.RepeatedCompositeFieldContainer[Global___ProduceRecordError]:
+        """The records that made the batch fail (Kafka's KIP-467: INVALID_RECORD, e.g. records
+        without a key for a compacted topic); the whole batch is refused.
+        """
+
     def __init__(
         self,
         *,
@@ -352,14 +359,38 @@ class ProducePartitionResponse(_message.Message):
         base_offset: _builtins.int = ...,
         log_append_time_ms: _builtins.int = ...,
         log_start_offset: _builtins.int = ...,
+        record_errors: _abc.Iterable[Global___ProduceRecordError] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_offset", b"base_offset", "error_code", b"error_code", "error_message", b"error_message", "log_append_time_ms", b"log_append_time_ms", "log_start_offset", b"log_start_offset", "partition", b"partition", "topic", b"topic"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_offset", b"base_offset", "error_code", b"error_code", "error_message", b"error_message", "log_append_time_ms", b"log_append_time_ms", "log_start_offset", b"log_start_offset", "partition", b"partition", "record_errors", b"record_errors", "topic", b"topic"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ProducePartitionResponse: _TypeAlias = ProducePartitionResponse  # noqa: Y015
+
+@_typing.final
+class ProduceRecordError(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BATCH_INDEX_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    batch_index: _builtins.int
+    """the record's index in its batch (0: the batch's first record)"""
+    message: _builtins.str
+    def __init__(
+        self,
+        *,
+        batch_index: _builtins.int = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_index", b"batch_index", "message", b"message"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ProduceRecordError: _TypeAlias = ProduceRecordError  # noqa: Y015
 
 @_typing.final
 class ProduceResponse(_message.Message):

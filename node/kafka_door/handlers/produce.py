@@ -4,7 +4,9 @@ Kafka 4 does: KAFKA-18659).
 The records stay bytes: each partition's record set goes to the replica manager as sent, which
 validates every batch (CRC-32C, the idempotent producer's sequence), assigns offsets and appends.
 Per-partition errors are Kafka's codes (NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE,
-CORRUPT_MESSAGE, INVALID_RECORD, OUT_OF_ORDER_SEQUENCE_NUMBER, ...); a partition the principal
+CORRUPT_MESSAGE, INVALID_RECORD, OUT_OF_ORDER_SEQUENCE_NUMBER, ...), with from v8 the
+``record_errors`` naming, by index in its batch, each record that made the batch fail (KIP-467:
+records without a key for a compacted topic); a partition the principal
 may not WRITE is TOPIC_AUTHORIZATION_FAILED (29) and never reaches the log. With acks=0 the
 broker answers nothing (``NO_RESPONSE``), and closes the connection if any partition failed
 (``KafkaApis.handleProduceRequest``: so that the producer notices and refreshes its metadata).
@@ -20,9 +22,10 @@ GIL either way, and a request thread would add two thread hand-offs to every req
 trip. An append that would block — a partition's or log's lock held by another thread, a segment
 to roll or a flush (``flush.messages``), both of which write and fsync files — is not made there
 but handed to a request thread (:class:`~node.kafka_door.server.OnThread`), before the
-connection's next request is read. So is a request of more than :data:`ON_LOOP_MAX_BYTES` of
-records: reading every record of it would hold the loop, and every connection of the node, for
-milliseconds.
+connection's next request is read. So is an append whose batches the topic's
+``compression.type`` would recompress (milliseconds of CPU), and a request of more than
+:data:`ON_LOOP_MAX_BYTES` of records: reading every record of it would hold the loop, and every
+connection of the node, for milliseconds.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ __all__ = ["handle_produce"]
 API_KEY = 0
 _RECHECK_MS = 1000
 """A waiting produce is checked at least this often (as the core's own wait does)."""
+_RECORD_ERRORS_VERSION = 8
+"""From this version an answer names the records that made a batch fail (KIP-467)."""
 ON_LOOP_MAX_BYTES = 256 * 1024
 """The most record bytes a produce request may carry to be appended on the door's loop (the
 validation reads every record: about 1 ms of the loop for this much); larger ones are appended
@@ -113,6 +118,11 @@ def _answer(ctx: RequestContext, request: Any, results: list[ProduceResult]) -> 
     cls = response_class(API_KEY, ctx.api_version)
     topic_cls = nested(cls, "TopicProduceResponse")
     partition_cls = nested(cls, "PartitionProduceResponse")
+    record_error_cls = (
+        nested(cls, "BatchIndexAndErrorMessage")
+        if ctx.api_version >= _RECORD_ERRORS_VERSION
+        else None
+    )
     by_key = {(r.topic, r.partition): r for r in results}
     topics = []
     for topic in request.topic_data:
@@ -127,7 +137,16 @@ def _answer(ctx: RequestContext, request: Any, results: list[ProduceResult]) -> 
                     base_offset=r.base_offset,
                     log_append_time=r.log_append_time_ms,
                     log_start_offset=r.log_start_offset,
-                    record_errors=(),
+                    record_errors=tuple(
+                        make(
+                            record_error_cls,
+                            batch_index=e.batch_index,
+                            batch_index_error_message=e.message,
+                        )
+                        for e in r.record_errors
+                    )
+                    if record_error_cls is not None
+                    else (),
                     error_message=r.error_message or None,
                 )
             )

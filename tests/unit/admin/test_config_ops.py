@@ -123,3 +123,24 @@ def test_describe_only_the_asked_keys_without_synonyms():
         {}, LogConfig(), ["retention.ms", "no.such", "retention.ms"], include_synonyms=False
     )
     assert [(e.name, e.synonyms) for e in entries] == [("retention.ms", ())]
+
+
+def test_compression_type_is_described_with_kafkas_broker_synonym():
+    # Kafka's broker config of the same name (not log.compression.type), STRING; the levels INT
+    described = {
+        c.name: c
+        for c in describe_topic_configs(
+            {"compression.type": "gzip"}, LogConfig(compression_type="zstd")
+        )
+    }
+    entry = described["compression.type"]
+    assert (entry.value, entry.config_source) == ("gzip", ConfigSource.DYNAMIC_TOPIC_CONFIG)
+    assert [(s.name, s.value, s.source) for s in entry.synonyms] == [
+        ("compression.type", "gzip", ConfigSource.DYNAMIC_TOPIC_CONFIG),
+        ("compression.type", "zstd", ConfigSource.STATIC_BROKER_CONFIG),
+        ("compression.type", "producer", ConfigSource.DEFAULT_CONFIG),
+    ]
+    assert entry.config_type is ConfigType.STRING
+    level = described["compression.gzip.level"]
+    assert (level.value, level.config_source) == ("-1", ConfigSource.DEFAULT_CONFIG)
+    assert level.config_type is ConfigType.INT

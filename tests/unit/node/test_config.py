@@ -208,3 +208,16 @@ def test_metrics_port_and_log_format():
     assert config_from_properties(parse_properties(_BASE)).metrics_port is None
     with pytest.raises(InvalidConfigError, match=r"invalid log\.format 'xml'"):
         config_from_properties(parse_properties(_BASE + "log.format=xml\n"))
+
+
+def test_the_brokers_compression_type_is_the_default_of_every_topic():
+    # Kafka's broker config compression.type (and the KIP-390 levels) under their own names
+    props = parse_properties(
+        "node.id=1\nlog.dirs=/d\nzookeeper.connect=z:1\n"
+        "compression.type=zstd\ncompression.zstd.level=7\n"
+    )
+    config = config_from_properties(props)
+    assert (config.log.compression_type, config.log.compression_zstd_level) == ("zstd", 7)
+    assert config.topic_config({"compression.type": "producer"}).compression_type == "producer"
+    with pytest.raises(InvalidConfigError, match=r"configuration compression\.type: String must"):
+        config_from_properties({**props, "compression.type": "brotli"})

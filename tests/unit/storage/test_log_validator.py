@@ -8,7 +8,13 @@ import struct
 import pytest
 from crc32c import crc32c
 
-from odradek.errors import CorruptRecordError, InvalidRecordError
+from odradek.clock import ManualClock
+from odradek.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    RecordError,
+)
 from odradek.records import (
     ATTRIBUTES_OFFSET,
     CRC_OFFSET,
@@ -55,8 +61,17 @@ def test_a_valid_batch_is_read_whole(count, codec):
         ],
         compression=codec,
     )
-    assert check_records(keyed, 0) is False
-    assert check_records(b"\0" * 9 + _small(count, compression=codec), 9) is True
+    assert check_records(keyed, 0) == ()
+    assert check_records(b"\0" * 9 + _small(count, compression=codec), 9) == tuple(range(count))
+
+
+@pytest.mark.parametrize("count", [6, 300])
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_the_keyless_records_are_named_by_their_index_in_the_batch(count, codec):
+    batch = build_batch(
+        [Record(None if i % 3 == 1 else b"k", b"v") for i in range(count)], compression=codec
+    )
+    assert check_records(batch, 0) == tuple(range(1, count, 3))
 
 
 @pytest.mark.parametrize("count", [3, 200])
@@ -116,12 +131,12 @@ def test_more_records_than_the_count_is_corrupt():
 def test_a_compressed_batch_needs_incremental_offsets(count):
     batch = _small(count)
     section = bytearray(batch[RECORD_BATCH_OVERHEAD:])
-    assert check_records(_with_section(batch, bytes(section), Compression.GZIP), 0) is True
+    assert check_records(_with_section(batch, bytes(section), Compression.GZIP), 0)
     section[3 + 8 * 2] = 2 * 3  # record 2 (8 bytes each) says offset delta 3 (zig-zag 6)
     with pytest.raises(InvalidRecordError, match="record 2 has offset delta 3, expected 2"):
         check_records(_with_section(batch, bytes(section), Compression.GZIP), 0)
     # Kafka does not check an uncompressed batch's deltas (its offsets are reassigned)
-    assert check_records(_with_section(batch, bytes(section)), 0) is True
+    assert check_records(_with_section(batch, bytes(section)), 0)
 
 
 def test_the_leader_refuses_malformed_records_and_writes_nothing(tmp_path, clock):
@@ -137,6 +152,73 @@ def test_the_leader_refuses_malformed_records_and_writes_nothing(tmp_path, clock
 
 def test_a_compacted_log_still_refuses_a_record_without_a_key(tmp_path, clock):
     log = open_log(tmp_path, clock, LogConfig(cleanup_policy="compact"))
-    with pytest.raises(InvalidRecordError, match="only records with a key"):
+    with pytest.raises(InvalidRecordError, match="without key in topic partition topic-0"):
         log.append_as_leader(_small(1), leader_epoch=0)
     log.append_as_leader(build_batch([Record(b"k", b"v")]), leader_epoch=0)
+
+
+def test_a_compacted_log_names_each_keyless_record_of_the_refused_batch(tmp_path, clock):
+    # Kafka's LogValidator (KIP-467): the whole batch is refused, INVALID_RECORD, one record
+    # error per keyless record by its index in the batch, the message quoting three of them
+    log = open_log(tmp_path, clock, LogConfig(cleanup_policy="compact"), name="orders-3")
+    keys = [b"a", None, b"c", None, None, None]
+    with pytest.raises(InvalidRecordError) as caught:
+        log.append_as_leader(build_batch([Record(k, b"v") for k in keys]), leader_epoch=0)
+    why = "Compacted topic cannot accept message without key in topic partition orders-3"
+    assert caught.value.record_errors == tuple(RecordError(i, why) for i in (1, 3, 4, 5))
+    assert caught.value.message == (
+        "One or more records have been rejected due to 4 record errors in total, and only "
+        "showing the first three errors at most: ["
+        + ", ".join(f"RecordError(batchIndex={i}, message='{why}')" for i in (1, 3, 4))
+        + "]"
+    )
+    assert log.log_end_offset == 0 and log.size == 0
+
+
+def test_records_out_of_the_timestamp_limits_are_named_and_refuse_the_batch(tmp_path):
+    # Kafka's message.timestamp.before.max.ms / after.max.ms (CreateTime topics only): each
+    # record out of range named by its index, INVALID_TIMESTAMP; no timestamp is not checked
+    clock = ManualClock(wall_ms=1_000_000)
+    config = LogConfig(message_timestamp_before_max_ms=1000, message_timestamp_after_max_ms=10)
+    log = open_log(tmp_path, clock, config)
+    times = [999_500, 998_000, 1_000_010, 1_000_011, -1]
+    batch = build_batch([Record(b"k", b"v", timestamp=t) for t in times])
+    with pytest.raises(InvalidTimestampError) as caught:
+        log.append_as_leader(batch, leader_epoch=0)
+    assert caught.value.message == "One or more records have been rejected due to invalid timestamp"
+    assert caught.value.record_errors == (
+        RecordError(
+            1,
+            "Timestamp 998000 of message with offset 1 is out of range. The timestamp should "
+            "be within [999000, 1000010]",
+        ),
+        RecordError(
+            3,
+            "Timestamp 1000011 of message with offset 3 is out of range. The timestamp should "
+            "be within [999000, 1000010]",
+        ),
+    )
+    assert log.log_end_offset == 0
+    log.append_as_leader(build_batch([Record(b"k", b"v", timestamp=999_000)]), leader_epoch=0)
+    # LogAppendTime topics are not checked
+    stamped = open_log(
+        tmp_path, clock, config.replace(message_timestamp_type="log_append_time"), name="s-0"
+    )
+    stamped.append_as_leader(batch, leader_epoch=0)
+
+
+def test_a_keyless_record_is_named_once_and_the_timestamps_make_it_invalid_timestamp(tmp_path):
+    clock = ManualClock(wall_ms=1_000_000)
+    config = LogConfig(cleanup_policy="compact", message_timestamp_before_max_ms=1000)
+    log = open_log(tmp_path, clock, config)
+    keyless_and_old = Record(None, b"v", timestamp=1)
+    with pytest.raises(InvalidRecordError) as only_keys:
+        log.append_as_leader(build_batch([Record(b"k", b"v"), keyless_and_old]), leader_epoch=0)
+    assert [e.batch_index for e in only_keys.value.record_errors] == [1]
+    assert "without key" in only_keys.value.record_errors[0].message
+    old = Record(b"k", b"v", timestamp=2)
+    with pytest.raises(InvalidTimestampError) as both:
+        log.append_as_leader(build_batch([keyless_and_old, old]), leader_epoch=0)
+    assert [e.batch_index for e in both.value.record_errors] == [0, 1]
+    assert "without key" in both.value.record_errors[0].message
+    assert "Timestamp 2 of message with offset 1" in both.value.record_errors[1].message
