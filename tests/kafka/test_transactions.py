@@ -1,0 +1,214 @@
+"""Kafka's transactions through the Kafka door, with confluent-kafka (librdkafka) as the client,
+against a real three-node cluster: a transactional producer's committed records are read by a
+read_committed consumer and its aborted ones are not (a read_uncommitted consumer sees both);
+a second producer with the same transactional.id fences the first; a transaction left open past
+its transaction.timeout.ms is aborted by the coordinator and its producer told; the coordinator
+answers DescribeTransactions and ListTransactions (confluent-kafka's admin client)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from kio.schema.list_transactions.v0.request import ListTransactionsRequest
+
+from deploy.local.cluster import LocalCluster
+from deploy.local.zookeeper import ZooKeeperServer
+from tests.kafka.conftest import call, running_cluster, wait_for
+from tests.kafka.test_confluent_kafka import create_topic
+
+
+@pytest.fixture(scope="module")
+def txn_cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> Iterator[LocalCluster]:
+    """Three nodes with small internal topics (fast creation) and a 1 s abort scan."""
+    with running_cluster(
+        tmp_path_factory,
+        zookeeper,
+        "txn-cluster",
+        overrides={
+            "default.replication.factor": "3",
+            "num.partitions": "1",
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.num.partitions": "3",
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+        },
+    ) as cluster:
+        yield cluster
+
+
+def unique(name: str) -> str:
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+def transactional(bootstrap: str, transactional_id: str, **extra: Any) -> Producer:
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": transactional_id, **extra}
+    )
+    producer.init_transactions(60)
+    return producer
+
+
+def read_all(bootstrap: str, topic: str, isolation: str, expect: int | None = None) -> list[bytes]:
+    """Every record of partition 0 (until ``expect`` are read, else until 3 s pass with
+    nothing new) with ``isolation.level`` ``isolation``."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique("reader"),
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values: list[bytes] = []
+    quiet_until = time.monotonic() + 3  # noqa: TID251
+    deadline = time.monotonic() + 60  # noqa: TID251
+    try:
+        while time.monotonic() < deadline:  # noqa: TID251
+            if expect is not None and len(values) >= expect:
+                break
+            if expect is None and time.monotonic() > quiet_until:  # noqa: TID251
+                break
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise KafkaException(error)
+            values.append(msg.value() or b"")
+            quiet_until = time.monotonic() + 3  # noqa: TID251
+    finally:
+        consumer.close()
+    return values
+
+
+def listed(cluster: LocalCluster) -> dict[str, tuple[int, str]]:
+    """Every node's ListTransactions (each lists the ids of the shards it leads)."""
+    out: dict[str, tuple[int, str]] = {}
+    for node in cluster.nodes:
+        answer = call(
+            node.kafka_address, ListTransactionsRequest(state_filters=(), producer_id_filters=())
+        )
+        assert answer.error_code == 0
+        out.update(
+            {
+                str(t.transactional_id): (int(t.producer_id), str(t.transaction_state))
+                for t in answer.transaction_states
+            }
+        )
+    return out
+
+
+def transaction_state(cluster: LocalCluster, transactional_id: str) -> str | None:
+    found = listed(cluster).get(transactional_id)
+    return None if found is None else found[1]
+
+
+def test_committed_records_are_read_and_aborted_ones_are_not(txn_cluster: LocalCluster) -> None:
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic = unique("txn")
+    create_topic(bootstrap, topic, partitions=1)
+    producer = transactional(bootstrap, unique("app"))
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce(topic, value=f"committed-{i}".encode(), partition=0)
+    producer.commit_transaction(60)
+    producer.begin_transaction()
+    for i in range(3):
+        producer.produce(topic, value=f"aborted-{i}".encode(), partition=0)
+    producer.flush(30)
+    producer.abort_transaction(60)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"committed-last", partition=0)
+    producer.commit_transaction(60)
+
+    committed = read_all(bootstrap, topic, "read_committed", expect=6)
+    assert committed == [f"committed-{i}".encode() for i in range(5)] + [b"committed-last"]
+    assert read_all(bootstrap, topic, "read_committed") == committed  # nothing else comes
+    uncommitted = read_all(bootstrap, topic, "read_uncommitted", expect=9)
+    assert [v for v in uncommitted if v.startswith(b"aborted")] == [
+        f"aborted-{i}".encode() for i in range(3)
+    ]
+
+
+def test_an_open_transaction_holds_read_committed_readers_back(txn_cluster: LocalCluster) -> None:
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic = unique("lso")
+    create_topic(bootstrap, topic, partitions=1)
+    producer = transactional(bootstrap, unique("app"))
+    producer.begin_transaction()
+    producer.produce(topic, value=b"pending", partition=0)
+    producer.flush(30)
+    assert read_all(bootstrap, topic, "read_committed") == []
+    assert read_all(bootstrap, topic, "read_uncommitted", expect=1) == [b"pending"]
+    producer.commit_transaction(60)
+    assert read_all(bootstrap, topic, "read_committed", expect=1) == [b"pending"]
+
+
+def test_a_second_producer_fences_the_first(txn_cluster: LocalCluster) -> None:
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic = unique("fence")
+    create_topic(bootstrap, topic, partitions=1)
+    transactional_id = unique("app")
+    first = transactional(bootstrap, transactional_id)
+    first.begin_transaction()
+    first.produce(topic, value=b"zombie", partition=0)
+    first.flush(30)
+    second = transactional(bootstrap, transactional_id)  # aborts the first's transaction
+    second.begin_transaction()
+    second.produce(topic, value=b"winner", partition=0)
+    second.commit_transaction(60)
+    with pytest.raises(KafkaException) as fenced:
+        first.commit_transaction(30)
+    error = fenced.value.args[0]
+    assert error.fatal() or error.code() in (
+        KafkaError._FENCED,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+    ), error
+    assert read_all(bootstrap, topic, "read_committed", expect=1) == [b"winner"]
+    assert read_all(bootstrap, topic, "read_committed") == [b"winner"]
+
+
+def test_a_transaction_past_its_timeout_is_aborted(txn_cluster: LocalCluster) -> None:
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic = unique("timeout")
+    create_topic(bootstrap, topic, partitions=1)
+    tid = unique("app")
+    producer = transactional(bootstrap, tid, **{"transaction.timeout.ms": 2000})
+    producer.begin_transaction()
+    producer.produce(topic, value=b"too-slow", partition=0)
+    producer.flush(30)
+    time.sleep(4)  # past the timeout: the coordinator's 1 s scan aborts it
+    with pytest.raises(KafkaException) as told:
+        producer.commit_transaction(30)
+    assert told.value.args[0].code() in (
+        KafkaError._FENCED,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+        KafkaError.INVALID_TXN_STATE,
+    ), told.value.args[0]
+    assert read_all(bootstrap, topic, "read_committed") == []
+
+
+def test_the_coordinator_lists_and_describes_transactions(txn_cluster: LocalCluster) -> None:
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic = unique("listed")
+    create_topic(bootstrap, topic, partitions=1)
+    tid = unique("app")
+    producer = transactional(bootstrap, tid)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"x", partition=0)
+    producer.flush(30)
+    producer_id, state = wait_for(lambda: listed(txn_cluster).get(tid), "the id listed")
+    assert state == "Ongoing" and producer_id >= 0
+    producer.commit_transaction(60)
+    assert wait_for(lambda: transaction_state(txn_cluster, tid) == "CompleteCommit", "commit")
