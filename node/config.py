@@ -40,6 +40,7 @@ from node.listeners import (
 )
 from node.security.authorizer import AuthorizerConfig
 from node.security.tls import SslConfig
+from node.transaction.txn_config import BOOLEAN_PROPERTIES as TXN_BOOLEAN_PROPERTIES
 from node.transaction.txn_config import TRANSACTION_PROPERTIES, TransactionConfig
 from odradek.errors import InvalidConfigError
 from storage import LogConfig, LogManagerConfig
@@ -445,7 +446,12 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
                     raw.strip() if key in GROUP_STRING_PROPERTIES else int(raw)
                 )
             elif key in TRANSACTION_PROPERTIES:
-                transactions[TRANSACTION_PROPERTIES[key]] = int(raw)
+                if key in TXN_BOOLEAN_PROPERTIES:
+                    if raw.strip().lower() not in ("true", "false"):
+                        raise ValueError(raw)
+                    transactions[TRANSACTION_PROPERTIES[key]] = raw.strip().lower() == "true"
+                else:
+                    transactions[TRANSACTION_PROPERTIES[key]] = int(raw)
             elif key in _UNPREFIXED_TOPIC_CONFIGS:
                 topic_defaults[key] = raw
             elif key.startswith("log.") and key[len("log.") :].replace(".", "_") in log_fields:

@@ -36,6 +36,7 @@ from node.admin.admin_manager import AdminManager
 from node.admin.authorization import AuthorizedAdmin
 from node.admin.requests import NewTopicSpec
 from node.apis import BrokerApis, GroupApis, RecordApis, TransactionApis
+from node.apis.txn_verification import TxnVerification
 from node.config import NodeConfig
 from node.coordinator.group_coordinator import GroupCoordinator
 from node.coordinator.producer_id_manager import ProducerIdManager
@@ -69,6 +70,7 @@ from node.metrics.endpoint import MetricsEndpoint
 from node.replication.alter_partition import AlterPartitionManager
 from node.replication.fetcher import ReplicaFetcherManager
 from node.replication.txn_marker_channel import TxnMarkerChannel
+from node.replication.txn_verifier import TxnVerifier
 from node.security.auth_helper import AuthHelper
 from node.security.authorizer import AclAuthorizer
 from node.security.sasl import SaslSessions
@@ -310,12 +312,13 @@ class Node:
             self.txn_markers,
         )
         self.replicas.leadership_listeners.append(self.transactions.on_leadership_change)
-        replication: pb_grpc.ReplicationServicer = ReplicationServicer(self.replicas)
+        replicating = ReplicationServicer(
+            self.replicas, verify_txn_partitions=self.transactions.verify_partitions
+        )
+        replication: pb_grpc.ReplicationServicer = replicating
         controller: pb_grpc.ControllerServicer = ControllerServicer(self.controller)
         if authorizer is not None:
-            replication = AuthorizingReplicationServicer(
-                ReplicationServicer(self.replicas), authorizer
-            )
+            replication = AuthorizingReplicationServicer(replicating, authorizer)
             controller = AuthorizingControllerServicer(
                 ControllerServicer(self.controller), authorizer
             )
@@ -335,6 +338,18 @@ class Node:
                 auto_create_topics=c.auto_create_topics_enable,
                 metrics=None if self.metrics is None else self.metrics.requests,
                 transactions=transaction_apis,
+                verification=TxnVerification(
+                    self.replicas,
+                    TxnVerifier(
+                        c.node_id,
+                        self.transactions,
+                        self.metadata,
+                        self.channels,
+                        timeout_ms=c.request_timeout_ms,
+                    ),
+                )
+                if c.transaction.transaction_partition_verification_enable
+                else None,
             ),
             GroupApis(self.groups, self.metadata, auth),
             self.authorized_admin,

@@ -359,6 +359,12 @@ class Log:
         with self._lock:
             return dict(self._producer_state.producers)
 
+    def producer_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        """What this log knows of one producer (its epoch, its open transaction's first
+        offset), or ``None``. Thread-safe; cheaper than :meth:`producer_state`."""
+        with self._lock:
+            return self._producer_state.last_entry(producer_id)
+
     def producer_snapshot_offsets(self) -> list[int]:
         """Offsets of the ``.snapshot`` files, ascending. Thread-safe."""
         with self._lock:

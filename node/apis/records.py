@@ -8,8 +8,11 @@ existence checks, Kafka's choice of error and the traffic it counts — as Kafka
 API                     policy
 ======================  ===================================================================
 Produce                 WRITE on each topic (29, never reaching the log); a transactional
-                        produce also WRITE on its transactional id (53, every partition);
-                        bytes and records in per topic counted
+                        produce also WRITE on its transactional id (53, every partition) and
+                        KIP-890's verification with the coordinator before the producer's
+                        first append to a partition in its transaction
+                        (:mod:`node.apis.txn_verification`); bytes and records in per topic
+                        counted
 Fetch                   READ on each topic (29); bytes out per topic counted
 ListOffsets             DESCRIBE on each topic (29)
 OffsetForLeaderEpoch    DESCRIBE on each topic (29)
@@ -33,6 +36,7 @@ from dataclasses import dataclass, field
 
 from node.admin.authorization import AuthorizedAdmin
 from node.apis.transactions import TransactionApis
+from node.apis.txn_verification import TxnVerification
 from node.coordinator.producer_id_manager import ProducerIdManager, init_producer_id
 from node.core.metadata_cache import MetadataCache
 from node.core.pending_append import PendingAppend
@@ -83,6 +87,10 @@ class StartedProduce:
     pending: PendingAppend | None
     _metrics: RequestMetrics | None = None
     _counted: bool = field(default=False)
+    deferred: bool = False
+    """Nothing done: the produce must ask the transaction coordinator first (KIP-890), which
+    may block; call :meth:`RecordApis.start_produce` again with ``blocking`` on a thread that
+    may wait."""
 
     def finish(self, appended: Sequence[ProduceResult]) -> list[ProduceResult]:
         """The answer: ``appended`` (the core's results for what was appended) and the
@@ -120,6 +128,7 @@ class RecordApis:
         auto_create_topics: bool,
         metrics: RequestMetrics | None = None,
         transactions: TransactionApis | None = None,
+        verification: TxnVerification | None = None,
     ) -> None:
         self.replicas = replicas
         self.metadata_cache = metadata
@@ -131,6 +140,9 @@ class RecordApis:
         self.transactions = transactions
         """The transactional calls (``None``: a node without a transaction coordinator, which
         answers them TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
+        self.verification = verification
+        """KIP-890's verification of a transactional produce (``None``: not verified,
+        ``transaction.partition.verification.enable=false``)."""
 
     # -- Produce -------------------------------------------------------------------------------
 
@@ -164,6 +176,25 @@ class RecordApis:
         allowed, refused = (
             (list(partitions), []) if self.auth is None else self.auth.produce(caller, partitions)
         )
+        if transactional_id is not None and self.verification is not None:
+            needed = self.verification.needed(allowed)
+            if needed and not blocking:
+                return StartedProduce(partitions, [], None, self.metrics, deferred=True)
+            if needed:
+                codes = self.verification.verify(transactional_id, needed)
+                failed = {tp: code for tp, code in codes.items() if code}
+                refused += [
+                    ProduceResult(
+                        p.topic,
+                        p.partition,
+                        failed[(p.topic, p.partition)],
+                        error_message="the partition is not in the producer's open transaction "
+                        "(KIP-890 verification)",
+                    )
+                    for p in allowed
+                    if (p.topic, p.partition) in failed
+                ]
+                allowed = [p for p in allowed if (p.topic, p.partition) not in failed]
         pending = None
         if allowed or not refused:
             pending = self.replicas.start_append(

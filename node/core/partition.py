@@ -593,15 +593,21 @@ class Partition:
         return ReadResult(records, hw, log_start, leo, None, lso, aborted)
 
     def fetch_offset_for_timestamp(
-        self, timestamp: int, *, current_leader_epoch: int, isolation_bounded: bool = True
+        self,
+        timestamp: int,
+        *,
+        current_leader_epoch: int,
+        isolation_bounded: bool = True,
+        read_committed: bool = False,
     ) -> tuple[int, int, int]:
         """ListOffsets: ``(timestamp, offset, leader_epoch)``, ``(-1, -1, -1)`` if none.
         ``timestamp``: LATEST (-1), EARLIEST (-2), MAX_TIMESTAMP (-3), EARLIEST_LOCAL (-4: the
         log start offset), LATEST_TIERED (-5: none), else a time (any other negative one as 0).
 
-        Consumers see only offsets below the high watermark; a new leader whose high
-        watermark has not reached the start of its epoch answers OFFSET_NOT_AVAILABLE for the
-        latest offset (Kafka's ``fetchOffsetForTimestamp``).
+        Consumers see only offsets below the high watermark (``read_committed``: LATEST is the
+        last stable offset); a new leader whose high watermark has not reached the start of its
+        epoch answers OFFSET_NOT_AVAILABLE for the latest offset (Kafka's
+        ``fetchOffsetForTimestamp``).
         """
         with self._lock:
             self._check_leader(current_leader_epoch)
@@ -614,6 +620,8 @@ class Partition:
                         f"{self.leader_epoch} ({self.leader_epoch_start_offset})"
                     )
                 offset = hw if isolation_bounded else log.log_end_offset
+                if isolation_bounded and read_committed:
+                    offset = log.last_stable_offset()
                 return -1, offset, log.epoch_for_offset(offset - 1) if offset > 0 else -1
             if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                 start = log.log_start_offset

@@ -672,6 +672,7 @@ class ReplicaManager:
                     lp.timestamp,
                     current_leader_epoch=lp.current_leader_epoch,
                     isolation_bounded=replica_id < 0,
+                    read_committed=isolation_level == READ_COMMITTED,
                 )
                 out.append(ListOffsetsResult(lp.topic, lp.partition, 0, ts, offset, epoch))
             except Exception as e:

@@ -67,6 +67,9 @@ class AuthorizingReplicationServicer(pb_grpc.ReplicationServicer):
     def WriteTxnMarkers(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         return self._call("WriteTxnMarkers", request, context)
 
+    def VerifyTxnPartitions(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        return self._call("VerifyTxnPartitions", request, context)
+
 
 class AuthorizingControllerServicer(pb_grpc.ControllerServicer):
     """The brokers' requests to the controller need CLUSTER_ACTION on the cluster."""

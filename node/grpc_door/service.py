@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 import grpc
 
 from node.apis import BrokerApis
+from node.apis.txn_verification import Verify
 from node.core.replica_manager import ReplicaManager
 from node.core.requests import FetchPartition, FetchResult
 from node.core.txn_markers import OnWritten, write_txn_markers
@@ -132,10 +133,36 @@ class ReplicationServicer(pb_grpc.ReplicationServicer):
     coordinator's hook for transactional offsets)."""
 
     def __init__(
-        self, replicas: ReplicaManager, on_marker_written: OnWritten | None = None
+        self,
+        replicas: ReplicaManager,
+        on_marker_written: OnWritten | None = None,
+        verify_txn_partitions: Verify | None = None,
     ) -> None:
+        """``verify_txn_partitions``: the node's transaction coordinator's KIP-890 answer
+        (``None``: a node without one answers NOT_COORDINATOR)."""
         self._replicas = replicas
         self._on_marker_written = on_marker_written
+        self._verify = verify_txn_partitions
+
+    def VerifyTxnPartitions(  # noqa: N802
+        self, request: pb.VerifyTxnPartitionsRequest, context: grpc.ServicerContext
+    ) -> pb.VerifyTxnPartitionsResponse:
+        partitions = [(p.topic, p.partition) for p in request.partitions]
+        codes = (
+            dict.fromkeys(partitions, 16)  # NOT_COORDINATOR
+            if self._verify is None
+            else self._verify(
+                request.transactional_id, request.producer_id, request.producer_epoch, partitions
+            )
+        )
+        return pb.VerifyTxnPartitionsResponse(
+            results=[
+                pb.TxnMarkerPartitionResult(
+                    producer_id=request.producer_id, topic=t, partition=p, error_code=codes[(t, p)]
+                )
+                for t, p in partitions
+            ]
+        )
 
     def WriteTxnMarkers(  # noqa: N802
         self, request: pb.WriteTxnMarkersRequest, context: grpc.ServicerContext

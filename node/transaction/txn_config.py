@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 
 from odradek.errors import InvalidConfigError
 
-__all__ = ["TRANSACTION_PROPERTIES", "TransactionConfig"]
+__all__ = ["BOOLEAN_PROPERTIES", "TRANSACTION_PROPERTIES", "TransactionConfig"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,11 +33,16 @@ class TransactionConfig:
     """How often transactions past their timeout are looked for (and aborted)."""
     transaction_remove_expired_transaction_cleanup_interval_ms: int = 3_600_000
     """How often expired ids are looked for."""
+    transaction_partition_verification_enable: bool = True
+    """KIP-890: a partition leader asks the coordinator before a producer's first
+    transactional append to it (:mod:`node.apis.txn_verification`)."""
     request_timeout_ms: int = 30_000
     """How long a write to ``__transaction_state`` waits for its replicas."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
+            if f.name == "transaction_partition_verification_enable":
+                continue
             if getattr(self, f.name) <= 0:
                 raise InvalidConfigError(f"{f.name.replace('_', '.')} must be positive")
 
@@ -49,3 +54,5 @@ TRANSACTION_PROPERTIES = {
 }
 """Kafka property name → :class:`TransactionConfig` field (``request.timeout.ms`` is the
 node's own)."""
+
+BOOLEAN_PROPERTIES = frozenset({"transaction.partition.verification.enable"})

@@ -1373,6 +1373,11 @@ class ReplicationStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.WriteTxnMarkersRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.WriteTxnMarkersResponse.FromString,
                 _registered_method=True)
+        self.VerifyTxnPartitions = channel.unary_unary(
+                '/odradek.v1.Replication/VerifyTxnPartitions',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.VerifyTxnPartitionsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.VerifyTxnPartitionsResponse.FromString,
+                _registered_method=True)
 
 
 class ReplicationServicer:
@@ -1431,6 +1436,15 @@ class ReplicationServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def VerifyTxnPartitions(self, request, context):
+        """A partition leader asks the transactional id's coordinator whether partitions are in the
+        producer's open transaction before its first transactional append to them (KIP-890;
+        Kafka's AddPartitionsToTxn v4 with verify_only).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ReplicationServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -1468,6 +1482,11 @@ def add_ReplicationServicer_to_server(servicer, server):
                     servicer.WriteTxnMarkers,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.WriteTxnMarkersRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.WriteTxnMarkersResponse.SerializeToString,
+            ),
+            'VerifyTxnPartitions': grpc.unary_unary_rpc_method_handler(
+                    servicer.VerifyTxnPartitions,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.VerifyTxnPartitionsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.VerifyTxnPartitionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1662,6 +1681,33 @@ class Replication:
             '/odradek.v1.Replication/WriteTxnMarkers',
             odradek_dot_v1_dot_odradek__pb2.WriteTxnMarkersRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.WriteTxnMarkersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def VerifyTxnPartitions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Replication/VerifyTxnPartitions',
+            odradek_dot_v1_dot_odradek__pb2.VerifyTxnPartitionsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.VerifyTxnPartitionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -440,6 +440,11 @@ class ReplicationStub:
     """A transaction coordinator's COMMIT or ABORT markers for the partitions this node leads
     (Kafka's WriteTxnMarkers); answered once every marker written is replicated.
     """
+    VerifyTxnPartitions: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.VerifyTxnPartitionsRequest, _odradek_pb2.VerifyTxnPartitionsResponse]
+    """A partition leader asks the transactional id's coordinator whether partitions are in the
+    producer's open transaction before its first transactional append to them (KIP-890;
+    Kafka's AddPartitionsToTxn v4 with verify_only).
+    """
 
 @_typing.type_check_only
 class ReplicationAsyncStub(ReplicationStub):
@@ -465,6 +470,11 @@ class ReplicationAsyncStub(ReplicationStub):
     WriteTxnMarkers: _aio.UnaryUnaryMultiCallable[_odradek_pb2.WriteTxnMarkersRequest, _odradek_pb2.WriteTxnMarkersResponse]  # type: ignore[assignment]
     """A transaction coordinator's COMMIT or ABORT markers for the partitions this node leads
     (Kafka's WriteTxnMarkers); answered once every marker written is replicated.
+    """
+    VerifyTxnPartitions: _aio.UnaryUnaryMultiCallable[_odradek_pb2.VerifyTxnPartitionsRequest, _odradek_pb2.VerifyTxnPartitionsResponse]  # type: ignore[assignment]
+    """A partition leader asks the transactional id's coordinator whether partitions are in the
+    producer's open transaction before its first transactional append to them (KIP-890;
+    Kafka's AddPartitionsToTxn v4 with verify_only).
     """
 
 class ReplicationServicer(metaclass=_abc_1.ABCMeta):
@@ -530,6 +540,17 @@ class ReplicationServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_odradek_pb2.WriteTxnMarkersResponse, _abc.Awaitable[_odradek_pb2.WriteTxnMarkersResponse]]:
         """A transaction coordinator's COMMIT or ABORT markers for the partitions this node leads
         (Kafka's WriteTxnMarkers); answered once every marker written is replicated.
+        """
+
+    @_abc_1.abstractmethod
+    def VerifyTxnPartitions(
+        self,
+        request: _odradek_pb2.VerifyTxnPartitionsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.VerifyTxnPartitionsResponse, _abc.Awaitable[_odradek_pb2.VerifyTxnPartitionsResponse]]:
+        """A partition leader asks the transactional id's coordinator whether partitions are in the
+        producer's open transaction before its first transactional append to them (KIP-890;
+        Kafka's AddPartitionsToTxn v4 with verify_only).
         """
 
 def add_ReplicationServicer_to_server(servicer: ReplicationServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

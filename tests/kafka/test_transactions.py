@@ -10,14 +10,32 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from kio.schema.add_partitions_to_txn.v3.request import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+)
+from kio.schema.end_txn.v3.request import EndTxnRequest
+from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
+from kio.schema.init_producer_id.v1.request import InitProducerIdRequest
+from kio.schema.list_offsets.v5.request import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
 from kio.schema.list_transactions.v0.request import ListTransactionsRequest
+from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.types import BrokerId, ProducerId, TopicName, TransactionalId
+from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 
+from bench.kafka import kafka_leader
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
+from odradek.records import Record, build_batch
 from tests.kafka.conftest import call, running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic
 
@@ -212,3 +230,115 @@ def test_the_coordinator_lists_and_describes_transactions(txn_cluster: LocalClus
     assert state == "Ongoing" and producer_id >= 0
     producer.commit_transaction(60)
     assert wait_for(lambda: transaction_state(txn_cluster, tid) == "CompleteCommit", "commit")
+
+
+def _coordinator_of(cluster: LocalCluster, transactional_id: str) -> str:
+    def found() -> str | None:
+        answer = call(
+            cluster.nodes[0].kafka_address,
+            FindCoordinatorRequest(key=transactional_id, key_type=i8(1)),
+        )
+        return f"{answer.host}:{answer.port}" if answer.error_code == 0 else None
+
+    return wait_for(found, "the transaction coordinator")
+
+
+def _txn_produce(
+    cluster: LocalCluster, topic: str, tid: str, pid: int, epoch: int, seq: int
+) -> int:
+    batch = build_batch(
+        [Record(None, f"seq-{seq}".encode())],
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        is_transactional=True,
+    )
+    answer = call(
+        kafka_leader(cluster, topic),
+        ProduceRequest(
+            transactional_id=TransactionalId(tid),
+            acks=i16(-1),
+            timeout=i32Timedelta.parse(timedelta(seconds=30)),
+            topic_data=(
+                TopicProduceData(
+                    name=TopicName(topic),
+                    partition_data=(PartitionProduceData(index=i32(0), records=Records(batch)),),
+                ),
+            ),
+        ),
+    )
+    return int(answer.responses[0].partition_responses[0].error_code)
+
+
+def _read_committed_end(cluster: LocalCluster, topic: str) -> int:
+    """ListOffsets LATEST with isolation read_committed: the last stable offset."""
+    answer = call(
+        kafka_leader(cluster, topic),
+        ListOffsetsRequest(
+            replica_id=BrokerId(-1),
+            isolation_level=i8(1),
+            topics=(
+                ListOffsetsTopic(
+                    name=TopicName(topic),
+                    partitions=(
+                        ListOffsetsPartition(
+                            partition_index=i32(0), current_leader_epoch=i32(-1), timestamp=i64(-1)
+                        ),
+                    ),
+                ),
+            ),
+        ),
+    )
+    (partition,) = answer.topics[0].partitions
+    assert partition.error_code == 0
+    return int(partition.offset)
+
+
+def test_a_late_produce_cannot_open_a_hanging_transaction(txn_cluster: LocalCluster) -> None:
+    """KIP-890's verification: a transactional produce to a partition that is not in the
+    producer's open transaction (here: after its commit) is refused INVALID_TXN_STATE, so it
+    never opens a transaction nobody will end (the last stable offset keeps up)."""
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic = unique("late")
+    create_topic(bootstrap, topic, partitions=1)
+    tid = unique("raw")
+    coordinator = _coordinator_of(txn_cluster, tid)
+    init = call(
+        coordinator,
+        InitProducerIdRequest(
+            transactional_id=TransactionalId(tid),
+            transaction_timeout=i32Timedelta.parse(timedelta(seconds=60)),
+        ),
+    )
+    assert init.error_code == 0
+    pid, epoch = int(init.producer_id), int(init.producer_epoch)
+    # a partition never added: refused before anything is written
+    assert _txn_produce(txn_cluster, topic, tid, pid, epoch, 0) == 48  # INVALID_TXN_STATE
+    added = call(
+        coordinator,
+        AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=TransactionalId(tid),
+            v3_and_below_producer_id=ProducerId(pid),
+            v3_and_below_producer_epoch=i16(epoch),
+            v3_and_below_topics=(
+                AddPartitionsToTxnTopic(name=TopicName(topic), partitions=(i32(0),)),
+            ),
+        ),
+    )
+    assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+    assert _txn_produce(txn_cluster, topic, tid, pid, epoch, 0) == 0
+    assert _read_committed_end(txn_cluster, topic) == 0  # held back by the open transaction
+    ended = call(
+        coordinator,
+        EndTxnRequest(
+            transactional_id=TransactionalId(tid),
+            producer_id=ProducerId(pid),
+            producer_epoch=i16(epoch),
+            committed=True,
+        ),
+    )
+    assert ended.error_code == 0
+    wait_for(lambda: _read_committed_end(txn_cluster, topic) == 2 or None, "the commit marker")
+    # the late (or retried) produce of the ended transaction: refused, nothing held back
+    assert _txn_produce(txn_cluster, topic, tid, pid, epoch, 1) == 48
+    assert _read_committed_end(txn_cluster, topic) == 2

@@ -14,8 +14,10 @@ An acks=-1 produce is answered at once if its batches are already replicated (a 
 ISR is the leader alone), else it answers :class:`~node.kafka_door.server.WhenReady` once
 appended: the door's loop waits for the replicas (no request thread held) while the connection
 handles its next requests.
-A transactional produce is refused whole with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53):
-odradek has no transaction coordinator.
+A transactional produce needs WRITE on its transactional id (53 for every partition); before
+a producer's first append to a partition in a transaction the transaction coordinator is asked
+whether the partition is in it (KIP-890), on a request thread (the question may cross the
+network): :class:`~node.apis.records.RecordApis` holds that policy.
 
 The handler runs on the door's event loop (``on_loop``): the append is Python work under the
 GIL either way, and a request thread would add two thread hand-offs to every request's round
@@ -62,11 +64,18 @@ def handle_produce(services: DoorServices, ctx: RequestContext, request: Any) ->
     acks = int(request.acks)
     timeout_ms = int(request.timeout.total_seconds() * 1000)
     records = services.api.records
-    transactional_id = request.transactional_id
-    if transactional_id is None and sum(len(p.records) for p in wanted) > ON_LOOP_MAX_BYTES:
+    tid = request.transactional_id
+    transactional_id = None if tid is None else str(tid)
+    if sum(len(p.records) for p in wanted) > ON_LOOP_MAX_BYTES:
 
         def append() -> Any:
-            started = records.start_produce(ctx.caller, wanted, acks=acks, timeout_ms=timeout_ms)
+            started = records.start_produce(
+                ctx.caller,
+                wanted,
+                acks=acks,
+                timeout_ms=timeout_ms,
+                transactional_id=transactional_id,
+            )
             return _appended(ctx, request, acks, started)
 
         return OnThread(append)
@@ -75,9 +84,22 @@ def handle_produce(services: DoorServices, ctx: RequestContext, request: Any) ->
         wanted,
         acks=acks,
         timeout_ms=timeout_ms,
-        transactional_id=None if transactional_id is None else str(transactional_id),
+        transactional_id=transactional_id,
         blocking=False,
     )
+    if started.deferred:  # the transaction coordinator is asked first (KIP-890): may block
+
+        def verified() -> Any:
+            again = records.start_produce(
+                ctx.caller,
+                wanted,
+                acks=acks,
+                timeout_ms=timeout_ms,
+                transactional_id=transactional_id,
+            )
+            return _appended(ctx, request, acks, again)
+
+        return OnThread(verified)
     pending = started.pending
     if pending is not None and pending.blocked:
 

@@ -137,6 +137,9 @@ class RecordingReplication(pb_grpc.ReplicationServicer):
     def WriteTxnMarkers(self, request, context):  # noqa: N802
         context.abort(grpc.StatusCode.UNIMPLEMENTED, "not a real broker")
 
+    def VerifyTxnPartitions(self, request, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "not a real broker")
+
 
 class FakeBroker:
     """A registered broker that only records what the controller tells it."""
