@@ -1417,10 +1417,14 @@ class Controller:
         self._remove_replica_from_isr(broker_id, followed)
         for tp in followed:
             self._batch.add_stop_replica(broker_id, tp, ctx.states[tp].leader_epoch, delete=False)
+        # Kafka's replicatedPartitionsBrokerLeads: a partition with one replica has nowhere
+        # to move and does not hold the broker's shutdown
         remaining = [
             tp
             for tp, state in sorted(ctx.states.items())
-            if state.leader == broker_id and not ctx.is_deleting(tp.topic)
+            if state.leader == broker_id
+            and not ctx.is_deleting(tp.topic)
+            and len(ctx.replicas(tp)) > 1
         ]
         event.future.set_result(
             pb.ControlledShutdownResponse(
