@@ -52,8 +52,18 @@ def marker_batch(
 
 
 def raw(log: Log) -> bytes:
-    """The log's batches from its start, as a follower would fetch them."""
-    return bytes(log.read(log.log_start_offset, 1 << 30).records)
+    """The log's batches from its start to its end (segment after segment), as a follower
+    would fetch them."""
+    out = bytearray()
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        data = bytes(log.read(offset, 1 << 30).records)
+        batches = list(read_batches(data))
+        if not batches:
+            break
+        out += data[: batches[-1].position + batches[-1].size_in_bytes]
+        offset = batches[-1].next_offset
+    return bytes(out)
 
 
 def control_offsets(log: Log) -> list[int]:
