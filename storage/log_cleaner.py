@@ -128,7 +128,7 @@ from storage.log_segment import (
     filename_prefix_from_offset,
 )
 from storage.offset_map import OffsetMap
-from storage.transaction_index import TXN_INDEX_SUFFIX
+from storage.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
 
 __all__ = ["CLEANER_OFFSET_CHECKPOINT", "Cleaner", "CleanerStats", "LogCleaner"]
 
@@ -329,7 +329,7 @@ class Cleaner:
         dirty = snapshot.between(start, end)
         transactions = CleanedTransactionMetadata()
         assert self._log is not None
-        transactions.add_aborted_transactions(self._log.collect_aborted_transactions(start, end))
+        transactions.add_aborted_transactions(_aborted_transactions(self._log, start, end))
         for i, segment in enumerate(dirty):
             next_base = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
             if self._map_segment(segment, start, next_base, stats, transactions):
@@ -439,8 +439,8 @@ class Cleaner:
         for i, segment in enumerate(group):
             size = segment.size_in_bytes
             transactions.add_aborted_transactions(
-                log.collect_aborted_transactions(
-                    segment.base_offset, next_base.get(segment.base_offset, 2**63 - 1)
+                _aborted_transactions(
+                    log, segment.base_offset, next_base.get(segment.base_offset, 2**63 - 1)
                 )
             )
             for buf, view, off, file_position, header in self._batches(segment.log_path, size):
@@ -502,6 +502,15 @@ class Cleaner:
                 cleaned.index_interval_bytes = _NO_INDEX
             cleaned.append(memoryview(data)[position : position + info.size_in_bytes], [info])
             position += info.size_in_bytes
+
+
+def _aborted_transactions(log: Log, start: int, upper: int) -> list[AbortedTxn]:
+    """The log's aborted transactions overlapping ``[start, upper)``; a log closed meanwhile
+    aborts the pass (rather than failing it, which would mark the log uncleanable)."""
+    try:
+        return log.collect_aborted_transactions(start, upper)
+    except ValueError:
+        raise LogCleaningAbortedError(f"the log {log.dir} was closed") from None
 
 
 def _control_type(buf: bytes, position: int) -> ControlRecordType | None:

@@ -190,9 +190,9 @@ def test_read_committed_after_compaction_matches_the_oracle(
             _index(log)
         # every transaction is over and two passes ran: no aborted data is left anywhere
         assert log.last_stable_offset() == log.log_end_offset
-        for batch in read_batches(raw(log)):
-            if batch.is_transactional and not batch.is_control:
-                for r in batch.records():
+        for stored in read_batches(raw(log)):
+            if stored.is_transactional and not stored.is_control:
+                for r in stored.records():
                     assert r.offset in oracle.committed, "aborted data outlived two passes"
     finally:
         log.close()

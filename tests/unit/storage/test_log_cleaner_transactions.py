@@ -217,3 +217,19 @@ def test_an_interrupted_swap_keeps_its_txnindex(tmp_path: Path, clock: ManualClo
     reopened = open_log(tmp_path, clock, CONFIG, name="t-0", recovery_point=7)
     assert _txnindex(reopened) == [AbortedTxn(1, 2, 4, 3)]
     assert not list(directory.glob("*.swap"))
+
+
+def test_a_log_closed_during_a_pass_aborts_it(tmp_path: Path, clock: ManualClock) -> None:
+    log = _transactions(tmp_path, clock)
+    log.roll()
+    log.update_high_watermark(log.log_end_offset)
+    cleaner = _cleaner(tmp_path, clock)
+    original = log.collect_aborted_transactions
+
+    def close_first(start: int, upper: int) -> list[AbortedTxn]:
+        log.close()  # closed by a StopReplica while the pass reads the aborted transactions
+        return original(start, upper)
+
+    log.collect_aborted_transactions = close_first  # type: ignore[method-assign, assignment]
+    assert cleaner.clean_log(("t", 0), log) is None
+    assert cleaner.uncleanable_partitions == set()
