@@ -8,7 +8,10 @@ Synchronous and free of network code; time comes from an injected clock. The pub
   manager); :class:`CleanerConfig` — its dedupe buffer, I/O buffer and backoff.
 * :class:`Log` — append as leader or follower, read, look up by timestamp, truncate, roll,
   flush, retention, delete-records; ``log_start_offset``, ``log_end_offset``,
-  ``high_watermark``, ``recovery_point``.
+  ``high_watermark``, ``recovery_point``; transactions: ``append_transaction_marker``
+  (or ``append_as_leader`` with :class:`AppendOrigin` ``COORDINATOR``),
+  ``first_unstable_offset``, ``last_stable_offset``, ``collect_aborted_transactions`` (the
+  :class:`AbortedTxn` entries of the ``.txnindex`` files).
 * :class:`LogSegment`, :class:`OffsetIndex`, :class:`TimeIndex` — the files underneath.
 """
 
@@ -24,9 +27,13 @@ from storage.log_cleaner import CleanerStats, LogCleaner
 from storage.log_manager import LogManager
 from storage.log_segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimestampAndOffset
 from storage.offset_index import OffsetIndex, OffsetPosition
+from storage.producer_state import AppendOrigin
 from storage.time_index import TimeIndex, TimestampOffset
+from storage.transaction_index import AbortedTxn
 
 __all__ = [
+    "AbortedTxn",
+    "AppendOrigin",
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
     "MAX_TIMESTAMP",

@@ -10,7 +10,9 @@ Mapping (:func:`put_keys`): every keyed record at or after the first dirty offse
 Filtering (:func:`filter_batch`) keeps a record if its offset is past the map's latest offset,
 or if it has a key, no later offset in the map for that key, and either a value or — a
 tombstone — a delete horizon that has not passed (none yet counts as not passed). Records
-without a key in the cleaned range are dropped. Control batches are kept whole. Then:
+without a key in the cleaned range are dropped. Control batches are kept whole (what happens
+to transactions is :mod:`storage.cleaned_transactions`'s: :func:`discard_batch` drops an aborted
+transaction's records, :func:`with_delete_horizon` stamps a marker that may go). Then:
 
 * nothing dropped and no horizon to set → the batch's original bytes;
 * otherwise a batch rebuilt with the same base offset, last offset delta (so offsets and the
@@ -52,6 +54,8 @@ from odradek.records import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
     Compression,
+    RecordBatch,
+    build_batch,
     compress,
     decompress,
 )
@@ -68,7 +72,9 @@ __all__ = [
     "H_RECORDS_COUNT",
     "FilterOutcome",
     "check_crc",
+    "discard_batch",
     "filter_batch",
+    "with_delete_horizon",
     "put_keys",
 ]
 
@@ -399,6 +405,44 @@ def filter_batch(
         records = compress(codec, bytes(records))
     rebuilt = _batch(header, attributes, new_base, max_timestamp, retained, records)
     return FilterOutcome(rebuilt, max_timestamp, count, retained, True)
+
+
+def discard_batch(header: tuple[int, ...], retain_empty: bool) -> FilterOutcome:
+    """Drop every record of the batch (an aborted transaction's, or a marker past its delete
+    horizon): the batch goes, or with ``retain_empty`` its header stays, with no records."""
+    count = header[H_RECORDS_COUNT]
+    if not retain_empty:
+        return FilterOutcome(None, -1, count, 0, False)
+    return FilterOutcome(_empty_batch(header), header[H_MAX_TIMESTAMP], count, 0, True)
+
+
+def with_delete_horizon(
+    buf: bytes, position: int, header: tuple[int, ...], horizon_ms: int
+) -> FilterOutcome:
+    """The batch at ``position`` (a transaction marker that may go) rebuilt with a delete
+    horizon: attribute bit 6 and BaseTimestamp ``horizon_ms``, its records and their
+    timestamps unchanged. Raises ``CorruptRecordError`` for malformed records."""
+    batch = RecordBatch(buf, position)
+    records = batch.records()
+    count = header[H_RECORDS_COUNT]
+    rebuilt = build_batch(
+        records,
+        base_offset=header[H_BASE_OFFSET],
+        compression=batch.compression,
+        timestamp_type=batch.timestamp_type,
+        producer_id=header[H_PRODUCER_ID],
+        producer_epoch=header[H_PRODUCER_EPOCH],
+        base_sequence=header[H_BASE_SEQUENCE],
+        partition_leader_epoch=header[H_PARTITION_LEADER_EPOCH],
+        is_transactional=bool(header[H_ATTRIBUTES] & TRANSACTIONAL_FLAG_MASK),
+        is_control=bool(header[H_ATTRIBUTES] & CONTROL_FLAG_MASK),
+        delete_horizon_ms=horizon_ms,
+    )
+    if RecordBatch(rebuilt).last_offset_delta != header[H_LAST_OFFSET_DELTA]:
+        raise CorruptRecordError(
+            f"batch at offset {header[H_BASE_OFFSET]}: its offset deltas are not 0..{count - 1}"
+        )
+    return FilterOutcome(rebuilt, RecordBatch(rebuilt).max_timestamp, count, count, True)
 
 
 def _rebased(data: bytes, kept: list[int], old_base: int, new_base: int) -> bytearray:

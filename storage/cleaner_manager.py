@@ -72,7 +72,8 @@ class LogSnapshot:
     log_start_offset: int
     log_end_offset: int
     last_stable_offset: int
-    """The high watermark: odradek has no transactions, so nothing above it is stable."""
+    """The log's last stable offset (:meth:`storage.log.Log.last_stable_offset`: at most the
+    high watermark, below any transaction still open): nothing at or above it is cleaned."""
 
     def __post_init__(self) -> None:
         if not self.segments:

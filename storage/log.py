@@ -82,6 +82,7 @@ from odradek.records import (
     validated_headers,
 )
 from storage.checkpoint_file import fsync_dir
+from storage.cleaned_transactions import LastRecord
 from storage.cleaner_manager import LogSnapshot, SegmentSnapshot
 from storage.config import LONG_MAX, LogConfig
 from storage.errors import (
@@ -388,6 +389,19 @@ class Log:
                 pid: e.last_data_offset
                 for pid, e in psm.producers.items()
                 if e.last_data_offset >= 0 and not psm.is_expired(e, now)
+            }
+
+    def active_producer_last_records(self) -> dict[int, LastRecord]:
+        """Each unexpired producer's last data offset (-1 if it has none) and epoch: the
+        batches compaction keeps, at least empty, for the producer state (Kafka's
+        ``lastRecordsOfActiveProducers``). Thread-safe."""
+        with self._lock:
+            now = self._clock.wall_ms()
+            psm = self._producer_state
+            return {
+                pid: LastRecord(e.last_data_offset, e.producer_epoch)
+                for pid, e in psm.producers.items()
+                if not psm.is_expired(e, now)
             }
 
     def _new_segment(self, base_offset: int) -> LogSegment:
@@ -1067,11 +1081,15 @@ class Log:
 
     def last_stable_offset(self) -> int:
         """The first unstable offset if below the high watermark, else the high watermark:
-        a read_committed fetch returns nothing at or above it. Thread-safe."""
+        a read_committed fetch returns nothing at or above it, and compaction cleans nothing
+        at or above it. Thread-safe."""
         with self._lock:
-            first = self._first_unstable_offset()
-            hw = self._high_watermark
-            return first if first is not None and first < hw else hw
+            return self._last_stable_offset()
+
+    def _last_stable_offset(self) -> int:
+        first = self._first_unstable_offset()
+        hw = self._high_watermark
+        return first if first is not None and first < hw else hw
 
     def collect_aborted_transactions(
         self, start_offset: int, upper_bound_offset: int
@@ -1315,7 +1333,7 @@ class Log:
             for s in self._segments
         )
         return LogSnapshot(
-            segments, self._log_start_offset, self._next_offset, self._high_watermark
+            segments, self._log_start_offset, self._next_offset, self._last_stable_offset()
         )
 
     def begin_cleaning(self) -> tuple[LogSnapshot, list[LogSegment]]:

@@ -15,11 +15,21 @@ filthiest compacted log (:mod:`storage.cleaner_manager`) and keeps the per-direc
 3. **Swap** each new segment in for its group (:meth:`storage.log.Log.replace_segments`), then
    record the pass's end in the checkpoint.
 
-Never cleaned: the active segment and anything at or above the high watermark.
+Never cleaned: the active segment and anything at or above the last stable offset (at most
+the high watermark; below any transaction still open).
+
+Transactions (:mod:`storage.cleaned_transactions`, Kafka's ``CleanedTransactionMetadata``): the
+batches of aborted transactions are removed whatever the offset map says (and their keys are
+not mapped); an ABORT marker stays while this pass removes batches of its transaction, and its
+``.txnindex`` entry is written to the cleaned segment's ``.txnindex``; a marker whose
+transaction has no batch left gets a delete horizon (``delete_retention_ms``) and is removed by
+a pass after it; an active producer's last data batch, or with none a marker of its epoch, is
+kept at least as an empty header.
 
 On disk, while a group is being cleaned, in the partition directory::
 
-    <base>.log.cleaned, .index.cleaned, .timeindex.cleaned   being written (flushed when done)
+    <base>.log.cleaned, .index.cleaned, .timeindex.cleaned,  being written (flushed when done)
+      .txnindex.cleaned
     <base>.log.swap, …                                       complete, being swapped in
     <old base>.log.deleted, …                                replaced, removed later
 
@@ -28,11 +38,12 @@ loader deletes ``.cleaned`` files and any ``.swap`` at or above them); once the 
 files exist the loader completes the swap, deleting the regular segments in
 ``[swap base, swap next offset)``. A group's last batch is always kept — as a header with no
 records if nothing in it survives — so the new segment's next offset covers every old segment
-it replaces. So is each active idempotent producer's last batch (Kafka's
-``lastRecordsOfActiveProducers``): its header keeps the producer's epoch and last sequence for
-the state rebuilt after a restart. Groups are swapped one at a time, oldest first, and each
-is the compaction of the same map: after a crash every key still has its latest record. The
-checkpoint is written only after the whole pass, so a pass cut short is redone.
+it replaces. So is each active producer's last data batch, or with none its current
+epoch's marker (Kafka's ``lastRecordsOfActiveProducers``): its header keeps the producer's
+epoch and last sequence for the state rebuilt after a restart. Groups are swapped one at a
+time, oldest first, and each is the compaction of the same map: after a crash every key still
+has its latest record. The checkpoint is written only after the whole pass, so a pass cut
+short is redone.
 
 Concurrency: passes run without the log's lock — reads, appends, rolls and retention go on —
 except to take a snapshot and for each swap. The cleaner reads the old segments through its
@@ -47,10 +58,8 @@ is read alone), the output buffered up to ``io_buffer_bytes`` plus one batch, an
 being filtered, decompressed and rebuilt. Nothing grows with the number of keys or the size of
 the log.
 
-Deviations from Kafka: no transactions or idempotent producer state in odradek, so control
-batches are kept whole and no batch is kept for a producer's sake; the cleaner is not a thread
-of its own (the owner calls :meth:`LogCleaner.clean_filthiest_log`, e.g. from
-``LogManager.tick``); no I/O throttling.
+Deviations from Kafka: the cleaner is not a thread of its own (the owner calls
+:meth:`LogCleaner.clean_filthiest_log`, e.g. from ``LogManager.tick``); no I/O throttling.
 """
 
 from __future__ import annotations
@@ -64,19 +73,41 @@ from pathlib import Path
 
 from odradek.clock import Clock
 from odradek.errors import CorruptRecordError
-from odradek.records import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
+from odradek.records import (
+    CONTROL_FLAG_MASK,
+    DELETE_HORIZON_FLAG_MASK,
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    TRANSACTIONAL_FLAG_MASK,
+    ControlRecordType,
+    RecordBatch,
+)
 from odradek.records.batch import HEADER_STRUCT
+from odradek.records.control import control_record_type
 from storage.batch_filter import (
+    H_ATTRIBUTES,
     H_BASE_OFFSET,
+    H_BASE_TIMESTAMP,
     H_LAST_OFFSET_DELTA,
     H_LENGTH,
+    H_MAX_TIMESTAMP,
+    H_PRODUCER_EPOCH,
     H_PRODUCER_ID,
     H_RECORDS_COUNT,
+    FilterOutcome,
     check_crc,
+    discard_batch,
     filter_batch,
     put_keys,
+    with_delete_horizon,
 )
 from storage.checkpoint_file import OffsetCheckpointFile
+from storage.cleaned_transactions import (
+    BatchRetention,
+    CleanedTransactionMetadata,
+    LastRecord,
+    batch_retention,
+)
 from storage.cleaner_manager import (
     LogSnapshot,
     SegmentSnapshot,
@@ -97,6 +128,7 @@ from storage.log_segment import (
     filename_prefix_from_offset,
 )
 from storage.offset_map import OffsetMap
+from storage.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
 
 __all__ = ["CLEANER_OFFSET_CHECKPOINT", "Cleaner", "CleanerStats", "LogCleaner"]
 
@@ -206,18 +238,24 @@ class Cleaner:
         stats.map_entries = self._map.size
         stats.map_utilization = self._map.utilization
         by_base = {s.base_offset: s for s in segments}
-        # Kafka's cleaner keeps, at least as an empty batch, each active idempotent producer's
-        # last batch, so that its sequence and epoch survive a reload of the state.
-        producers_last = log.active_producer_last_offsets()
+        # Kafka's cleaner keeps, at least as an empty batch, each active producer's last batch,
+        # so that its sequence and epoch survive a reload of the state.
+        producers_last = log.active_producer_last_records()
         groups = group_segments_by_size(
             snapshot.between(0, end_offset),
             max_size=config.segment_bytes,
             max_index_size=config.segment_index_bytes,
             first_uncleanable_offset=upper,
         )
+        # each segment's upper bound for the aborted transactions overlapping it: the next
+        # segment's base (the active segment is never cleaned, so there is always one)
+        next_base = {
+            s.base_offset: n.base_offset
+            for s, n in zip(snapshot.segments, snapshot.segments[1:], strict=False)
+        }
         for group in groups:
             old = [by_base[s.base_offset] for s in group]
-            self._clean_group(log, config, group, old, now, stats, producers_last)
+            self._clean_group(log, config, group, old, now, stats, producers_last, next_base)
         stats.end_ms = self._clock.monotonic_ms()
         _log.info(
             "cleaned %s up to offset %d in %d groups: %d of %d records kept, %d bytes → %d",
@@ -289,9 +327,12 @@ class Cleaner:
         offset_map = self._map
         offset_map.clear(start)
         dirty = snapshot.between(start, end)
+        transactions = CleanedTransactionMetadata()
+        assert self._log is not None
+        transactions.add_aborted_transactions(_aborted_transactions(self._log, start, end))
         for i, segment in enumerate(dirty):
             next_base = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
-            if self._map_segment(segment, start, next_base, stats):
+            if self._map_segment(segment, start, next_base, stats, transactions):
                 _log.debug(
                     "offset map full after %d keys, in segment %d",
                     offset_map.size,
@@ -300,7 +341,12 @@ class Cleaner:
                 return
 
     def _map_segment(
-        self, segment: SegmentSnapshot, start: int, next_base: int, stats: CleanerStats
+        self,
+        segment: SegmentSnapshot,
+        start: int,
+        next_base: int,
+        stats: CleanerStats,
+        transactions: CleanedTransactionMetadata,
     ) -> bool:
         offset_map = self._map
         for buf, view, off, _, header in self._batches(segment.log_path, segment.size_in_bytes):
@@ -309,7 +355,15 @@ class Cleaner:
                 continue
             check_crc(view, off, header)
             stats.map_bytes_read += header[H_LENGTH] + LOG_OVERHEAD
-            if put_keys(buf, off, header, start, offset_map):
+            attributes = header[H_ATTRIBUTES]
+            pid = header[H_PRODUCER_ID]
+            if attributes & CONTROL_FLAG_MASK:
+                transactions.on_control_batch_read(pid, last_offset, _control_type(buf, off))
+            elif transactions.on_batch_read(
+                pid, last_offset, bool(attributes & TRANSACTIONAL_FLAG_MASK)
+            ):
+                pass  # an aborted transaction's batch: its keys supersede nothing
+            elif put_keys(buf, off, header, start, offset_map):
                 return True
             stats.map_records_read += header[H_RECORDS_COUNT]
             offset_map.update_latest_offset(last_offset)
@@ -326,18 +380,24 @@ class Cleaner:
         old_segments: list[LogSegment],
         now: int,
         stats: CleanerStats,
-        producers_last: Mapping[int, int],
+        producers_last: dict[int, LastRecord],
+        next_base: Mapping[int, int],
     ) -> None:
         base = group[0].base_offset
         prefix = filename_prefix_from_offset(base)
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             # Left by a pass that failed here: reopening would take it for valid data.
             (log.dir / f"{prefix}{suffix}{CLEANED_SUFFIX}").unlink(missing_ok=True)
         cleaned = LogSegment.for_config(
             log.dir, base, config, created_ms=now, file_suffix=CLEANED_SUFFIX
         )
         try:
-            self._recopy(config, group, cleaned, now, stats, producers_last)
+            transactions = CleanedTransactionMetadata()
+            self._recopy(
+                log, config, group, cleaned, now, stats, producers_last, next_base, transactions
+            )
+            for aborted in transactions.retained_aborted:
+                cleaned.txn_index.append(aborted)
             cleaned.on_become_inactive_segment()
             cleaned.flush()
             cleaned.log.set_last_modified_ms(group[-1].last_modified_ms)
@@ -357,12 +417,15 @@ class Cleaner:
 
     def _recopy(
         self,
+        log: Log,
         config: LogConfig,
         group: Sequence[SegmentSnapshot],
         cleaned: LogSegment,
         now: int,
         stats: CleanerStats,
-        producers_last: Mapping[int, int],
+        producers_last: dict[int, LastRecord],
+        next_base: Mapping[int, int],
+        transactions: CleanedTransactionMetadata,
     ) -> None:
         flush_at = self._config.io_buffer_bytes
         offset_map = self._map
@@ -375,21 +438,28 @@ class Cleaner:
         bytes_read = records_read = records_retained = rewritten = 0
         for i, segment in enumerate(group):
             size = segment.size_in_bytes
+            transactions.add_aborted_transactions(
+                _aborted_transactions(
+                    log, segment.base_offset, next_base.get(segment.base_offset, 2**63 - 1)
+                )
+            )
             for buf, view, off, file_position, header in self._batches(segment.log_path, size):
                 check_crc(view, off, header)
                 batch_size = header[H_LENGTH] + LOG_OVERHEAD
                 last_offset = header[H_BASE_OFFSET] + header[H_LAST_OFFSET_DELTA]
-                producer_last = producers_last.get(header[H_PRODUCER_ID], -2)
-                data, max_timestamp, read, retained, was_rewritten = filter_batch(
+                group_last = i == last_nonempty and file_position + batch_size == size
+                data, max_timestamp, read, retained, was_rewritten = _filter(
                     buf,
                     view,
                     off,
                     header,
+                    last_offset,
                     offset_map,
                     now,
                     delete_retention_ms,
-                    (i == last_nonempty and file_position + batch_size == size)
-                    or producer_last == last_offset,
+                    group_last,
+                    producers_last,
+                    transactions,
                 )
                 bytes_read += batch_size
                 records_read += read
@@ -432,6 +502,77 @@ class Cleaner:
                 cleaned.index_interval_bytes = _NO_INDEX
             cleaned.append(memoryview(data)[position : position + info.size_in_bytes], [info])
             position += info.size_in_bytes
+
+
+def _aborted_transactions(log: Log, start: int, upper: int) -> list[AbortedTxn]:
+    """The log's aborted transactions overlapping ``[start, upper)``; a log closed meanwhile
+    aborts the pass (rather than failing it, which would mark the log uncleanable)."""
+    try:
+        return log.collect_aborted_transactions(start, upper)
+    except ValueError:
+        raise LogCleaningAbortedError(f"the log {log.dir} was closed") from None
+
+
+def _control_type(buf: bytes, position: int) -> ControlRecordType | None:
+    """The type of the control batch at ``position`` (None: it has no record left). Raises
+    ``CorruptRecordError`` for a malformed control record."""
+    batch = RecordBatch(buf, position)
+    if batch.records_count <= 0:
+        return None
+    return control_record_type(batch.records()[0].key)
+
+
+def _filter(
+    buf: bytes,
+    view: memoryview,
+    position: int,
+    header: tuple[int, ...],
+    last_offset: int,
+    offset_map: OffsetMap,
+    now: int,
+    delete_retention_ms: int,
+    group_last: bool,
+    producers_last: dict[int, LastRecord],
+    transactions: CleanedTransactionMetadata,
+) -> FilterOutcome:
+    """What to write for one batch (Kafka's ``cleanInto`` filter): the transactional rules of
+    :mod:`storage.cleaned_transactions`, then :func:`~storage.batch_filter.filter_batch`'s.
+    ``group_last``: the group's last batch, kept at least empty for the loader."""
+    attributes = header[H_ATTRIBUTES]
+    pid = header[H_PRODUCER_ID]
+    is_control = bool(attributes & CONTROL_FLAG_MASK)
+    if is_control:
+        may_go = transactions.on_control_batch_read(pid, last_offset, _control_type(buf, position))
+        horizon_passed = bool(attributes & DELETE_HORIZON_FLAG_MASK) and (
+            header[H_BASE_TIMESTAMP] <= now
+        )
+        discard_records = may_go and horizon_passed
+    else:
+        may_go = discard_records = transactions.on_batch_read(
+            pid, last_offset, bool(attributes & TRANSACTIONAL_FLAG_MASK)
+        )
+    retention = batch_retention(
+        producer_id=pid,
+        producer_epoch=header[H_PRODUCER_EPOCH],
+        last_offset=last_offset,
+        is_control=is_control,
+        discard_records=discard_records,
+        last_records=producers_last,
+    )
+    retain_empty = group_last or retention is BatchRetention.RETAIN_EMPTY
+    if discard_records:
+        return discard_batch(header, retain_empty)
+    if is_control:
+        count = header[H_RECORDS_COUNT]
+        if count <= 0:
+            return discard_batch(header, retain_empty)
+        if may_go and not attributes & DELETE_HORIZON_FLAG_MASK:
+            return with_delete_horizon(buf, position, header, now + delete_retention_ms)
+        whole = view[position : position + header[H_LENGTH] + LOG_OVERHEAD]
+        return FilterOutcome(whole, header[H_MAX_TIMESTAMP], count, count, False)
+    return filter_batch(
+        buf, view, position, header, offset_map, now, delete_retention_ms, retain_empty
+    )
 
 
 class LogCleaner:

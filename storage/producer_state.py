@@ -33,7 +33,9 @@ ends it (:mod:`storage.transaction_state` keeps the open ones and turns aborts i
 * a marker ends the transaction (and moves the producer to the marker's epoch, forgetting its
   batches if that is new), records the coordinator epoch, and completes a transaction only if
   one was open (a marker for a producer with no data here changes no offset);
-* a control batch of a type this version does not know, or with no record, is skipped.
+* a control batch of a type this version does not know, or with no record (compaction empties
+  the marker it keeps for an active producer), changes nothing but a newer producer epoch,
+  which it records (Kafka skips it whole and so forgets the epoch).
 
 On-disk layout: ``<20-digit offset>.snapshot`` in the partition directory holds the state of
 every producer for the offsets below that offset (Kafka's ``ProducerSnapshot`` schema,
@@ -298,6 +300,12 @@ class ProducerAppendInfo:
         if batch.is_control:
             if batch.marker is not None:
                 self._append_marker(batch, batch.marker, events)
+            elif batch.producer_epoch > self.updated.producer_epoch:
+                # an emptied marker (compaction keeps an active producer's last one as a bare
+                # header) still carries the producer's epoch
+                self.updated = replace(
+                    self.updated, producer_epoch=batch.producer_epoch, batches=()
+                )
             return
         epoch, first_seq = batch.producer_epoch, batch.base_sequence
         if self._origin is not AppendOrigin.REPLICATION:

@@ -1,10 +1,12 @@
 """``odradek dump-log``: print what is in segment files, as Kafka's ``kafka-dump-log.sh`` does.
 
-Given ``.log``, ``.index``, ``.timeindex`` and ``.snapshot`` files (also with a ``.deleted``,
-``.cleaned`` or ``.swap`` suffix) or directories holding them, print every batch of a log (with
-its producer id, epoch and sequences) and, with
-``--deep-iteration`` or ``--print-data-log``, every record; every entry of an index; every
-producer of a producer-state snapshot (as Kafka's ``dumpProducerIdSnapshot``); or check
+Given ``.log``, ``.index``, ``.timeindex``, ``.txnindex`` and ``.snapshot`` files (also with a
+``.deleted``, ``.cleaned`` or ``.swap`` suffix) or directories holding them, print every batch
+of a log (with its producer id, epoch and sequences, its transactional and control flags) and,
+with ``--deep-iteration`` or ``--print-data-log``, every record (a control record as its
+COMMIT or ABORT marker and coordinator epoch); every entry of an index; every aborted
+transaction of a ``.txnindex`` (as Kafka's ``dumpTxnIndex``); every producer of a
+producer-state snapshot (as Kafka's ``dumpProducerIdSnapshot``); or check
 an index against the log beside it (``--verify-index``) or with storage's sanity check
 (``--index-sanity-check``). ``--json`` prints one JSON object per file instead of text.
 ``docs/dump-log.md`` shows the output and the exit codes.
@@ -72,6 +74,12 @@ from storage.producer_state import (
     ProducerStateEntry,
     decode_snapshot,
 )
+from storage.transaction_index import (
+    ABORTED_TXN_SIZE,
+    ABORTED_TXN_VERSION,
+    TXN_INDEX_SUFFIX,
+    AbortedTxn,
+)
 
 __all__ = ["DumpOptions", "SegmentFileKind", "add_parser", "dump", "run"]
 
@@ -99,12 +107,13 @@ _CONTROL_TYPES = {
 
 
 class SegmentFileKind(enum.Enum):
-    """The three files of a segment and the producer-state snapshot; the value is the ``type``
+    """The four files of a segment and the producer-state snapshot; the value is the ``type``
     of the JSON output."""
 
     LOG = "log"
     OFFSET_INDEX = "offset_index"
     TIME_INDEX = "time_index"
+    TXN_INDEX = "txn_index"
     PRODUCER_SNAPSHOT = "producer_snapshot"
 
 
@@ -112,9 +121,10 @@ _KIND_BY_SUFFIX = {
     LOG_SUFFIX: SegmentFileKind.LOG,
     INDEX_SUFFIX: SegmentFileKind.OFFSET_INDEX,
     TIME_INDEX_SUFFIX: SegmentFileKind.TIME_INDEX,
+    TXN_INDEX_SUFFIX: SegmentFileKind.TXN_INDEX,
     SNAPSHOT_SUFFIX: SegmentFileKind.PRODUCER_SNAPSHOT,
 }
-_KINDS = "(.log, .index, .timeindex, .snapshot)"
+_KINDS = "(.log, .index, .timeindex, .txnindex, .snapshot)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +279,15 @@ class SnapshotEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class TxnIndexEntry:
+    """One aborted transaction of a ``.txnindex`` file, at entry ``slot``."""
+
+    slot: int
+    version: int
+    entry: AbortedTxn
+
+
+@dataclass(frozen=True, slots=True)
 class SanityResult:
     passed: bool
     message: str
@@ -288,6 +307,7 @@ Event: TypeAlias = (
     | Verified
     | SanityResult
     | SnapshotEntry
+    | TxnIndexEntry
 )
 
 
@@ -784,6 +804,8 @@ class TextOutput:
                 self._line(message)
             case SnapshotEntry(entry=entry):
                 self._line(snapshot_entry_line(entry))
+            case TxnIndexEntry():
+                self._line(txn_index_entry_line(event))
 
     def abort(self, message: str) -> None:
         """The file could not be read to its end (``message`` went to stderr)."""
@@ -903,6 +925,17 @@ class JsonOutput:
                 doc["sanity_check"] = {"passed": passed, "message": message}
             case SnapshotEntry(entry=entry):
                 doc["entries"].append(_snapshot_entry_json(entry))
+            case TxnIndexEntry(slot=slot, version=version, entry=e):
+                doc["entries"].append(
+                    {
+                        "slot": slot,
+                        "version": version,
+                        "producer_id": e.producer_id,
+                        "first_offset": e.first_offset,
+                        "last_offset": e.last_offset,
+                        "last_stable_offset": e.last_stable_offset,
+                    }
+                )
             case EmptyIndex():
                 pass
             case _:  # pragma: no cover - every event is handled above
@@ -934,7 +967,7 @@ class JsonOutput:
         if seg.kind is SegmentFileKind.LOG:
             doc.update(batches=[], gaps=[], max_bytes_reached=None)
             return doc
-        if seg.kind is SegmentFileKind.PRODUCER_SNAPSHOT:
+        if seg.kind in (SegmentFileKind.PRODUCER_SNAPSHOT, SegmentFileKind.TXN_INDEX):
             doc["entries"] = []
             return doc
         opts = self._opts
@@ -1059,6 +1092,10 @@ def _events(seg: SegmentFile, opts: DumpOptions) -> Iterator[Event]:
         yield FileStart(seg, len(data))
         yield from _dump_snapshot(data)
         return
+    if seg.kind is SegmentFileKind.TXN_INDEX:
+        yield FileStart(seg, len(data))
+        yield from _dump_txn_index(seg, data)
+        return
     log: _LogSummary | None = None
     if opts.verify_index and not opts.index_sanity_check:
         log_path = seg.sibling_log()
@@ -1077,6 +1114,52 @@ def _dump_snapshot(data: bytes) -> Iterator[Event]:
         return
     for entry in entries:
         yield SnapshotEntry(entry)
+
+
+def _dump_txn_index(seg: SegmentFile, data: bytes) -> Iterator[Event]:
+    """The aborted transactions of a ``.txnindex``, with a Problem for each entry storage's
+    sanity check refuses (below the segment's base offset, or ending before the previous one),
+    an unknown version (the rest is not read) or a torn last entry."""
+    entry_struct = struct.Struct(">hqqqq")
+    previous = seg.base_offset
+    whole = len(data) - len(data) % ABORTED_TXN_SIZE
+    for slot, position in enumerate(range(0, whole, ABORTED_TXN_SIZE)):
+        version, pid, first, last, lso = entry_struct.unpack_from(data, position)
+        if version != ABORTED_TXN_VERSION:
+            yield Problem(
+                "unknown_version",
+                position,
+                f"Entry {slot} at position {position} has the unknown version {version}",
+                len(data) - position,
+            )
+            return
+        entry = AbortedTxn(pid, first, last, lso)
+        yield TxnIndexEntry(slot, version, entry)
+        if last < previous:
+            below = "the segment's base offset" if slot == 0 else "the previous entry's"
+            yield Problem(
+                "out_of_order",
+                position,
+                f"Entry {slot} ends at offset {last}, below {below} ({previous})",
+            )
+        previous = max(previous, last)
+    if whole != len(data):
+        yield Problem(
+            "torn_entry",
+            whole,
+            f"{len(data) - whole} bytes at position {whole} are not a whole "
+            f"{ABORTED_TXN_SIZE}-byte entry (a torn write: storage cuts them)",
+            len(data) - whole,
+        )
+
+
+def txn_index_entry_line(found: TxnIndexEntry) -> str:
+    """An aborted transaction as Kafka's ``DumpLogSegments.dumpTxnIndex`` prints it."""
+    e = found.entry
+    return (
+        f"version: {found.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "
+        f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}"
+    )
 
 
 def snapshot_entry_line(entry: ProducerStateEntry) -> str:
@@ -1188,10 +1271,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     """Register ``dump-log`` on the ``odradek`` command's subparsers."""
     p = sub.add_parser(
         "dump-log",
-        help="print the contents of segment files (.log, .index, .timeindex, .snapshot)",
+        help=(
+            "print the contents of segment files (.log, .index, .timeindex, .txnindex, .snapshot)"
+        ),
         description=(
             "Print the batches and records of .log files, the entries of .index and "
-            ".timeindex files and the producers of .snapshot files, or check indexes. "
+            ".timeindex files, the aborted transactions of .txnindex files and the producers "
+            "of .snapshot files, or check indexes. "
             "Files are only read, never changed. "
             "Exit code: 0 all valid, 1 something invalid or unreadable, 2 usage error."
         ),

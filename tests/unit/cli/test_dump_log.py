@@ -958,15 +958,21 @@ def test_directory_dumps_its_segment_files_in_name_order(tmp_path, capsys):
     ("make", "message"),
     [
         (lambda d: d / "missing.log", "no such file or directory"),
-        (lambda d: d / "notes.txt", "not a segment file (.log, .index, .timeindex, .snapshot)"),
-        (lambda d: d / "foo.log", "not a segment file (.log, .index, .timeindex, .snapshot)"),
+        (
+            lambda d: d / "notes.txt",
+            "not a segment file (.log, .index, .timeindex, .txnindex, .snapshot)",
+        ),
+        (
+            lambda d: d / "foo.log",
+            "not a segment file (.log, .index, .timeindex, .txnindex, .snapshot)",
+        ),
         (
             lambda d: d / f"{SEG}.checkpoint",
-            "not a segment file (.log, .index, .timeindex, .snapshot)",
+            "not a segment file (.log, .index, .timeindex, .txnindex, .snapshot)",
         ),
         (
             lambda d: d / "empty",
-            "no segment files (.log, .index, .timeindex, .snapshot) in directory",
+            "no segment files (.log, .index, .timeindex, .txnindex, .snapshot) in directory",
         ),
     ],
 )
