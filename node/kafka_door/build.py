@@ -6,6 +6,8 @@ newer version is dropped for an older one), converts error codes (``int`` → ki
 millisecond durations and times (``int`` → ``timedelta`` / ``datetime``, -1 → no time) and topic
 ids (``str`` → ``UUID``) where the schema says so, and leaves the
 class's defaults for what is not given. :func:`nested` finds a version's nested class by name.
+:func:`respond` is every handler's one response path: the answer's class is the request's own
+key and version.
 
 Pure; thread-safe.
 """
@@ -20,10 +22,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from node.kafka_door.context import RequestContext
+from node.kafka_door.frames import response_class
+
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _ZERO_UUID = uuid.UUID(int=0)
 
-__all__ = ["error_code", "make", "nested"]
+__all__ = ["error_code", "make", "nested", "respond", "response_class_of"]
 
 
 _field_kinds: dict[type[Any], dict[str, str]] = {}
@@ -81,3 +86,16 @@ def nested(cls: type[Any], name: str) -> type[Any]:
             raise LookupError(f"{cls.__module__}.{name} is not a class")
         found = _nested[key] = value
     return found
+
+
+def response_class_of(ctx: RequestContext) -> type[Any]:
+    """The response class of the request ``ctx`` answers: its API key and version (the one
+    place a handler's answer gets its class)."""
+    return response_class(ctx.api_key, ctx.api_version)
+
+
+def respond(ctx: RequestContext, **fields: Any) -> Any:
+    """The answer to the request of ``ctx``, built by :func:`make` from ``fields`` (the
+    response's own fields; ``throttle_time`` 0 unless given)."""
+    fields.setdefault("throttle_time", 0)
+    return make(response_class_of(ctx), **fields)

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from node.admin.requests import InvalidAcl
-from node.kafka_door.build import make, nested
+from node.kafka_door import views
+from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.kafka_door.handlers.admin_common import admin_of, caller
 from node.kafka_door.services import DoorServices
 from odradek.acl import (
@@ -84,9 +84,11 @@ def _filter(f: Any) -> AclBindingFilter | InvalidAcl:
         return InvalidAcl(f"Invalid ACL filter: {e}")
 
 
-def handle_create_acls(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_create_acls(
+    services: DoorServices, ctx: RequestContext, request: views.CreateAclsRequestView
+) -> Any:
     results = admin_of(services).create_acls(*caller(ctx), [_binding(c) for c in request.creations])
-    cls = response_class(30, ctx.api_version)
+    cls = response_class_of(ctx)
     result_cls = nested(cls, "AclCreationResult")
     return make(
         cls,
@@ -98,9 +100,11 @@ def handle_create_acls(services: DoorServices, ctx: RequestContext, request: Any
     )
 
 
-def handle_describe_acls(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_acls(
+    services: DoorServices, ctx: RequestContext, request: views.DescribeAclsRequestView
+) -> Any:
     result = admin_of(services).describe_acls(*caller(ctx), _filter(request))
-    cls = response_class(29, ctx.api_version)
+    cls = response_class_of(ctx)
     resource_cls = nested(cls, "DescribeAclsResource")
     acl_cls = nested(cls, "AclDescription")
     by_pattern: dict[ResourcePattern, list[AccessControlEntry]] = {}
@@ -133,9 +137,11 @@ def handle_describe_acls(services: DoorServices, ctx: RequestContext, request: A
     )
 
 
-def handle_delete_acls(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_delete_acls(
+    services: DoorServices, ctx: RequestContext, request: views.DeleteAclsRequestView
+) -> Any:
     results = admin_of(services).delete_acls(*caller(ctx), [_filter(f) for f in request.filters])
-    cls = response_class(31, ctx.api_version)
+    cls = response_class_of(ctx)
     result_cls = nested(cls, "DeleteAclsFilterResult")
     acl_cls = nested(cls, "DeleteAclsMatchingAcl")
     return make(

@@ -22,9 +22,9 @@ from node.coordinator.classic_group import (
     SyncGroupRequest,
     SyncGroupResult,
 )
-from node.kafka_door.build import make, nested
+from node.kafka_door import views
+from node.kafka_door.build import make, nested, respond, response_class_of
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.kafka_door.services import DoorServices
 
 __all__ = [
@@ -60,8 +60,10 @@ def _then(future: Future[_T], answer: Callable[[_T], Any]) -> Future[Any]:
     return out
 
 
-def handle_join_group(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(JOIN_GROUP, ctx.api_version)
+def handle_join_group(
+    services: DoorServices, ctx: RequestContext, request: views.JoinGroupRequestView
+) -> Any:
+    cls = response_class_of(ctx)
     member_cls = nested(cls, "JoinGroupResponseMember")
 
     def answer(r: JoinGroupResult) -> Any:
@@ -104,8 +106,10 @@ def handle_join_group(services: DoorServices, ctx: RequestContext, request: Any)
     return _then(services.group_apis.join_group(ctx.caller, req), answer)
 
 
-def handle_sync_group(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(SYNC_GROUP, ctx.api_version)
+def handle_sync_group(
+    services: DoorServices, ctx: RequestContext, request: views.SyncGroupRequestView
+) -> Any:
+    cls = response_class_of(ctx)
 
     def answer(r: SyncGroupResult) -> Any:
         return make(
@@ -130,7 +134,9 @@ def handle_sync_group(services: DoorServices, ctx: RequestContext, request: Any)
     return _then(services.group_apis.sync_group(ctx.caller, req), answer)
 
 
-def handle_heartbeat(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_heartbeat(
+    services: DoorServices, ctx: RequestContext, request: views.HeartbeatRequestView
+) -> Any:
     group_id = str(request.group_id)
     code = services.group_apis.heartbeat(
         ctx.caller,
@@ -139,17 +145,20 @@ def handle_heartbeat(services: DoorServices, ctx: RequestContext, request: Any) 
         int(request.generation_id),
         getattr(request, "group_instance_id", None),
     )
-    return make(response_class(HEARTBEAT, ctx.api_version), throttle_time=0, error_code=code)
+    return respond(ctx, throttle_time=0, error_code=code)
 
 
-def handle_leave_group(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(LEAVE_GROUP, ctx.api_version)
+def handle_leave_group(
+    services: DoorServices, ctx: RequestContext, request: views.LeaveGroupRequestView
+) -> Any:
+    cls = response_class_of(ctx)
     group_id = str(request.group_id)
     batch = ctx.api_version >= 3
+    versioned: Any = request  # v3+ leaves a batch of members, v0-v2 one (not in every view)
     if batch:
-        members = [LeaveMember(str(m.member_id), m.group_instance_id) for m in request.members]
+        members = [LeaveMember(str(m.member_id), m.group_instance_id) for m in versioned.members]
     else:
-        members = [LeaveMember(str(request.member_id))]
+        members = [LeaveMember(str(versioned.member_id))]
     code, results = services.group_apis.leave_group(ctx.caller, group_id, members)
     if not batch:
         # v0-2: one member, its error is the request's

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from node.kafka_door.build import make, nested
+from node.kafka_door import views
+from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.kafka_door.handlers.admin_common import (
     NO_OPERATIONS,
     admin_of,
@@ -36,10 +36,12 @@ BROKERS_ENDPOINT = 1
 UNSUPPORTED_ENDPOINT_TYPE = 115
 
 
-def handle_describe_cluster(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_cluster(
+    services: DoorServices, ctx: RequestContext, request: views.DescribeClusterRequestView
+) -> Any:
     admin = admin_of(services)
     principal, host = caller(ctx)
-    cls = response_class(60, ctx.api_version)
+    cls = response_class_of(ctx)
     endpoint_type = int(getattr(request, "endpoint_type", BROKERS_ENDPOINT))
     if endpoint_type != BROKERS_ENDPOINT:
         return make(
@@ -74,14 +76,16 @@ def handle_describe_cluster(services: DoorServices, ctx: RequestContext, request
     )
 
 
-def handle_describe_log_dirs(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_log_dirs(
+    services: DoorServices, ctx: RequestContext, request: views.DescribeLogDirsRequestView
+) -> Any:
     partitions = (
         None
         if request.topics is None
         else {(t.topic, int(p)) for t in request.topics for p in t.partitions}
     )
     result = admin_of(services).describe_log_dirs(*caller(ctx), partitions)
-    cls = response_class(35, ctx.api_version)
+    cls = response_class_of(ctx)
     dir_cls = nested(cls, "DescribeLogDirsResult")
     topic_cls = nested(cls, "DescribeLogDirsTopic")
     partition_cls = nested(cls, "DescribeLogDirsPartition")
@@ -119,10 +123,12 @@ def handle_describe_log_dirs(services: DoorServices, ctx: RequestContext, reques
     )
 
 
-def handle_describe_producers(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_producers(
+    services: DoorServices, ctx: RequestContext, request: views.DescribeProducersRequestView
+) -> Any:
     wanted = [(t.name, int(p)) for t in request.topics for p in t.partition_indexes]
     results = admin_of(services).describe_producers(*caller(ctx), wanted)
-    cls = response_class(61, ctx.api_version)
+    cls = response_class_of(ctx)
     topic_cls = nested(cls, "TopicResponse")
     partition_cls = nested(cls, "PartitionResponse")
     producer_cls = nested(cls, "ProducerState")

@@ -32,7 +32,8 @@ from node.admin.requests import (
     DescribeConfigsResult,
     IncrementalAlterConfigsResource,
 )
-from node.kafka_door.build import make, nested
+from node.kafka_door import views
+from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
 from node.kafka_door.handlers.admin_common import admin_of, caller
@@ -88,13 +89,15 @@ def _checked(
     return out
 
 
-def handle_describe_configs(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_configs(
+    services: DoorServices, ctx: RequestContext, request: views.DescribeConfigsRequestView
+) -> Any:
     admin = admin_of(services)
     principal, host = caller(ctx)
     items: list[tuple[ConfigResource, str, DescribeConfigsResource | None]] = []
-    for r in request.resources:
-        resource, reason = _resource(r.resource_type, r.resource_name)
-        keys = None if r.configuration_keys is None else tuple(r.configuration_keys)
+    for wanted in request.resources:
+        resource, reason = _resource(wanted.resource_type, wanted.resource_name)
+        keys = None if wanted.configuration_keys is None else tuple(wanted.configuration_keys)
         items.append((resource, reason, DescribeConfigsResource(resource, keys)))
     synonyms = bool(getattr(request, "include_synonyms", False))
     results: list[DescribeConfigsResult] = _checked(
@@ -106,7 +109,7 @@ def handle_describe_configs(services: DoorServices, ctx: RequestContext, request
         lambda valid: admin.describe_configs(principal, host, valid, include_synonyms=synonyms),
         lambda resource, code, message: DescribeConfigsResult(resource, code, message),
     )
-    cls = response_class(32, ctx.api_version)
+    cls = response_class_of(ctx)
     result_cls = nested(cls, "DescribeConfigsResult")
     config_cls = nested(cls, "DescribeConfigsResourceResult")
     synonym_cls = nested(cls, "DescribeConfigsSynonym")
@@ -171,7 +174,9 @@ def _refused(resource: ConfigResource, code: int, message: str) -> AlterConfigsR
     return AlterConfigsResult(resource, code, message)
 
 
-def handle_alter_configs(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_alter_configs(
+    services: DoorServices, ctx: RequestContext, request: views.AlterConfigsRequestView
+) -> Any:
     admin = admin_of(services)
     principal, host = caller(ctx)
     items: list[tuple[ConfigResource, str, AlterConfigsResource | None]] = []
@@ -196,7 +201,7 @@ def handle_alter_configs(services: DoorServices, ctx: RequestContext, request: A
 
 
 def handle_incremental_alter_configs(
-    services: DoorServices, ctx: RequestContext, request: Any
+    services: DoorServices, ctx: RequestContext, request: views.IncrementalAlterConfigsRequestView
 ) -> Any:
     admin = admin_of(services)
     principal, host = caller(ctx)

@@ -34,10 +34,10 @@ from node.core.requests import (
     FetchResult,
     Records,
 )
-from node.kafka_door.build import make, nested
+from node.kafka_door import views
+from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
 from node.kafka_door.fetch_encoding import FetchedPartition, encode_fetch_response
-from node.kafka_door.frames import response_class
 from node.kafka_door.server import CLOSE_CONNECTION, FileSlice, Later, WhenReady
 from node.kafka_door.services import DoorServices
 from storage.file_records import FileSlice as SegmentSlice
@@ -51,8 +51,10 @@ _RECHECK_MS = 1000
 """A waiting fetch is checked at least this often (as the core's own wait does)."""
 
 
-def handle_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(API_KEY, ctx.api_version)
+def handle_fetch(
+    services: DoorServices, ctx: RequestContext, request: views.FetchRequestView
+) -> Any:
+    cls = response_class_of(ctx)
     session_id = int(getattr(request, "session_id", 0))
     session_epoch = int(getattr(request, "session_epoch", -1))
     top = {"throttle_time": 0, "error_code": 0, "session_id": 0}

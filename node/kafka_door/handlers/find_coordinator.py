@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from node.coordinator.group_requests import Coordinator
-from node.kafka_door.build import make
+from node.kafka_door import views
+from node.kafka_door.build import respond
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.kafka_door.services import DoorServices
 
 __all__ = ["handle_find_coordinator"]
@@ -25,7 +25,9 @@ API_KEY = 10
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 
 
-def handle_find_coordinator(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_find_coordinator(
+    services: DoorServices, ctx: RequestContext, request: views.FindCoordinatorRequestView
+) -> Any:
     key = str(request.key)
     key_type = int(getattr(request, "key_type", 0))
     transactions = services.api.transactions
@@ -35,8 +37,8 @@ def handle_find_coordinator(services: DoorServices, ctx: RequestContext, request
         found = Coordinator(key, error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     else:
         (found,) = services.group_apis.find_coordinator(ctx.caller, [key], ctx.listener)
-    return make(
-        response_class(API_KEY, ctx.api_version),
+    return respond(
+        ctx,
         throttle_time=0,
         error_code=found.error_code,
         error_message=found.error_message or None,

@@ -33,9 +33,9 @@ from node.coordinator.group_requests import (
     OffsetFetchPartition,
     OffsetFetchResult,
 )
-from node.kafka_door.build import make, nested
+from node.kafka_door import views
+from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.kafka_door.services import DoorServices
 
 __all__ = [
@@ -82,7 +82,9 @@ def _partition_answer(
 # -- OffsetCommit ----------------------------------------------------------------------------
 
 
-def handle_offset_commit(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_offset_commit(
+    services: DoorServices, ctx: RequestContext, request: views.OffsetCommitRequestView
+) -> Any:
     commits = [
         OffsetCommitPartition(
             topic=t.name,
@@ -105,7 +107,7 @@ def handle_offset_commit(services: DoorServices, ctx: RequestContext, request: A
         api_version=ctx.api_version,
     )
     errors = {(r.topic, r.partition): r.error_code for r in result.partitions}
-    cls = response_class(OFFSET_COMMIT, ctx.api_version)
+    cls = response_class_of(ctx)
     return make(cls, throttle_time=0, topics=_partition_answer(cls, request.topics, errors))
 
 
@@ -156,14 +158,19 @@ def _fetched_topics(
     return tuple(make(topic_cls, name=n, partitions=tuple(ps)) for n, ps in by_topic.items())
 
 
-def handle_offset_fetch(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_offset_fetch(
+    services: DoorServices, ctx: RequestContext, request: views.OffsetFetchRequestView
+) -> Any:
     version = ctx.api_version
-    cls = response_class(OFFSET_FETCH, version)
+    cls = response_class_of(ctx)
     stable = bool(getattr(request, "require_stable", False))  # v7+
+    # v8+ asks for several groups, v1-v7 for one: the fields of either shape (not in the view
+    # of every version) are read where the version says they are
+    versioned: Any = request
     if version >= 8:
         group_cls = nested(cls, "OffsetFetchResponseGroup")
         groups = []
-        for g in request.groups:
+        for g in versioned.groups:
             member_id = getattr(g, "member_id", None) or ""
             member_epoch = int(getattr(g, "member_epoch", -1))
             result = _fetch_group(
@@ -178,7 +185,7 @@ def handle_offset_fetch(services: DoorServices, ctx: RequestContext, request: An
                 )
             )
         return make(cls, throttle_time=0, groups=tuple(groups))
-    result = _fetch_group(services, ctx, str(request.group_id), "", -1, request.topics, stable)
+    result = _fetch_group(services, ctx, str(versioned.group_id), "", -1, versioned.topics, stable)
     if result.error_code and version < 2:
         # no group-level error before v2: every partition asked for carries it
         result = OffsetFetchResult(
@@ -186,7 +193,7 @@ def handle_offset_fetch(services: DoorServices, ctx: RequestContext, request: An
             result.error_message,
             tuple(
                 OffsetFetchPartition(t.name, int(p))
-                for t in request.topics or ()
+                for t in versioned.topics or ()
                 for p in t.partition_indexes
             ),
         )
@@ -201,8 +208,10 @@ def handle_offset_fetch(services: DoorServices, ctx: RequestContext, request: An
 # -- OffsetDelete ----------------------------------------------------------------------------
 
 
-def handle_offset_delete(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(OFFSET_DELETE, ctx.api_version)
+def handle_offset_delete(
+    services: DoorServices, ctx: RequestContext, request: views.OffsetDeleteRequestView
+) -> Any:
+    cls = response_class_of(ctx)
     wanted = [(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
     result = services.group_apis.offset_delete(ctx.caller, str(request.group_id), wanted)
     if result.error_code:

@@ -37,9 +37,9 @@ from node.coordinator.group_requests import (
     HeartbeatResponse,
     TopicPartitions,
 )
-from node.kafka_door.build import make, nested
+from node.kafka_door import views
+from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.kafka_door.handlers.admin_common import NO_OPERATIONS, authorized_operations
 from node.kafka_door.services import DoorServices
 from node.kafka_door.topic_ids import topic_id_text, topic_id_uuid
@@ -77,7 +77,7 @@ def _refused(refusals: Iterable[Refusal]) -> dict[str, Refusal]:
 
 
 def handle_consumer_group_heartbeat(
-    services: DoorServices, ctx: RequestContext, request: Any
+    services: DoorServices, ctx: RequestContext, request: views.ConsumerGroupHeartbeatRequestView
 ) -> Any:
     group_id = str(request.group_id)
     owned = None
@@ -108,7 +108,7 @@ def handle_consumer_group_heartbeat(
 
 
 def _heartbeat_answer(ctx: RequestContext, r: HeartbeatResponse) -> Any:
-    cls = response_class(CONSUMER_GROUP_HEARTBEAT, ctx.api_version)
+    cls = response_class_of(ctx)
     assignment = None
     if r.assignment is not None:
         tp_cls = nested(cls, "TopicPartitions")
@@ -140,12 +140,12 @@ def _is_offsets_only(g: DescribedGroup) -> bool:
 
 
 def handle_consumer_group_describe(
-    services: DoorServices, ctx: RequestContext, request: Any
+    services: DoorServices, ctx: RequestContext, request: views.ConsumerGroupDescribeRequestView
 ) -> Any:
     ids = [str(g) for g in request.group_ids]
     described = services.group_apis.consumer_group_describe(ctx.caller, ids)
     operations = _group_operations(services, ctx, request)
-    cls = response_class(CONSUMER_GROUP_DESCRIBE, ctx.api_version)
+    cls = response_class_of(ctx)
     group_cls = nested(cls, "DescribedGroup")
     member_cls = nested(cls, "Member")
     assignment_cls = nested(cls, "Assignment")
@@ -220,10 +220,12 @@ def _group_operations(
 # -- DescribeGroups (the classic protocol's) ---------------------------------------------------
 
 
-def handle_describe_groups(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_groups(
+    services: DoorServices, ctx: RequestContext, request: views.DescribeGroupsRequestView
+) -> Any:
     ids = [str(g) for g in request.groups]
     operations = _group_operations(services, ctx, request)
-    cls = response_class(DESCRIBE_GROUPS, ctx.api_version)
+    cls = response_class_of(ctx)
     group_cls = nested(cls, "DescribedGroup")
     member_cls = nested(cls, "DescribedGroupMember")
     groups = []
@@ -270,11 +272,13 @@ def handle_describe_groups(services: DoorServices, ctx: RequestContext, request:
 # -- ListGroups ------------------------------------------------------------------------------
 
 
-def handle_list_groups(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_list_groups(
+    services: DoorServices, ctx: RequestContext, request: views.ListGroupsRequestView
+) -> Any:
     states = [str(s) for s in getattr(request, "states_filter", ()) or ()]
     types = {str(t).lower() for t in getattr(request, "types_filter", ()) or ()}
     result = services.group_apis.list_groups(ctx.caller, states, sorted(types))
-    cls = response_class(LIST_GROUPS, ctx.api_version)
+    cls = response_class_of(ctx)
     group_cls = nested(cls, "ListedGroup")
     return make(
         cls,
@@ -296,10 +300,12 @@ def handle_list_groups(services: DoorServices, ctx: RequestContext, request: Any
 # -- DeleteGroups ----------------------------------------------------------------------------
 
 
-def handle_delete_groups(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_delete_groups(
+    services: DoorServices, ctx: RequestContext, request: views.DeleteGroupsRequestView
+) -> Any:
     ids = list(dict.fromkeys(str(g) for g in request.groups_names))
     results = {r.group_id: r.error_code for r in services.group_apis.delete_groups(ctx.caller, ids)}
-    cls = response_class(DELETE_GROUPS, ctx.api_version)
+    cls = response_class_of(ctx)
     result_cls = nested(cls, "DeletableGroupResult")
     return make(
         cls,

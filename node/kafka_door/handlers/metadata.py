@@ -24,9 +24,9 @@ from __future__ import annotations
 from typing import Any
 
 from node.core.requests import MetadataResult, TopicMetadata
-from node.kafka_door.build import make, nested
+from node.kafka_door import views
+from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.kafka_door.handlers.admin_common import (
     NO_OPERATIONS,
     authorized_operations,
@@ -44,7 +44,9 @@ UNKNOWN_TOPIC_ID = 100
 TOPIC_AUTHORIZATION_FAILED = 29
 
 
-def handle_metadata(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_metadata(
+    services: DoorServices, ctx: RequestContext, request: views.MetadataRequestView
+) -> Any:
     version = ctx.api_version
     topics = request.topics
     by_id: dict[str, str] = {}
@@ -63,9 +65,9 @@ def handle_metadata(services: DoorServices, ctx: RequestContext, request: Any) -
         if topics is None or (version == 0 and not topics)
         else list(
             dict.fromkeys(
-                t.name if t.name is not None else by_id[topic_id_text(t.topic_id)]
+                t.name if t.name is not None else by_id[topic_id_text(getattr(t, "topic_id", None))]
                 for t in topics
-                if t.name is not None or topic_id_text(t.topic_id) in by_id
+                if t.name is not None or topic_id_text(getattr(t, "topic_id", None)) in by_id
             )
         )
     )
@@ -95,7 +97,7 @@ def handle_metadata(services: DoorServices, ctx: RequestContext, request: Any) -
 def _encode(
     services: DoorServices, ctx: RequestContext, request: Any, result: MetadataResult
 ) -> Any:
-    cls = response_class(API_KEY, ctx.api_version)
+    cls = response_class_of(ctx)
     # v8-v10 ask for the cluster's and each topic's (KIP-430); v11 dropped the cluster's and
     # DescribeCluster answers it (a null name, a topic asked by an unknown id, has none)
     topic_operations = bool(getattr(request, "include_topic_authorized_operations", False))

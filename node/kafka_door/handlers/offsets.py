@@ -18,9 +18,9 @@ from node.core.requests import (
     ListOffsetsResult,
     OffsetForLeaderEpochPartition,
 )
-from node.kafka_door.build import make, nested
+from node.kafka_door import views
+from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.kafka_door.services import DoorServices
 
 __all__ = ["handle_delete_records", "handle_list_offsets", "handle_offset_for_leader_epoch"]
@@ -31,7 +31,9 @@ _TIMESTAMP_SINCE = {-2: 1, -1: 1, -3: 7, -4: 8}
 (``ReplicaManager.timestampMinSupportedVersion``)."""
 
 
-def handle_list_offsets(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_list_offsets(
+    services: DoorServices, ctx: RequestContext, request: views.ListOffsetsRequestView
+) -> Any:
     version = ctx.api_version
     wanted: list[ListOffsetsPartition] = []
     results: list[ListOffsetsResult] = []
@@ -58,7 +60,7 @@ def handle_list_offsets(services: DoorServices, ctx: RequestContext, request: An
         isolation_level=int(getattr(request, "isolation_level", 0)),
     )
     by_key = {(r.topic, r.partition): r for r in results}
-    cls = response_class(2, ctx.api_version)
+    cls = response_class_of(ctx)
     topic_cls = nested(cls, "ListOffsetsTopicResponse")
     partition_cls = nested(cls, "ListOffsetsPartitionResponse")
     topics = []
@@ -81,7 +83,7 @@ def handle_list_offsets(services: DoorServices, ctx: RequestContext, request: An
 
 
 def handle_offset_for_leader_epoch(
-    services: DoorServices, ctx: RequestContext, request: Any
+    services: DoorServices, ctx: RequestContext, request: views.OffsetForLeaderEpochRequestView
 ) -> Any:
     wanted = [
         OffsetForLeaderEpochPartition(
@@ -95,7 +97,7 @@ def handle_offset_for_leader_epoch(
     ]
     results = services.api.records.offset_for_leader_epoch(ctx.caller, wanted)
     by_key = {(r.topic, r.partition): r for r in results}
-    cls = response_class(23, ctx.api_version)
+    cls = response_class_of(ctx)
     topic_cls = nested(cls, "OffsetForLeaderTopicResult")
     partition_cls = nested(cls, "EpochEndOffset")
     topics = []
@@ -116,7 +118,9 @@ def handle_offset_for_leader_epoch(
     return make(cls, throttle_time=0, topics=tuple(topics))
 
 
-def handle_delete_records(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_delete_records(
+    services: DoorServices, ctx: RequestContext, request: views.DeleteRecordsRequestView
+) -> Any:
     wanted = [
         DeleteRecordsPartition(topic=t.name, partition=int(p.partition_index), offset=int(p.offset))
         for t in request.topics
@@ -126,7 +130,7 @@ def handle_delete_records(services: DoorServices, ctx: RequestContext, request: 
         ctx.caller, wanted, timeout_ms=int(request.timeout.total_seconds() * 1000)
     )
     by_key = {(r.topic, r.partition): r for r in results}
-    cls = response_class(21, ctx.api_version)
+    cls = response_class_of(ctx)
     topic_cls = nested(cls, "DeleteRecordsTopicResult")
     partition_cls = nested(cls, "DeleteRecordsPartitionResult")
     topics = []

@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from node.admin.requests import ElectionType, PartitionResult, ReassignablePartition
-from node.kafka_door.build import make, nested
+from node.kafka_door import views
+from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.kafka_door.handlers.admin_common import admin_of, by_topic, caller, timeout_ms
 from node.kafka_door.services import DoorServices
 
@@ -31,9 +31,11 @@ __all__ = [
 ]
 
 
-def handle_elect_leaders(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_elect_leaders(
+    services: DoorServices, ctx: RequestContext, request: views.ElectLeadersRequestView
+) -> Any:
     wire_type = int(getattr(request, "election_type", ElectionType.PREFERRED))
-    cls = response_class(43, ctx.api_version)
+    cls = response_class_of(ctx)
     topic_cls = nested(cls, "ReplicaElectionResult")
     partition_cls = nested(cls, "PartitionResult")
     asked = (
@@ -77,7 +79,9 @@ def handle_elect_leaders(services: DoorServices, ctx: RequestContext, request: A
 
 
 def handle_alter_partition_reassignments(
-    services: DoorServices, ctx: RequestContext, request: Any
+    services: DoorServices,
+    ctx: RequestContext,
+    request: views.AlterPartitionReassignmentsRequestView,
 ) -> Any:
     wanted = [
         ReassignablePartition(
@@ -92,7 +96,7 @@ def handle_alter_partition_reassignments(
         *caller(ctx), wanted, timeout_ms=timeout_ms(request.timeout)
     )
     partitions = result.partitions
-    cls = response_class(45, ctx.api_version)
+    cls = response_class_of(ctx)
     topic_cls = nested(cls, "ReassignableTopicResponse")
     partition_cls = nested(cls, "ReassignablePartitionResponse")
     return make(
@@ -120,7 +124,9 @@ def handle_alter_partition_reassignments(
 
 
 def handle_list_partition_reassignments(
-    services: DoorServices, ctx: RequestContext, request: Any
+    services: DoorServices,
+    ctx: RequestContext,
+    request: views.ListPartitionReassignmentsRequestView,
 ) -> Any:
     wanted = (
         None
@@ -128,7 +134,7 @@ def handle_list_partition_reassignments(
         else [(t.name, int(p)) for t in request.topics for p in t.partition_indexes]
     )
     result = admin_of(services).list_partition_reassignments(*caller(ctx), wanted)
-    cls = response_class(46, ctx.api_version)
+    cls = response_class_of(ctx)
     topic_cls = nested(cls, "OngoingTopicReassignment")
     partition_cls = nested(cls, "OngoingPartitionReassignment")
     return make(

@@ -36,9 +36,9 @@ from typing import Any
 
 from node.apis.records import StartedProduce
 from node.core.requests import ProducePartition, ProduceResult
-from node.kafka_door.build import make, nested
+from node.kafka_door import views
+from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.kafka_door.server import CLOSE_CONNECTION, NO_RESPONSE, OnThread, WhenReady
 from node.kafka_door.services import DoorServices
 
@@ -55,7 +55,9 @@ validation reads every record: about 1 ms of the loop for this much); larger one
 on a request thread."""
 
 
-def handle_produce(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_produce(
+    services: DoorServices, ctx: RequestContext, request: views.ProduceRequestView
+) -> Any:
     wanted = [
         ProducePartition(topic.name, int(p.index), bytes(p.records or b""))
         for topic in request.topic_data
@@ -137,7 +139,7 @@ def _appended(ctx: RequestContext, request: Any, acks: int, started: StartedProd
 
 
 def _answer(ctx: RequestContext, request: Any, results: list[ProduceResult]) -> Any:
-    cls = response_class(API_KEY, ctx.api_version)
+    cls = response_class_of(ctx)
     topic_cls = nested(cls, "TopicProduceResponse")
     partition_cls = nested(cls, "PartitionProduceResponse")
     record_error_cls = (

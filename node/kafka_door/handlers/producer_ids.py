@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from node.kafka_door.build import make
+from node.kafka_door import views
+from node.kafka_door.build import make, response_class_of
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.kafka_door.services import DoorServices
 
 __all__ = ["handle_init_producer_id"]
@@ -21,8 +21,10 @@ __all__ = ["handle_init_producer_id"]
 API_KEY = 22
 
 
-def handle_init_producer_id(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(API_KEY, ctx.api_version)
+def handle_init_producer_id(
+    services: DoorServices, ctx: RequestContext, request: views.InitProducerIdRequestView
+) -> Any:
+    cls = response_class_of(ctx)
     transactional_id = request.transactional_id
     timeout = request.transaction_timeout
     producer_id = int(getattr(request, "producer_id", -1))  # v3+ (KIP-360)
@@ -30,7 +32,7 @@ def handle_init_producer_id(services: DoorServices, ctx: RequestContext, request
     result = services.api.records.init_producer_id(
         ctx.caller,
         None if transactional_id is None else str(transactional_id),
-        int(timeout.total_seconds() * 1000) if hasattr(timeout, "total_seconds") else int(timeout),
+        int(timeout.total_seconds() * 1000),
         None if producer_id < 0 else (producer_id, producer_epoch),
     )
     return make(

@@ -19,9 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from node.kafka_door.build import make
+from node.kafka_door.build import make, response_class_of
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.security.principal import KafkaPrincipal
 from odradek.errors import (
     IllegalSaslStateError,
@@ -51,7 +50,7 @@ class SaslHandlers:
         self._session_lifetime_ms = session_lifetime_ms
 
     def handshake(self, ctx: RequestContext, request: Any) -> Any:
-        cls = response_class(HANDSHAKE_KEY, ctx.api_version)
+        cls = response_class_of(ctx)
         conn = ctx.connection
         if not conn.security_protocol.startswith("SASL_") or conn.authenticated:
             conn.close_after_response = True
@@ -67,7 +66,7 @@ class SaslHandlers:
         return make(cls, error_code=0, mechanisms=self._mechanisms)
 
     def authenticate(self, ctx: RequestContext, request: Any) -> Any:
-        cls = response_class(AUTHENTICATE_KEY, ctx.api_version)
+        cls = response_class_of(ctx)
         conn = ctx.connection
         if conn.sasl_mechanism is None or conn.authenticated:
             conn.close_after_response = True

@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from node.admin.requests import ScramCredentialDeletion, ScramCredentialUpsertion
-from node.kafka_door.build import make, nested
+from node.kafka_door import views
+from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.kafka_door.handlers.admin_common import admin_of, caller
 from node.kafka_door.services import DoorServices
 
@@ -32,11 +32,13 @@ def _mechanism(wire: int) -> str:
 
 
 def handle_describe_user_scram_credentials(
-    services: DoorServices, ctx: RequestContext, request: Any
+    services: DoorServices,
+    ctx: RequestContext,
+    request: views.DescribeUserScramCredentialsRequestView,
 ) -> Any:
     users = [u.name for u in request.users] if request.users else None
     response = admin_of(services).describe_user_scram_credentials(*caller(ctx), users)
-    cls = response_class(50, ctx.api_version)
+    cls = response_class_of(ctx)
     result_cls = nested(cls, "DescribeUserScramCredentialsResult")
     info_cls = nested(cls, "CredentialInfo")
     return make(
@@ -65,7 +67,7 @@ def handle_describe_user_scram_credentials(
 
 
 def handle_alter_user_scram_credentials(
-    services: DoorServices, ctx: RequestContext, request: Any
+    services: DoorServices, ctx: RequestContext, request: views.AlterUserScramCredentialsRequestView
 ) -> Any:
     results = admin_of(services).alter_user_scram_credentials(
         *caller(ctx),
@@ -77,7 +79,7 @@ def handle_alter_user_scram_credentials(
             for u in request.upsertions
         ],
     )
-    cls = response_class(51, ctx.api_version)
+    cls = response_class_of(ctx)
     result_cls = nested(cls, "AlterUserScramCredentialsResult")
     return make(
         cls,

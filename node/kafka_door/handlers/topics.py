@@ -21,9 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 from node.admin.requests import CreatableTopicResult, CreatePartitionsTopic, NewTopicSpec
-from node.kafka_door.build import make, nested
+from node.kafka_door import views
+from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.kafka_door.handlers.admin_common import admin_of, caller, timeout_ms
 from node.kafka_door.services import DoorServices
 from odradek.acl import AclOperation
@@ -32,7 +32,9 @@ from odradek.errors import InvalidConfigError, TopicAuthorizationFailedError
 __all__ = ["handle_create_partitions", "handle_create_topics", "handle_delete_topics"]
 
 
-def handle_create_topics(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_create_topics(
+    services: DoorServices, ctx: RequestContext, request: views.CreateTopicsRequestView
+) -> Any:
     admin = admin_of(services)
     principal, host = caller(ctx)
     specs: list[NewTopicSpec] = []
@@ -82,7 +84,7 @@ def handle_create_topics(services: DoorServices, ctx: RequestContext, request: A
                     f"{principal} may not Create topic {name!r}",
                 )
             )
-    cls = response_class(19, ctx.api_version)
+    cls = response_class_of(ctx)
     result_cls = nested(cls, "CreatableTopicResult")
     return make(
         cls,
@@ -99,11 +101,13 @@ def handle_create_topics(services: DoorServices, ctx: RequestContext, request: A
     )
 
 
-def handle_delete_topics(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_delete_topics(
+    services: DoorServices, ctx: RequestContext, request: views.DeleteTopicsRequestView
+) -> Any:
     results = admin_of(services).delete_topics(
         *caller(ctx), list(request.topic_names), timeout_ms=timeout_ms(request.timeout)
     )
-    cls = response_class(20, ctx.api_version)
+    cls = response_class_of(ctx)
     result_cls = nested(cls, "DeletableTopicResult")
     return make(
         cls,
@@ -120,7 +124,9 @@ def handle_delete_topics(services: DoorServices, ctx: RequestContext, request: A
     )
 
 
-def handle_create_partitions(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_create_partitions(
+    services: DoorServices, ctx: RequestContext, request: views.CreatePartitionsRequestView
+) -> Any:
     topics = [
         CreatePartitionsTopic(
             name=t.name,
@@ -137,7 +143,7 @@ def handle_create_partitions(services: DoorServices, ctx: RequestContext, reques
         validate_only=bool(request.validate_only),
         timeout_ms=timeout_ms(request.timeout),
     )
-    cls = response_class(37, ctx.api_version)
+    cls = response_class_of(ctx)
     result_cls = nested(cls, "CreatePartitionsTopicResult")
     return make(
         cls,

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from node.apis.transactions import TransactionApis
-from node.kafka_door.build import make, nested
+from node.kafka_door import views
+from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.kafka_door.services import DoorServices
 from odradek.errors import TransactionalIdAuthorizationFailedError
 from odradek.txn_records import TransactionStatus
@@ -38,7 +38,9 @@ def _apis(services: DoorServices) -> TransactionApis | None:
     return services.api.transactions
 
 
-def handle_add_partitions_to_txn(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_add_partitions_to_txn(
+    services: DoorServices, ctx: RequestContext, request: views.AddPartitionsToTxnRequestView
+) -> Any:
     tid = str(request.v3_and_below_transactional_id)
     wanted = [(str(t.name), int(p)) for t in request.v3_and_below_topics for p in t.partitions]
     apis = _apis(services)
@@ -53,7 +55,7 @@ def handle_add_partitions_to_txn(services: DoorServices, ctx: RequestContext, re
             wanted,
         )
     )
-    cls = response_class(ADD_PARTITIONS_TO_TXN, ctx.api_version)
+    cls = response_class_of(ctx)
     topic_cls = nested(cls, "AddPartitionsToTxnTopicResult")
     partition_cls = nested(cls, "AddPartitionsToTxnPartitionResult")
     by_topic: dict[str, list[int]] = {}
@@ -76,7 +78,9 @@ def handle_add_partitions_to_txn(services: DoorServices, ctx: RequestContext, re
     )
 
 
-def handle_add_offsets_to_txn(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_add_offsets_to_txn(
+    services: DoorServices, ctx: RequestContext, request: views.AddOffsetsToTxnRequestView
+) -> Any:
     apis = _apis(services)
     code = (
         _NONE
@@ -89,11 +93,13 @@ def handle_add_offsets_to_txn(services: DoorServices, ctx: RequestContext, reque
             str(request.group_id),
         )
     )
-    cls = response_class(ADD_OFFSETS_TO_TXN, ctx.api_version)
+    cls = response_class_of(ctx)
     return make(cls, throttle_time=0, error_code=code)
 
 
-def handle_end_txn(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_end_txn(
+    services: DoorServices, ctx: RequestContext, request: views.EndTxnRequestView
+) -> Any:
     apis = _apis(services)
     code = (
         _NONE
@@ -106,14 +112,16 @@ def handle_end_txn(services: DoorServices, ctx: RequestContext, request: Any) ->
             bool(request.committed),
         )
     )
-    cls = response_class(END_TXN, ctx.api_version)
+    cls = response_class_of(ctx)
     return make(cls, throttle_time=0, error_code=code)
 
 
-def handle_describe_transactions(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_transactions(
+    services: DoorServices, ctx: RequestContext, request: views.DescribeTransactionsRequestView
+) -> Any:
     ids = [str(t) for t in request.transactional_ids]
     apis = _apis(services)
-    cls = response_class(DESCRIBE_TRANSACTIONS, ctx.api_version)
+    cls = response_class_of(ctx)
     state_cls = nested(cls, "TransactionState")
     topic_cls = nested(cls, "TopicData")
     states = []
@@ -139,7 +147,9 @@ def handle_describe_transactions(services: DoorServices, ctx: RequestContext, re
     return make(cls, throttle_time=0, transaction_states=tuple(states))
 
 
-def handle_list_transactions(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
+def handle_list_transactions(
+    services: DoorServices, ctx: RequestContext, request: views.ListTransactionsRequestView
+) -> Any:
     names = [str(s) for s in request.state_filters or ()]
     known = {s.kafka_name for s in TransactionStatus}
     unknown = tuple(n for n in names if n not in known)
@@ -156,7 +166,7 @@ def handle_list_transactions(services: DoorServices, ctx: RequestContext, reques
     )
     if unknown and len(unknown) == len(names):
         listed = []  # only unknown states asked for: none matches
-    cls = response_class(LIST_TRANSACTIONS, ctx.api_version)
+    cls = response_class_of(ctx)
     state_cls = nested(cls, "TransactionState")
     return make(
         cls,
