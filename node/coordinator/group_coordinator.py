@@ -472,7 +472,7 @@ class GroupCoordinator:
         api_version: int | None = None,
     ) -> OffsetCommitResult:
         """Commit offsets for ``group_id`` (``member_epoch`` -1: an admin or simple commit,
-        only to a group without members). One result per partition in request order; a
+        only to a group without members, whatever ``member_id`` says). One result per partition in request order; a
         group-level error is set on the answer and on every partition. For a classic group
         ``member_epoch`` is the member's generation id (and ``instance_id`` its
         ``group.instance.id``), checked as Kafka's ``ClassicGroup.validateOffsetCommit``.
@@ -528,15 +528,17 @@ class GroupCoordinator:
         partitions: Sequence[tuple[str, int]] | None,
     ) -> OffsetFetchResult:
         """The committed offsets of ``partitions`` (``None``: every committed offset of the
-        group, as Kafka's null topics); -1 for a partition without one."""
+        group, as Kafka's null topics); -1 for a partition without one. A consumer group checks
+        a fetch that names a member (:func:`validate_offset_fetch`); a classic, simple or unknown
+        group answers any fetch, as Kafka's ``ClassicGroup.validateOffsetFetch``."""
         out: list[OffsetFetchPartition] = []
         try:
             shard = self._shard(group_id)
             with shard.lock:
-                if group_id not in shard.state.groups and group_id in shard.classic:
-                    pass  # classic members fetch without a member id (OffsetFetch < v9)
-                else:
-                    validate_offset_fetch(shard.state.groups.get(group_id), member_id, member_epoch)
+                if group_id in shard.state.groups:
+                    validate_offset_fetch(shard.state.groups[group_id], member_id, member_epoch)
+                # else a classic group (whose fetch Kafka does not check), a simple one or none:
+                # answered whatever the member id and epoch (-1 where nothing is committed)
                 committed = dict(shard.state.offsets.get(group_id, {}))
             wanted: Iterable[tuple[str, int]] = (
                 sorted(committed) if partitions is None else partitions
