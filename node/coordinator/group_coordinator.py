@@ -472,8 +472,9 @@ class GroupCoordinator:
         api_version: int | None = None,
     ) -> OffsetCommitResult:
         """Commit offsets for ``group_id`` (``member_epoch`` -1: an admin or simple commit,
-        only to a group without members, whatever ``member_id`` says). One result per partition in request order; a
-        group-level error is set on the answer and on every partition. For a classic group
+        only to a group without members, whatever ``member_id`` says). One result per
+        partition in request order; a group-level error is set on the answer and on every
+        partition. For a classic group
         ``member_epoch`` is the member's generation id (and ``instance_id`` its
         ``group.instance.id``), checked as Kafka's ``ClassicGroup.validateOffsetCommit``.
         ``api_version``: the Kafka request's version (a KIP-848 member's commit below v9 is

@@ -29,7 +29,7 @@ from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer as ConfluentConsumer
 from confluent_kafka import ConsumerGroupState, ConsumerGroupType
 from confluent_kafka import Producer as ConfluentProducer
-from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient
 from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer
 from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest
 from kio.schema.heartbeat.v3.request import HeartbeatRequest
