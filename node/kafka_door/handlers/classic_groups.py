@@ -1,12 +1,13 @@
 """JoinGroup (11) v0-5, SyncGroup (14) v0-3, Heartbeat (12) v0-3, LeaveGroup (13) v0-3: the
 classic consumer group protocol (:mod:`node.coordinator.classic_coordinator`).
 
-A JoinGroup (and a follower's SyncGroup) waits until the rebalance completes: the handler
-answers with a ``Future`` of its response, which the door awaits on its loop, so the wait
-holds no request thread. JoinGroup v0 has no rebalance timeout: the session timeout stands for
-it, as Kafka reads it. v4+ members joining without a member id get MEMBER_ID_REQUIRED (79) and
-their id (KIP-394); LeaveGroup v3 leaves a batch of members (KIP-345). Every request needs READ
-on the group, else GROUP_AUTHORIZATION_FAILED (30), as Kafka's ``KafkaApis`` checks.
+A JoinGroup (and a follower's SyncGroup) waits until the rebalance completes, and a Heartbeat
+until the group's pending write is replicated: the handler answers with a ``Future`` of its
+response, which the door awaits on its loop, so the wait holds no request thread. JoinGroup
+v0 has no rebalance timeout: the session timeout stands for it, as Kafka reads it. v4+ members
+joining without a member id get MEMBER_ID_REQUIRED (79) and their id (KIP-394); LeaveGroup v3
+leaves a batch of members (KIP-345). Every request needs READ on the group, else
+GROUP_AUTHORIZATION_FAILED (30), as Kafka's ``KafkaApis`` checks.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from node.kafka_door.services import DoorServices
 
 __all__ = [
     "handle_heartbeat",
+    "then",
     "handle_join_group",
     "handle_leave_group",
     "handle_sync_group",
@@ -46,7 +48,7 @@ def _ms(value: Any) -> int:
     return int(value.total_seconds() * 1000)
 
 
-def _then(future: Future[_T], answer: Callable[[_T], Any]) -> Future[Any]:
+def then(future: Future[_T], answer: Callable[[_T], Any]) -> Future[Any]:
     """A future of ``answer(result)`` once ``future`` is done."""
     out: Future[Any] = Future()
 
@@ -111,7 +113,7 @@ def handle_join_group(services: DoorServices, ctx: RequestContext, request: Any)
         instance_id=getattr(request, "group_instance_id", None),
         require_known_member_id=ctx.api_version >= 4,
     )
-    return _then(services.groups.classic.join_group(req), answer)
+    return then(services.groups.classic.join_group(req), answer)
 
 
 def handle_sync_group(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
@@ -140,18 +142,23 @@ def handle_sync_group(services: DoorServices, ctx: RequestContext, request: Any)
         protocol_name=getattr(request, "protocol_name", None),
         assignments=tuple((str(a.member_id), bytes(a.assignment)) for a in request.assignments),
     )
-    return _then(services.groups.classic.sync_group(req), answer)
+    return then(services.groups.classic.sync_group(req), answer)
 
 
 def handle_heartbeat(services: DoorServices, ctx: RequestContext, request: Any) -> Any:
     group_id = str(request.group_id)
-    code = _refused(services, ctx, group_id) or services.groups.classic.heartbeat(
+    cls = response_class(HEARTBEAT, ctx.api_version)
+    refused = _refused(services, ctx, group_id)
+    if refused:
+        return make(cls, throttle_time=0, error_code=refused)
+    # processed at once; the answer waits (on the loop) for the group's pending write
+    code = services.groups.classic.heartbeat_later(
         group_id,
         str(request.member_id),
         int(request.generation_id),
         getattr(request, "group_instance_id", None),
     )
-    return make(response_class(HEARTBEAT, ctx.api_version), throttle_time=0, error_code=code)
+    return then(code, lambda c: make(cls, throttle_time=0, error_code=c))
 
 
 def handle_leave_group(services: DoorServices, ctx: RequestContext, request: Any) -> Any:

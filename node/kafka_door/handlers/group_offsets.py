@@ -31,12 +31,14 @@ from typing import Any
 
 from node.coordinator.group_requests import (
     OffsetCommitPartition,
+    OffsetCommitResult,
     OffsetFetchPartition,
     OffsetFetchResult,
 )
 from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
+from node.kafka_door.handlers.classic_groups import then
 from node.kafka_door.services import DoorServices
 from odradek.acl import AclOperation
 
@@ -149,7 +151,9 @@ def handle_offset_commit(services: DoorServices, ctx: RequestContext, request: A
             if (t.name, int(p.partition_index)) in keep
         ]
         instance_id = getattr(request, "group_instance_id", None)  # v7+
-        result = services.groups.offset_commit(
+        # appended at once; the answer waits (on the loop, no request thread held) until the
+        # high watermark passes it
+        pending = services.groups.offset_commit_later(
             group_id,
             str(request.member_id or ""),
             int(request.generation_id_or_member_epoch),
@@ -157,7 +161,12 @@ def handle_offset_commit(services: DoorServices, ctx: RequestContext, request: A
             instance_id=None if instance_id is None else str(instance_id),
             api_version=ctx.api_version,
         )
-        errors.update({(r.topic, r.partition): r.error_code for r in result.partitions})
+
+        def answer(result: OffsetCommitResult) -> Any:
+            errors.update({(r.topic, r.partition): r.error_code for r in result.partitions})
+            return make(cls, throttle_time=0, topics=_partition_answer(cls, request.topics, errors))
+
+        return then(pending, answer)
     return make(cls, throttle_time=0, topics=_partition_answer(cls, request.topics, errors))
 
 

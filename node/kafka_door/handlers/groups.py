@@ -42,6 +42,7 @@ from node.kafka_door.build import make, nested
 from node.kafka_door.context import RequestContext
 from node.kafka_door.frames import response_class
 from node.kafka_door.handlers.admin_common import NO_OPERATIONS, authorized_operations
+from node.kafka_door.handlers.classic_groups import then
 from node.kafka_door.services import DoorServices
 from node.kafka_door.topic_ids import topic_id_text, topic_id_uuid
 from node.security.auth_helper import Refusal
@@ -117,7 +118,11 @@ def handle_consumer_group_heartbeat(
         client_id=ctx.client_id or "",
         client_host="/" + ctx.connection.peer_host,
     )
-    return _heartbeat_answer(ctx, services.groups.consumer_group_heartbeat(heartbeat))
+    # processed at once; the answer waits (on the loop) for the group's pending write
+    return then(
+        services.groups.consumer_group_heartbeat_later(heartbeat),
+        lambda answer: _heartbeat_answer(ctx, answer),
+    )
 
 
 def _heartbeat_answer(ctx: RequestContext, r: HeartbeatResponse) -> Any:

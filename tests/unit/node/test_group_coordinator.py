@@ -106,6 +106,31 @@ class _FakeReplicas:
             out.append(ProduceResult(topic=data.topic, partition=data.partition))
         return out
 
+    def start_append(
+        self,
+        partitions: Sequence[ProducePartition],
+        *,
+        acks: int,
+        timeout_ms: int,
+        blocking: bool = True,
+    ) -> _Replicated:
+        return _Replicated(self.append_records(partitions, acks=acks, timeout_ms=timeout_ms))
+
+
+class _Replicated:
+    """An append already answered (replicated, or failed): nothing to wait for."""
+
+    waits = False
+
+    def __init__(self, results: list[ProduceResult]) -> None:
+        self._results = results
+
+    def poll(self) -> list[ProduceResult]:
+        return self._results
+
+    def wait(self) -> list[ProduceResult]:
+        return self._results
+
 
 def _coordinator(clock: ManualClock, **config: Any) -> tuple[GroupCoordinator, _FakeReplicas]:
     metadata = MetadataCache()
