@@ -825,6 +825,7 @@ class GroupCoordinator:
             self._next_retention_ms = now + self.config.offsets_retention_check_interval_ms
         for shard in self._loaded_shards():
             with shard.lock:
+                shard.writer.recheck()
                 self.classic.tick(shard, now)
                 expired = {k for k, deadline in shard.sessions.items() if deadline <= now}
                 expired |= {k for k, deadline in shard.revocations.items() if deadline <= now}

@@ -114,11 +114,13 @@ class ShardWriter:
     def __init__(self, name: str, on_durable: Callable[[list[PendingWrite]], None]) -> None:
         self._name = name
         self.on_durable = on_durable
-        """Called (on the writer's thread, no lock held) with the writes the high watermark is
-        now known to have passed, oldest first: replay them into the committed state."""
+        """Called with the writes the high watermark is now known to have passed, oldest
+        first: replay them into the committed state. On the writer's thread with no lock held,
+        or on the appending thread (holding the shard's lock) for a write replicated at once."""
         self._cond = threading.Condition()
         self._queue: deque[PendingWrite] = deque()
         self._unconfirmed: list[PendingWrite] = []  # waits failed, maybe replicated later
+        self._last_error: OdradekError | None = None  # of the last of them
         self._closed: OdradekError | None = None
         self._thread: threading.Thread | None = None
 
@@ -154,14 +156,28 @@ class ShardWriter:
 
     def when_durable(self, callback: Durable) -> None:
         """Call ``callback`` once the shard's last write so far is replicated (``None``) or its
-        wait failed (the error); at once with ``None`` if nothing is pending. Caller holds the
-        shard's lock."""
+        wait failed (the error). At once if nothing is pending: ``None``, or the error of the
+        last write if its wait failed and it is not known replicated since (Kafka's deferred
+        answer would wait for it, and time out). Caller holds the shard's lock."""
         with self._cond:
             if self._queue:
                 self._queue[-1].callbacks.append(callback)
                 return
-            error = self._closed
+            error = self._closed or (self._last_error if self._unconfirmed else None)
         callback(error)
+
+    def recheck(self) -> None:
+        """With nothing pending, whether the writes whose wait failed are replicated by now
+        (the high watermark passed them later): if so the committed state takes them, and
+        :meth:`when_durable` answers ``None`` again. The timers call it; caller holds the
+        shard's lock."""
+        with self._cond:
+            if self._queue or not self._unconfirmed or self._closed is not None:
+                return
+            last = self._unconfirmed[-1]
+        answer = last.appended.poll()  # a resolved append re-checks its high watermark
+        if answer is not None and (not answer or write_error(answer[0]) is None):
+            self._resolve(last, answer, retried=True)
 
     def durable(self) -> Future[OdradekError | None]:
         """:meth:`when_durable` as a future (its result is the error, or None)."""
@@ -207,16 +223,21 @@ class ShardWriter:
             for callback in callbacks:
                 _call(callback, error)
 
-    def _resolve(self, write: PendingWrite, answer: list[ProduceResult]) -> None:
+    def _resolve(
+        self, write: PendingWrite, answer: list[ProduceResult], retried: bool = False
+    ) -> None:
         """The wait of ``write`` is over: replay it (with any earlier write whose wait failed)
-        into the committed state if the high watermark passed it. No lock of ours held."""
+        into the committed state if the high watermark passed it. No lock of ours held
+        (``retried``: ``write`` is the last of those earlier ones)."""
         error = write_error(answer[0]) if answer else None
         write.replicated = error is None
         if error is not None:
-            log.info("a write of %s was not answered: %s", self._name, error)
+            log.debug("a write of %s was not answered: %s", self._name, error)
             self._unconfirmed.append(write)
+            self._last_error = error
             return
-        durable, self._unconfirmed = [*self._unconfirmed, write], []
+        durable = self._unconfirmed if retried else [*self._unconfirmed, write]
+        self._unconfirmed = []
         try:
             self.on_durable(durable)
         except Exception:

@@ -276,11 +276,13 @@ def test_a_held_write_holds_its_answers_but_not_the_shard() -> None:
 
 def test_a_write_not_replicated_in_time_is_answered_but_kept() -> None:
     """As Kafka's coordinator runtime: a write whose wait times out answers
-    COORDINATOR_NOT_AVAILABLE, and its records stay applied (they are in the log); the
-    committed state takes it once a later write of the shard is known replicated."""
+    COORDINATOR_NOT_AVAILABLE, and its records stay applied (they are in the log); a request
+    that wrote nothing answers that error too while the write is not known replicated (Kafka's
+    would wait for it); the committed state takes the write once the high watermark passes it
+    (seen by the timers), or once a later write of the shard is known replicated."""
     clock = ManualClock()
     coordinator, replicas = _coordinator(clock)
-    group = _group_on(0, "late-")
+    group, later = _group_on(0, "late-"), _group_on(0, "later-")
     replicas.hold(0)
     commit = _Call(lambda: _commit(coordinator, group, 7))
     _eventually(lambda: len(replicas.pending) == 1, "the commit appended")
@@ -288,13 +290,30 @@ def test_a_write_not_replicated_in_time_is_answered_but_kept() -> None:
     _eventually(commit.done, "the commit answered")
     assert commit.answer.error_code == 15  # COORDINATOR_NOT_AVAILABLE: the client retries
     assert _committed(coordinator, group) == -1  # not known replicated
+    nothing = coordinator.offset_commit(later, "", -1, [])
+    assert nothing.error_code == 15
+    # the high watermark passes it later: the timers see it
+    for held in replicas.pending:
+        held.error_code = 0
+    coordinator.tick()
+    assert _committed(coordinator, group) == 7
+    assert coordinator.offset_commit(later, "", -1, []).error_code == 0
+
+    # a write not replicated in time, then a later one that is: both committed
     replicas.hold(0)
-    again = _Call(lambda: _commit(coordinator, _group_on(0, "later-"), 1))
+    commit = _Call(lambda: _commit(coordinator, group, 8))
+    _eventually(lambda: len(replicas.pending) == 1, "the commit appended")
+    replicas.release(REQUEST_TIMED_OUT)
+    _eventually(commit.done, "the commit answered")
+    assert commit.answer.error_code == 15
+    replicas.hold(0)
+    again = _Call(lambda: _commit(coordinator, later, 1))
     _eventually(lambda: len(replicas.pending) == 1, "a later write appended")
     replicas.release()
     _eventually(again.done, "the later write answered")
     assert again.answer.error_code == 0
-    assert _committed(coordinator, group) == 7
+    assert _committed(coordinator, group) == 8
+    assert _committed(coordinator, later) == 1
 
 
 def test_unloading_answers_the_waiting_writes_not_coordinator() -> None:
