@@ -34,8 +34,9 @@ thread-safe); the offset writes may block while the coordinator's write waits fo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from typing import TypeVar
 
 from node.coordinator.classic_group import (
     JoinGroupRequest,
@@ -69,7 +70,7 @@ from odradek.errors import (
     UnknownTopicOrPartitionError,
 )
 
-__all__ = ["GroupApis"]
+__all__ = ["GroupApis", "then"]
 
 TOPIC_DENIED = TopicAuthorizationFailedError.code
 UNKNOWN_TOPIC_OR_PARTITION = UnknownTopicOrPartitionError.code
@@ -80,6 +81,30 @@ Partition = tuple[str, int]
 
 def _first(refusals: Sequence[Refusal]) -> Refusal | None:
     return refusals[0] if refusals else None
+
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def _done(value: _T) -> Future[_T]:
+    out: Future[_T] = Future()
+    out.set_result(value)
+    return out
+
+
+def then(future: Future[_T], answer: Callable[[_T], _R]) -> Future[_R]:
+    """A future of ``answer(result)`` once ``future`` is done (its error, if it fails)."""
+    out: Future[_R] = Future()
+
+    def done(f: Future[_T]) -> None:
+        try:
+            out.set_result(answer(f.result()))
+        except Exception as e:
+            out.set_exception(e)
+
+    future.add_done_callback(done)
+    return out
 
 
 class GroupApis:
@@ -171,6 +196,14 @@ class GroupApis:
     def consumer_group_heartbeat(
         self, caller: Caller, request: HeartbeatRequest
     ) -> HeartbeatResponse:
+        """:meth:`consumer_group_heartbeat_later`, waited for on this thread."""
+        return self.consumer_group_heartbeat_later(caller, request).result()
+
+    def consumer_group_heartbeat_later(
+        self, caller: Caller, request: HeartbeatRequest
+    ) -> Future[HeartbeatResponse]:
+        """Processed at once; a future of the answer, done once the group's write it depends
+        on is replicated (no thread need wait for it)."""
         refusal = _first(
             list(
                 self._group_refusals(
@@ -179,14 +212,16 @@ class GroupApis:
             )
         )
         if refusal is not None:
-            return HeartbeatResponse(
-                request.member_id,
-                request.member_epoch,
-                0,
-                refusal.error_code,
-                refusal.error_message,
+            return _done(
+                HeartbeatResponse(
+                    request.member_id,
+                    request.member_epoch,
+                    0,
+                    refusal.error_code,
+                    refusal.error_message,
+                )
             )
-        return self.coordinator.consumer_group_heartbeat(request)
+        return self.coordinator.consumer_group_heartbeat_later(request)
 
     # -- the classic protocol --------------------------------------------------------------------
 
@@ -221,12 +256,26 @@ class GroupApis:
         generation_id: int,
         instance_id: str | None,
     ) -> int:
-        """The classic Heartbeat's error code."""
+        """The classic Heartbeat's error code (:meth:`heartbeat_later`, waited for)."""
+        return self.heartbeat_later(
+            caller, group_id, member_id, generation_id, instance_id
+        ).result()
+
+    def heartbeat_later(
+        self,
+        caller: Caller,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        instance_id: str | None,
+    ) -> Future[int]:
+        """Processed at once (the member's session restarted); a future of its error code, done
+        once the group's last write is replicated."""
         refusal = self._classic_refusal(caller, group_id)
         if refusal is not None:
-            return refusal.error_code
-        return int(
-            self.coordinator.classic.heartbeat(group_id, member_id, generation_id, instance_id)
+            return _done(refusal.error_code)
+        return self.coordinator.classic.heartbeat_later(
+            group_id, member_id, generation_id, instance_id
         )
 
     def leave_group(
@@ -251,31 +300,54 @@ class GroupApis:
         instance_id: str | None = None,
         api_version: int | None = None,
     ) -> OffsetCommitResult:
-        """One result per partition, in request order. Refused on the group: every partition
-        GROUP_AUTHORIZATION_FAILED and the answer's own code too."""
+        """:meth:`offset_commit_later`, waited for on this thread."""
+        return self.offset_commit_later(
+            caller, group_id, member_id, member_epoch, commits, instance_id, api_version
+        ).result()
+
+    def offset_commit_later(
+        self,
+        caller: Caller,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        commits: Sequence[OffsetCommitPartition],
+        instance_id: str | None = None,
+        api_version: int | None = None,
+    ) -> Future[OffsetCommitResult]:
+        """A future of one result per partition, in request order, done once the commit is
+        replicated. Refused on the group: every partition GROUP_AUTHORIZATION_FAILED and the
+        answer's own code too."""
         wanted = [(c.topic, c.partition) for c in commits]
         refusal = _first(list(self._group_refusals("offset_commit", caller, [group_id]).values()))
         if refusal is not None:
-            return OffsetCommitResult(
-                refusal.error_code,
-                tuple(
-                    PartitionResult(t, p, refusal.error_code, refusal.error_message)
-                    for t, p in wanted
-                ),
+            return _done(
+                OffsetCommitResult(
+                    refusal.error_code,
+                    tuple(
+                        PartitionResult(t, p, refusal.error_code, refusal.error_message)
+                        for t, p in wanted
+                    ),
+                )
             )
         allowed, results = self._screen(caller, wanted)
-        if allowed:
-            keep = set(allowed)
-            answer = self.coordinator.offset_commit(
-                group_id,
-                member_id,
-                member_epoch,
-                [c for c in commits if (c.topic, c.partition) in keep],
-                instance_id=instance_id,
-                api_version=api_version,
-            )
-            results.update({(r.topic, r.partition): r for r in answer.partitions})
-        return OffsetCommitResult(0, tuple(results[k] for k in wanted))
+        if not allowed:
+            return _done(OffsetCommitResult(0, tuple(results[k] for k in wanted)))
+        keep = set(allowed)
+        pending = self.coordinator.offset_commit_later(
+            group_id,
+            member_id,
+            member_epoch,
+            [c for c in commits if (c.topic, c.partition) in keep],
+            instance_id=instance_id,
+            api_version=api_version,
+        )
+
+        def merged(answer: OffsetCommitResult) -> OffsetCommitResult:
+            found = {**results, **{(r.topic, r.partition): r for r in answer.partitions}}
+            return OffsetCommitResult(0, tuple(found[k] for k in wanted))
+
+        return then(pending, merged)
 
     def offset_fetch(
         self,

@@ -9,6 +9,13 @@ the write, so no member hears of an assignment a failover could lose (Kafka's co
 runtime answers after the commit). A waiting request holds no thread: the Kafka door awaits
 the future on its loop.
 
+A write is appended and applied at once, and the shard's lock released; the answers it
+completes (and any answer read from the shard's state meanwhile) are delivered only once the
+high watermark has passed the shard's last write
+(:meth:`~node.coordinator.shard_writer.ShardWriter.when_durable`), or with that write's error
+(COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR) if it was not replicated: a pending write holds
+the answers, never the lock, so heartbeats and timers go on meanwhile.
+
 A classic request for a group id a consumer (KIP-848) group with members holds is answered
 from that group by :class:`~node.coordinator.mixed_coordinator.MixedGroups` (Kafka 4.0's mixed
 groups); an empty consumer group is replaced by a new classic group (Kafka's offline path).
@@ -22,7 +29,7 @@ import copy
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
 from node.coordinator.classic_group import (
@@ -118,11 +125,40 @@ class ClassicCoordinator:
 
     @staticmethod
     def _complete(shard: ClassicShard, group_id: str, out: Outcome) -> None:
-        for kind, answers in (("join", out.joins), ("sync", out.syncs)):
-            for member_id, answer in answers.items():
-                for future in shard.classic_waiters.pop((kind, group_id, member_id), []):
-                    if not future.done():
-                        future.set_result(answer)
+        """Answer the requests ``out`` completes once the shard's last write is replicated.
+        Caller holds the lock."""
+        deliveries = [
+            (future, answer, kind, member_id)
+            for kind, answers in (("join", out.joins), ("sync", out.syncs))
+            for member_id, answer in answers.items()
+            for future in shard.classic_waiters.pop((kind, group_id, member_id), [])
+        ]
+        if not deliveries:
+            return
+
+        def deliver(error: OdradekError | None) -> None:
+            for future, answer, kind, member_id in deliveries:
+                _settle(future, answer if error is None else _error_answer(kind, member_id, error))
+
+        shard.writer.when_durable(deliver)
+
+    @staticmethod
+    def _after_write(shard: ClassicShard, answer: Any, kind: str, member_id: str) -> Future[Any]:
+        """A future of ``answer``, completed once the shard's last write is replicated (else
+        with its error). Caller holds the lock."""
+        future: Future[Any] = Future()
+        shard.writer.when_durable(
+            lambda error: _settle(
+                future, answer if error is None else _error_answer(kind, member_id, error)
+            )
+        )
+        return future
+
+    @staticmethod
+    def _code_after_write(durable: Future[OdradekError | None], code: int) -> int:
+        """``code``, or the error of the write it depends on (waited for, no lock held)."""
+        error = durable.result()
+        return code if error is None else error.code
 
     def _write_and_complete(self, shard: ClassicShard, group_id: str, out: Outcome) -> None:
         try:
@@ -143,8 +179,7 @@ class ClassicCoordinator:
                 else SyncGroupResult(NOT_COORDINATOR)
             )
             for future in futures:
-                if not future.done():
-                    future.set_result(answer)
+                _settle(future, answer)
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -173,7 +208,8 @@ class ClassicCoordinator:
             consumer = shard.state.groups.get(req.group_id)
             if consumer is not None:
                 if consumer.members:
-                    return _done(self._mixed.join(shard, consumer, req, new_id))
+                    answer = self._mixed.join(shard, consumer, req, new_id)
+                    return self._after_write(shard, answer, "join", req.member_id)
                 records += delete_group_records(consumer, req.group_id, [])
             group = shard.classic.get(req.group_id)
             created = group is None
@@ -204,7 +240,13 @@ class ClassicCoordinator:
                         out.syncs.clear()
             self._complete(shard, req.group_id, out)
             if isinstance(out.reply, JoinGroupResult):
-                future.set_result(out.reply)
+                reply = out.reply
+                shard.writer.when_durable(
+                    lambda error: _settle(
+                        future,
+                        reply if error is None else _error_answer("join", req.member_id, error),
+                    )
+                )
         return future
 
     def sync_group(self, req: SyncGroupRequest) -> Future[SyncGroupResult]:
@@ -218,14 +260,18 @@ class ClassicCoordinator:
         with shard.lock:
             consumer = _mixed(shard, req.group_id)
             if consumer is not None:
-                return _done(self._mixed.sync(shard, consumer, req))
+                answer = self._mixed.sync(shard, consumer, req)
+                return self._after_write(shard, answer, "sync", req.member_id)
             group = shard.classic.get(req.group_id)
             out = sync(group, req, now)
             if isinstance(out.reply, SyncGroupResult) or group is None or out.wait_key is None:
-                return _done(
+                return self._after_write(
+                    shard,
                     out.reply
                     if isinstance(out.reply, SyncGroupResult)
-                    else SyncGroupResult(COORDINATOR_NOT_AVAILABLE)
+                    else SyncGroupResult(COORDINATOR_NOT_AVAILABLE),
+                    "sync",
+                    req.member_id,
                 )
             future: Future[SyncGroupResult] = self._wait(shard, "sync", req.group_id, out.wait_key)
             if out.store is not None:
@@ -242,22 +288,36 @@ class ClassicCoordinator:
     def heartbeat(
         self, group_id: str, member_id: str, generation_id: int, instance_id: str | None = None
     ) -> int:
-        """A Heartbeat's error code (0: alive)."""
+        """A Heartbeat's error code (0: alive); blocks until it may be answered
+        (:meth:`heartbeat_later`)."""
+        return self.heartbeat_later(group_id, member_id, generation_id, instance_id).result()
+
+    def heartbeat_later(
+        self, group_id: str, member_id: str, generation_id: int, instance_id: str | None = None
+    ) -> Future[int]:
+        """A Heartbeat, processed at once (the member's session restarted); a future of its
+        error code, completed once the shard's last write is replicated (else its error)."""
         try:
             shard = self._shard_of(group_id)
         except OdradekError as e:
-            return e.code
+            return _done(e.code)
         with shard.lock:
             consumer = _mixed(shard, group_id)
             if consumer is not None:
-                return self._mixed.heartbeat(shard, consumer, member_id, generation_id, instance_id)
-            return heartbeat(
-                shard.classic.get(group_id),
-                member_id,
-                generation_id,
-                instance_id,
-                self._clock.monotonic_ms(),
+                code = self._mixed.heartbeat(shard, consumer, member_id, generation_id, instance_id)
+            else:
+                code = heartbeat(
+                    shard.classic.get(group_id),
+                    member_id,
+                    generation_id,
+                    instance_id,
+                    self._clock.monotonic_ms(),
+                )
+            out: Future[int] = Future()
+            shard.writer.when_durable(
+                lambda error: _settle(out, code if error is None else error.code)
             )
+        return out
 
     def leave_group(
         self, group_id: str, members: Sequence[LeaveMember]
@@ -271,14 +331,18 @@ class ClassicCoordinator:
         with shard.lock:
             consumer = _mixed(shard, group_id)
             if consumer is not None:
-                return self._mixed.leave(shard, consumer, members)
-            group = shard.classic.get(group_id)
-            before = (group.state, group.generation_id) if group is not None else None
-            results, out = leave(group, members, now, self.config)
-            if group is not None and before is not None:
-                _log_change(group, before, f"leave of {[m.member_id for m in members]}")
-            self._write_and_complete(shard, group_id, out)
-        return 0, results
+                code, results = self._mixed.leave(shard, consumer, members)
+            else:
+                group = shard.classic.get(group_id)
+                before = (group.state, group.generation_id) if group is not None else None
+                results, out = leave(group, members, now, self.config)
+                if group is not None and before is not None:
+                    _log_change(group, before, f"leave of {[m.member_id for m in members]}")
+                self._write_and_complete(shard, group_id, out)
+                code = 0
+            durable = shard.writer.durable()
+        code = self._code_after_write(durable, code)
+        return (code, results) if code == 0 or results == [] else (code, [])
 
     # -- the coordinator's room for classic groups -------------------------------------------
 
@@ -343,6 +407,21 @@ def _log_change(group: ClassicGroup, before: tuple[Any, int], why: str) -> None:
             group.generation_id,
             why,
         )
+
+
+def _error_answer(kind: str, member_id: str, error: OdradekError) -> Any:
+    """A waiting JoinGroup's or SyncGroup's answer when the write it waited on failed."""
+    if kind == "join":
+        return JoinGroupResult(error_code=error.code, member_id=member_id)
+    return SyncGroupResult(error.code)
+
+
+def _settle(future: Future[Any], answer: Any) -> None:
+    """Complete ``future`` unless it was already (an unload may race a delivery)."""
+    try:
+        future.set_result(answer)
+    except InvalidStateError:
+        pass
 
 
 def _done(answer: Any) -> Future[Any]:

@@ -691,8 +691,9 @@ def _complete_join(group: ClassicGroup, now_ms: int) -> Outcome:
         raise AssertionError(f"group {group.group_id}: no protocol every member supports")
     group.generation_id += 1
     if not group.members:
+        # Kafka's initNextGeneration clears the protocol only: the type stays (an empty
+        # "consumer" group is no simple group, and its record says so for the next leader)
         group.protocol_name = None
-        group.protocol_type = None
         group.transition(ClassicGroupState.EMPTY, now_ms)
         out.records.append(group_record(group))
         return out

@@ -10,14 +10,20 @@ partition (:class:`node.coordinator.group_state.GroupShard`).
   replica manager's leadership callback) the shard is rebuilt by replaying the partition's log
   from its start, on a thread of its own; requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS.
   When the node stops leading it, the shard is dropped, and requests get NOT_COORDINATOR.
-* **Writes.** Every change is decided by the pure functions of :mod:`node.coordinator.group_state`,
-which
-  return records; the records are appended to the local leader with acks=-1 through the
-  replica manager's produce path (the same purgatory as clients' produce requests) and replayed
-  into the shard only once the high watermark has passed them. A request is answered only
-  after that, so an answered commit survives a coordinator failover. Writes to one shard are
-  serialised by the shard's lock (Kafka's coordinator runtime runs one event at a time per
-  partition).
+* **Writes.** Every change is decided by the pure functions of
+  :mod:`node.coordinator.group_state`, which return records, under the shard's lock (Kafka's
+  coordinator runtime runs one event at a time per partition); the records are appended to
+  the local leader (acks=-1, through the replica manager's produce path) and replayed into the
+  shard's state at once, and the lock is released. The *answer* waits, without the lock, until
+  the high watermark has passed the shard's last write (its own, or for a request that wrote
+  nothing the one its answer may show): :mod:`node.coordinator.shard_writer`, Kafka's
+  deferred event queue. So an answered commit survives a coordinator failover, and one slow
+  replication holds the answers that depend on it, not the next writes of the shard, its
+  heartbeats and timers, or other shards. Not replicated within ``offsets.commit.timeout.ms``:
+  COORDINATOR_NOT_AVAILABLE, the write kept in memory (it is in the log, as Kafka keeps it);
+  an append that fails outright changes nothing. Reads (OffsetFetch, ListGroups,
+  DescribeGroups of consumer groups) answer the shard's *committed* state, the writes known
+  replicated (Kafka reads at the last committed offset), without waiting.
 * **Timers.** A member's session expires ``group.consumer.session.timeout.ms`` after its last
   heartbeat (also restarted for every member when a shard is loaded); a member still revoking
   partitions after its rebalance timeout is fenced. Both remove it, bumping the group epoch.
@@ -32,7 +38,8 @@ which
   (:class:`~node.coordinator.classic_coordinator.ClassicCoordinator`); offsets, ListGroups,
   DescribeGroups and DeleteGroups here serve both kinds. A group id is one kind at a time.
 
-Thread-safe: the shard map has a lock; each shard has its own.
+Thread-safe: the shard map has a lock; each shard has its own (reentrant), and a writer
+thread waiting for its replication.
 """
 
 from __future__ import annotations
@@ -40,7 +47,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
 from node.coordinator.classic_coordinator import ClassicCoordinator, classic_config
 from node.coordinator.classic_group import ClassicGroup
@@ -77,6 +85,7 @@ from node.coordinator.group_state import (
     validate_offset_fetch,
 )
 from node.coordinator.mixed_coordinator import MixedGroups
+from node.coordinator.shard_writer import PendingWrite, ShardWriter, write_error
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
 from node.core.requests import ProducePartition, records_bytes
@@ -89,14 +98,7 @@ from odradek.errors import (
     GroupSubscribedToTopicError,
     NonEmptyGroupError,
     NotCoordinatorError,
-    NotEnoughReplicasAfterAppendError,
-    NotEnoughReplicasError,
-    NotLeaderOrFollowerError,
     OdradekError,
-    RequestTimedOutError,
-    UnknownServerError,
-    UnknownTopicOrPartitionError,
-    error_for_code,
 )
 from odradek.group_records import (
     MemberState,
@@ -141,15 +143,72 @@ def partition_for(group_id: str, num_partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % num_partitions
 
 
+def _replay_into(state: GroupShard, key: bytes | None, value: bytes | None) -> None:
+    """Replay one record into ``state`` (the committed state: consumer groups and offsets;
+    a record that does not decode was logged by the other replay)."""
+    if key is None:
+        return
+    try:
+        state.replay(decode_key(key), decode_value(key_type(key), value))
+    except CorruptRecordError:
+        pass
+
+
+_T = TypeVar("_T")
+
+
+def _done(answer: _T) -> Future[_T]:
+    future: Future[_T] = Future()
+    future.set_result(answer)
+    return future
+
+
+def _then(
+    durable: Future[OdradekError | None], answer: Callable[[OdradekError | None], _T]
+) -> Future[_T]:
+    """A future of ``answer(error)`` once the write ``durable`` stands for is resolved."""
+    out: Future[_T] = Future()
+
+    def done(f: Future[OdradekError | None]) -> None:
+        try:
+            out.set_result(answer(f.result()))
+        except Exception as e:  # surfaces where the answer is awaited
+            out.set_exception(e)
+
+    durable.add_done_callback(done)
+    return out
+
+
+def _answer_after(durable: Future[OdradekError | None]) -> None:
+    """Wait (no lock held) until the write a request's answer depends on is replicated; raise
+    the error to answer if it was not (the shard writer resolves every wait, at the latest at
+    ``offsets.commit.timeout.ms`` or when the shard is unloaded)."""
+    error = durable.result()
+    if error is not None:
+        raise error
+
+
 class _Shard:
     """One ``__consumer_offsets`` partition this node leads."""
 
-    def __init__(self, partition: int, leader_epoch: int) -> None:
+    def __init__(
+        self,
+        partition: int,
+        leader_epoch: int,
+        on_durable: Callable[[_Shard, list[PendingWrite]], None],
+    ) -> None:
         self.partition = partition
         self.leader_epoch = leader_epoch
         self.loaded = False
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         self.state = GroupShard()
+        """Every write applied, replicated or not: what requests decide on."""
+        self.committed = GroupShard()
+        """The writes the high watermark is known to have passed: what reads answer."""
+        self.writer = ShardWriter(
+            f"{OFFSETS_TOPIC}-{partition}", lambda writes: on_durable(self, writes)
+        )
+        """The shard's writes waiting for replication (:mod:`node.coordinator.shard_writer`)."""
         self.sessions: dict[tuple[str, str], int] = {}
         """(group, member) → monotonic deadline of its session."""
         self.revocations: dict[tuple[str, str], int] = {}
@@ -208,7 +267,10 @@ class GroupCoordinator:
         if self._ticker is not None:
             self._ticker.join(timeout=5)
         with self._lock:
+            shards = list(self._shards.values())
             self._shards.clear()
+        for shard in shards:
+            shard.writer.close(NotCoordinatorError("the node is shutting down"))
 
     def on_leadership_change(self, topic: str, partition: int, leader: bool, epoch: int) -> None:
         """The replica manager's callback: load the shard of a partition this node now leads,
@@ -221,15 +283,25 @@ class GroupCoordinator:
                 if current is not None:
                     log.info("unloading groups of %s-%d", OFFSETS_TOPIC, partition)
                     del self._shards[partition]
-                    self.classic.unloaded(current)
+                    self._unloaded(current)
                 return
             if current is not None and current.leader_epoch == epoch:
                 return
-            shard = _Shard(partition, epoch)
+            if current is not None:
+                self._unloaded(current)
+            shard = _Shard(partition, epoch, self._replay_committed)
             self._shards[partition] = shard
         threading.Thread(
             target=self._load, args=(shard,), name=f"group-load-{partition}", daemon=True
         ).start()
+
+    def _unloaded(self, shard: _Shard) -> None:
+        """The shard is no longer this node's (or a newer leadership reloads it): requests
+        waiting on its writes and classic requests waiting in it get NOT_COORDINATOR."""
+        shard.writer.close(
+            NotCoordinatorError(f"{OFFSETS_TOPIC}-{shard.partition} is no longer led here")
+        )
+        self.classic.unloaded(shard)
 
     def _load(self, shard: _Shard) -> None:
         hosted = self._replicas.partition(OFFSETS_TOPIC, shard.partition)
@@ -283,8 +355,9 @@ class GroupCoordinator:
             return 0
         try:
             decoded_key, decoded = decode_key(key), decode_value(key_type(key), value)
-            if loading:
+            if loading:  # the log read back: committed too (Kafka's load, as a new leader)
                 self.classic.replay(shard, decoded_key, decoded)
+                shard.committed.replay(decoded_key, decode_value(key_type(key), value))
             shard.state.replay(decoded_key, decoded)
         except CorruptRecordError as exc:
             log.warning("skipping a record of %s-%d: %s", OFFSETS_TOPIC, shard.partition, exc)
@@ -323,15 +396,17 @@ class GroupCoordinator:
         return {t: TopicInfo(t, ids[t], n) for t, n in counts.items() if ids[t]}
 
     def _write(self, shard: _Shard, records: list[GroupRecord]) -> None:
-        """Append ``records`` with acks=-1, then replay them. Caller holds ``shard.lock``.
-        Raises NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or UNKNOWN_SERVER_ERROR as Kafka's
-        coordinator maps produce errors."""
+        """Append ``records`` (acks=-1) and replay them into the shard's state at once; the
+        wait for the high watermark is the shard writer's (:meth:`_durable`). Caller holds
+        ``shard.lock``. Raises, nothing replayed, when the append itself fails:
+        NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE (an ISR below ``min.insync.replicas``) or
+        UNKNOWN_SERVER_ERROR, as Kafka's coordinator maps produce errors."""
         if not records:
             return
         now = self._clock.wall_ms()
         encoded = [(encode_key(k), None if v is None else encode_value(v)) for k, v in records]
         batch = build_batch([Record(k, v, timestamp=now) for k, v in encoded])
-        (result,) = self._replicas.append_records(
+        appended = self._replicas.start_append(
             [
                 ProducePartition(
                     topic=OFFSETS_TOPIC,
@@ -343,20 +418,30 @@ class GroupCoordinator:
             acks=-1,
             timeout_ms=self.config.offsets_commit_timeout_ms,
         )
-        if result.error_code:
-            error = error_for_code(result.error_code, result.error_message)
-            if isinstance(error, NotLeaderOrFollowerError | UnknownTopicOrPartitionError):
-                raise NotCoordinatorError(f"the write to the group's partition failed: {error}")
-            if isinstance(
-                error,
-                NotEnoughReplicasError | NotEnoughReplicasAfterAppendError | RequestTimedOutError,
-            ):
-                raise CoordinatorNotAvailableError(f"the write was not replicated: {error}")
-            if error.code == 74:  # FENCED_LEADER_EPOCH: a newer leadership took over
-                raise NotCoordinatorError(f"the group's partition has a new leader: {error}")
-            raise UnknownServerError(f"the write failed: {error}")
+        if not appended.waits:  # not appended (or nothing to wait for): its answer is ready
+            answer = appended.poll()
+            error = write_error(answer[0]) if answer else None
+            if error is not None:
+                raise error
         for k, v in encoded:
             self._replay_raw(shard, k, v)
+        shard.writer.appended(PendingWrite(appended, encoded))
+
+    def _durable(self, shard: _Shard) -> Future[OdradekError | None]:
+        """A future of the shard's last write so far: None once the high watermark passed it,
+        else the error to answer (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR). Called under
+        ``shard.lock`` at the end of a request, waited for (:func:`_answer_after`) after
+        releasing it: the request is answered only once what it wrote, or what its answer
+        shows, is replicated."""
+        return shard.writer.durable()
+
+    def _replay_committed(self, shard: _Shard, writes: list[PendingWrite]) -> None:
+        """The shard writer's callback: these writes are replicated; the reads' state takes
+        them."""
+        with shard.lock:
+            for write in writes:
+                for k, v in write.records:
+                    _replay_into(shard.committed, k, v)
 
     # -- FindCoordinator ---------------------------------------------------------------------
 
@@ -418,8 +503,23 @@ class GroupCoordinator:
 
     def consumer_group_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
         """KIP-848's ConsumerGroupHeartbeat: join, heartbeat, leave; the member's assignment
-        when it changed. Errors in the answer (never raised)."""
+        when it changed. Errors in the answer (never raised). Blocks until the answer may be
+        given (:meth:`consumer_group_heartbeat_later`)."""
+        return self.consumer_group_heartbeat_later(request).result()
+
+    def consumer_group_heartbeat_later(
+        self, request: HeartbeatRequest
+    ) -> Future[HeartbeatResponse]:
+        """:meth:`consumer_group_heartbeat` as a future, completed once the shard's write it
+        depends on is replicated: the request is processed (its member's session restarted)
+        at once, and no thread waits for the answer (the Kafka door awaits it on its loop)."""
         interval = self.config.group_consumer_heartbeat_interval_ms
+
+        def failed(e: OdradekError) -> HeartbeatResponse:
+            return HeartbeatResponse(
+                request.member_id, request.member_epoch, interval, e.code, e.message
+            )
+
         try:
             shard = self._shard(request.group_id)
             topics = self.topics()
@@ -428,16 +528,16 @@ class GroupCoordinator:
                 result, converted = self.mixed.consumer_heartbeat(shard, request, topics)
                 if not converted:
                     self._track(shard, request.group_id, result.member_id, result.removed_member_id)
+                durable = self._durable(shard)
         except OdradekError as e:
-            return HeartbeatResponse(
-                request.member_id, request.member_epoch, interval, e.code, e.message
-            )
+            return _done(failed(e))
         assignment = None
         if result.assignment is not None:
             assignment = topic_partitions(result.assignment, by_id)
-        return HeartbeatResponse(
+        answer = HeartbeatResponse(
             result.member_id, result.member_epoch, interval, assignment=assignment
         )
+        return _then(durable, lambda error: answer if error is None else failed(error))
 
     def _track(self, shard: _Shard, group_id: str, member_id: str, removed: str | None) -> None:
         """Restart the member's session timer (or drop it once it left); start or clear its
@@ -472,12 +572,29 @@ class GroupCoordinator:
         api_version: int | None = None,
     ) -> OffsetCommitResult:
         """Commit offsets for ``group_id`` (``member_epoch`` -1: an admin or simple commit,
-        only to a group without members). One result per partition in request order; a
-        group-level error is set on the answer and on every partition. For a classic group
+        only to a group without members, whatever ``member_id`` says). One result per
+        partition in request order; a group-level error is set on the answer and on every
+        partition. For a classic group
         ``member_epoch`` is the member's generation id (and ``instance_id`` its
         ``group.instance.id``), checked as Kafka's ``ClassicGroup.validateOffsetCommit``.
         ``api_version``: the Kafka request's version (a KIP-848 member's commit below v9 is
-        UNSUPPORTED_VERSION)."""
+        UNSUPPORTED_VERSION). Blocks until the commit is replicated (or its wait failed):
+        :meth:`offset_commit_later` holds no thread meanwhile."""
+        return self.offset_commit_later(
+            group_id, member_id, member_epoch, partitions, instance_id, api_version
+        ).result()
+
+    def offset_commit_later(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        partitions: Sequence[OffsetCommitPartition],
+        instance_id: str | None = None,
+        api_version: int | None = None,
+    ) -> Future[OffsetCommitResult]:
+        """:meth:`offset_commit` as a future, completed once the commit is replicated (or with
+        the error of its wait: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR)."""
         commits = [
             (
                 p.topic,
@@ -488,6 +605,13 @@ class GroupCoordinator:
             )
             for p in partitions
         ]
+
+        def failed(e: OdradekError) -> OffsetCommitResult:
+            return OffsetCommitResult(
+                e.code,
+                tuple(PartitionResult(t, p, e.code, e.message) for t, p, *_ in commits),
+            )
+
         try:
             shard = self._shard(group_id)
             with shard.lock:
@@ -505,12 +629,10 @@ class GroupCoordinator:
                     api_version,
                 )
                 self._write(shard, records)
+                durable = self._durable(shard)
         except OdradekError as e:
-            return OffsetCommitResult(
-                e.code,
-                tuple(PartitionResult(t, p, e.code, e.message) for t, p, *_ in commits),
-            )
-        return OffsetCommitResult(
+            return _done(failed(e))
+        answer = OffsetCommitResult(
             0,
             tuple(
                 PartitionResult(topic, partition, error.code, error.message)
@@ -519,6 +641,7 @@ class GroupCoordinator:
                 for topic, partition, error in outcome
             ),
         )
+        return _then(durable, lambda error: answer if error is None else failed(error))
 
     def offset_fetch(
         self,
@@ -528,16 +651,19 @@ class GroupCoordinator:
         partitions: Sequence[tuple[str, int]] | None,
     ) -> OffsetFetchResult:
         """The committed offsets of ``partitions`` (``None``: every committed offset of the
-        group, as Kafka's null topics); -1 for a partition without one."""
+        group, as Kafka's null topics); -1 for a partition without one. A consumer group checks
+        a fetch that names a member (:func:`validate_offset_fetch`); a classic, simple or unknown
+        group answers any fetch, as Kafka's ``ClassicGroup.validateOffsetFetch``."""
         out: list[OffsetFetchPartition] = []
         try:
             shard = self._shard(group_id)
-            with shard.lock:
-                if group_id not in shard.state.groups and group_id in shard.classic:
-                    pass  # classic members fetch without a member id (OffsetFetch < v9)
-                else:
-                    validate_offset_fetch(shard.state.groups.get(group_id), member_id, member_epoch)
-                committed = dict(shard.state.offsets.get(group_id, {}))
+            with shard.lock:  # the committed state: Kafka reads at the last committed offset
+                view = shard.committed
+                if group_id in view.groups:
+                    validate_offset_fetch(view.groups[group_id], member_id, member_epoch)
+                # else a classic group (whose fetch Kafka does not check), a simple one or none:
+                # answered whatever the member id and epoch (-1 where nothing is committed)
+                committed = dict(view.offsets.get(group_id, {}))
             wanted: Iterable[tuple[str, int]] = (
                 sorted(committed) if partitions is None else partitions
             )
@@ -582,6 +708,8 @@ class GroupCoordinator:
                     if (topic, p) in committed:
                         records.append((OffsetCommitKey(group_id, topic, p), None))
                 self._write(shard, records)
+                durable = self._durable(shard)
+            _answer_after(durable)
         except OdradekError as e:
             return OffsetDeleteResult(e.code, e.message, tuple(out))
         return OffsetDeleteResult(partitions=tuple(out))
@@ -600,9 +728,10 @@ class GroupCoordinator:
         for shard in self._loaded_shards():
             with shard.lock:
                 out += self.classic.listed(shard, wanted)
-                names = set(shard.state.groups) | set(shard.state.offsets)
+                view = shard.committed
+                names = set(view.groups) | set(view.offsets)
                 for gid in sorted(names - set(shard.classic)):
-                    group = shard.state.groups.get(gid)
+                    group = view.groups.get(gid)
                     state = "Empty" if group is None else group.state_name()
                     if wanted and state.lower() not in wanted:
                         continue
@@ -624,13 +753,14 @@ class GroupCoordinator:
             try:
                 shard = self._shard(gid)
                 with shard.lock:
+                    view = shard.committed
                     classic = shard.classic.get(gid)
-                    if classic is not None and gid not in shard.state.groups:
+                    if classic is not None and gid not in view.groups:
                         out.append(described_classic_group(classic, topics))
                         continue
-                    group = shard.state.groups.get(gid)
+                    group = view.groups.get(gid)
                     if group is None:
-                        if gid not in shard.state.offsets:
+                        if gid not in view.offsets:
                             raise GroupIdNotFoundError(f"Group {gid} not found.")
                         group = ConsumerGroup(gid)
                     assignor = "uniform"
@@ -663,14 +793,16 @@ class GroupCoordinator:
                 with shard.lock:
                     group = shard.state.groups.get(gid)
                     offsets = list(shard.state.offsets.get(gid, {}))
-                    if self.classic.delete(shard, gid, delete_group_records(group, gid, offsets)):
-                        out.append(DeletedGroup(gid))
-                        continue
-                    if group is None and not offsets:
-                        raise GroupIdNotFoundError(f"Group {gid} not found.")
-                    if group is not None and group.members:
-                        raise NonEmptyGroupError(f"Group {gid} is not empty.")
-                    self._write(shard, delete_group_records(group, gid, offsets))
+                    if not self.classic.delete(
+                        shard, gid, delete_group_records(group, gid, offsets)
+                    ):
+                        if group is None and not offsets:
+                            raise GroupIdNotFoundError(f"Group {gid} not found.")
+                        if group is not None and group.members:
+                            raise NonEmptyGroupError(f"Group {gid} is not empty.")
+                        self._write(shard, delete_group_records(group, gid, offsets))
+                    durable = self._durable(shard)
+                _answer_after(durable)
                 out.append(DeletedGroup(gid))
             except OdradekError as e:
                 out.append(DeletedGroup(gid, e.code, e.message))
@@ -693,6 +825,7 @@ class GroupCoordinator:
             self._next_retention_ms = now + self.config.offsets_retention_check_interval_ms
         for shard in self._loaded_shards():
             with shard.lock:
+                shard.writer.recheck()
                 self.classic.tick(shard, now)
                 expired = {k for k, deadline in shard.sessions.items() if deadline <= now}
                 expired |= {k for k, deadline in shard.revocations.items() if deadline <= now}

@@ -908,9 +908,11 @@ def offset_commit_records(
 ) -> tuple[list[GroupRecord], list[tuple[str, int, Exception | None]]]:
     """OffsetCommit (Kafka's ``ConsumerGroup.validateOffsetCommit`` and
     ``OffsetMetadataManager.commitOffset``): ``commits`` are (topic, partition, offset,
-    leader epoch, metadata). A commit with a negative epoch is an admin commit, accepted only
-    while the group has no members; a member's commit must carry its current epoch and name
-    partitions it holds. Returns the records and a per-partition outcome.
+    leader epoch, metadata). A commit with a negative epoch to a group without members (or to
+    no group) is accepted whatever its member id: an admin commit, or a consumer that only
+    ``assign()``s (librdkafka's KIP-848 consumer sends its own member id with epoch -1). With
+    members, a commit must be a member's with its current epoch and name partitions it holds.
+    Returns the records and a per-partition outcome.
 
     ``api_version``: the OffsetCommit version of a Kafka client's request (None: the gRPC
     door's); a KIP-848 member's commit below v9 is UNSUPPORTED_VERSION (it cannot carry a
@@ -920,11 +922,12 @@ def offset_commit_records(
     ILLEGAL_GENERATION (a classic member), UNSUPPORTED_VERSION, INVALID_GROUP_ID.
     """
     member: Member | None = None
-    if member_epoch < 0 and not member_id:
-        if group is not None and group.members:
-            raise UnknownMemberIdError(
-                f"Group {group_id} has active members: an admin commit needs an empty group."
-            )
+    if member_epoch < 0 and (group is None or not group.members):
+        pass  # Kafka's "memberEpoch < 0 && members().isEmpty()": the member id is not looked at
+    elif member_epoch < 0 and not member_id:
+        raise UnknownMemberIdError(
+            f"Group {group_id} has active members: an admin commit needs an empty group."
+        )
     else:
         member = _check_member(group, member_id, member_epoch)
         if member.classic is None and api_version is not None and api_version < 9:
@@ -962,8 +965,10 @@ def offset_commit_records(
 
 
 def validate_offset_fetch(group: ConsumerGroup | None, member_id: str, member_epoch: int) -> None:
-    """Kafka's ``ConsumerGroup.validateOffsetFetch``: an admin fetch (no member id, epoch < 0)
-    always passes; a member's must carry its current epoch."""
+    """Kafka's ``ConsumerGroup.validateOffsetFetch``, for a consumer group: an admin fetch (no
+    member id, epoch < 0) always passes; one naming a member id must be that member's with its
+    current epoch, even with epoch -1 (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH). A group id with
+    no consumer group (classic, simple or unknown) is not checked: the caller skips this."""
     if not member_id and member_epoch < 0:
         return
     _check_member(group, member_id, member_epoch)

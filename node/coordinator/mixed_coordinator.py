@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import Any, Protocol
 
 from node.coordinator.classic_group import (
@@ -70,6 +70,7 @@ from node.coordinator.mixed_group import (
     classic_leave,
     classic_sync,
 )
+from node.coordinator.shard_writer import ShardWriter
 from odradek.clock import Clock
 from odradek.errors import GroupIdNotFoundError, OdradekError
 
@@ -88,6 +89,7 @@ class MixedShard(Protocol):
     classic_waiters: dict[tuple[str, str, str], list[Future[Any]]]
     sessions: dict[tuple[str, str], int]
     revocations: dict[tuple[str, str], int]
+    writer: ShardWriter
 
 
 class MixedGroups:
@@ -297,8 +299,10 @@ class MixedGroups:
                 else SyncGroupResult(REBALANCE_IN_PROGRESS)
             )
             for future in futures:
-                if not future.done():
+                try:
                     future.set_result(answer)
+                except InvalidStateError:
+                    pass  # answered by an unload meanwhile
         for mid, deadline in up.session_deadlines_ms.items():
             shard.sessions[(gid, mid)] = deadline
         log.info(

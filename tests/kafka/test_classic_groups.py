@@ -27,7 +27,9 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer as ConfluentConsumer
+from confluent_kafka import ConsumerGroupState, ConsumerGroupType
 from confluent_kafka import Producer as ConfluentProducer
+from confluent_kafka.admin import AdminClient
 from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer
 from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest
 from kio.schema.heartbeat.v3.request import HeartbeatRequest
@@ -414,6 +416,43 @@ def test_describe_and_list_show_a_classic_group(kafka_cluster, bootstrap):
         admin.close()
         for m in members:
             m.stop()
+
+
+def test_a_classic_group_left_empty_is_still_a_consumer_group(kafka_cluster, bootstrap):
+    """Once its last member closed, a classic group keeps its protocol type (Kafka's
+    initNextGeneration clears only the protocol): librdkafka's AdminClient lists and describes
+    it as an empty consumer group, not a simple one (protocol type "")."""
+    topic = f"classic-emptied-{uuid.uuid4().hex[:6]}"
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic, partitions=PARTITIONS)
+    produce(bootstrap, topic, per_partition=1)
+    consumer = ConfluentConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        wait_for(lambda: consumer.poll(0.2) is not None, "a record through the classic group")
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()  # LeaveGroup: the group is left Empty
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def listed_empty() -> Any:
+        listing = admin.list_consumer_groups().result(timeout=60)
+        mine = [g for g in listing.valid if g.group_id == group]
+        return mine[0] if mine and mine[0].state == ConsumerGroupState.EMPTY else None
+
+    listed = wait_for(listed_empty, "the group listed Empty")
+    assert listed.type == ConsumerGroupType.CLASSIC
+    assert listed.is_simple_consumer_group is False
+    described = admin.describe_consumer_groups([group])[group].result(timeout=60)
+    assert (described.state, described.members) == (ConsumerGroupState.EMPTY, [])
+    assert described.is_simple_consumer_group is False
 
 
 async def _aiokafka_pair(bootstrap: str, topic: str, group: str) -> list[frozenset[int]]:

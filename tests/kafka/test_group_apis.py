@@ -299,6 +299,34 @@ def test_confluent_kafka_simple_consumer_commits_and_reads_them_back(bootstrap, 
     assert described.members == []
 
 
+def test_kip848_consumer_that_only_assigns_commits_and_reads_its_commits_back(bootstrap, admin):
+    """librdkafka with group.protocol=consumer that never subscribes sends OffsetCommit with
+    its own member id and epoch -1: Kafka takes it while the group has no members, whatever the
+    member id (ConsumerGroup.validateOffsetCommit). Before, the coordinator answered
+    UNKNOWN_MEMBER_ID."""
+    topic, group = unique("assign848"), unique("gassign848")
+    create_topic(bootstrap, topic, partitions=2)
+    consumer = kip848(bootstrap, group)
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)])
+        answer = consumer.commit(
+            offsets=[TopicPartition(topic, 0, 11, metadata="eleven"), TopicPartition(topic, 1, 4)],
+            asynchronous=False,
+        )
+        assert [(tp.partition, tp.error) for tp in answer] == [(0, None), (1, None)]
+        committed = consumer.committed(
+            [TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=30
+        )
+        assert [(tp.partition, tp.offset) for tp in committed] == [(0, 11), (1, 4)]
+        assert committed[0].metadata == "eleven"
+    finally:
+        consumer.close()
+    listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(
+        timeout=60
+    )
+    assert sorted((tp.partition, tp.offset) for tp in listed.topic_partitions) == [(0, 11), (1, 4)]
+
+
 def test_kafka_python_simple_consumer_and_admin_client(bootstrap, kp_admin):
     topic, group = unique("kpsimple"), unique("gkp")
     create_topic(bootstrap, topic, partitions=2)

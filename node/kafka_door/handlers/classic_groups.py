@@ -1,12 +1,13 @@
 """JoinGroup (11) v0-5, SyncGroup (14) v0-3, Heartbeat (12) v0-3, LeaveGroup (13) v0-3: the
 classic consumer group protocol (:mod:`node.coordinator.classic_coordinator`).
 
-A JoinGroup (and a follower's SyncGroup) waits until the rebalance completes: the handler
-answers with a ``Future`` of its response, which the door awaits on its loop, so the wait
-holds no request thread. JoinGroup v0 has no rebalance timeout: the session timeout stands for
-it, as Kafka reads it. v4+ members joining without a member id get MEMBER_ID_REQUIRED (79) and
-their id (KIP-394); LeaveGroup v3 leaves a batch of members (KIP-345). Every request needs READ
-on the group, else GROUP_AUTHORIZATION_FAILED (30), as Kafka's ``KafkaApis`` checks.
+A JoinGroup (and a follower's SyncGroup) waits until the rebalance completes, and a Heartbeat
+until the group's pending write is replicated: the handler answers with a ``Future`` of its
+response, which the door awaits on its loop, so the wait holds no request thread. JoinGroup
+v0 has no rebalance timeout: the session timeout stands for it, as Kafka reads it. v4+ members
+joining without a member id get MEMBER_ID_REQUIRED (79) and their id (KIP-394); LeaveGroup v3
+leaves a batch of members (KIP-345). Every request needs READ on the group, else
+GROUP_AUTHORIZATION_FAILED (30): the policy is :class:`~node.apis.groups.GroupApis`'.
 """
 
 from __future__ import annotations
@@ -137,15 +138,15 @@ def handle_sync_group(
 def handle_heartbeat(
     services: DoorServices, ctx: RequestContext, request: views.HeartbeatRequestView
 ) -> Any:
-    group_id = str(request.group_id)
-    code = services.group_apis.heartbeat(
+    # processed at once; the answer waits (on the loop) for the group's pending write
+    code = services.group_apis.heartbeat_later(
         ctx.caller,
-        group_id,
+        str(request.group_id),
         str(request.member_id),
         int(request.generation_id),
         getattr(request, "group_instance_id", None),
     )
-    return respond(ctx, throttle_time=0, error_code=code)
+    return _then(code, lambda c: respond(ctx, error_code=c))
 
 
 def handle_leave_group(

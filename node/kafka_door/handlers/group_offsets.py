@@ -28,8 +28,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from node.apis.groups import then
 from node.coordinator.group_requests import (
     OffsetCommitPartition,
+    OffsetCommitResult,
     OffsetFetchPartition,
     OffsetFetchResult,
 )
@@ -97,7 +99,9 @@ def handle_offset_commit(
         for p in t.partitions
     ]
     instance_id = getattr(request, "group_instance_id", None)  # v7+
-    result = services.group_apis.offset_commit(
+    # appended at once; the answer waits (on the loop, no request thread held) until the high
+    # watermark passes it
+    pending = services.group_apis.offset_commit_later(
         ctx.caller,
         str(request.group_id),
         str(request.member_id or ""),
@@ -106,9 +110,13 @@ def handle_offset_commit(
         instance_id=None if instance_id is None else str(instance_id),
         api_version=ctx.api_version,
     )
-    errors = {(r.topic, r.partition): r.error_code for r in result.partitions}
     cls = response_class_of(ctx)
-    return make(cls, throttle_time=0, topics=_partition_answer(cls, request.topics, errors))
+
+    def answer(result: OffsetCommitResult) -> Any:
+        errors = {(r.topic, r.partition): r.error_code for r in result.partitions}
+        return make(cls, throttle_time=0, topics=_partition_answer(cls, request.topics, errors))
+
+    return then(pending, answer)
 
 
 # -- OffsetFetch -----------------------------------------------------------------------------

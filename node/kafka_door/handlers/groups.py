@@ -31,6 +31,7 @@ from typing import Any
 
 from kio.static.primitive import i8
 
+from node.apis.groups import then
 from node.coordinator.group_requests import (
     DescribedGroup,
     HeartbeatRequest,
@@ -102,8 +103,11 @@ def handle_consumer_group_heartbeat(
         client_id=ctx.client_id or "",
         client_host="/" + ctx.connection.peer_host,
     )
-    return _heartbeat_answer(
-        ctx, services.group_apis.consumer_group_heartbeat(ctx.caller, heartbeat)
+    # processed at once; the answer waits (on the loop, no request thread held) for the
+    # group's pending write
+    return then(
+        services.group_apis.consumer_group_heartbeat_later(ctx.caller, heartbeat),
+        lambda answer: _heartbeat_answer(ctx, answer),
     )
 
 

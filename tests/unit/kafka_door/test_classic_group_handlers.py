@@ -70,11 +70,13 @@ class _Classic:
         future.set_result(SyncGroupResult(0, "consumer", "range", b"assigned"))
         return future
 
-    def heartbeat(
+    def heartbeat_later(
         self, group_id: str, member_id: str, generation_id: int, instance_id: str | None
-    ) -> int:
+    ) -> Future[int]:
         self.calls.append((group_id, member_id, generation_id, instance_id))
-        return 27
+        answer: Future[int] = Future()
+        answer.set_result(27)
+        return answer
 
     def leave_group(
         self, group_id: str, members: list[LeaveMember]
@@ -169,7 +171,7 @@ def test_sync_heartbeat_and_leave() -> None:
     beat = make(
         beat_cls, group_id="allowed", generation_id=3, member_id="m-1", group_instance_id="i"
     )
-    assert int(handle_heartbeat(services, _ctx(12, 3), beat).error_code) == 27
+    assert int(handle_heartbeat(services, _ctx(12, 3), beat).result(0).error_code) == 27
     assert classic.calls[-1] == ("allowed", "m-1", 3, "i")
 
     leave_v0 = make(request_class(13, 0), group_id="allowed", member_id="m-1")

@@ -103,6 +103,37 @@ def test_offsets_and_group_views_of_a_classic_group() -> None:
     assert coordinator.list_groups().groups == ()
 
 
+def test_an_emptied_group_keeps_its_protocol_type_also_for_its_next_coordinator() -> None:
+    """Kafka's initNextGeneration clears only the protocol once the last member left: the group
+    is still a "consumer" one in ListGroups, DescribeGroups and its GroupMetadata record (an
+    empty protocol type is a simple group to clients)."""
+    clock = ManualClock()
+    coordinator, replicas = _coordinator(clock, group_initial_rebalance_delay_ms=0)
+    member = _stable(coordinator, replicas)
+    code, _ = coordinator.classic.leave_group("g", [LeaveMember(member)])
+    assert code == 0
+    (listed,) = coordinator.list_groups().groups
+    assert (listed.group_state, listed.protocol_type) == ("Empty", "consumer")
+    (described,) = coordinator.describe_groups(["g"])
+    assert (described.group_state, described.protocol_type, described.protocol) == (
+        "Empty",
+        "consumer",
+        "",
+    )
+    key, value = replicas.written[-1]
+    assert key is not None
+    stored = decode_value(key_type(key), value)
+    assert isinstance(stored, GroupMetadataValue)
+    assert (stored.protocol_type, stored.protocol, stored.members) == ("consumer", None, ())
+    successor, _ = _coordinator(clock, group_initial_rebalance_delay_ms=0)
+    for k, v in replicas.written:
+        successor._replay_raw(successor._shards[0], k, v, True)
+    (listed,) = successor.list_groups().groups
+    assert (listed.group_state, listed.protocol_type) == ("Empty", "consumer")
+    (described,) = successor.describe_groups(["g"])
+    assert described.protocol_type == "consumer"
+
+
 def test_a_silent_member_expires_and_a_waiting_join_is_answered_on_unload() -> None:
     clock = ManualClock()
     coordinator, replicas = _coordinator(clock, group_initial_rebalance_delay_ms=0)

@@ -5,6 +5,7 @@ anything — whichever door calls them (the gRPC door used to skip the topic che
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -41,6 +42,11 @@ class _Coordinator:
         return OffsetCommitResult(
             0, tuple(PartitionResult(p.topic, p.partition) for p in partitions)
         )
+
+    def offset_commit_later(self, *args: Any, **kwargs: Any) -> Future[OffsetCommitResult]:
+        done: Future[OffsetCommitResult] = Future()
+        done.set_result(self.offset_commit(*args, **kwargs))
+        return done
 
     def offset_fetch(
         self, group_id: str, member_id: str, member_epoch: int, wanted: Any

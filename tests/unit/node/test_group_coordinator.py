@@ -106,6 +106,31 @@ class _FakeReplicas:
             out.append(ProduceResult(topic=data.topic, partition=data.partition))
         return out
 
+    def start_append(
+        self,
+        partitions: Sequence[ProducePartition],
+        *,
+        acks: int,
+        timeout_ms: int,
+        blocking: bool = True,
+    ) -> _Replicated:
+        return _Replicated(self.append_records(partitions, acks=acks, timeout_ms=timeout_ms))
+
+
+class _Replicated:
+    """An append already answered (replicated, or failed): nothing to wait for."""
+
+    waits = False
+
+    def __init__(self, results: list[ProduceResult]) -> None:
+        self._results = results
+
+    def poll(self) -> list[ProduceResult]:
+        return self._results
+
+    def wait(self) -> list[ProduceResult]:
+        return self._results
+
 
 def _coordinator(clock: ManualClock, **config: Any) -> tuple[GroupCoordinator, _FakeReplicas]:
     metadata = MetadataCache()
@@ -206,6 +231,52 @@ def test_a_silent_member_is_removed_after_the_session_timeout() -> None:
     )
     assert again.error_code == 25
     assert key_type(replicas.written[0][0] or b"\x00\x00") == 5  # member metadata first
+
+
+def test_a_commit_with_epoch_minus_one_and_a_member_id_needs_only_an_empty_group() -> None:
+    """Kafka's ConsumerGroup.validateOffsetCommit ("memberEpoch < 0 && members().isEmpty()"):
+    librdkafka's KIP-848 consumer that only assign()s commits with its own member id and epoch
+    -1; taken while the group has no members, whatever the id; refused once it has some. An
+    OffsetFetch naming a member is checked only by a consumer group (ClassicGroup's and an
+    unknown group's fetch answer anything)."""
+    clock = ManualClock()
+    coordinator, _ = _coordinator(clock, group_consumer_session_timeout_ms=5000)
+    commit = [OffsetCommitPartition("t", 0, committed_offset=4)]
+    # no group at all
+    assert coordinator.offset_commit("g", "rdkafka-member", -1, commit).error_code == 0
+    fetched = coordinator.offset_fetch("g", "rdkafka-member", -1, [("t", 0), ("t", 1)])
+    assert fetched.error_code == 0
+    assert [p.committed_offset for p in fetched.partitions] == [4, -1]
+    # a consumer group left empty by its member's leave
+    join = HeartbeatRequest(
+        group_id="g",
+        member_id="m",
+        member_epoch=0,
+        rebalance_timeout_ms=1000,
+        subscribed_topic_names=("t",),
+        owned={},
+    )
+    joined = coordinator.consumer_group_heartbeat(join)
+    assert joined.error_code == 0
+    # with a member: the assign()-only consumer is no member of it
+    refused = coordinator.offset_commit("g", "rdkafka-member", -1, commit)
+    assert refused.error_code == 25  # UNKNOWN_MEMBER_ID
+    assert coordinator.offset_commit("g", "", -1, commit).error_code == 25
+    assert coordinator.offset_commit("g", "m", -1, commit).error_code == 113  # STALE_MEMBER_EPOCH
+    assert coordinator.offset_fetch("g", "rdkafka-member", -1, [("t", 0)]).error_code == 25
+    assert coordinator.offset_fetch("g", "m", -1, [("t", 0)]).error_code == 113
+    left = coordinator.consumer_group_heartbeat(
+        HeartbeatRequest(group_id="g", member_id="m", member_epoch=-1)
+    )
+    assert left.error_code == 0
+    assert coordinator.describe_groups(["g"])[0].group_state == "Empty"
+    commit = [OffsetCommitPartition("t", 0, committed_offset=9)]
+    assert coordinator.offset_commit("g", "rdkafka-member", -1, commit).error_code == 0
+    fetched = coordinator.offset_fetch("g", "", -1, [("t", 0)])
+    assert [p.committed_offset for p in fetched.partitions] == [9]
+    # a consumer group checks a fetch naming a member even when it is empty (Kafka: the id is
+    # looked up unless it is null)
+    assert coordinator.offset_fetch("g", "rdkafka-member", -1, [("t", 0)]).error_code == 25
 
 
 def test_requests_for_a_partition_not_led_here() -> None:
