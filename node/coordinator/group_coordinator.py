@@ -18,7 +18,8 @@ which
   after that, so an answered commit survives a coordinator failover. Writes to one shard are
   serialised by the shard's lock (Kafka's coordinator runtime runs one event at a time per
   partition).
-* **Timers.** A member's session expires ``group.consumer.session.timeout.ms`` after its last
+* **Timers.** A member's session expires ``group.consumer.session.timeout.ms`` (or its
+  group's ``consumer.session.timeout.ms``, :mod:`node.coordinator.group_config`) after its last
   heartbeat (also restarted for every member when a shard is loaded); a member still revoking
   partitions after its rebalance timeout is fenced. Both remove it, bumping the group epoch.
   Offsets of topics the group no longer subscribes to expire after
@@ -44,6 +45,7 @@ from typing import Any
 
 from node.coordinator.classic_coordinator import ClassicCoordinator, classic_config
 from node.coordinator.classic_group import ClassicGroup
+from node.coordinator.group_config import GroupConfig
 from node.coordinator.group_coordinator_config import (
     GROUP_COORDINATOR_PROPERTIES,
     GroupCoordinatorConfig,
@@ -174,8 +176,13 @@ class GroupCoordinator:
         metadata: MetadataCache,
         clock: Clock,
         create_topic: CreateTopic,
+        group_configs: Callable[[str], GroupConfig] | None = None,
     ) -> None:
+        """``group_configs``: a group's configs (its ``consumer.session.timeout.ms`` and
+        ``consumer.heartbeat.interval.ms`` over ``config``'s; Kafka's ``GroupConfigManager``),
+        asked on every heartbeat; ``None``: every group has ``config``'s."""
         self.config = config
+        self._group_configs = group_configs
         self._replicas = replicas
         self._metadata = metadata
         self._clock = clock
@@ -262,7 +269,7 @@ class GroupCoordinator:
             for group in shard.state.groups.values():
                 for member_id, member in group.members.items():
                     shard.sessions[(group.group_id, member_id)] = now + (
-                        self.config.group_consumer_session_timeout_ms
+                        self._session_timeout_ms(group.group_id)
                         if member.classic is None
                         else member.classic.session_timeout_ms
                     )
@@ -419,7 +426,7 @@ class GroupCoordinator:
     def consumer_group_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
         """KIP-848's ConsumerGroupHeartbeat: join, heartbeat, leave; the member's assignment
         when it changed. Errors in the answer (never raised)."""
-        interval = self.config.group_consumer_heartbeat_interval_ms
+        interval = self._heartbeat_interval_ms(request.group_id)
         try:
             shard = self._shard(request.group_id)
             topics = self.topics()
@@ -439,6 +446,16 @@ class GroupCoordinator:
             result.member_id, result.member_epoch, interval, assignment=assignment
         )
 
+    def _session_timeout_ms(self, group_id: str) -> int:
+        if self._group_configs is None:
+            return self.config.group_consumer_session_timeout_ms
+        return self._group_configs(group_id).consumer_session_timeout_ms
+
+    def _heartbeat_interval_ms(self, group_id: str) -> int:
+        if self._group_configs is None:
+            return self.config.group_consumer_heartbeat_interval_ms
+        return self._group_configs(group_id).consumer_heartbeat_interval_ms
+
     def _track(self, shard: _Shard, group_id: str, member_id: str, removed: str | None) -> None:
         """Restart the member's session timer (or drop it once it left); start or clear its
         revocation deadline. Caller holds ``shard.lock``."""
@@ -453,7 +470,7 @@ class GroupCoordinator:
             shard.sessions.pop(key, None)
             shard.revocations.pop(key, None)
             return
-        shard.sessions[key] = now + self.config.group_consumer_session_timeout_ms
+        shard.sessions[key] = now + self._session_timeout_ms(group_id)
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             timeout = max(member.rebalance_timeout_ms, 0)
             shard.revocations.setdefault(key, now + timeout)
