@@ -658,6 +658,16 @@ class ConfigEntityChangeNotificationSequenceZNode:
         return _json({"version": 2, "entity_path": entity_path})
 
     @staticmethod
+    def decode_entity(data: bytes | None) -> str:
+        """The ``entity_path`` the notification names (``topics/t``, ``brokers/<default>``,
+        ...); ``ValueError`` if it names none."""
+        obj = _load(data, "config change")
+        entity = obj.get("entity_path")
+        if not isinstance(entity, str):
+            raise ValueError("config change: no entity_path")
+        return entity
+
+    @staticmethod
     def decode(data: bytes | None) -> str | None:
         """The topic the notification names, or ``None`` for another entity type."""
         obj = _load(data, "config change")
