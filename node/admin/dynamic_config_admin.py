@@ -19,7 +19,8 @@ INVALID_REQUEST. A GROUP resource is any non-empty group id; the group need not 
 Errors (raised, typed; the admin manager puts them in the resource's answer): INVALID_REQUEST
 (42) for a bad resource name and every broker config refusal (Kafka wraps them so);
 INVALID_CONFIG (40) for a group config refusal and an unknown name in APPEND / SUBTRACT /
-DELETE.
+DELETE; APPEND / SUBTRACT on a broker config that is no list is INVALID_REQUEST, on a group
+config INVALID_CONFIG (Kafka's broker-side and controller-side answers).
 
 Thread-safe: no mutable state (ZooKeeper is the state).
 """
@@ -40,6 +41,7 @@ from controller.zk_data import (
 )
 from node.admin.broker_configs import (
     CLEANER_CONFIGS,
+    DYNAMIC_LOG_CONFIGS,
     cleaner_threads,
     describe_broker_configs,
     dynamic_broker_config_names,
@@ -64,7 +66,7 @@ from node.coordinator.group_config import (
 )
 from node.coordinator.group_coordinator_config import GroupCoordinatorConfig
 from node.kafka_config import IGNORED_KAFKA_CONFIGS
-from odradek.errors import InvalidRequestError, UnknownServerError
+from odradek.errors import InvalidConfigError, InvalidRequestError, UnknownServerError
 from storage.config import LogConfig
 
 __all__ = ["DEFAULT_STATIC_NAMES", "DynamicConfigAdmin"]
@@ -225,14 +227,24 @@ class DynamicConfigAdmin:
             known: Collection[str] = GROUP_CONFIG_NAMES
             lists: Collection[str] = ()
         else:
+            # a list's APPEND starts from the value in force: the static default
+            static = self._log_defaults.to_kafka()
             defaults = {name: value for name, (_, value, _) in CLEANER_CONFIGS.items()}
+            defaults |= {broker: static[topic] for broker, topic in DYNAMIC_LOG_CONFIGS.items()}
             known = dynamic_broker_config_names()
             lists = _BROKER_LISTS
-        self._change(
-            resource,
-            lambda current: apply_incremental_ops(current, ops, defaults, known, lists),
-            validate_only,
-        )
+        broker = resource.resource_type is ConfigResourceType.BROKER
+
+        def change(current: dict[str, str]) -> dict[str, str]:
+            try:
+                return apply_incremental_ops(current, ops, defaults, known, lists)
+            except InvalidConfigError as e:
+                if broker and e.message.startswith("Config value"):
+                    # Kafka's broker-side prepareIncrementalConfigs: InvalidRequestException
+                    raise InvalidRequestError(e.message) from None
+                raise
+
+        self._change(resource, change, validate_only)
 
     def _validate(self, resource: ConfigResource, broker: int | None, new: dict[str, str]) -> None:
         if resource.resource_type is ConfigResourceType.GROUP:

@@ -368,3 +368,65 @@ def test_grpc_alters_and_describes_broker_and_group_configs_and_every_node_appli
         lambda: one.group_configs.group_config("g1").consumer_heartbeat_interval_ms == 6000,
         "node 1 to know the group's config",
     )
+
+
+def test_broker_and_group_config_operations_validate_only_and_the_legacy_replace(nodes):
+    zero, _ = nodes
+    admin = _admin(zero)
+    default = ConfigResource(ConfigResourceType.BROKER, "")
+    group = ConfigResource(ConfigResourceType.GROUP, "g2")
+
+    def current(resource: ConfigResource) -> dict[str, str]:
+        [result] = admin.describe_configs([DescribeConfigsResource(resource)])
+        assert result.error_code == 0, result.error_message
+        return {
+            c.name: c.value or ""
+            for c in result.configs
+            if c.config_source
+            in (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, ConfigSource.GROUP_CONFIG)
+        }
+
+    append = AlterConfigOp("log.cleanup.policy", AlterConfigOpType.APPEND, "compact")
+    [checked] = admin.incremental_alter_configs(
+        [IncrementalAlterConfigsResource(default, (append,))], validate_only=True
+    )
+    assert checked.error_code == 0 and current(default) == {}  # validated, not written
+    [done] = admin.incremental_alter_configs([IncrementalAlterConfigsResource(default, (append,))])
+    assert done.error_code == 0
+    assert current(default) == {"log.cleanup.policy": "delete,compact"}  # from the default
+    [wrong] = admin.incremental_alter_configs(
+        [
+            IncrementalAlterConfigsResource(
+                default, (AlterConfigOp("log.retention.ms", AlterConfigOpType.APPEND, "1"),)
+            )
+        ]
+    )
+    assert (wrong.error_code, wrong.error_message) == (
+        42,
+        "Config value append is not allowed for config key: log.retention.ms",
+    )
+    # legacy AlterConfigs replaces a resource's whole set
+    [first] = admin.alter_configs(
+        [AlterConfigsResource(group, {"consumer.heartbeat.interval.ms": "6000"})]
+    )
+    [second] = admin.alter_configs(
+        [AlterConfigsResource(group, {"consumer.session.timeout.ms": "50000"})]
+    )
+    assert (first.error_code, second.error_code) == (0, 0)
+    assert current(group) == {"consumer.session.timeout.ms": "50000"}
+    [empty] = admin.describe_configs(
+        [DescribeConfigsResource(ConfigResource(ConfigResourceType.GROUP, ""))]
+    )
+    assert (empty.error_code, empty.error_message) == (42, "Group name must not be empty")
+    [other] = admin.incremental_alter_configs(
+        [
+            IncrementalAlterConfigsResource(
+                ConfigResource(ConfigResourceType.BROKER, "1"),
+                (AlterConfigOp("log.retention.ms", AlterConfigOpType.SET, "1"),),
+            )
+        ]
+    )
+    assert (other.error_code, other.error_message) == (
+        42,
+        "Unexpected broker id, expected 0, but received 1",
+    )
