@@ -38,7 +38,12 @@ from kio.static.primitive import i8
 
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
-from tests.kafka.conftest import call, running_cluster, wait_for
+from tests.kafka.conftest import (
+    call,
+    running_cluster,
+    wait_for,
+    wait_until_metadata_complete,
+)
 from tests.kafka.test_confluent_kafka import unique
 from tests.kafka.test_group_apis import coordinator_of, heartbeat, known_to
 
@@ -276,6 +281,9 @@ def test_a_dynamic_min_insync_replicas_applies_at_once_and_after_a_restart(clust
             victim.start()
         alter_default(cluster, min_insync_replicas=None)
     wait_for(lambda: _produce_all(cluster, topic) is None or None, "acks=all to succeed again")
+    # the restarted nodes' metadata complete again before the next test's admin client asks
+    # (librdkafka waits for a broker its metadata lacks without asking again)
+    wait_until_metadata_complete(cluster)
 
 
 def test_read_only_unknown_and_invalid_broker_configs_get_kafkas_errors(cluster, admin):
