@@ -380,6 +380,7 @@ class AdminManager:
         existing = set(self._children(TopicsZNode.path))
         existing |= set(self._children(DeleteTopicsZNode.path))
         brokers = self._brokers()
+        dynamic_default, dynamic_own = self.dynamic_configs.broker_configs()
         results: dict[str, CreatableTopicResult] = {}
         created: dict[str, list[int]] = {}
         try:
@@ -408,7 +409,11 @@ class AdminManager:
                     num_partitions=len(assignment),
                     replication_factor=len(assignment[0]) if assignment else -1,
                     configs=describe_topic_configs(
-                        config, self._log_defaults, include_synonyms=False
+                        config,
+                        self._log_defaults,
+                        include_synonyms=False,
+                        dynamic_broker=dynamic_own,
+                        dynamic_default=dynamic_default,
                     ),
                 )
             except OdradekError as e:

@@ -394,6 +394,13 @@ def test_broker_and_group_config_operations_validate_only_and_the_legacy_replace
     [done] = admin.incremental_alter_configs([IncrementalAlterConfigsResource(default, (append,))])
     assert done.error_code == 0
     assert current(default) == {"log.cleanup.policy": "delete,compact"}  # from the default
+    # a new topic's CreateTopics answer shows the dynamic default it inherits
+    [created] = admin.create_topics([NewTopicSpec("inherits", assignments=((0, (0,)),))])
+    policy = {c.name: c for c in created.configs}["cleanup.policy"]
+    assert (policy.value, policy.config_source) == (
+        "delete,compact",
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+    )
     [wrong] = admin.incremental_alter_configs(
         [
             IncrementalAlterConfigsResource(
