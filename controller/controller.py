@@ -291,6 +291,11 @@ class Controller:
         self._deferred: list[_Event] = []
         self._watches_installed = False
         self._next_rebalance_ms: int | None = None
+        self._unclean_default = config.unclean_leader_election_enable
+        """``unclean.leader.election.enable`` for topics without an override: this broker's
+        dynamic config, else the cluster-wide dynamic default, else ``config``'s (Kafka's
+        controller reads its broker's config, which KIP-226 makes dynamic)."""
+        self._broker_configs_changed = False
         # Topics whose znode this process watches for added partitions (kazoo threads too):
         self._partition_watches: set[str] = set()
         self._partition_watches_lock = threading.Lock()
@@ -683,6 +688,7 @@ class Controller:
             else:
                 self._zkc.delete_path(DeleteTopicsTopicZNode.path(topic), ctx.epoch_zk_version)
         self._consume_config_changes()
+        self._unclean_default = self._read_unclean_default()
         for tp, state in ctx.states.items():
             if not ctx.is_deleting(tp.topic) and state is not None:
                 self._batch.add_leader_and_isr(ctx.live_replicas(tp), tp)
@@ -894,9 +900,7 @@ class Controller:
             allow = (
                 unclean
                 if unclean is not None
-                else ctx.unclean_leader_election_enable(
-                    tp.topic, self._config.unclean_leader_election_enable
-                )
+                else ctx.unclean_leader_election_enable(tp.topic, self._unclean_default)
             )
             return offline_leader(ctx.replicas(tp), state.isr, live, allow)
 
@@ -1083,27 +1087,44 @@ class Controller:
             found = self._zkc.get_data(path)
             if found is not None:
                 try:
-                    topic = ConfigEntityChangeNotificationSequenceZNode.decode(found[0])
+                    entity = ConfigEntityChangeNotificationSequenceZNode.decode_entity(found[0])
                 except ValueError as e:
                     _log.error("ignoring config change %s: %s", child, e)
-                    topic = None
-                if topic is not None:
-                    topics.add(topic)
+                    entity = ""
+                kind, _, name = entity.partition("/")
+                if kind == "topics" and name:
+                    topics.add(name)
+                elif kind == "brokers":
+                    self._broker_configs_changed = True
             self._zkc.delete_path(path, ctx.epoch_zk_version)
         return topics
+
+    def _read_unclean_default(self) -> bool:
+        for broker in (self._node_id, None):
+            value = self._zkc.get_broker_config(broker).get("unclean.leader.election.enable")
+            if value is not None and value.strip().lower() in ("true", "false"):
+                return value.strip().lower() == "true"
+        return self._config.unclean_leader_election_enable
 
     def _on_config_change(self) -> None:
         ctx = self._active()
         topics = self._consume_config_changes() & ctx.topics
+        if self._broker_configs_changed:
+            self._broker_configs_changed = False
+            was, self._unclean_default = self._unclean_default, self._read_unclean_default()
+            if self._unclean_default and not was:
+                # Kafka's enableDefaultUncleanLeaderElection: leaderless partitions of topics
+                # without an override may now elect any live replica
+                self._trigger_online_partition_state_change(
+                    [t for t in ctx.topics if ctx.unclean_leader_election_enable(t, True)]
+                )
         if not topics:
             return
         for topic in topics:
             ctx.topic_configs[topic] = self._zkc.get_topic_config(topic)
         self._batch.add_update_metadata()
         unclean = [
-            t
-            for t in topics
-            if ctx.unclean_leader_election_enable(t, self._config.unclean_leader_election_enable)
+            t for t in topics if ctx.unclean_leader_election_enable(t, self._unclean_default)
         ]
         if unclean:
             self._trigger_online_partition_state_change(unclean)

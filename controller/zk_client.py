@@ -35,6 +35,7 @@ from controller.partition_creation import chunks, op_bytes
 from controller.zk_data import (
     INITIAL_CONTROLLER_EPOCH,
     PERSISTENT_PATHS,
+    BrokerConfigZNode,
     BrokerIdsZNode,
     BrokerIdZNode,
     ClusterIdZNode,
@@ -268,6 +269,18 @@ class ControllerZkClient:
             return ConfigEntityZNode.decode(found[0])
         except ValueError as e:
             _log.error("ignoring unreadable config of topic %s: %s", topic, e)
+            return {}
+
+    def get_broker_config(self, broker: int | None) -> dict[str, str]:
+        """A broker's dynamic configs (``None``: the cluster-wide default's); ``{}`` if none."""
+        path = BrokerConfigZNode.path(broker)
+        found = self.get_data(path)
+        if found is None:
+            return {}
+        try:
+            return ConfigEntityZNode.decode(found[0])
+        except ValueError as e:
+            _log.error("ignoring unreadable dynamic broker configs in %s: %s", path, e)
             return {}
 
     # -- fenced writes ----------------------------------------------------------------------

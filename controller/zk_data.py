@@ -15,7 +15,15 @@ The layout, as Kafka's ZooKeeper-mode cluster keeps it::
                                                   isr, controller_epoch; its zkVersion is the
                                                   partition epoch
     /config/topics/<t>                            {"version":1,"config":{...}} (overrides only)
+    /config/brokers/<id>                          {"version":1,"config":{...}}: one broker's
+                                                  dynamic configs (Kafka's broker names)
+    /config/brokers/<default>                     the same, the cluster-wide dynamic default
+    /config/groups/<g>                            {"version":1,"config":{...}}: a group's
+                                                  configs (odradek's: Kafka keeps group configs
+                                                  only in KRaft's metadata log)
     /config/changes/config_change_<seq>           {"version":2,"entity_path":"topics/<t>"}
+                                                  (or "brokers/<id>", "brokers/<default>",
+                                                  "groups/<g>", "users/<u>")
     /admin/delete_topics/<t>                      empty: "delete this topic"
     /admin/reassign_partitions                    {"version":1,"partitions":[{"topic":..,
                                                   "partition":..,"replicas":[..]}]}
@@ -91,6 +99,8 @@ __all__ = [
     "ConfigEntityZNode",
     "ConfigEntityChangeNotificationZNode",
     "UserConfigZNode",
+    "BrokerConfigZNode",
+    "GroupConfigZNode",
     "ConfigEntityChangeNotificationSequenceZNode",
     "AdminZNode",
     "DeleteTopicsZNode",
@@ -574,6 +584,49 @@ class UserConfigZNode:
         return urllib.parse.unquote(name)
 
 
+class BrokerConfigZNode:
+    """``/config/brokers/<id>`` and ``/config/brokers/<default>``: a broker's dynamic configs
+    and the cluster-wide dynamic default (Kafka's ``ConfigEntityZNode`` of the ``brokers``
+    entity type, ``ConfigEntityName.DEFAULT``). Encoded and decoded with
+    :class:`ConfigEntityZNode`."""
+
+    path_root = "/config/brokers"
+    default = "<default>"
+    """The entity name of the cluster-wide default (Kafka's ``ConfigEntityName.DEFAULT``)."""
+
+    @staticmethod
+    def path(broker: int | None) -> str:
+        """The znode of ``broker``'s configs; ``None``: the cluster-wide default's."""
+        name = BrokerConfigZNode.default if broker is None else str(broker)
+        return f"{BrokerConfigZNode.path_root}/{name}"
+
+    @staticmethod
+    def entity(broker: int | None) -> str:
+        """The ``entity_path`` of a change notification for ``broker`` (``None``: default)."""
+        return BrokerConfigZNode.path(broker)[len(ConfigZNode.path) + 1 :]
+
+
+class GroupConfigZNode:
+    """``/config/groups/<group>``: a consumer or share group's configs (Kafka 4's
+    ``GroupConfig`` names: ``consumer.session.timeout.ms``, ...), URL-encoded as a user's
+    name is. Encoded and decoded with :class:`ConfigEntityZNode`."""
+
+    path_root = "/config/groups"
+
+    @staticmethod
+    def path(group: str) -> str:
+        return f"{GroupConfigZNode.path_root}/{urllib.parse.quote(group, safe='*~')}"
+
+    @staticmethod
+    def group_of(child: str) -> str:
+        """The group id of a child of :attr:`path_root`."""
+        return urllib.parse.unquote(child)
+
+    @staticmethod
+    def entity(group: str) -> str:
+        return GroupConfigZNode.path(group)[len(ConfigZNode.path) + 1 :]
+
+
 class ConfigEntityChangeNotificationZNode:
     """``/config/changes``: sequential notifications that a config changed."""
 
@@ -597,6 +650,22 @@ class ConfigEntityChangeNotificationSequenceZNode:
     def encode_user(user: str) -> bytes:
         """The notice of a change to ``/config/users/<user>``."""
         return _json({"version": 2, "entity_path": f"users/{UserConfigZNode.sanitize(user)}"})
+
+    @staticmethod
+    def encode_entity(entity_path: str) -> bytes:
+        """The notice of a change to ``/config/<entity_path>`` (``brokers/<default>``,
+        ``groups/<g>``: see :meth:`BrokerConfigZNode.entity`, :meth:`GroupConfigZNode.entity`)."""
+        return _json({"version": 2, "entity_path": entity_path})
+
+    @staticmethod
+    def decode_entity(data: bytes | None) -> str:
+        """The ``entity_path`` the notification names (``topics/t``, ``brokers/<default>``,
+        ...); ``ValueError`` if it names none."""
+        obj = _load(data, "config change")
+        entity = obj.get("entity_path")
+        if not isinstance(entity, str):
+            raise ValueError("config change: no entity_path")
+        return entity
 
     @staticmethod
     def decode(data: bytes | None) -> str | None:

@@ -34,14 +34,18 @@ from controller.service import ControllerServicer
 from controller.zk_connection import ensure_chroot, new_zk_client
 from node.admin.admin_manager import AdminManager
 from node.admin.authorization import AuthorizedAdmin
-from node.admin.requests import NewTopicSpec
+from node.admin.dynamic_config_admin import DynamicConfigAdmin
+from node.admin.requests import ConfigType, NewTopicSpec
 from node.apis import BrokerApis, GroupApis, RecordApis, TransactionApis
 from node.apis.txn_verification import TxnVerification
-from node.config import NodeConfig
+from node.config import NodeConfig, known_config_names
+from node.coordinator.group_config_manager import GroupConfigManager
 from node.coordinator.group_coordinator import GroupCoordinator
 from node.coordinator.producer_id_manager import ProducerIdManager
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
+from node.dynamic_broker_config import DynamicBrokerConfig
+from node.dynamic_config_manager import DynamicConfigManager
 from node.grpc_door.admin_service import AdminServicer
 from node.grpc_door.authorizing_services import (
     AuthorizingControllerServicer,
@@ -196,6 +200,12 @@ class Node:
         self.txn_markers: TxnMarkerSender | None = None
         self.kafka_door: KafkaDoor | None = None
         """The Kafka listeners (``kafka.listener.names``), when there are any."""
+        self.dynamic_config = DynamicBrokerConfig(config)
+        """The node's config with the dynamic broker configs over it (KIP-226)."""
+        self.group_configs = GroupConfigManager(config.group_coordinator)
+        """Every group's configs (``/config/groups/<g>``)."""
+        self.dynamic_config_manager: DynamicConfigManager | None = None
+        """Keeps the two above current from ZooKeeper."""
         self.admin: AdminManager | None = None
         """The admin room (topics, configs, ACLs, credentials, elections), for either door."""
         self.authorized_admin: AuthorizedAdmin | None = None
@@ -206,6 +216,14 @@ class Node:
         self._ticker: threading.Thread | None = None
         self.metrics: MetricsEndpoint | None = None
         """The Prometheus endpoint (``metrics.port``), when configured."""
+
+    def _apply_dynamic_log_defaults(self) -> None:
+        """The topic defaults changed (a dynamic broker config): new logs and every hosted log
+        without an override of its own take them at once."""
+        if self.log_manager is not None:
+            self.log_manager.default_config = self.dynamic_config.log
+        if self.replicas is not None:
+            self.replicas.refresh_log_configs()
 
     def _epoch(self) -> int:
         return self.broker_epoch
@@ -221,7 +239,10 @@ class Node:
         channel_factory = inter_broker_channel_factory(c)
         self.channels = Channels(channel_factory)
         self.log_manager = LogManager(list(c.log_dirs), c.log, self.clock, c.log_manager)
-        self.replicas = ReplicaManager(c, self.log_manager, self.metadata, self.clock, self._epoch)
+        self.replicas = ReplicaManager(
+            self.dynamic_config, self.log_manager, self.metadata, self.clock, self._epoch
+        )
+        self.dynamic_config.listeners.append(self._apply_dynamic_log_defaults)
         self.fetchers = ReplicaFetcherManager(c, self.clock, self.channels, self._epoch)
         self.replicas.fetchers = self.fetchers
         self.alter_partitions = AlterPartitionManager(
@@ -238,6 +259,11 @@ class Node:
         ensure_chroot(c.zookeeper_connect, session_s, c.zookeeper)
         self.zk = new_zk_client(c.zookeeper_connect, session_s, c.zookeeper)
         self.zk.start(timeout=max(session_s, 10))
+        # the dynamic configs before anything hosts a log or a group: the first reads apply now
+        self.dynamic_config_manager = DynamicConfigManager(
+            self.zk, c.node_id, self.dynamic_config, self.group_configs
+        )
+        self.dynamic_config_manager.start()
         self.controller = Controller(
             self.zk,
             c.node_id,
@@ -282,6 +308,20 @@ class Node:
             credentials=scram_store,
             metadata=self.metadata,
             logs=self.log_manager,
+            dynamic_configs=DynamicConfigAdmin(
+                self.zk,
+                node_id=c.node_id,
+                log_defaults=c.log,
+                static_other={
+                    "num.partitions": (str(c.num_partitions), ConfigType.INT),
+                    "default.replication.factor": (
+                        str(c.default_replication_factor),
+                        ConfigType.INT,
+                    ),
+                },
+                static_names=known_config_names(),
+                group_defaults=c.group_coordinator,
+            ),
         )
         plain_admin = self.admin
         self.authorized_admin = AuthorizedAdmin(self.admin, authorizer)
@@ -293,6 +333,7 @@ class Node:
             self.metadata,
             self.clock,
             _topic_creator(lambda: plain_admin),
+            group_configs=self.group_configs.group_config,
         )
         self.replicas.leadership_listeners.append(self.groups.on_leadership_change)
         self.txn_markers = TxnMarkerSender(
@@ -532,6 +573,8 @@ class Node:
             # requests already read are answered before the door closes (below, once the core
             # has answered those that wait)
             self.kafka_door.begin_shutdown()
+        if self.dynamic_config_manager is not None:
+            self.dynamic_config_manager.stop()
         if self.controller is not None:
             self.controller.shutdown()
         if self.groups is not None:

@@ -124,7 +124,9 @@ SUPPORTED_OPERATIONS: dict[ResourceType, frozenset[AclOperation]] = {
         {O.READ, O.WRITE, O.CREATE, O.DESCRIBE, O.DELETE, O.ALTER, O.DESCRIBE_CONFIGS}
         | {O.ALTER_CONFIGS}
     ),
-    ResourceType.GROUP: frozenset({O.READ, O.DESCRIBE, O.DELETE}),
+    ResourceType.GROUP: frozenset(
+        {O.READ, O.DESCRIBE, O.DELETE, O.DESCRIBE_CONFIGS, O.ALTER_CONFIGS}  # configs: Kafka 4
+    ),
     ResourceType.CLUSTER: frozenset(
         {O.CREATE, O.CLUSTER_ACTION, O.DESCRIBE_CONFIGS, O.ALTER_CONFIGS, O.IDEMPOTENT_WRITE}
         | {O.ALTER, O.DESCRIBE}

@@ -10,7 +10,8 @@ timeout) until ZooKeeper shows the outcome.
   every partition to have a leader;
 - delete_topics writes ``/admin/delete_topics/<t>`` and waits for the topic znode to go;
 - alter_configs / incremental_alter_configs write ``/config/topics/<t>`` and a
-  ``/config/changes`` notification;
+  ``/config/changes`` notification (a broker's or a group's configs:
+  :mod:`node.admin.dynamic_config_admin`);
 - elect_leaders writes ``/admin/preferred_replica_election`` (or odradek's
   ``/admin/unclean_leader_election``), waits for the controller to consume it, then reads
   the leaders;
@@ -86,11 +87,11 @@ from controller.zk_data import (
 )
 from node.admin.config_ops import (
     apply_incremental_ops,
-    broker_synonym,
     check_incremental_ops,
     describe_topic_configs,
     topic_config_names,
 )
+from node.admin.dynamic_config_admin import DynamicConfigAdmin
 from node.admin.local_admin import LocalAdmin
 from node.admin.requests import (
     AclCreationResult,
@@ -100,8 +101,6 @@ from node.admin.requests import (
     AlterUserScramCredentialsResult,
     ConfigResource,
     ConfigResourceType,
-    ConfigSource,
-    ConfigSynonym,
     ConfigType,
     CreatableTopicResult,
     CreatePartitionsTopic,
@@ -110,7 +109,6 @@ from node.admin.requests import (
     DescribeClusterResult,
     DescribeConfigsResource,
     DescribeConfigsResult,
-    DescribedConfig,
     DescribeLogDirsResult,
     DescribeUserScramCredentialsResponse,
     ElectionType,
@@ -214,6 +212,10 @@ def validate_replica_assignment(
     return out
 
 
+_DYNAMIC_RESOURCES = (ConfigResourceType.BROKER, ConfigResourceType.GROUP)
+"""The config resources :class:`DynamicConfigAdmin` serves."""
+
+
 def _error(e: OdradekError) -> tuple[int, str]:
     return e.code, e.message
 
@@ -236,6 +238,7 @@ class AdminManager:
         credentials: CredentialStore | None = None,
         metadata: ClusterView | None = None,
         logs: LocalLogs | None = None,
+        dynamic_configs: DynamicConfigAdmin | None = None,
     ) -> None:
         """``default_*`` apply when a CreateTopics request gives -1 (Kafka's
         ``num.partitions`` and ``default.replication.factor``); ``log_defaults`` are the
@@ -245,7 +248,9 @@ class AdminManager:
         ZooKeeper (the deadlines are measured with ``clock``). ``acls`` ``None``: the ACL
         calls answer SECURITY_DISABLED; ``credentials`` ``None``: the SCRAM calls answer
         UNSUPPORTED_VERSION; ``metadata`` and ``logs`` are needed by describe_cluster,
-        describe_log_dirs and describe_producers (``ValueError`` without them)."""
+        describe_log_dirs and describe_producers (``ValueError`` without them);
+        ``dynamic_configs`` serves the BROKER and GROUP config resources (``None``: one with
+        ``log_defaults`` and the built-in group coordinator settings)."""
         self._zk = zk
         self._clock = clock
         self.node_id = node_id
@@ -258,6 +263,15 @@ class AdminManager:
         self._local = LocalAdmin(node_id, metadata, logs)
         self._inflight_lock = threading.Lock()
         self._inflight: set[str] = set()
+        self.dynamic_configs = dynamic_configs or DynamicConfigAdmin(
+            zk,
+            node_id=node_id,
+            log_defaults=self._log_defaults,
+            static_other={
+                "num.partitions": (str(default_num_partitions), ConfigType.INT),
+                "default.replication.factor": (str(default_replication_factor), ConfigType.INT),
+            },
+        )
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -366,6 +380,7 @@ class AdminManager:
         existing = set(self._children(TopicsZNode.path))
         existing |= set(self._children(DeleteTopicsZNode.path))
         brokers = self._brokers()
+        dynamic_default, dynamic_own = self.dynamic_configs.broker_configs()
         results: dict[str, CreatableTopicResult] = {}
         created: dict[str, list[int]] = {}
         try:
@@ -394,7 +409,11 @@ class AdminManager:
                     num_partitions=len(assignment),
                     replication_factor=len(assignment[0]) if assignment else -1,
                     configs=describe_topic_configs(
-                        config, self._log_defaults, include_synonyms=False
+                        config,
+                        self._log_defaults,
+                        include_synonyms=False,
+                        dynamic_broker=dynamic_own,
+                        dynamic_default=dynamic_default,
                     ),
                 )
             except OdradekError as e:
@@ -588,10 +607,8 @@ class AdminManager:
         """Per resource, its configs. A topic: every topic config with its value and source
         (its override, the node's ``server.properties``, or the built-in default),
         UNKNOWN_TOPIC_OR_PARTITION for a topic that does not exist. A broker (this node's id,
-        or ``""`` for the cluster default): the topic defaults under their broker names and
-        the topic creation defaults, all read-only (odradek has no dynamic broker configs);
-        another broker's id is INVALID_REQUEST, as in Kafka. BROKER_LOGGER: INVALID_REQUEST
-        (not supported)."""
+        or ``""`` for the cluster default) or a group: :mod:`node.admin.dynamic_config_admin`.
+        BROKER_LOGGER: INVALID_REQUEST (not supported)."""
         out = []
         for item in resources:
             resource = item.resource
@@ -604,12 +621,17 @@ class AdminManager:
                             f"Topic {resource.resource_name!r} does not exist."
                         )
                     overrides, _ = self._topic_config(resource.resource_name)
+                    default, own = self.dynamic_configs.broker_configs()
                     configs = describe_topic_configs(
-                        overrides, self._log_defaults, keys, include_synonyms=include_synonyms
+                        overrides,
+                        self._log_defaults,
+                        keys,
+                        include_synonyms=include_synonyms,
+                        dynamic_broker=own,
+                        dynamic_default=default,
                     )
-                elif resource.resource_type is ConfigResourceType.BROKER:
-                    self._check_broker_name(resource.resource_name)
-                    configs = self._broker_configs(keys, include_synonyms)
+                elif resource.resource_type in _DYNAMIC_RESOURCES:
+                    configs = self.dynamic_configs.describe(resource, keys, include_synonyms)
                 else:
                     raise InvalidRequestError(
                         f"DescribeConfigs is not supported for {resource.resource_type.name}"
@@ -619,67 +641,21 @@ class AdminManager:
                 out.append(DescribeConfigsResult(resource, *_error(e)))
         return out
 
-    def _check_broker_name(self, name: str) -> None:
-        if name == "":
-            return
-        try:
-            broker = int(name)
-        except ValueError:
-            raise InvalidRequestError(f"Broker id must be an integer, but it is: {name}") from None
-        if broker != self.node_id:
-            raise InvalidRequestError(
-                f"Unexpected broker id, expected {self.node_id} or empty string, but received "
-                f"{name}"
-            )
-
-    def _broker_configs(
-        self, keys: Sequence[str] | None, include_synonyms: bool
-    ) -> tuple[DescribedConfig, ...]:
-        builtin = LogConfig().to_kafka()
-        node = self._log_defaults.to_kafka()
-        entries: dict[str, DescribedConfig] = {}
-        for name, value in node.items():
-            broker_name = broker_synonym(name)
-            source = (
-                ConfigSource.STATIC_BROKER_CONFIG
-                if value != builtin.get(name)
-                else ConfigSource.DEFAULT_CONFIG
-            )
-            synonyms = (ConfigSynonym(broker_name, value, source),) if include_synonyms else ()
-            entries[broker_name] = DescribedConfig(
-                broker_name, value, source, read_only=True, synonyms=synonyms
-            )
-        for name, number in (
-            ("num.partitions", self._default_num_partitions),
-            ("default.replication.factor", self._default_replication_factor),
-        ):
-            synonyms = (
-                (ConfigSynonym(name, str(number), ConfigSource.STATIC_BROKER_CONFIG),)
-                if include_synonyms
-                else ()
-            )
-            entries[name] = DescribedConfig(
-                name,
-                str(number),
-                ConfigSource.STATIC_BROKER_CONFIG,
-                read_only=True,
-                synonyms=synonyms,
-                config_type=ConfigType.INT,
-            )
-        wanted = sorted(entries) if keys is None else [k for k in keys if k in entries]
-        return tuple(entries[k] for k in dict.fromkeys(wanted))
-
     def alter_configs(
         self, resources: Sequence[AlterConfigsResource], *, validate_only: bool = False
     ) -> list[AlterConfigsResult]:
         """Kafka's legacy AlterConfigs: each topic's overrides become exactly ``configs``
-        (validated as a whole). A resource named twice is INVALID_REQUEST (both); a broker is
-        INVALID_REQUEST (odradek has no dynamic broker configs)."""
+        (validated as a whole). A resource named twice is INVALID_REQUEST (both); a broker or
+        a group: :mod:`node.admin.dynamic_config_admin`."""
         out = []
         for item in resources:
             resource = item.resource
             try:
                 self._check_once(resource, [r.resource for r in resources])
+                if resource.resource_type in _DYNAMIC_RESOURCES:
+                    self.dynamic_configs.alter(resource, item.configs, validate_only)
+                    out.append(AlterConfigsResult(resource))
+                    continue
                 self._check_topic_resource(resource)
                 overrides = dict(item.configs)
                 self._write_config(resource.resource_name, lambda _, o=overrides: o, validate_only)  # type: ignore[misc]
@@ -704,6 +680,10 @@ class AdminManager:
             try:
                 self._check_once(resource, [r.resource for r in resources])
                 check_incremental_ops(item.ops)
+                if resource.resource_type in _DYNAMIC_RESOURCES:
+                    self.dynamic_configs.incremental_alter(resource, item.ops, validate_only)
+                    out.append(AlterConfigsResult(resource))
+                    continue
                 self._check_topic_resource(resource)
                 ops = item.ops
                 self._write_config(
@@ -722,8 +702,6 @@ class AdminManager:
             raise InvalidRequestError("Each resource must appear at most once.")
 
     def _check_topic_resource(self, resource: ConfigResource) -> None:
-        if resource.resource_type is ConfigResourceType.BROKER:
-            raise InvalidRequestError("odradek has no dynamic broker configs")
         if resource.resource_type is not ConfigResourceType.TOPIC:
             raise InvalidRequestError(
                 "AlterConfigs is only supported for topics and brokers, but resource type is "

@@ -14,9 +14,9 @@ create_topics                          CREATE on the cluster, else on each topic
 delete_topics                          DELETE on each topic                         29 each
 create_partitions                      ALTER on each topic                          29 each
 describe_configs                       DESCRIBE_CONFIGS on the topic / the cluster  29 / 31
-                                       (for a broker)
+                                       (for a broker) / the group                   / 30
 alter_configs, incremental_alter_      ALTER_CONFIGS on the topic / the cluster     29 / 31
-configs                                (for a broker)
+configs                                (for a broker) / the group                   / 30
 elect_leaders, alter_partition_        ALTER on the cluster                         31
 reassignments
 list_partition_reassignments           DESCRIBE on the cluster                      31
@@ -79,12 +79,17 @@ from node.admin.requests import (
     TopicResult,
 )
 from odradek.acl import CLUSTER_NAME, AclBinding, AclBindingFilter, AclOperation, ResourceType
-from odradek.errors import ClusterAuthorizationFailedError, TopicAuthorizationFailedError
+from odradek.errors import (
+    ClusterAuthorizationFailedError,
+    GroupAuthorizationFailedError,
+    TopicAuthorizationFailedError,
+)
 
 __all__ = ["AdminAuthorization", "AuthorizedAdmin", "Authorizing"]
 
 TOPIC_DENIED = TopicAuthorizationFailedError.code
 CLUSTER_DENIED = ClusterAuthorizationFailedError.code
+GROUP_DENIED = GroupAuthorizationFailedError.code
 
 
 class _HasResource(Protocol):
@@ -176,13 +181,19 @@ class AdminAuthorization:
         self, principal: str, host: str, operation: AclOperation, resource: ConfigResource
     ) -> tuple[int, str]:
         """``(0, "")`` when ``operation`` (DESCRIBE_CONFIGS or ALTER_CONFIGS) is allowed on the
-        resource: a topic by its name, a broker (or broker logger) through the cluster
+        resource: a topic by its name, a group by its id, a broker (or broker logger) through
+        the cluster
         (Kafka's ``configsAuthorizationApiError``); else the error code and message."""
         if resource.resource_type is ConfigResourceType.TOPIC:
             name = resource.resource_name
             if self.allowed(principal, host, operation, ResourceType.TOPIC, name):
                 return 0, ""
             return TOPIC_DENIED, topic_denied(principal, operation, name)
+        if resource.resource_type is ConfigResourceType.GROUP:
+            name = resource.resource_name
+            if self.allowed(principal, host, operation, ResourceType.GROUP, name):
+                return 0, ""
+            return GROUP_DENIED, f"{principal} may not {operation.kafka_name} group {name!r}"
         if self.cluster(principal, host, operation):
             return 0, ""
         return CLUSTER_DENIED, cluster_denied(principal, operation)

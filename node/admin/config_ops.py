@@ -34,6 +34,7 @@ __all__ = [
     "apply_incremental_ops",
     "broker_synonym",
     "check_incremental_ops",
+    "config_type",
     "describe_topic_configs",
     "topic_config_names",
 ]
@@ -83,7 +84,8 @@ def broker_synonym(name: str) -> str:
     return _KAFKA_BROKER_NAME.get(ours, ours)
 
 
-def _config_type(name: str, value: object) -> ConfigType:
+def config_type(name: str, value: object) -> ConfigType:
+    """The Kafka type of topic config ``name`` whose built-in default is ``value``."""
     if name in LIST_CONFIGS:
         return ConfigType.LIST
     if isinstance(value, bool):
@@ -101,9 +103,13 @@ def describe_topic_configs(
     keys: Sequence[str] | None = None,
     *,
     include_synonyms: bool = True,
+    dynamic_broker: Mapping[str, str] | None = None,
+    dynamic_default: Mapping[str, str] | None = None,
 ) -> tuple[DescribedConfig, ...]:
     """Every topic config (or those in ``keys``, unknown ones left out, as Kafka), sorted by
-    name: the topic's override (DYNAMIC_TOPIC_CONFIG), else the node's ``server.properties``
+    name: the topic's override (DYNAMIC_TOPIC_CONFIG), else this node's dynamic broker config
+    (``dynamic_broker``, broker names: DYNAMIC_BROKER_CONFIG), else the cluster-wide one
+    (``dynamic_default``: DYNAMIC_DEFAULT_BROKER_CONFIG), else the node's ``server.properties``
     value where it differs from the built-in default (STATIC_BROKER_CONFIG), else the built-in
     default (DEFAULT_CONFIG). None is read-only or sensitive."""
     builtin = LogConfig().to_kafka()
@@ -118,6 +124,12 @@ def describe_topic_configs(
         synonyms: list[ConfigSynonym] = []
         if name in overrides:
             synonyms.append(ConfigSynonym(name, overrides[name], ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        for dynamic, source in (
+            (dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+            (dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ):
+            if dynamic and broker_name in dynamic and name in builtin:
+                synonyms.append(ConfigSynonym(broker_name, dynamic[broker_name], source))
         if name in node and node[name] != builtin.get(name):
             synonyms.append(
                 ConfigSynonym(broker_name, node[name], ConfigSource.STATIC_BROKER_CONFIG)
@@ -131,7 +143,7 @@ def describe_topic_configs(
                 value=first.value,
                 config_source=first.source,
                 synonyms=tuple(synonyms) if include_synonyms else (),
-                config_type=_config_type(name, typed.get(name)),
+                config_type=config_type(name, typed.get(name)),
             )
         )
     return tuple(out)
@@ -158,15 +170,17 @@ def apply_incremental_ops(
     ops: Iterable[AlterConfigOp],
     defaults: Mapping[str, str],
     known: Iterable[str],
+    list_configs: Iterable[str] = LIST_CONFIGS,
 ) -> dict[str, str]:
     """The overrides after ``ops`` (Kafka's ``prepareIncrementalConfigs``): SET sets, DELETE
     removes (the default applies again), APPEND adds the values a list config does not hold
     yet (starting from its default when not overridden), SUBTRACT removes values from it.
     Raises ``InvalidConfigError`` for APPEND / SUBTRACT on a config that is no list, or an
     unknown name (DELETE included: odradek refuses to delete a name no topic can have; Kafka
-    lets it pass). The result is not validated here (``LogConfig.from_kafka`` does, and names
-    an unknown SET)."""
+    lets it pass). ``list_configs``: the names of type LIST (a topic's by default). The result
+    is not validated here (``LogConfig.from_kafka`` does, and names an unknown SET)."""
     names = frozenset(known)
+    lists = frozenset(list_configs)
     out = dict(current)
     for op in ops:
         if op.name not in names and op.op is not AlterConfigOpType.SET:
@@ -177,7 +191,7 @@ def apply_incremental_ops(
         elif op.op is AlterConfigOpType.DELETE:
             out.pop(op.name, None)
         else:
-            if op.name not in LIST_CONFIGS:
+            if op.name not in lists:
                 verb = "append" if op.op is AlterConfigOpType.APPEND else "subtract"
                 raise InvalidConfigError(
                     f"Config value {verb} is not allowed for config key: {op.name}"

@@ -130,6 +130,7 @@ class ConfigResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    GROUP = 32
 
 
 class ConfigSource(enum.IntEnum):
@@ -141,6 +142,9 @@ class ConfigSource(enum.IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
 
 
 class ConfigType(enum.IntEnum):
@@ -160,7 +164,8 @@ class ConfigType(enum.IntEnum):
 
 @dataclass(frozen=True, slots=True, order=True)
 class ConfigResource:
-    """A topic (by name) or a broker (by id as a string; ``""`` for the cluster default)."""
+    """A topic (by name), a broker (by id as a string; ``""`` for the cluster default) or a
+    group (by id)."""
 
     resource_type: ConfigResourceType
     resource_name: str

@@ -24,7 +24,8 @@ partition (:class:`node.coordinator.group_state.GroupShard`).
   an append that fails outright changes nothing. Reads (OffsetFetch, ListGroups,
   DescribeGroups of consumer groups) answer the shard's *committed* state, the writes known
   replicated (Kafka reads at the last committed offset), without waiting.
-* **Timers.** A member's session expires ``group.consumer.session.timeout.ms`` after its last
+* **Timers.** A member's session expires ``group.consumer.session.timeout.ms`` (or its
+  group's ``consumer.session.timeout.ms``, :mod:`node.coordinator.group_config`) after its last
   heartbeat (also restarted for every member when a shard is loaded); a member still revoking
   partitions after its rebalance timeout is fenced. Both remove it, bumping the group epoch.
   Offsets of topics the group no longer subscribes to expire after
@@ -52,6 +53,7 @@ from typing import Any, TypeVar
 
 from node.coordinator.classic_coordinator import ClassicCoordinator, classic_config
 from node.coordinator.classic_group import ClassicGroup
+from node.coordinator.group_config import GroupConfig
 from node.coordinator.group_coordinator_config import (
     GROUP_COORDINATOR_PROPERTIES,
     GroupCoordinatorConfig,
@@ -233,8 +235,13 @@ class GroupCoordinator:
         metadata: MetadataCache,
         clock: Clock,
         create_topic: CreateTopic,
+        group_configs: Callable[[str], GroupConfig] | None = None,
     ) -> None:
+        """``group_configs``: a group's configs (its ``consumer.session.timeout.ms`` and
+        ``consumer.heartbeat.interval.ms`` over ``config``'s; Kafka's ``GroupConfigManager``),
+        asked on every heartbeat; ``None``: every group has ``config``'s."""
         self.config = config
+        self._group_configs = group_configs
         self._replicas = replicas
         self._metadata = metadata
         self._clock = clock
@@ -334,7 +341,7 @@ class GroupCoordinator:
             for group in shard.state.groups.values():
                 for member_id, member in group.members.items():
                     shard.sessions[(group.group_id, member_id)] = now + (
-                        self.config.group_consumer_session_timeout_ms
+                        self._session_timeout_ms(group.group_id)
                         if member.classic is None
                         else member.classic.session_timeout_ms
                     )
@@ -513,7 +520,7 @@ class GroupCoordinator:
         """:meth:`consumer_group_heartbeat` as a future, completed once the shard's write it
         depends on is replicated: the request is processed (its member's session restarted)
         at once, and no thread waits for the answer (the Kafka door awaits it on its loop)."""
-        interval = self.config.group_consumer_heartbeat_interval_ms
+        interval = self._heartbeat_interval_ms(request.group_id)
 
         def failed(e: OdradekError) -> HeartbeatResponse:
             return HeartbeatResponse(
@@ -539,6 +546,16 @@ class GroupCoordinator:
         )
         return _then(durable, lambda error: answer if error is None else failed(error))
 
+    def _session_timeout_ms(self, group_id: str) -> int:
+        if self._group_configs is None:
+            return self.config.group_consumer_session_timeout_ms
+        return self._group_configs(group_id).consumer_session_timeout_ms
+
+    def _heartbeat_interval_ms(self, group_id: str) -> int:
+        if self._group_configs is None:
+            return self.config.group_consumer_heartbeat_interval_ms
+        return self._group_configs(group_id).consumer_heartbeat_interval_ms
+
     def _track(self, shard: _Shard, group_id: str, member_id: str, removed: str | None) -> None:
         """Restart the member's session timer (or drop it once it left); start or clear its
         revocation deadline. Caller holds ``shard.lock``."""
@@ -553,7 +570,7 @@ class GroupCoordinator:
             shard.sessions.pop(key, None)
             shard.revocations.pop(key, None)
             return
-        shard.sessions[key] = now + self.config.group_consumer_session_timeout_ms
+        shard.sessions[key] = now + self._session_timeout_ms(group_id)
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             timeout = max(member.rebalance_timeout_ms, 0)
             shard.revocations.setdefault(key, now + timeout)

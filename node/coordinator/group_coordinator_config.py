@@ -1,5 +1,7 @@
-"""The group coordinator's broker settings (``offsets.*`` and ``group.consumer.*``, Kafka's
-``GroupCoordinatorConfig``), apart from :mod:`node.coordinator.group_coordinator` so that
+"""The group coordinator's broker settings (``offsets.*``, ``group.consumer.*``,
+``group.share.*`` and ``group.streams.*``, Kafka's ``GroupCoordinatorConfig`` and
+``ShareGroupConfig``; the ``min`` / ``max`` ones bound the group configs of
+:mod:`node.coordinator.group_config`), apart from :mod:`node.coordinator.group_coordinator` so that
 :mod:`node.config` can hold them without importing the coordinator."""
 
 from __future__ import annotations
@@ -9,6 +11,15 @@ from dataclasses import dataclass, fields
 from odradek.errors import InvalidConfigError
 
 __all__ = ["GROUP_COORDINATOR_PROPERTIES", "STRING_PROPERTIES", "GroupCoordinatorConfig"]
+
+
+_AT_LEAST_ZERO = frozenset(
+    {
+        "group_initial_rebalance_delay_ms",
+        "group_streams_num_standby_replicas",
+        "group_streams_max_standby_replicas",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +46,37 @@ class GroupCoordinatorConfig:
     """The heartbeat interval members are told to keep."""
     group_consumer_max_size: int = 2**31 - 1
     """Members per group (GROUP_MAX_SIZE_REACHED beyond)."""
+    group_consumer_min_session_timeout_ms: int = 45_000
+    """The shortest ``consumer.session.timeout.ms`` a group config may set."""
+    group_consumer_max_session_timeout_ms: int = 60_000
+    """The longest ``consumer.session.timeout.ms`` a group config may set."""
+    group_consumer_min_heartbeat_interval_ms: int = 5_000
+    """The shortest ``consumer.heartbeat.interval.ms`` a group config may set."""
+    group_consumer_max_heartbeat_interval_ms: int = 15_000
+    """The longest ``consumer.heartbeat.interval.ms`` a group config may set."""
+    group_share_session_timeout_ms: int = 45_000
+    """Share groups' default ``share.session.timeout.ms`` (and its bounds below)."""
+    group_share_min_session_timeout_ms: int = 45_000
+    group_share_max_session_timeout_ms: int = 60_000
+    group_share_heartbeat_interval_ms: int = 5_000
+    """Share groups' default ``share.heartbeat.interval.ms`` (and its bounds below)."""
+    group_share_min_heartbeat_interval_ms: int = 5_000
+    group_share_max_heartbeat_interval_ms: int = 15_000
+    group_share_record_lock_duration_ms: int = 30_000
+    """Share groups' default ``share.record.lock.duration.ms`` (and its bounds below)."""
+    group_share_min_record_lock_duration_ms: int = 15_000
+    group_share_max_record_lock_duration_ms: int = 60_000
+    group_streams_session_timeout_ms: int = 45_000
+    """Streams groups' default ``streams.session.timeout.ms`` (and its bounds below)."""
+    group_streams_min_session_timeout_ms: int = 45_000
+    group_streams_max_session_timeout_ms: int = 60_000
+    group_streams_heartbeat_interval_ms: int = 5_000
+    """Streams groups' default ``streams.heartbeat.interval.ms`` (and its bounds below)."""
+    group_streams_min_heartbeat_interval_ms: int = 5_000
+    group_streams_max_heartbeat_interval_ms: int = 15_000
+    group_streams_num_standby_replicas: int = 0
+    """Streams groups' default ``streams.num.standby.replicas`` (at most the maximum below)."""
+    group_streams_max_standby_replicas: int = 2
     group_min_session_timeout_ms: int = 6_000
     """Classic groups: the shortest ``session.timeout.ms`` a member may ask for."""
     group_max_session_timeout_ms: int = 1_800_000
@@ -53,9 +95,9 @@ class GroupCoordinatorConfig:
         for f in fields(self):
             if f.name == "group_consumer_migration_policy":
                 continue
-            if f.name == "group_initial_rebalance_delay_ms":
-                if self.group_initial_rebalance_delay_ms < 0:
-                    raise InvalidConfigError("group.initial.rebalance.delay.ms must be >= 0")
+            if f.name in _AT_LEAST_ZERO:
+                if getattr(self, f.name) < 0:
+                    raise InvalidConfigError(f"{f.name.replace('_', '.')} must be >= 0")
                 continue
             if getattr(self, f.name) <= 0:
                 raise InvalidConfigError(f"{f.name.replace('_', '.')} must be positive")

@@ -386,14 +386,27 @@ class ReplicaManager:
                 snapshot = self.metadata.update(req)
             except OdradekError as e:
                 return e.code
-            for (topic, _), partition in self._partitions.items():
-                overrides = snapshot.topic_configs.get(topic)
-                if overrides is not None:
-                    wanted = self.config.topic_config(overrides)
-                    if partition.log.config != wanted:
-                        partition.log.update_config(wanted)
+            self._apply_log_configs(snapshot.topic_configs, only_listed=True)
         self.notify_progress()
         return 0
+
+    def refresh_log_configs(self) -> None:
+        """Apply the config's current topic defaults (a dynamic broker config changed) to every
+        hosted log, under its topic's overrides from the metadata cache. Thread-safe."""
+        with self._lock:
+            self._apply_log_configs(self.metadata.snapshot.topic_configs, only_listed=False)
+
+    def _apply_log_configs(
+        self, topic_configs: Mapping[str, Mapping[str, str]], *, only_listed: bool
+    ) -> None:
+        # Called with the lock held.
+        for (topic, _), partition in self._partitions.items():
+            overrides = topic_configs.get(topic)
+            if overrides is None and only_listed:
+                continue
+            wanted = self.config.topic_config(overrides or {})
+            if partition.log.config != wanted:
+                partition.log.update_config(wanted)
 
     # -- produce --
     def append_records(

@@ -75,6 +75,7 @@ def _partition_result(r: PartitionResult) -> pb.PartitionResult:
 _RESOURCE_TYPES = {
     pb.CONFIG_RESOURCE_TOPIC: ConfigResourceType.TOPIC,
     pb.CONFIG_RESOURCE_BROKER: ConfigResourceType.BROKER,
+    pb.CONFIG_RESOURCE_GROUP: ConfigResourceType.GROUP,
 }
 
 
@@ -237,19 +238,24 @@ class AdminServicer(pb_grpc.AdminServicer):
     def AlterConfigs(  # noqa: N802 - gRPC method name
         self, request: pb.AlterConfigsRequest, context: grpc.ServicerContext
     ) -> pb.AlterConfigsResponse:
+        changes = [
+            (ConfigResource(ConfigResourceType.TOPIC, t.name), t.set, t.delete)
+            for t in request.topics
+        ] + [(_config_resource(r.resource), r.set, r.delete) for r in request.resources]
         resources = [
             IncrementalAlterConfigsResource(
-                ConfigResource(ConfigResourceType.TOPIC, t.name),
+                resource,
                 (
-                    *(AlterConfigOp(k, AlterConfigOpType.SET, v) for k, v in t.set.items()),
-                    *(AlterConfigOp(k, AlterConfigOpType.DELETE) for k in t.delete),
+                    *(AlterConfigOp(k, AlterConfigOpType.SET, v) for k, v in set_.items()),
+                    *(AlterConfigOp(k, AlterConfigOpType.DELETE) for k in delete),
                 ),
             )
-            for t in request.topics
+            for resource, set_, delete in changes
         ]
         results = self._admin.incremental_alter_configs(
             *_caller(), resources, validate_only=request.validate_only
         )
+        topics = len(request.topics)
         return pb.AlterConfigsResponse(
             topics=[
                 pb.TopicResult(
@@ -257,8 +263,14 @@ class AdminServicer(pb_grpc.AdminServicer):
                     error_code=r.error_code,
                     error_message=r.error_message,
                 )
-                for r in results
-            ]
+                for r in results[:topics]
+            ],
+            resources=[
+                pb.ResourceResult(
+                    resource=r.resource, error_code=a.error_code, error_message=a.error_message
+                )
+                for r, a in zip(request.resources, results[topics:], strict=True)
+            ],
         )
 
     # -- leaders and reassignments ----------------------------------------------------------

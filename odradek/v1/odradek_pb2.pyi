@@ -41,6 +41,8 @@ class _ConfigResourceTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Co
     CONFIG_RESOURCE_UNKNOWN: _ConfigResourceType.ValueType  # 0
     CONFIG_RESOURCE_TOPIC: _ConfigResourceType.ValueType  # 2
     CONFIG_RESOURCE_BROKER: _ConfigResourceType.ValueType  # 4
+    CONFIG_RESOURCE_GROUP: _ConfigResourceType.ValueType  # 32
+    """a consumer or share group's configs (Kafka 4's GroupConfig)"""
 
 class ConfigResourceType(_ConfigResourceType, metaclass=_ConfigResourceTypeEnumTypeWrapper):
     """Kafka's ConfigResource.Type ids."""
@@ -48,6 +50,8 @@ class ConfigResourceType(_ConfigResourceType, metaclass=_ConfigResourceTypeEnumT
 CONFIG_RESOURCE_UNKNOWN: ConfigResourceType.ValueType  # 0
 CONFIG_RESOURCE_TOPIC: ConfigResourceType.ValueType  # 2
 CONFIG_RESOURCE_BROKER: ConfigResourceType.ValueType  # 4
+CONFIG_RESOURCE_GROUP: ConfigResourceType.ValueType  # 32
+"""a consumer or share group's configs (Kafka 4's GroupConfig)"""
 Global___ConfigResourceType: _TypeAlias = ConfigResourceType  # noqa: Y015
 
 class _ConfigSource:
@@ -64,6 +68,8 @@ class _ConfigSourceEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ConfigSo
     """the node's server.properties"""
     DEFAULT_CONFIG: _ConfigSource.ValueType  # 5
     """the built-in default"""
+    GROUP_CONFIG: _ConfigSource.ValueType  # 8
+    """a group's own config"""
 
 class ConfigSource(_ConfigSource, metaclass=_ConfigSourceEnumTypeWrapper):
     """Kafka's DescribeConfigsResponse.ConfigSource ids."""
@@ -76,6 +82,8 @@ STATIC_BROKER_CONFIG: ConfigSource.ValueType  # 4
 """the node's server.properties"""
 DEFAULT_CONFIG: ConfigSource.ValueType  # 5
 """the built-in default"""
+GROUP_CONFIG: ConfigSource.ValueType  # 8
+"""a group's own config"""
 Global___ConfigSource: _TypeAlias = ConfigSource  # noqa: Y015
 
 class _ElectionType:
@@ -1254,7 +1262,7 @@ class ConfigResource(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     type: Global___ConfigResourceType.ValueType
     name: _builtins.str
-    """a topic's name, or a broker's id ("" for the cluster-wide default)"""
+    """a topic's name, a broker's id ("" for the cluster-wide default), a group's id"""
     def __init__(
         self,
         *,
@@ -1470,23 +1478,107 @@ class AlterableTopicConfig(_message.Message):
 Global___AlterableTopicConfig: _TypeAlias = AlterableTopicConfig  # noqa: Y015
 
 @_typing.final
+class AlterableResourceConfig(_message.Message):
+    """A broker's dynamic configs (ask the broker whose id it is; "" for the cluster-wide default)
+    or a group's configs, changed incrementally as a topic's.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class SetEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    RESOURCE_FIELD_NUMBER: _builtins.int
+    SET_FIELD_NUMBER: _builtins.int
+    DELETE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def resource(self) -> Global___ConfigResource: ...
+    @_builtins.property
+    def set(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def delete(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        resource: Global___ConfigResource | None = ...,
+        set: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        delete: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["resource", b"resource"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delete", b"delete", "resource", b"resource", "set", b"set"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AlterableResourceConfig: _TypeAlias = AlterableResourceConfig  # noqa: Y015
+
+@_typing.final
+class ResourceResult(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESOURCE_FIELD_NUMBER: _builtins.int
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    error_message: _builtins.str
+    @_builtins.property
+    def resource(self) -> Global___ConfigResource: ...
+    def __init__(
+        self,
+        *,
+        resource: Global___ConfigResource | None = ...,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["resource", b"resource"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "error_message", b"error_message", "resource", b"resource"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResourceResult: _TypeAlias = ResourceResult  # noqa: Y015
+
+@_typing.final
 class AlterConfigsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     TOPICS_FIELD_NUMBER: _builtins.int
     VALIDATE_ONLY_FIELD_NUMBER: _builtins.int
+    RESOURCES_FIELD_NUMBER: _builtins.int
     validate_only: _builtins.bool
     @_builtins.property
     def topics(self) -> _containers.RepeatedCompositeFieldContainer[Global___AlterableTopicConfig]: ...
+    @_builtins.property
+    def resources(self) -> _containers.RepeatedCompositeFieldContainer[Global___AlterableResourceConfig]:
+        """answered in `resources`"""
+
     def __init__(
         self,
         *,
         topics: _abc.Iterable[Global___AlterableTopicConfig] | None = ...,
         validate_only: _builtins.bool = ...,
+        resources: _abc.Iterable[Global___AlterableResourceConfig] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["topics", b"topics", "validate_only", b"validate_only"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["resources", b"resources", "topics", b"topics", "validate_only", b"validate_only"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1497,16 +1589,22 @@ class AlterConfigsResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     TOPICS_FIELD_NUMBER: _builtins.int
+    RESOURCES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def topics(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopicResult]: ...
+    @_builtins.property
+    def resources(self) -> _containers.RepeatedCompositeFieldContainer[Global___ResourceResult]:
+        """for the request's `resources`, in their order"""
+
     def __init__(
         self,
         *,
         topics: _abc.Iterable[Global___TopicResult] | None = ...,
+        resources: _abc.Iterable[Global___ResourceResult] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["topics", b"topics"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["resources", b"resources", "topics", b"topics"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -523,6 +523,50 @@ def test_the_door_checks_acls_for_the_connections_principal(acl_bootstrap):
     wait_for(lambda: locked in admin.list_topics(timeout=10).topics, f"{locked} kept")
 
 
+def test_group_configs_need_alter_configs_on_the_group(acl_bootstrap):
+    """Kafka 4's rule for a GROUP config resource: ALTER_CONFIGS / DESCRIBE_CONFIGS on the
+    group itself; refused, GROUP_AUTHORIZATION_FAILED for that resource alone."""
+    admin = admin_client(acl_bootstrap)
+    locked, free = unique("glocked"), unique("gfree")
+    deny = AclBinding(
+        ResourceType.GROUP,
+        locked,
+        ResourcePatternType.LITERAL,
+        "User:ANONYMOUS",
+        "*",
+        AclOperation.ALTER_CONFIGS,
+        AclPermissionType.DENY,
+    )
+    assert error_of(admin.create_acls([deny])[deny]) is None
+    try:
+        resources = [ConfigResource(ResourceType.GROUP, g) for g in (locked, free)]
+        for resource in resources:
+            resource.add_incremental_config(
+                ConfigEntry(
+                    "consumer.session.timeout.ms",
+                    "50000",
+                    incremental_operation=AlterConfigOpType.SET,
+                )
+            )
+        altered = list(admin.incremental_alter_configs(resources).values())
+        assert failure(altered[0]).code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+        assert error_of(altered[1]) is None
+        # the other group's configs were written (no ACL names it: everyone may)
+        (described,) = admin.describe_configs([ConfigResource(ResourceType.GROUP, free)]).values()
+        assert described.result(timeout=60)["consumer.session.timeout.ms"].value == "50000"
+    finally:
+        group_acls = AclBindingFilter(
+            ResourceType.GROUP,
+            locked,
+            ResourcePatternType.LITERAL,
+            None,  # type: ignore[arg-type]
+            None,  # type: ignore[arg-type]
+            AclOperation.ANY,
+            AclPermissionType.ANY,
+        )
+        admin.delete_acls([group_acls])[group_acls].result(timeout=60)
+
+
 # -- kafka-python 3: reassignments, elections, log dirs, producers ------------------------------
 
 

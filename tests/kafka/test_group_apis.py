@@ -78,6 +78,9 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_COORDINATOR = 16
 UNKNOWN_TOPIC_ID = 100
 
+GROUP_OPERATIONS = {"READ", "DESCRIBE", "DELETE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"}
+"""Kafka 4's operations on a group (AclEntry.supportedOperations: its configs included)."""
+
 
 def kip848(bootstrap: str, group: str, **config: object) -> Consumer:
     return Consumer(
@@ -185,7 +188,7 @@ def test_three_kip848_consumers_split_a_topic_and_a_restart_resumes_at_the_commi
     # KIP-430 through ConsumerGroupDescribe: no authorizer, every group operation
     asked = admin.describe_consumer_groups([group], include_authorized_operations=True)
     operations = asked[group].result(timeout=60).authorized_operations
-    assert {op.name for op in operations} == {"READ", "DESCRIBE", "DELETE"}
+    assert {op.name for op in operations} == GROUP_OPERATIONS
     listed = admin.list_consumer_groups(states={ConsumerGroupState.STABLE}).result(timeout=60)
     assert group in {g.group_id for g in listed.valid}
 

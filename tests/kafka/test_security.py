@@ -43,6 +43,9 @@ from odradek.admin import ScramUpsertion
 from tests.certs import CertificateAuthority
 from tests.integration.helpers import wait_for
 
+GROUP_OPERATIONS = {"READ", "DESCRIBE", "DELETE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"}
+"""Kafka 4's operations on a group (AclEntry.supportedOperations: its configs included)."""
+
 
 @dataclass
 class Secured:
@@ -276,7 +279,7 @@ def test_authorized_operations_are_what_the_acls_allow(secured: Secured) -> None
         ["readers"], include_authorized_operations=True
     ).values()
     described = group.result(timeout=30)
-    assert {op.name for op in described.authorized_operations} == {"READ", "DESCRIBE", "DELETE"}
+    assert {op.name for op in described.authorized_operations} == GROUP_OPERATIONS
     # without asking, none are given
     (plain,) = admin.describe_topics(TopicCollection(["orders"])).values()
     assert not plain.result(timeout=30).authorized_operations

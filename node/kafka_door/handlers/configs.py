@@ -1,5 +1,6 @@
 """DescribeConfigs (32) v1-v2, AlterConfigs (33) v0-v1 and IncrementalAlterConfigs (44) v0-v1:
-the admin room's config calls, answered per resource (a topic by name, a broker by id).
+the admin room's config calls, answered per resource (a topic by name, a broker by id or ``""``
+for the cluster-wide dynamic default, a group by id: Kafka 4's GROUP resource, 32).
 
 As Kafka's ``KafkaApis.handleDescribeConfigsRequest`` / ``handleAlterConfigsRequest`` /
 ``handleIncrementalAlterConfigsRequest`` (ZooKeeper mode, ``ConfigHelper``,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
 from node.admin.admin_manager import AdminManager
@@ -36,6 +37,8 @@ from node.server import Node
 from odradek.admin import Admin, NewTopic
 from odradek.client.metadata import TopicMetadata
 from odradek.producer import Producer
+from odradek.v1 import odradek_pb2 as pb
+from odradek.v1 import odradek_pb2_grpc as pb_grpc
 from tests.integration.helpers import wait_for
 
 PROTOCOLS = (("PLAINTEXT", "PLAINTEXT"), ("EXTERNAL", "PLAINTEXT"))
@@ -315,3 +318,122 @@ def test_a_name_that_cannot_be_a_topic_gets_kafkas_typed_errors(nodes, name):
     moved = admin.alter_partition_reassignments([ReassignablePartition(name, 0, (0,))])
     assert [p.error_code for p in moved.partitions] == [3]
     assert admin.list_partition_reassignments([(name, 0)]).reassignments == ()
+
+
+def test_grpc_alters_and_describes_broker_and_group_configs_and_every_node_applies_them(nodes):
+    # the gRPC door's AlterConfigs `resources` and DescribeConfigs' GROUP resource; a dynamic
+    # cluster-wide default reaches the other node's topic defaults through ZooKeeper
+    zero, one = nodes
+    default = pb.ConfigResource(type=pb.CONFIG_RESOURCE_BROKER, name="")
+    group = pb.ConfigResource(type=pb.CONFIG_RESOURCE_GROUP, name="g1")
+    with grpc.insecure_channel(_bootstrap(zero)) as channel:
+        stub = pb_grpc.AdminStub(channel)
+        answer = stub.AlterConfigs(
+            pb.AlterConfigsRequest(
+                resources=[
+                    pb.AlterableResourceConfig(
+                        resource=default, set={"log.retention.bytes": "123456"}
+                    ),
+                    pb.AlterableResourceConfig(
+                        resource=group, set={"consumer.heartbeat.interval.ms": "6000"}
+                    ),
+                    pb.AlterableResourceConfig(resource=group, set={"log.dirs": "/x"}),
+                ]
+            )
+        )
+        assert [(r.resource.name, r.error_code) for r in answer.resources] == [
+            ("", 0),
+            ("g1", 42),  # named twice: both refused, as Kafka
+            ("g1", 42),
+        ]
+        answer = stub.AlterConfigs(
+            pb.AlterConfigsRequest(
+                resources=[
+                    pb.AlterableResourceConfig(
+                        resource=group, set={"consumer.heartbeat.interval.ms": "6000"}
+                    )
+                ]
+            )
+        )
+        assert [r.error_code for r in answer.resources] == [0]
+        described = stub.DescribeConfigs(pb.DescribeConfigsRequest(resources=[group]))
+        (result,) = described.resources
+        entries = {e.name: e for e in result.entries}
+        interval = entries["consumer.heartbeat.interval.ms"]
+        assert (interval.value, interval.source) == ("6000", pb.GROUP_CONFIG)
+    wait_for(
+        lambda: one.dynamic_config.log.retention_bytes == 123456, "node 1 to apply the default"
+    )
+    wait_for(
+        lambda: one.group_configs.group_config("g1").consumer_heartbeat_interval_ms == 6000,
+        "node 1 to know the group's config",
+    )
+
+
+def test_broker_and_group_config_operations_validate_only_and_the_legacy_replace(nodes):
+    zero, _ = nodes
+    admin = _admin(zero)
+    default = ConfigResource(ConfigResourceType.BROKER, "")
+    group = ConfigResource(ConfigResourceType.GROUP, "g2")
+
+    def current(resource: ConfigResource) -> dict[str, str]:
+        [result] = admin.describe_configs([DescribeConfigsResource(resource)])
+        assert result.error_code == 0, result.error_message
+        return {
+            c.name: c.value or ""
+            for c in result.configs
+            if c.config_source
+            in (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, ConfigSource.GROUP_CONFIG)
+        }
+
+    append = AlterConfigOp("log.cleanup.policy", AlterConfigOpType.APPEND, "compact")
+    [checked] = admin.incremental_alter_configs(
+        [IncrementalAlterConfigsResource(default, (append,))], validate_only=True
+    )
+    assert checked.error_code == 0 and current(default) == {}  # validated, not written
+    [done] = admin.incremental_alter_configs([IncrementalAlterConfigsResource(default, (append,))])
+    assert done.error_code == 0
+    assert current(default) == {"log.cleanup.policy": "delete,compact"}  # from the default
+    # a new topic's CreateTopics answer shows the dynamic default it inherits
+    [created] = admin.create_topics([NewTopicSpec("inherits", assignments=((0, (0,)),))])
+    policy = {c.name: c for c in created.configs}["cleanup.policy"]
+    assert (policy.value, policy.config_source) == (
+        "delete,compact",
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+    )
+    [wrong] = admin.incremental_alter_configs(
+        [
+            IncrementalAlterConfigsResource(
+                default, (AlterConfigOp("log.retention.ms", AlterConfigOpType.APPEND, "1"),)
+            )
+        ]
+    )
+    assert (wrong.error_code, wrong.error_message) == (
+        42,
+        "Config value append is not allowed for config key: log.retention.ms",
+    )
+    # legacy AlterConfigs replaces a resource's whole set
+    [first] = admin.alter_configs(
+        [AlterConfigsResource(group, {"consumer.heartbeat.interval.ms": "6000"})]
+    )
+    [second] = admin.alter_configs(
+        [AlterConfigsResource(group, {"consumer.session.timeout.ms": "50000"})]
+    )
+    assert (first.error_code, second.error_code) == (0, 0)
+    assert current(group) == {"consumer.session.timeout.ms": "50000"}
+    [empty] = admin.describe_configs(
+        [DescribeConfigsResource(ConfigResource(ConfigResourceType.GROUP, ""))]
+    )
+    assert (empty.error_code, empty.error_message) == (42, "Group name must not be empty")
+    [other] = admin.incremental_alter_configs(
+        [
+            IncrementalAlterConfigsResource(
+                ConfigResource(ConfigResourceType.BROKER, "1"),
+                (AlterConfigOp("log.retention.ms", AlterConfigOpType.SET, "1"),),
+            )
+        ]
+    )
+    assert (other.error_code, other.error_message) == (
+        42,
+        "Unexpected broker id, expected 0, but received 1",
+    )

@@ -78,7 +78,8 @@ def test_broker_configs_mark_server_properties_overrides(
         for entries in configs.values():
             retention = entries["log.retention.ms"]
             assert (retention.value, retention.source) == ("3600000", "STATIC_BROKER_CONFIG")
-            assert retention.read_only
+            assert not retention.read_only  # a dynamic broker config (KIP-226)
+            assert entries["num.partitions"].read_only
             assert entries["log.segment.bytes"].source == "DEFAULT_CONFIG"
         # the topic call keeps its shape and now says where values come from
         assert admin.create_topics([NewTopic("c", 1, 1, configs={"segment.ms": "5000"})]) == {

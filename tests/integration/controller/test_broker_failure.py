@@ -83,6 +83,37 @@ def test_unclean_election_when_the_topic_allows_it(cluster):
     assert state.leader_recovery_state == 1  # RECOVERING
 
 
+def test_a_dynamic_cluster_wide_unclean_leader_election_enable_elects_at_once(cluster):
+    # KIP-226's dynamic default (/config/brokers/<default>) reaches the controller through
+    # its /config/changes notice; turned on, leaderless partitions of topics without an
+    # override of their own elect a live out-of-sync replica (Kafka's
+    # enableDefaultUncleanLeaderElection)
+    one, two = cluster.add_broker(1), cluster.add_broker(2)
+    cluster.add_controller(9)
+    cluster.create_topic("t", {0: [1, 2]})
+    two.kill()
+    cluster.wait_state(TP, lambda s: s.isr == (1,), "ISR [1]")
+    one.kill()
+    cluster.wait_state(TP, lambda s: s.leader == -1, "no leader")
+    two.start()
+    two.wait_known()
+    assert cluster.state(TP).leader == -1  # not in the ISR: the static default refuses it
+    default = pb.ConfigResource(type=pb.CONFIG_RESOURCE_BROKER, name="")
+    answer = cluster.admin.AlterConfigs(
+        pb.AlterConfigsRequest(
+            resources=[
+                pb.AlterableResourceConfig(
+                    resource=default, set={"unclean.leader.election.enable": "true"}
+                )
+            ]
+        ),
+        CTX,
+    )
+    assert [r.error_code for r in answer.resources] == [0]
+    state = cluster.wait_state(TP, lambda s: s.leader == 2, "unclean leader 2")
+    assert state.isr == (2,)
+
+
 def test_unclean_election_on_request(cluster):
     one, two = cluster.add_broker(1), cluster.add_broker(2)
     cluster.add_controller(9)

@@ -177,6 +177,28 @@ def test_configs_need_describe_or_alter_configs_on_the_topic_or_the_cluster_for_
     ]
 
 
+def test_group_configs_need_describe_or_alter_configs_on_the_group():
+    # Kafka 4's rule for a GROUP config resource: the operation on the group itself, whatever
+    # the cluster allows; a refusal is GROUP_AUTHORIZATION_FAILED (30)
+    admin, inner = authorized(
+        allow(ResourceType.GROUP, "g", Op.ALTER_CONFIGS),
+        allow(CLUSTER, "kafka-cluster", Op.ALTER_CONFIGS),
+    )
+    mine = ConfigResource(ConfigResourceType.GROUP, "g")
+    other = ConfigResource(ConfigResourceType.GROUP, "h")
+    op = (AlterConfigOp("consumer.session.timeout.ms", AlterConfigOpType.SET, "50000"),)
+    altered = admin.incremental_alter_configs(
+        ALICE, HOST, [IncrementalAlterConfigsResource(r, op) for r in (mine, other)]
+    )
+    assert codes(altered) == [("g", 0), ("h", 30)]
+    assert altered[1].error_message == "User:alice may not AlterConfigs group 'h'"
+    described = admin.describe_configs(
+        ALICE, HOST, [DescribeConfigsResource(r) for r in (other, mine)]
+    )
+    assert codes(described) == [("h", 30), ("g", 0)]  # ALTER_CONFIGS implies DESCRIBE_CONFIGS
+    assert inner.calls[-1] == ("describe_configs", [mine])
+
+
 def test_elections_need_alter_on_the_cluster():
     admin, inner = authorized(allow(CLUSTER, "kafka-cluster", Op.DESCRIBE))
     refused = admin.elect_leaders(ALICE, HOST, ElectionType.PREFERRED, [("t", 0), ("t", 1)])

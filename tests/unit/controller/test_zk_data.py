@@ -7,6 +7,7 @@ import json
 import pytest
 
 from controller.zk_data import (
+    BrokerConfigZNode,
     BrokerIdZNode,
     BrokerRegistrationInfo,
     ClusterIdZNode,
@@ -15,6 +16,7 @@ from controller.zk_data import (
     ControllerEpochZNode,
     ControllerZNode,
     EndPoint,
+    GroupConfigZNode,
     LeaderIsrAndControllerEpoch,
     PreferredReplicaElectionZNode,
     ReassignPartitionsZNode,
@@ -271,3 +273,19 @@ def test_topic_ids_look_like_kafkas():
         new_topic_id(bytes(16))  # the all-zero id is reserved
     with pytest.raises(ValueError):
         new_topic_id(b"\xf8" + bytes(15))  # would print starting with '-'
+
+
+def test_broker_and_group_config_paths_and_their_change_notices():
+    # Kafka's ZooKeeper mode: /config/brokers/<id> and /config/brokers/<default>, the notice's
+    # entity_path the part after /config/ (ConfigEntityChangeNotificationSequenceZNode v2)
+    assert BrokerConfigZNode.path(1) == "/config/brokers/1"
+    assert BrokerConfigZNode.path(None) == "/config/brokers/<default>"
+    assert BrokerConfigZNode.entity(None) == "brokers/<default>"
+    assert GroupConfigZNode.path("a b/c") == "/config/groups/a%20b%2Fc"
+    assert GroupConfigZNode.group_of("a%20b%2Fc") == "a b/c"
+    notice = ConfigEntityChangeNotificationSequenceZNode.encode_entity(BrokerConfigZNode.entity(0))
+    assert as_json(notice) == {"version": 2, "entity_path": "brokers/0"}
+    # the controller acts on topic notices only
+    assert ConfigEntityChangeNotificationSequenceZNode.decode(notice) is None
+    data = ConfigEntityZNode.encode({"log.retention.ms": "1"})
+    assert as_json(data) == {"version": 1, "config": {"log.retention.ms": "1"}}
