@@ -61,6 +61,7 @@ __all__ = ["Appended", "PendingWrite", "ShardWriter", "write_error"]
 log = logging.getLogger(__name__)
 
 FENCED_LEADER_EPOCH = 74
+NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
 
 Durable = Callable[[OdradekError | None], None]
 """A callback waiting on a write: ``None`` once replicated, else the answer's error."""
@@ -176,7 +177,7 @@ class ShardWriter:
                 return
             last = self._unconfirmed[-1]
         answer = last.appended.poll()  # a resolved append re-checks its high watermark
-        if answer is not None and (not answer or write_error(answer[0]) is None):
+        if answer is not None and _under_high_watermark(answer):
             self._resolve(last, answer, retried=True)
 
     def durable(self) -> Future[OdradekError | None]:
@@ -233,6 +234,7 @@ class ShardWriter:
         write.replicated = error is None
         if error is not None:
             log.debug("a write of %s was not answered: %s", self._name, error)
+        if not _under_high_watermark(answer):
             self._unconfirmed.append(write)
             self._last_error = error
             return
@@ -242,6 +244,12 @@ class ShardWriter:
             self.on_durable(durable)
         except Exception:
             log.exception("replaying the committed writes of %s failed", self._name)
+
+
+def _under_high_watermark(answer: list[ProduceResult]) -> bool:
+    """Whether the high watermark passed the write (also when the ISR shrank below
+    ``min.insync.replicas`` meanwhile: answered COORDINATOR_NOT_AVAILABLE, but committed)."""
+    return not answer or answer[0].error_code in (0, NOT_ENOUGH_REPLICAS_AFTER_APPEND)
 
 
 def _call(callback: Durable, error: OdradekError | None) -> None:

@@ -34,6 +34,7 @@ from tests.unit.node.test_group_coordinator import TID, _FakePartition, _Replica
 
 SESSION_MS = 5_000
 REQUEST_TIMED_OUT = 7
+NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
 
 
 class _Held:
@@ -314,6 +315,22 @@ def test_a_write_not_replicated_in_time_is_answered_but_kept() -> None:
     assert again.answer.error_code == 0
     assert _committed(coordinator, group) == 8
     assert _committed(coordinator, later) == 1
+
+
+def test_a_write_under_the_high_watermark_with_too_few_replicas_is_committed() -> None:
+    """NOT_ENOUGH_REPLICAS_AFTER_APPEND: the high watermark passed the write but the ISR shrank
+    below min.insync.replicas meanwhile; answered COORDINATOR_NOT_AVAILABLE, and committed."""
+    clock = ManualClock()
+    coordinator, replicas = _coordinator(clock)
+    group = _group_on(0, "shrunk-")
+    replicas.hold(0)
+    commit = _Call(lambda: _commit(coordinator, group, 5))
+    _eventually(lambda: len(replicas.pending) == 1, "the commit appended")
+    replicas.release(NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+    _eventually(commit.done, "the commit answered")
+    assert commit.answer.error_code == 15
+    assert _committed(coordinator, group) == 5
+    assert coordinator.offset_commit(group, "", -1, []).error_code == 0
 
 
 def test_unloading_answers_the_waiting_writes_not_coordinator() -> None:
