@@ -299,17 +299,21 @@ class Log:
     ) -> None:
         """Load the latest producer snapshot at or below ``reload_limit`` (and the LEO) and
         replay the batches after it, without validation; then (with ``snapshot``) snapshot at
-        the LEO. With ``replay_from_hw`` the snapshot loaded is also at or below the high
-        watermark (the snapshots above it are kept): a transaction completed by a marker the
-        high watermark has not passed is still unstable, and only the replay knows it.
+        the LEO. With ``replay_from_hw``, if a transaction marker lies between the high
+        watermark and that limit, the snapshot loaded is also at or below the high watermark
+        (the snapshots above it are kept): a transaction completed by a marker the high
+        watermark has not passed is still unstable, and only the replay knows it (snapshots
+        hold open transactions only).
         Called with the lock held (or before the log is shared)."""
         psm = self._producer_state
         log_start = self._log_start_offset
+        limit = min(reload_limit, self._next_offset)
+        hw = self._high_watermark
         psm.truncate_and_reload(
             log_start,
-            min(reload_limit, self._next_offset),
+            limit,
             self._clock.wall_ms(),
-            load_limit=self._high_watermark if replay_from_hw else None,
+            load_limit=hw if replay_from_hw and self._has_marker_between(hw, limit) else None,
         )
         start = max(psm.map_end_offset, log_start)
         # the .txnindex entries of the markers replayed below are written again by the replay
@@ -346,6 +350,22 @@ class Log:
         psm.remove_producers_below(log_start)
         if snapshot:
             psm.take_snapshot()
+
+    def _has_marker_between(self, start: int, end: int) -> bool:
+        """Whether a transaction marker lies in ``[start, end)``: its batch headers are read
+        (lock held). Usually a few batches: the high watermark is close to the snapshot."""
+        if start >= end:
+            return False
+        for segment in self._segments.values(from_offset=start, to_offset=end):
+            found = segment.translate_offset(start)
+            if found is None:
+                continue
+            for _, batch in segment.log.batch_headers(found[0]):
+                if batch.base_offset >= end:
+                    return False
+                if batch.is_control and batch.producer_id > NO_PRODUCER_ID:
+                    return True
+        return False
 
     def _index_aborted(self, aborted: Sequence[AbortedTxn]) -> None:
         """Add each aborted transaction to the ``.txnindex`` of the segment holding its

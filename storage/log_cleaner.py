@@ -138,6 +138,7 @@ CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 
 TopicPartition = tuple[str, int]
 
+_TRANSACTION_FLAGS = CONTROL_FLAG_MASK | TRANSACTIONAL_FLAG_MASK
 _NO_INDEX = 2**62  # an index interval no group reaches: stop adding index entries
 
 
@@ -356,13 +357,16 @@ class Cleaner:
             check_crc(view, off, header)
             stats.map_bytes_read += header[H_LENGTH] + LOG_OVERHEAD
             attributes = header[H_ATTRIBUTES]
-            pid = header[H_PRODUCER_ID]
-            if attributes & CONTROL_FLAG_MASK:
-                transactions.on_control_batch_read(pid, last_offset, _control_type(buf, off))
-            elif transactions.on_batch_read(
-                pid, last_offset, bool(attributes & TRANSACTIONAL_FLAG_MASK)
-            ):
-                pass  # an aborted transaction's batch: its keys supersede nothing
+            if attributes & _TRANSACTION_FLAGS:  # (the rest needs no transaction bookkeeping)
+                pid = header[H_PRODUCER_ID]
+                if attributes & CONTROL_FLAG_MASK:
+                    transactions.on_control_batch_read(pid, last_offset, _control_type(buf, off))
+                    aborted = True  # no keys to map
+                else:
+                    aborted = transactions.on_batch_read(pid, last_offset, True)
+                # an aborted transaction's batch: its keys supersede nothing
+                if not aborted and put_keys(buf, off, header, start, offset_map):
+                    return True
             elif put_keys(buf, off, header, start, offset_map):
                 return True
             stats.map_records_read += header[H_RECORDS_COUNT]
@@ -540,6 +544,14 @@ def _filter(
     ``group_last``: the group's last batch, kept at least empty for the loader."""
     attributes = header[H_ATTRIBUTES]
     pid = header[H_PRODUCER_ID]
+    if not attributes & _TRANSACTION_FLAGS:
+        # not transactional: only an active producer's last batch is kept for its sake (the
+        # aborted transactions the metadata tracks are consumed by the next one that is)
+        last = producers_last.get(pid) if pid >= 0 else None
+        retain_empty = group_last or (last is not None and last.last_data_offset == last_offset)
+        return filter_batch(
+            buf, view, position, header, offset_map, now, delete_retention_ms, retain_empty
+        )
     is_control = bool(attributes & CONTROL_FLAG_MASK)
     if is_control:
         may_go = transactions.on_control_batch_read(pid, last_offset, _control_type(buf, position))

@@ -5,6 +5,7 @@ transactions a fetch lists, and all of it rebuilt by recovery and truncation."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ from odradek.errors import (
 )
 from odradek.records import RecordBatch, end_txn_marker_of, read_batches
 from storage import Log, LogConfig
-from storage.producer_state import AppendOrigin
+from storage.producer_state import AppendOrigin, ProducerStateManager
 from storage.transaction_index import AbortedTxn
 from tests.storage_helpers import make_batch, open_log
 from tests.unit.storage.txn_helpers import (
@@ -295,3 +296,37 @@ def test_reopen_keeps_a_commit_above_the_high_watermark_unstable(
     # loaded from the snapshot at 3 alone, the commit at 2 would be forgotten and the LSO 2
     assert reopened.last_stable_offset() == 1
     assert reopened.producer_snapshot_offsets()[-1] == 4
+
+
+def test_clean_reopen_behind_the_high_watermark_loads_the_latest_snapshot(
+    tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a follower stopped cleanly with its high watermark a little behind its end: with no
+    # marker in between, the snapshot at the end is exact and is loaded (no replay); with one,
+    # a snapshot at or below the high watermark is
+    loaded: list[int] = []
+    reload = ProducerStateManager.truncate_and_reload
+
+    def spy(self: ProducerStateManager, *args: Any, **kwargs: Any) -> None:
+        reload(self, *args, **kwargs)
+        loaded.append(self.map_end_offset)
+
+    monkeypatch.setattr(ProducerStateManager, "truncate_and_reload", spy)
+    log = open_log(tmp_path, clock)
+    for seq in range(5):
+        log.append_as_leader(txn_batch(1, seq, transactional=False), 0)  # 0..4
+    log.roll()  # a snapshot at 5
+    for seq in range(5, 10):
+        log.append_as_leader(txn_batch(1, seq, transactional=False), 0)  # 5..9
+    log.close()  # a snapshot at 10
+    reopened = open_log(
+        tmp_path, clock, recovery_point=10, had_clean_shutdown=True, high_watermark=8
+    )
+    assert loaded[-1] == 10
+    reopened.append_as_leader(txn_batch(2, 0), 0)  # 10
+    reopened.append_transaction_marker(2, 0, marker(COMMIT), 0)  # 11
+    reopened.close()  # a snapshot at 12
+    again = open_log(tmp_path, clock, recovery_point=12, had_clean_shutdown=True, high_watermark=8)
+    assert loaded[-1] == 5
+    assert again.last_stable_offset() == 8
+    assert again.producer_snapshot_offsets() == [5, 12]
