@@ -7,6 +7,7 @@ answers DescribeTransactions and ListTransactions (confluent-kafka's admin clien
 
 from __future__ import annotations
 
+import gc
 import time
 import uuid
 from collections.abc import Iterator
@@ -64,10 +65,23 @@ def unique(name: str) -> str:
     return f"{name}-{uuid.uuid4().hex[:8]}"
 
 
+_PRODUCERS: list[Producer] = []
+"""The producers of the running test: destroyed at its end, while the cluster still runs (left
+to the garbage collector, they would go on reconnecting to nodes already stopped)."""
+
+
+@pytest.fixture(autouse=True)
+def _producers_closed() -> Iterator[None]:
+    yield
+    _PRODUCERS.clear()
+    gc.collect()
+
+
 def transactional(bootstrap: str, transactional_id: str, **extra: Any) -> Producer:
     producer = Producer(
         {"bootstrap.servers": bootstrap, "transactional.id": transactional_id, **extra}
     )
+    _PRODUCERS.append(producer)
     producer.init_transactions(60)
     return producer
 
