@@ -19,18 +19,20 @@ import grpc
 from node.apis import BrokerApis
 from node.apis.txn_verification import Verify
 from node.core.replica_manager import ReplicaManager
-from node.core.requests import FetchPartition, FetchResult
+from node.core.requests import READ_COMMITTED, READ_UNCOMMITTED, FetchPartition, FetchResult
 from node.core.txn_markers import OnWritten, write_txn_markers
 from node.grpc_door import translate as wire
 from node.grpc_door.group_service import GroupRpcs
 from node.grpc_door.request_checks import current_caller
+from node.grpc_door.transaction_service import TransactionRpcs
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
 
-class BrokerServicer(GroupRpcs, pb_grpc.BrokerServicer):
+class BrokerServicer(TransactionRpcs, GroupRpcs, pb_grpc.BrokerServicer):
     """Produce, Fetch, ListOffsets, Metadata, DeleteRecords and InitProducerId for clients;
-    the consumer group RPCs (:class:`GroupRpcs`) with group APIs. Each call is decoded, handed
+    the consumer group RPCs (:class:`GroupRpcs`) with group APIs; the transactional RPCs
+    (:class:`TransactionRpcs`) with the transaction coordinator's. Each call is decoded, handed
     to its API's one function in :mod:`node.apis` with the caller
     (:func:`~node.grpc_door.request_checks.current_caller`), and its answer encoded: the
     policy (ACLs, existence, errors, traffic counted) is the layer's."""
@@ -40,7 +42,18 @@ class BrokerServicer(GroupRpcs, pb_grpc.BrokerServicer):
         answer with its endpoints); ``None``: the brokers' registered host and port."""
         self._records = apis.records
         self._group_apis = apis.groups
+        self._transaction_apis = apis.transactions
         self._listener_name = listener_name
+
+    def FindCoordinator(  # noqa: N802  (gRPC method names)
+        self, request: pb.FindCoordinatorRequest, context: grpc.ServicerContext
+    ) -> pb.FindCoordinatorResponse:
+        """A group's coordinator (``key_type`` 0) or a transactional id's (1)."""
+        if request.key_type == 1:
+            return self.find_transaction_coordinator(request, context)
+        if request.key_type != 0:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "key_type is 0 or 1")
+        return GroupRpcs.FindCoordinator(self, request, context)
 
     def Produce(  # noqa: N802  (gRPC method names)
         self, request: pb.ProduceRequest, context: grpc.ServicerContext
@@ -50,12 +63,16 @@ class BrokerServicer(GroupRpcs, pb_grpc.BrokerServicer):
             wire.produce_from_wire(request),
             acks=request.acks,
             timeout_ms=request.timeout_ms,
+            transactional_id=(
+                request.transactional_id if request.HasField("transactional_id") else None
+            ),
         )
         return wire.produce_to_wire(results, request.acks)
 
     def Fetch(  # noqa: N802
         self, request: pb.FetchRequest, context: grpc.ServicerContext
     ) -> pb.FetchResponse:
+        _check_isolation_level(request.isolation_level, context)
         results = self._records.fetch(
             current_caller(),
             wire.fetch_from_wire(request),
@@ -63,16 +80,19 @@ class BrokerServicer(GroupRpcs, pb_grpc.BrokerServicer):
             max_wait_ms=request.max_wait_ms,
             min_bytes=request.min_bytes,
             max_bytes=request.max_bytes,
+            isolation_level=request.isolation_level,
         )
         return wire.fetch_to_wire(results)
 
     def ListOffsets(  # noqa: N802
         self, request: pb.ListOffsetsRequest, context: grpc.ServicerContext
     ) -> pb.ListOffsetsResponse:
+        _check_isolation_level(request.isolation_level, context)
         results = self._records.list_offsets(
             current_caller(),
             wire.list_offsets_from_wire(request),
             replica_id=wire.optional_field(request, "replica_id"),
+            isolation_level=request.isolation_level,
         )
         return wire.list_offsets_to_wire(results)
 
@@ -100,9 +120,20 @@ class BrokerServicer(GroupRpcs, pb_grpc.BrokerServicer):
         transactional_id = (
             request.transactional_id if request.HasField("transactional_id") else None
         )
-        return wire.init_producer_id_to_wire(
-            self._records.init_producer_id(current_caller(), transactional_id)
+        expected = (
+            None if request.producer_id < 0 else (request.producer_id, request.producer_epoch)
         )
+        return wire.init_producer_id_to_wire(
+            self._records.init_producer_id(
+                current_caller(), transactional_id, request.transaction_timeout_ms, expected
+            )
+        )
+
+
+def _check_isolation_level(level: int, context: grpc.ServicerContext) -> None:
+    """Aborts the call with INVALID_ARGUMENT unless ``level`` is Kafka's 0 or 1."""
+    if level not in (READ_UNCOMMITTED, READ_COMMITTED):
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, "isolation_level is 0 or 1")
 
 
 def _fetch(

@@ -135,7 +135,10 @@ def fetch_to_wire(results: Iterable[FetchResult], error_code: int = 0) -> pb.Fet
             high_watermark=r.high_watermark,
             log_start_offset=r.log_start_offset,
             log_end_offset=r.log_end_offset,
+            last_stable_offset=r.last_stable_offset,
         )
+        for producer_id, first_offset in r.aborted_transactions or ():
+            p.aborted_transactions.add(producer_id=producer_id, first_offset=first_offset)
         if r.diverging_epoch is not None:
             p.diverging_epoch.epoch = r.diverging_epoch.epoch
             p.diverging_epoch.end_offset = r.diverging_epoch.end_offset

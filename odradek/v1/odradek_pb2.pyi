@@ -309,10 +309,15 @@ class ProduceRequest(_message.Message):
     ACKS_FIELD_NUMBER: _builtins.int
     TIMEOUT_MS_FIELD_NUMBER: _builtins.int
     PARTITIONS_FIELD_NUMBER: _builtins.int
+    TRANSACTIONAL_ID_FIELD_NUMBER: _builtins.int
     acks: _builtins.int
     """0, 1 or -1; anything else is INVALID_REQUIRED_ACKS for every partition"""
     timeout_ms: _builtins.int
     """how long acks=-1 waits for the high watermark"""
+    transactional_id: _builtins.str
+    """A transactional producer's id (its batches are transactional): WRITE on it is checked
+    (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition).
+    """
     @_builtins.property
     def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___ProducePartitionData]: ...
     def __init__(
@@ -321,12 +326,15 @@ class ProduceRequest(_message.Message):
         acks: _builtins.int = ...,
         timeout_ms: _builtins.int = ...,
         partitions: _abc.Iterable[Global___ProducePartitionData] | None = ...,
+        transactional_id: _builtins.str | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_transactional_id", b"_transactional_id", "transactional_id", b"transactional_id"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["acks", b"acks", "partitions", b"partitions", "timeout_ms", b"timeout_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_transactional_id", b"_transactional_id", "acks", b"acks", "partitions", b"partitions", "timeout_ms", b"timeout_ms", "transactional_id", b"transactional_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__transactional_id: _TypeAlias = _typing.Literal["transactional_id"]  # noqa: Y015
+    _WhichOneofArgType__transactional_id: _TypeAlias = _typing.Literal["_transactional_id", b"_transactional_id"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__transactional_id) -> _WhichOneofReturnType__transactional_id | None: ...
 
 Global___ProduceRequest: _TypeAlias = ProduceRequest  # noqa: Y015
 
@@ -483,6 +491,7 @@ class FetchRequest(_message.Message):
     MIN_BYTES_FIELD_NUMBER: _builtins.int
     MAX_BYTES_FIELD_NUMBER: _builtins.int
     PARTITIONS_FIELD_NUMBER: _builtins.int
+    ISOLATION_LEVEL_FIELD_NUMBER: _builtins.int
     replica_id: _builtins.int
     """Replication.Fetch: the follower's node id (required); ignored by Broker.Fetch."""
     broker_epoch: _builtins.int
@@ -490,6 +499,11 @@ class FetchRequest(_message.Message):
     max_wait_ms: _builtins.int
     min_bytes: _builtins.int
     max_bytes: _builtins.int
+    isolation_level: _builtins.int
+    """Broker.Fetch: 0 read_uncommitted (up to the high watermark), 1 read_committed (up to the
+    last stable offset, with the aborted transactions in what it may read); anything else is
+    INVALID_REQUEST. Ignored by Replication.Fetch.
+    """
     @_builtins.property
     def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___FetchPartition]: ...
     def __init__(
@@ -501,10 +515,11 @@ class FetchRequest(_message.Message):
         min_bytes: _builtins.int = ...,
         max_bytes: _builtins.int = ...,
         partitions: _abc.Iterable[Global___FetchPartition] | None = ...,
+        isolation_level: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_broker_epoch", b"_broker_epoch", "_replica_id", b"_replica_id", "broker_epoch", b"broker_epoch", "replica_id", b"replica_id"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_broker_epoch", b"_broker_epoch", "_replica_id", b"_replica_id", "broker_epoch", b"broker_epoch", "max_bytes", b"max_bytes", "max_wait_ms", b"max_wait_ms", "min_bytes", b"min_bytes", "partitions", b"partitions", "replica_id", b"replica_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_broker_epoch", b"_broker_epoch", "_replica_id", b"_replica_id", "broker_epoch", b"broker_epoch", "isolation_level", b"isolation_level", "max_bytes", b"max_bytes", "max_wait_ms", b"max_wait_ms", "min_bytes", b"min_bytes", "partitions", b"partitions", "replica_id", b"replica_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__broker_epoch: _TypeAlias = _typing.Literal["broker_epoch"]  # noqa: Y015
     _WhichOneofArgType__broker_epoch: _TypeAlias = _typing.Literal["_broker_epoch", b"_broker_epoch"]  # noqa: Y015
@@ -516,6 +531,32 @@ class FetchRequest(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__replica_id) -> _WhichOneofReturnType__replica_id | None: ...
 
 Global___FetchRequest: _TypeAlias = FetchRequest  # noqa: Y015
+
+@_typing.final
+class AbortedTransaction(_message.Message):
+    """A transaction aborted in what a read_committed fetch answers: the consumer drops its
+    producer's records from first_offset up to that producer's ABORT marker.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PRODUCER_ID_FIELD_NUMBER: _builtins.int
+    FIRST_OFFSET_FIELD_NUMBER: _builtins.int
+    producer_id: _builtins.int
+    first_offset: _builtins.int
+    def __init__(
+        self,
+        *,
+        producer_id: _builtins.int = ...,
+        first_offset: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["first_offset", b"first_offset", "producer_id", b"producer_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AbortedTransaction: _TypeAlias = AbortedTransaction  # noqa: Y015
 
 @_typing.final
 class FetchPartitionResponse(_message.Message):
@@ -531,6 +572,8 @@ class FetchPartitionResponse(_message.Message):
     DIVERGING_EPOCH_FIELD_NUMBER: _builtins.int
     CURRENT_LEADER_FIELD_NUMBER: _builtins.int
     RECORDS_FIELD_NUMBER: _builtins.int
+    LAST_STABLE_OFFSET_FIELD_NUMBER: _builtins.int
+    ABORTED_TRANSACTIONS_FIELD_NUMBER: _builtins.int
     topic: _builtins.str
     partition: _builtins.int
     error_code: _builtins.int
@@ -540,6 +583,8 @@ class FetchPartitionResponse(_message.Message):
     log_end_offset: _builtins.int
     """the leader's, for lag reporting"""
     records: _builtins.bytes
+    last_stable_offset: _builtins.int
+    """The first offset of the oldest open transaction, else the high watermark (-1 unknown)."""
     @_builtins.property
     def diverging_epoch(self) -> Global___EpochEndOffset:
         """set when the follower must truncate first"""
@@ -547,6 +592,10 @@ class FetchPartitionResponse(_message.Message):
     @_builtins.property
     def current_leader(self) -> Global___LeaderIdAndEpoch:
         """set with NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH"""
+
+    @_builtins.property
+    def aborted_transactions(self) -> _containers.RepeatedCompositeFieldContainer[Global___AbortedTransaction]:
+        """read_committed only"""
 
     def __init__(
         self,
@@ -561,10 +610,12 @@ class FetchPartitionResponse(_message.Message):
         diverging_epoch: Global___EpochEndOffset | None = ...,
         current_leader: Global___LeaderIdAndEpoch | None = ...,
         records: _builtins.bytes = ...,
+        last_stable_offset: _builtins.int = ...,
+        aborted_transactions: _abc.Iterable[Global___AbortedTransaction] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["current_leader", b"current_leader", "diverging_epoch", b"diverging_epoch"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["current_leader", b"current_leader", "diverging_epoch", b"diverging_epoch", "error_code", b"error_code", "error_message", b"error_message", "high_watermark", b"high_watermark", "log_end_offset", b"log_end_offset", "log_start_offset", b"log_start_offset", "partition", b"partition", "records", b"records", "topic", b"topic"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["aborted_transactions", b"aborted_transactions", "current_leader", b"current_leader", "diverging_epoch", b"diverging_epoch", "error_code", b"error_code", "error_message", b"error_message", "high_watermark", b"high_watermark", "last_stable_offset", b"last_stable_offset", "log_end_offset", b"log_end_offset", "log_start_offset", b"log_start_offset", "partition", b"partition", "records", b"records", "topic", b"topic"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -632,8 +683,11 @@ class ListOffsetsRequest(_message.Message):
 
     REPLICA_ID_FIELD_NUMBER: _builtins.int
     PARTITIONS_FIELD_NUMBER: _builtins.int
+    ISOLATION_LEVEL_FIELD_NUMBER: _builtins.int
     replica_id: _builtins.int
     """absent or -1 for consumers (answers bounded by the high watermark); a node id for replicas"""
+    isolation_level: _builtins.int
+    """0 read_uncommitted; 1 read_committed: latest (-1) is the last stable offset"""
     @_builtins.property
     def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___ListOffsetsPartition]: ...
     def __init__(
@@ -641,10 +695,11 @@ class ListOffsetsRequest(_message.Message):
         *,
         replica_id: _builtins.int | None = ...,
         partitions: _abc.Iterable[Global___ListOffsetsPartition] | None = ...,
+        isolation_level: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_replica_id", b"_replica_id", "replica_id", b"replica_id"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_replica_id", b"_replica_id", "partitions", b"partitions", "replica_id", b"replica_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_replica_id", b"_replica_id", "isolation_level", b"isolation_level", "partitions", b"partitions", "replica_id", b"replica_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__replica_id: _TypeAlias = _typing.Literal["replica_id"]  # noqa: Y015
     _WhichOneofArgType__replica_id: _TypeAlias = _typing.Literal["_replica_id", b"_replica_id"]  # noqa: Y015
@@ -2706,7 +2761,7 @@ Global___ControlledShutdownResponse: _TypeAlias = ControlledShutdownResponse  # 
 @_typing.final
 class InitProducerIdRequest(_message.Message):
     """------------------------------------------------------------------------------------------
-    Idempotent producers (Kafka's InitProducerIdRequest/Response.json).
+    Idempotent and transactional producers (Kafka's InitProducerIdRequest/Response.json).
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -2717,14 +2772,16 @@ class InitProducerIdRequest(_message.Message):
     PRODUCER_EPOCH_FIELD_NUMBER: _builtins.int
     transactional_id: _builtins.str
     """Absent (null) for an idempotent producer. Empty is INVALID_REQUEST; a transactional id is
-    refused with INVALID_REQUEST too (transactions are not supported).
+    its transaction coordinator's (NOT_COORDINATOR elsewhere).
     """
     transaction_timeout_ms: _builtins.int
-    """the Java client sends Integer.MAX_VALUE; ignored"""
+    """transaction.timeout.ms (above transaction.max.timeout.ms: INVALID_TRANSACTION_TIMEOUT);
+    ignored without a transactional id
+    """
     producer_id: _builtins.int
-    """-1: none (KIP-360; ignored for idempotent producers)"""
+    """-1: none (KIP-360: the producer's current id and epoch,"""
     producer_epoch: _builtins.int
-    """-1: none (int16 in Kafka)"""
+    """-1: none  to bump them; int16 in Kafka)"""
     def __init__(
         self,
         *,
@@ -2752,7 +2809,9 @@ class InitProducerIdResponse(_message.Message):
     PRODUCER_ID_FIELD_NUMBER: _builtins.int
     PRODUCER_EPOCH_FIELD_NUMBER: _builtins.int
     error_code: _builtins.int
-    """COORDINATOR_LOAD_IN_PROGRESS (retriable), INVALID_REQUEST"""
+    """COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS (retriable), INVALID_REQUEST,
+    NOT_COORDINATOR, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, PRODUCER_FENCED, ...
+    """
     error_message: _builtins.str
     producer_id: _builtins.int
     """-1 on error"""
@@ -3429,16 +3488,28 @@ class FindCoordinatorRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     GROUP_IDS_FIELD_NUMBER: _builtins.int
+    KEY_TYPE_FIELD_NUMBER: _builtins.int
+    TRANSACTIONAL_IDS_FIELD_NUMBER: _builtins.int
+    key_type: _builtins.int
+    """0 group (group_ids), 1 transaction (transactional_ids)"""
     @_builtins.property
-    def group_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def group_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """key_type 0"""
+
+    @_builtins.property
+    def transactional_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """key_type 1"""
+
     def __init__(
         self,
         *,
         group_ids: _abc.Iterable[_builtins.str] | None = ...,
+        key_type: _builtins.int = ...,
+        transactional_ids: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["group_ids", b"group_ids"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["group_ids", b"group_ids", "key_type", b"key_type", "transactional_ids", b"transactional_ids"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -4271,3 +4342,352 @@ class OffsetDeleteResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___OffsetDeleteResponse: _TypeAlias = OffsetDeleteResponse  # noqa: Y015
+
+@_typing.final
+class AddPartitionsToTxnRequest(_message.Message):
+    """------------------------------------------------------------------------------------------
+    Transactions (Kafka's AddPartitionsToTxn v3, AddOffsetsToTxn, EndTxn, DescribeTransactions,
+    ListTransactions), served by the transactional id's coordinator. Error codes are Kafka's:
+    NOT_COORDINATOR 16, CONCURRENT_TRANSACTIONS 51, PRODUCER_FENCED 90, INVALID_TXN_STATE 48,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED 53, ...
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TRANSACTIONAL_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_EPOCH_FIELD_NUMBER: _builtins.int
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    transactional_id: _builtins.str
+    producer_id: _builtins.int
+    producer_epoch: _builtins.int
+    """int16 in Kafka"""
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopicPartition]: ...
+    def __init__(
+        self,
+        *,
+        transactional_id: _builtins.str = ...,
+        producer_id: _builtins.int = ...,
+        producer_epoch: _builtins.int = ...,
+        partitions: _abc.Iterable[Global___TopicPartition] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["partitions", b"partitions", "producer_epoch", b"producer_epoch", "producer_id", b"producer_id", "transactional_id", b"transactional_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AddPartitionsToTxnRequest: _TypeAlias = AddPartitionsToTxnRequest  # noqa: Y015
+
+@_typing.final
+class TxnPartitionResult(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPIC_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    topic: _builtins.str
+    partition: _builtins.int
+    error_code: _builtins.int
+    """OPERATION_NOT_ATTEMPTED when another partition of the call failed"""
+    def __init__(
+        self,
+        *,
+        topic: _builtins.str = ...,
+        partition: _builtins.int = ...,
+        error_code: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "partition", b"partition", "topic", b"topic"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TxnPartitionResult: _TypeAlias = TxnPartitionResult  # noqa: Y015
+
+@_typing.final
+class AddPartitionsToTxnResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___TxnPartitionResult]:
+        """one per distinct partition, in request order"""
+
+    def __init__(
+        self,
+        *,
+        results: _abc.Iterable[Global___TxnPartitionResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AddPartitionsToTxnResponse: _TypeAlias = AddPartitionsToTxnResponse  # noqa: Y015
+
+@_typing.final
+class AddOffsetsToTxnRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TRANSACTIONAL_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_EPOCH_FIELD_NUMBER: _builtins.int
+    GROUP_ID_FIELD_NUMBER: _builtins.int
+    transactional_id: _builtins.str
+    producer_id: _builtins.int
+    producer_epoch: _builtins.int
+    group_id: _builtins.str
+    """its __consumer_offsets partition joins the transaction"""
+    def __init__(
+        self,
+        *,
+        transactional_id: _builtins.str = ...,
+        producer_id: _builtins.int = ...,
+        producer_epoch: _builtins.int = ...,
+        group_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["group_id", b"group_id", "producer_epoch", b"producer_epoch", "producer_id", b"producer_id", "transactional_id", b"transactional_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AddOffsetsToTxnRequest: _TypeAlias = AddOffsetsToTxnRequest  # noqa: Y015
+
+@_typing.final
+class AddOffsetsToTxnResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AddOffsetsToTxnResponse: _TypeAlias = AddOffsetsToTxnResponse  # noqa: Y015
+
+@_typing.final
+class EndTxnRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TRANSACTIONAL_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_EPOCH_FIELD_NUMBER: _builtins.int
+    COMMITTED_FIELD_NUMBER: _builtins.int
+    transactional_id: _builtins.str
+    producer_id: _builtins.int
+    producer_epoch: _builtins.int
+    committed: _builtins.bool
+    """false: abort"""
+    def __init__(
+        self,
+        *,
+        transactional_id: _builtins.str = ...,
+        producer_id: _builtins.int = ...,
+        producer_epoch: _builtins.int = ...,
+        committed: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["committed", b"committed", "producer_epoch", b"producer_epoch", "producer_id", b"producer_id", "transactional_id", b"transactional_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EndTxnRequest: _TypeAlias = EndTxnRequest  # noqa: Y015
+
+@_typing.final
+class EndTxnResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EndTxnResponse: _TypeAlias = EndTxnResponse  # noqa: Y015
+
+@_typing.final
+class DescribeTransactionsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TRANSACTIONAL_IDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def transactional_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        transactional_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["transactional_ids", b"transactional_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeTransactionsRequest: _TypeAlias = DescribeTransactionsRequest  # noqa: Y015
+
+@_typing.final
+class TransactionDescription(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    TRANSACTIONAL_ID_FIELD_NUMBER: _builtins.int
+    TRANSACTION_STATE_FIELD_NUMBER: _builtins.int
+    TRANSACTION_TIMEOUT_MS_FIELD_NUMBER: _builtins.int
+    TRANSACTION_START_TIME_MS_FIELD_NUMBER: _builtins.int
+    PRODUCER_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_EPOCH_FIELD_NUMBER: _builtins.int
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    """TRANSACTIONAL_ID_NOT_FOUND, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ..."""
+    transactional_id: _builtins.str
+    transaction_state: _builtins.str
+    """Kafka's names: Empty, Ongoing, PrepareCommit, ..."""
+    transaction_timeout_ms: _builtins.int
+    transaction_start_time_ms: _builtins.int
+    """-1: no transaction open"""
+    producer_id: _builtins.int
+    producer_epoch: _builtins.int
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopicPartition]: ...
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        transactional_id: _builtins.str = ...,
+        transaction_state: _builtins.str = ...,
+        transaction_timeout_ms: _builtins.int = ...,
+        transaction_start_time_ms: _builtins.int = ...,
+        producer_id: _builtins.int = ...,
+        producer_epoch: _builtins.int = ...,
+        partitions: _abc.Iterable[Global___TopicPartition] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "partitions", b"partitions", "producer_epoch", b"producer_epoch", "producer_id", b"producer_id", "transaction_start_time_ms", b"transaction_start_time_ms", "transaction_state", b"transaction_state", "transaction_timeout_ms", b"transaction_timeout_ms", "transactional_id", b"transactional_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TransactionDescription: _TypeAlias = TransactionDescription  # noqa: Y015
+
+@_typing.final
+class DescribeTransactionsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TRANSACTION_STATES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def transaction_states(self) -> _containers.RepeatedCompositeFieldContainer[Global___TransactionDescription]: ...
+    def __init__(
+        self,
+        *,
+        transaction_states: _abc.Iterable[Global___TransactionDescription] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["transaction_states", b"transaction_states"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeTransactionsResponse: _TypeAlias = DescribeTransactionsResponse  # noqa: Y015
+
+@_typing.final
+class ListTransactionsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATE_FILTERS_FIELD_NUMBER: _builtins.int
+    PRODUCER_ID_FILTERS_FIELD_NUMBER: _builtins.int
+    DURATION_FILTER_MS_FIELD_NUMBER: _builtins.int
+    duration_filter_ms: _builtins.int
+    """-1 (or 0): any; else open at least this long"""
+    @_builtins.property
+    def state_filters(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """empty: any state"""
+
+    @_builtins.property
+    def producer_id_filters(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """empty: any producer id"""
+
+    def __init__(
+        self,
+        *,
+        state_filters: _abc.Iterable[_builtins.str] | None = ...,
+        producer_id_filters: _abc.Iterable[_builtins.int] | None = ...,
+        duration_filter_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duration_filter_ms", b"duration_filter_ms", "producer_id_filters", b"producer_id_filters", "state_filters", b"state_filters"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListTransactionsRequest: _TypeAlias = ListTransactionsRequest  # noqa: Y015
+
+@_typing.final
+class ListedTransaction(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TRANSACTIONAL_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_ID_FIELD_NUMBER: _builtins.int
+    TRANSACTION_STATE_FIELD_NUMBER: _builtins.int
+    transactional_id: _builtins.str
+    producer_id: _builtins.int
+    transaction_state: _builtins.str
+    def __init__(
+        self,
+        *,
+        transactional_id: _builtins.str = ...,
+        producer_id: _builtins.int = ...,
+        transaction_state: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["producer_id", b"producer_id", "transaction_state", b"transaction_state", "transactional_id", b"transactional_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListedTransaction: _TypeAlias = ListedTransaction  # noqa: Y015
+
+@_typing.final
+class ListTransactionsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    UNKNOWN_STATE_FILTERS_FIELD_NUMBER: _builtins.int
+    TRANSACTION_STATES_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    @_builtins.property
+    def unknown_state_filters(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def transaction_states(self) -> _containers.RepeatedCompositeFieldContainer[Global___ListedTransaction]: ...
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        unknown_state_filters: _abc.Iterable[_builtins.str] | None = ...,
+        transaction_states: _abc.Iterable[Global___ListedTransaction] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "transaction_states", b"transaction_states", "unknown_state_filters", b"unknown_state_filters"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListTransactionsResponse: _TypeAlias = ListTransactionsResponse  # noqa: Y015

@@ -67,6 +67,31 @@ class BrokerStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.InitProducerIdRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.InitProducerIdResponse.FromString,
                 _registered_method=True)
+        self.AddPartitionsToTxn = channel.unary_unary(
+                '/odradek.v1.Broker/AddPartitionsToTxn',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.AddPartitionsToTxnRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.AddPartitionsToTxnResponse.FromString,
+                _registered_method=True)
+        self.AddOffsetsToTxn = channel.unary_unary(
+                '/odradek.v1.Broker/AddOffsetsToTxn',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.AddOffsetsToTxnRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.AddOffsetsToTxnResponse.FromString,
+                _registered_method=True)
+        self.EndTxn = channel.unary_unary(
+                '/odradek.v1.Broker/EndTxn',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.EndTxnRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.EndTxnResponse.FromString,
+                _registered_method=True)
+        self.DescribeTransactions = channel.unary_unary(
+                '/odradek.v1.Broker/DescribeTransactions',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeTransactionsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeTransactionsResponse.FromString,
+                _registered_method=True)
+        self.ListTransactions = channel.unary_unary(
+                '/odradek.v1.Broker/ListTransactions',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.ListTransactionsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.ListTransactionsResponse.FromString,
+                _registered_method=True)
         self.FindCoordinator = channel.unary_unary(
                 '/odradek.v1.Broker/FindCoordinator',
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.FindCoordinatorRequest.SerializeToString,
@@ -151,9 +176,42 @@ class BrokerServicer:
         raise NotImplementedError('Method not implemented!')
 
     def InitProducerId(self, request, context):
-        """Kafka's InitProducerId (API 22), idempotent producers only: a new producer id, epoch 0,
-        from any node (docs/idempotence.md).
+        """Kafka's InitProducerId (API 22): for an idempotent producer a new producer id, epoch 0,
+        from any node (docs/idempotence.md); with a transactional id, sent to its transaction
+        coordinator, the id's producer id and a bumped epoch (docs/transactions.md).
         """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddPartitionsToTxn(self, request, context):
+        """--- transactions (Kafka's, served by the transactional id's transaction coordinator, found
+        with FindCoordinator key_type 1); docs/transactions.md ---
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddOffsetsToTxn(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EndTxn(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeTransactions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTransactions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -161,7 +219,7 @@ class BrokerServicer:
     def FindCoordinator(self, request, context):
         """--- consumer groups (KIP-848), served by the group's coordinator; docs/groups.md ---
         The coordinator of a group: the leader of its __consumer_offsets partition (created on
-        first use).
+        first use); with key_type 1, of a transactional id (its __transaction_state partition).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -242,6 +300,31 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.InitProducerId,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.InitProducerIdRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.InitProducerIdResponse.SerializeToString,
+            ),
+            'AddPartitionsToTxn': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddPartitionsToTxn,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.AddPartitionsToTxnRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.AddPartitionsToTxnResponse.SerializeToString,
+            ),
+            'AddOffsetsToTxn': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddOffsetsToTxn,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.AddOffsetsToTxnRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.AddOffsetsToTxnResponse.SerializeToString,
+            ),
+            'EndTxn': grpc.unary_unary_rpc_method_handler(
+                    servicer.EndTxn,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.EndTxnRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.EndTxnResponse.SerializeToString,
+            ),
+            'DescribeTransactions': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeTransactions,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeTransactionsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeTransactionsResponse.SerializeToString,
+            ),
+            'ListTransactions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTransactions,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.ListTransactionsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.ListTransactionsResponse.SerializeToString,
             ),
             'FindCoordinator': grpc.unary_unary_rpc_method_handler(
                     servicer.FindCoordinator,
@@ -449,6 +532,141 @@ class Broker:
             '/odradek.v1.Broker/InitProducerId',
             odradek_dot_v1_dot_odradek__pb2.InitProducerIdRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.InitProducerIdResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddPartitionsToTxn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/AddPartitionsToTxn',
+            odradek_dot_v1_dot_odradek__pb2.AddPartitionsToTxnRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.AddPartitionsToTxnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddOffsetsToTxn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/AddOffsetsToTxn',
+            odradek_dot_v1_dot_odradek__pb2.AddOffsetsToTxnRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.AddOffsetsToTxnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EndTxn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/EndTxn',
+            odradek_dot_v1_dot_odradek__pb2.EndTxnRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.EndTxnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeTransactions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/DescribeTransactions',
+            odradek_dot_v1_dot_odradek__pb2.DescribeTransactionsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.DescribeTransactionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTransactions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/ListTransactions',
+            odradek_dot_v1_dot_odradek__pb2.ListTransactionsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.ListTransactionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

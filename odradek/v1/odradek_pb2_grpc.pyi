@@ -59,13 +59,22 @@ class BrokerStub:
     DeleteRecords: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DeleteRecordsRequest, _odradek_pb2.DeleteRecordsResponse]
     """Move the log start offset of partitions up (sent to each partition's leader)."""
     InitProducerId: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.InitProducerIdRequest, _odradek_pb2.InitProducerIdResponse]
-    """Kafka's InitProducerId (API 22), idempotent producers only: a new producer id, epoch 0,
-    from any node (docs/idempotence.md).
+    """Kafka's InitProducerId (API 22): for an idempotent producer a new producer id, epoch 0,
+    from any node (docs/idempotence.md); with a transactional id, sent to its transaction
+    coordinator, the id's producer id and a bumped epoch (docs/transactions.md).
     """
+    AddPartitionsToTxn: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.AddPartitionsToTxnRequest, _odradek_pb2.AddPartitionsToTxnResponse]
+    """--- transactions (Kafka's, served by the transactional id's transaction coordinator, found
+    with FindCoordinator key_type 1); docs/transactions.md ---
+    """
+    AddOffsetsToTxn: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.AddOffsetsToTxnRequest, _odradek_pb2.AddOffsetsToTxnResponse]
+    EndTxn: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.EndTxnRequest, _odradek_pb2.EndTxnResponse]
+    DescribeTransactions: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DescribeTransactionsRequest, _odradek_pb2.DescribeTransactionsResponse]
+    ListTransactions: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ListTransactionsRequest, _odradek_pb2.ListTransactionsResponse]
     FindCoordinator: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.FindCoordinatorRequest, _odradek_pb2.FindCoordinatorResponse]
     """--- consumer groups (KIP-848), served by the group's coordinator; docs/groups.md ---
     The coordinator of a group: the leader of its __consumer_offsets partition (created on
-    first use).
+    first use); with key_type 1, of a transactional id (its __transaction_state partition).
     """
     ConsumerGroupHeartbeat: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ConsumerGroupHeartbeatRequest, _odradek_pb2.ConsumerGroupHeartbeatResponse]
     """Join, heartbeat, leave; answers the member epoch and assignment."""
@@ -94,13 +103,22 @@ class BrokerAsyncStub(BrokerStub):
     DeleteRecords: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DeleteRecordsRequest, _odradek_pb2.DeleteRecordsResponse]  # type: ignore[assignment]
     """Move the log start offset of partitions up (sent to each partition's leader)."""
     InitProducerId: _aio.UnaryUnaryMultiCallable[_odradek_pb2.InitProducerIdRequest, _odradek_pb2.InitProducerIdResponse]  # type: ignore[assignment]
-    """Kafka's InitProducerId (API 22), idempotent producers only: a new producer id, epoch 0,
-    from any node (docs/idempotence.md).
+    """Kafka's InitProducerId (API 22): for an idempotent producer a new producer id, epoch 0,
+    from any node (docs/idempotence.md); with a transactional id, sent to its transaction
+    coordinator, the id's producer id and a bumped epoch (docs/transactions.md).
     """
+    AddPartitionsToTxn: _aio.UnaryUnaryMultiCallable[_odradek_pb2.AddPartitionsToTxnRequest, _odradek_pb2.AddPartitionsToTxnResponse]  # type: ignore[assignment]
+    """--- transactions (Kafka's, served by the transactional id's transaction coordinator, found
+    with FindCoordinator key_type 1); docs/transactions.md ---
+    """
+    AddOffsetsToTxn: _aio.UnaryUnaryMultiCallable[_odradek_pb2.AddOffsetsToTxnRequest, _odradek_pb2.AddOffsetsToTxnResponse]  # type: ignore[assignment]
+    EndTxn: _aio.UnaryUnaryMultiCallable[_odradek_pb2.EndTxnRequest, _odradek_pb2.EndTxnResponse]  # type: ignore[assignment]
+    DescribeTransactions: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DescribeTransactionsRequest, _odradek_pb2.DescribeTransactionsResponse]  # type: ignore[assignment]
+    ListTransactions: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ListTransactionsRequest, _odradek_pb2.ListTransactionsResponse]  # type: ignore[assignment]
     FindCoordinator: _aio.UnaryUnaryMultiCallable[_odradek_pb2.FindCoordinatorRequest, _odradek_pb2.FindCoordinatorResponse]  # type: ignore[assignment]
     """--- consumer groups (KIP-848), served by the group's coordinator; docs/groups.md ---
     The coordinator of a group: the leader of its __consumer_offsets partition (created on
-    first use).
+    first use); with key_type 1, of a transactional id (its __transaction_state partition).
     """
     ConsumerGroupHeartbeat: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ConsumerGroupHeartbeatRequest, _odradek_pb2.ConsumerGroupHeartbeatResponse]  # type: ignore[assignment]
     """Join, heartbeat, leave; answers the member epoch and assignment."""
@@ -162,9 +180,48 @@ class BrokerServicer(metaclass=_abc_1.ABCMeta):
         request: _odradek_pb2.InitProducerIdRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_odradek_pb2.InitProducerIdResponse, _abc.Awaitable[_odradek_pb2.InitProducerIdResponse]]:
-        """Kafka's InitProducerId (API 22), idempotent producers only: a new producer id, epoch 0,
-        from any node (docs/idempotence.md).
+        """Kafka's InitProducerId (API 22): for an idempotent producer a new producer id, epoch 0,
+        from any node (docs/idempotence.md); with a transactional id, sent to its transaction
+        coordinator, the id's producer id and a bumped epoch (docs/transactions.md).
         """
+
+    @_abc_1.abstractmethod
+    def AddPartitionsToTxn(
+        self,
+        request: _odradek_pb2.AddPartitionsToTxnRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.AddPartitionsToTxnResponse, _abc.Awaitable[_odradek_pb2.AddPartitionsToTxnResponse]]:
+        """--- transactions (Kafka's, served by the transactional id's transaction coordinator, found
+        with FindCoordinator key_type 1); docs/transactions.md ---
+        """
+
+    @_abc_1.abstractmethod
+    def AddOffsetsToTxn(
+        self,
+        request: _odradek_pb2.AddOffsetsToTxnRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.AddOffsetsToTxnResponse, _abc.Awaitable[_odradek_pb2.AddOffsetsToTxnResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def EndTxn(
+        self,
+        request: _odradek_pb2.EndTxnRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.EndTxnResponse, _abc.Awaitable[_odradek_pb2.EndTxnResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DescribeTransactions(
+        self,
+        request: _odradek_pb2.DescribeTransactionsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.DescribeTransactionsResponse, _abc.Awaitable[_odradek_pb2.DescribeTransactionsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ListTransactions(
+        self,
+        request: _odradek_pb2.ListTransactionsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.ListTransactionsResponse, _abc.Awaitable[_odradek_pb2.ListTransactionsResponse]]: ...
 
     @_abc_1.abstractmethod
     def FindCoordinator(
@@ -174,7 +231,7 @@ class BrokerServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_odradek_pb2.FindCoordinatorResponse, _abc.Awaitable[_odradek_pb2.FindCoordinatorResponse]]:
         """--- consumer groups (KIP-848), served by the group's coordinator; docs/groups.md ---
         The coordinator of a group: the leader of its __consumer_offsets partition (created on
-        first use).
+        first use); with key_type 1, of a transactional id (its __transaction_state partition).
         """
 
     @_abc_1.abstractmethod

@@ -85,6 +85,20 @@ def call(address: str, request: Any, tls: ssl.SSLContext | None = None) -> Any:
     """One request on a fresh connection (over TLS with ``tls``, checking the node's certificate
     against the address's host name); the kio answer."""
     key, version = int(request.__api_key__), int(request.__version__)
+    cid, answer = _call(address, request, tls)
+    got, value = decode_response(key, version, answer)
+    assert got == cid
+    return value
+
+
+def call_bytes(address: str, request: Any, tls: ssl.SSLContext | None = None) -> bytes:
+    """:func:`call`'s answer undecoded: the response header and body (for answers kio cannot
+    read, such as DescribeTransactions' -1 start time)."""
+    return _call(address, request, tls)[1]
+
+
+def _call(address: str, request: Any, tls: ssl.SSLContext | None) -> tuple[int, bytes]:
+    key, version = int(request.__api_key__), int(request.__version__)
     cid = random.randrange(1 << 30)
     out = io.BytesIO()
     header = RequestHeaderV2 if request.__flexible__ else RequestHeaderV1
@@ -107,9 +121,7 @@ def call(address: str, request: Any, tls: ssl.SSLContext | None = None) -> Any:
         s.sendall(struct.pack(">i", len(payload)) + payload)
         f = s.makefile("rb")
         (size,) = struct.unpack(">i", f.read(4))
-        got, value = decode_response(key, version, f.read(size))
-    assert got == cid
-    return value
+        return cid, f.read(size)
 
 
 def fetch_request(topic: str, offset: int, max_wait_ms: int = 0, min_bytes: int = 0) -> Any:

@@ -14,13 +14,15 @@ records, a group with committed offsets, a SCRAM user and the principals' ACLs:
 * ``none``: no ACL;
 * ``group``: ALL on every group;
 * ``topic``: ALL on every topic;
-* ``both``: ALL on every topic and every group;
+* ``both``: ALL on every topic, every group and every transactional id;
 * ``cluster``: ALL on the cluster only (the admin APIs that need the cluster);
-* ``deny``: ALL on every topic, group and the cluster, and a DENY of the operation the API needs
-  (one certificate per API, ``CN=deny-<api>``: :data:`DENIED`).
+* ``deny``: ALL on every topic, group, transactional id and the cluster, and a DENY of the
+  operation the API needs (one certificate per API, ``CN=deny-<api>``: :data:`DENIED`).
 
 The resources: ``parity-topic`` (one partition, records) and a missing topic;
-``parity-group`` (offsets committed by the super user) and a missing group. A cell never
+``parity-group`` (offsets committed by the super user) and a missing group;
+``parity-transaction`` (a transactional id the super user initialised, so that its coordinator
+is loaded) and a missing one. A cell never
 changes what another sees: deletions take a fresh topic or group made just before each door's
 call (or a missing one), creations and alterations are ``validate_only`` or repeat what is
 there, a commit commits the offset already committed.
@@ -43,6 +45,8 @@ from typing import Any
 
 import grpc
 import pytest
+from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
+from kio.schema.add_partitions_to_txn.v3 import request as add_partitions
 from kio.schema.alter_partition_reassignments.v0 import request as alter_reassign
 from kio.schema.alter_user_scram_credentials.v0 import request as alter_scram
 from kio.schema.consumer_group_describe.v0.request import ConsumerGroupDescribeRequest
@@ -58,20 +62,23 @@ from kio.schema.describe_acls.v2.request import DescribeAclsRequest
 from kio.schema.describe_configs.v2 import request as describe_configs
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
 from kio.schema.describe_log_dirs.v2 import request as describe_log_dirs
+from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 from kio.schema.describe_user_scram_credentials.v0 import request as describe_scram
 from kio.schema.elect_leaders.v2 import request as elect_leaders
+from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
 from kio.schema.incremental_alter_configs.v1 import request as alter_configs
 from kio.schema.init_producer_id.v1.request import InitProducerIdRequest
 from kio.schema.list_groups.v5.request import ListGroupsRequest
 from kio.schema.list_offsets.v5 import request as list_offsets
 from kio.schema.list_partition_reassignments.v0 import request as list_reassign
+from kio.schema.list_transactions.v1.request import ListTransactionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_commit.v9 import request as offset_commit
 from kio.schema.offset_delete.v0 import request as offset_delete
 from kio.schema.offset_fetch.v8 import request as offset_fetch
 from kio.schema.produce.v8 import request as produce
-from kio.schema.types import BrokerId, GroupId, TopicName, TransactionalId
+from kio.schema.types import BrokerId, GroupId, ProducerId, TopicName, TransactionalId
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 
 from node.config import NodeConfig
@@ -80,6 +87,7 @@ from node.listeners import Listener
 from node.security.authorizer import AuthorizerConfig
 from node.security.tls import SslConfig
 from node.server import Node
+from node.transaction.txn_config import TransactionConfig
 from odradek.acl import (
     CLUSTER_NAME,
     AccessControlEntry,
@@ -95,7 +103,7 @@ from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 from tests.certs import CertificateAuthority
 from tests.integration.helpers import wait_for
-from tests.kafka.conftest import call, fetch_request
+from tests.kafka.conftest import call, call_bytes, fetch_request
 from tests.storage_helpers import make_batch
 
 TOPIC = "parity-topic"
@@ -111,19 +119,27 @@ SALT = b"parity-salt"
 SALTED_PASSWORD = bytes(32)
 GROUP_ID_NOT_FOUND = 69
 NOBODY = "User:parity-nobody"  # the principal of the ACLs the ACL APIs create and delete
+TXN = "parity-transaction"
+MISSING_TXN = "parity-no-such-transaction"
 
 PRINCIPALS = ("none", "group", "topic", "both", "cluster", "deny")
 _ALL_ON = {
     "none": (),
     "group": (ResourceType.GROUP,),
     "topic": (ResourceType.TOPIC,),
-    "both": (ResourceType.TOPIC, ResourceType.GROUP),
+    "both": (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID),
     "cluster": (ResourceType.CLUSTER,),
-    "deny": (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER),
+    "deny": (
+        ResourceType.TOPIC,
+        ResourceType.GROUP,
+        ResourceType.TRANSACTIONAL_ID,
+        ResourceType.CLUSTER,
+    ),
 }
 """The resource types each principal has ALL on (every resource of the type)."""
 
 T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
+X = ResourceType.TRANSACTIONAL_ID
 DENIED: dict[str, tuple[tuple[ResourceType, AclOperation], ...]] = {
     "Produce": ((T, AclOperation.WRITE),),
     "Fetch": ((T, AclOperation.READ),),
@@ -132,7 +148,7 @@ DENIED: dict[str, tuple[tuple[ResourceType, AclOperation], ...]] = {
     "DeleteRecords": ((T, AclOperation.DELETE),),
     # KIP-679: IDEMPOTENT_WRITE on the cluster or WRITE on any topic
     "InitProducerId": ((C, AclOperation.IDEMPOTENT_WRITE), (T, AclOperation.WRITE)),
-    "FindCoordinator": ((G, AclOperation.DESCRIBE),),
+    "FindCoordinator": ((G, AclOperation.DESCRIBE), (X, AclOperation.DESCRIBE)),
     "ConsumerGroupHeartbeat": ((G, AclOperation.READ),),
     "OffsetCommit": ((G, AclOperation.READ),),
     "OffsetFetch": ((G, AclOperation.DESCRIBE),),
@@ -156,6 +172,11 @@ DENIED: dict[str, tuple[tuple[ResourceType, AclOperation], ...]] = {
     "DescribeUserScramCredentials": ((C, AclOperation.DESCRIBE),),
     "AlterUserScramCredentials": ((C, AclOperation.ALTER),),
     "DescribeLogDirs": ((C, AclOperation.DESCRIBE),),
+    "AddPartitionsToTxn": ((X, AclOperation.WRITE),),
+    "AddOffsetsToTxn": ((X, AclOperation.WRITE),),
+    "EndTxn": ((X, AclOperation.WRITE),),
+    "DescribeTransactions": ((X, AclOperation.DESCRIBE),),
+    "ListTransactions": ((X, AclOperation.DESCRIBE),),
 }
 """Per API, what its ``deny`` principal is denied (on every resource of the type)."""
 
@@ -288,6 +309,11 @@ def parity(tmp_path_factory: pytest.TempPathFactory, zk_connect_module: str) -> 
         group_coordinator=GroupCoordinatorConfig(
             offsets_topic_num_partitions=1, offsets_topic_replication_factor=1
         ),
+        transaction=TransactionConfig(
+            transaction_state_log_num_partitions=1,
+            transaction_state_log_replication_factor=1,
+            transaction_state_log_min_isr=1,
+        ),
         zookeeper_session_timeout_ms=6_000,
     )
     node = Node(config)
@@ -323,6 +349,22 @@ def parity(tmp_path_factory: pytest.TempPathFactory, zk_connect_module: str) -> 
             itertools.count(),
         )
         parity.commit_as_admin(GROUP)
+
+        def initialised() -> bool:
+            # the first FindCoordinator creates __transaction_state; InitProducerId answers
+            # once it is loaded
+            broker.FindCoordinator(pb.FindCoordinatorRequest(key_type=1, transactional_ids=[TXN]))
+            answer = broker.InitProducerId(
+                pb.InitProducerIdRequest(
+                    transactional_id=TXN,
+                    transaction_timeout_ms=60_000,
+                    producer_id=-1,
+                    producer_epoch=-1,
+                )
+            )
+            return answer.error_code == 0
+
+        wait_for(initialised, f"transactional id {TXN} initialised")
         scram = pb_grpc.AdminStub(admin).AlterUserScramCredentials(_grpc_upsert_user())
         assert [r.error_code for r in scram.results] == [0], scram
         bindings = [
@@ -593,13 +635,23 @@ def grpc_init_producer_id(parity: Parity, cn: str, case: Case) -> Codes:
 # -- the group APIs ---------------------------------------------------------------------------
 
 
-# FindCoordinator: Kafka's v0-v2 name one group
+# FindCoordinator: Kafka's v0-v2 name one group, or one transactional id (key_type 1: the
+# case's topic, with no group)
+FIND_COORDINATOR_CASES: dict[str, Resolver] = {**GROUP_CASES, "transactional": _fixed(TXN, "")}
+
+
 def kafka_find_coordinator(parity: Parity, cn: str, case: Case) -> Codes:
+    if not case.group:
+        answer = parity.kafka(cn, FindCoordinatorRequest(key=case.topic, key_type=i8(1)))
+        return [(case.topic, int(answer.error_code))]
     answer = parity.kafka(cn, FindCoordinatorRequest(key=case.group, key_type=i8(0)))
     return [(case.group, int(answer.error_code))]
 
 
 def grpc_find_coordinator(parity: Parity, cn: str, case: Case) -> Codes:
+    if not case.group:
+        txn = pb.FindCoordinatorRequest(key_type=1, transactional_ids=[case.topic])
+        return [(c.key, c.error_code) for c in parity.broker(cn).FindCoordinator(txn).coordinators]
     request = pb.FindCoordinatorRequest(group_ids=[case.group])
     answer = grpc_answer(parity.broker(cn).FindCoordinator, request)
     if isinstance(answer, int):
@@ -1156,6 +1208,114 @@ def grpc_describe_log_dirs(parity: Parity, cn: str, case: Case) -> Codes:
     ]
 
 
+# -- the transactional APIs -------------------------------------------------------------------
+
+
+# The producer id and epoch are none the coordinator knows (-1): a caller the checks let through
+# gets the coordinator's refusal, the same through both doors, and nothing changes.
+def kafka_add_partitions(parity: Parity, cn: str, case: Case) -> Codes:
+    topic = add_partitions.AddPartitionsToTxnTopic(name=TopicName(case.topic), partitions=(i32(0),))
+    answer = parity.kafka(
+        cn,
+        add_partitions.AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=TransactionalId(TXN),
+            v3_and_below_producer_id=ProducerId(-1),
+            v3_and_below_producer_epoch=i16(-1),
+            v3_and_below_topics=(topic,),
+        ),
+    )
+    return [
+        (str(t.name), int(p.partition_index), int(p.partition_error_code))
+        for t in answer.results_by_topic_v3_and_below
+        for p in t.results_by_partition
+    ]
+
+
+def grpc_add_partitions(parity: Parity, cn: str, case: Case) -> Codes:
+    request = pb.AddPartitionsToTxnRequest(
+        transactional_id=TXN,
+        producer_id=-1,
+        producer_epoch=-1,
+        partitions=[pb.TopicPartition(topic=case.topic, partition=0)],
+    )
+    answer = parity.broker(cn).AddPartitionsToTxn(request)
+    return [(r.topic, r.partition, r.error_code) for r in answer.results]
+
+
+def kafka_add_offsets(parity: Parity, cn: str, case: Case) -> Codes:
+    answer = parity.kafka(
+        cn,
+        AddOffsetsToTxnRequest(
+            transactional_id=TransactionalId(TXN),
+            producer_id=ProducerId(-1),
+            producer_epoch=i16(-1),
+            group_id=GroupId(case.group),
+        ),
+    )
+    return (int(answer.error_code),)
+
+
+def grpc_add_offsets(parity: Parity, cn: str, case: Case) -> Codes:
+    request = pb.AddOffsetsToTxnRequest(
+        transactional_id=TXN, producer_id=-1, producer_epoch=-1, group_id=case.group
+    )
+    return (parity.broker(cn).AddOffsetsToTxn(request).error_code,)
+
+
+# EndTxn, DescribeTransactions: the transactional id rides in the case's topic
+def kafka_end_txn(parity: Parity, cn: str, case: Case) -> Codes:
+    answer = parity.kafka(
+        cn,
+        EndTxnRequest(
+            transactional_id=TransactionalId(case.topic),
+            producer_id=ProducerId(-1),
+            producer_epoch=i16(-1),
+            committed=False,
+        ),
+    )
+    return (int(answer.error_code),)
+
+
+def grpc_end_txn(parity: Parity, cn: str, case: Case) -> Codes:
+    request = pb.EndTxnRequest(
+        transactional_id=case.topic, producer_id=-1, producer_epoch=-1, committed=False
+    )
+    return (parity.broker(cn).EndTxn(request).error_code,)
+
+
+# DescribeTransactions: read by hand, as kio refuses Kafka's -1 start time of an id without an
+# open transaction
+def kafka_describe_transactions(parity: Parity, cn: str, case: Case) -> Codes:
+    answer = call_bytes(
+        parity.kafka_address,
+        DescribeTransactionsRequest(transactional_ids=(TransactionalId(case.topic),)),
+        parity.contexts[cn],
+    )
+    # correlation id, no tagged fields, throttle time, one state (compact array length 2):
+    # its error code and compact transactional id
+    assert answer[4:5] == b"\x00" and answer[9:10] == b"\x02", answer
+    (code,) = struct.unpack(">h", answer[10:12])
+    length = answer[12] - 1
+    return [(answer[13 : 13 + length].decode(), code)]
+
+
+def grpc_describe_transactions(parity: Parity, cn: str, case: Case) -> Codes:
+    request = pb.DescribeTransactionsRequest(transactional_ids=[case.topic])
+    answer = parity.broker(cn).DescribeTransactions(request)
+    return [(t.transactional_id, t.error_code) for t in answer.transaction_states]
+
+
+# ListTransactions: the error code and the ids listed (those the caller may DESCRIBE)
+def kafka_list_transactions(parity: Parity, cn: str, case: Case) -> Codes:
+    answer = parity.kafka(cn, ListTransactionsRequest(duration_filter=i64(-1)))
+    return (int(answer.error_code), [str(t.transactional_id) for t in answer.transaction_states])
+
+
+def grpc_list_transactions(parity: Parity, cn: str, case: Case) -> Codes:
+    answer = parity.broker(cn).ListTransactions(pb.ListTransactionsRequest(duration_filter_ms=-1))
+    return (answer.error_code, [t.transactional_id for t in answer.transaction_states])
+
+
 # -- the table --------------------------------------------------------------------------------
 
 FRESH_GROUP_CASES: dict[str, Resolver] = {
@@ -1171,6 +1331,7 @@ PRODUCER_CASES: dict[str, Resolver] = {
     "transactional": _fixed("parity-transaction"),
 }
 METADATA_CASES: dict[str, Resolver] = {**TOPIC_CASES, "all": _fixed("*")}
+TXN_CASES: dict[str, Resolver] = {"existing": _fixed(TXN), "missing": _fixed(MISSING_TXN)}
 
 APIS = [
     Api("Produce", TOPIC_CASES, kafka_produce, grpc_produce),
@@ -1179,7 +1340,7 @@ APIS = [
     Api("Metadata", METADATA_CASES, kafka_metadata, grpc_metadata),
     Api("DeleteRecords", TOPIC_CASES, kafka_delete_records, grpc_delete_records),
     Api("InitProducerId", PRODUCER_CASES, kafka_init_producer_id, grpc_init_producer_id),
-    Api("FindCoordinator", GROUP_CASES, kafka_find_coordinator, grpc_find_coordinator),
+    Api("FindCoordinator", FIND_COORDINATOR_CASES, kafka_find_coordinator, grpc_find_coordinator),
     Api("ConsumerGroupHeartbeat", GROUP_CASES, kafka_heartbeat, grpc_heartbeat),
     Api("OffsetCommit", OFFSET_COMMIT_CASES, kafka_offset_commit, grpc_offset_commit),
     Api("OffsetFetch", OFFSET_FETCH_CASES, kafka_offset_fetch, grpc_offset_fetch),
@@ -1208,6 +1369,18 @@ APIS = [
     Api("DescribeUserScramCredentials", USER_CASES, kafka_describe_scram, grpc_describe_scram),
     Api("AlterUserScramCredentials", USER_CASES, kafka_alter_scram, grpc_alter_scram),
     Api("DescribeLogDirs", TOPIC_CASES, kafka_describe_log_dirs, grpc_describe_log_dirs),
+    Api("AddPartitionsToTxn", TOPIC_CASES, kafka_add_partitions, grpc_add_partitions),
+    Api("AddOffsetsToTxn", GROUP_CASES, kafka_add_offsets, grpc_add_offsets),
+    Api("EndTxn", TXN_CASES, kafka_end_txn, grpc_end_txn),
+    Api(
+        "DescribeTransactions",
+        TXN_CASES,
+        kafka_describe_transactions,
+        grpc_describe_transactions,
+    ),
+    Api(
+        "ListTransactions", {"existing": _fixed()}, kafka_list_transactions, grpc_list_transactions
+    ),
 ]
 assert {api.name for api in APIS} == set(DENIED)
 

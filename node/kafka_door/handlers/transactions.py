@@ -8,6 +8,7 @@ gRPC. The calls run on the request threads and block while the coordinator's wri
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from node.apis.transactions import TransactionApis
@@ -32,6 +33,7 @@ END_TXN = 26
 DESCRIBE_TRANSACTIONS = 65
 LIST_TRANSACTIONS = 66
 _NONE = TransactionalIdAuthorizationFailedError.code
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def _apis(services: DoorServices) -> TransactionApis | None:
@@ -136,7 +138,7 @@ def handle_describe_transactions(
                 transactional_id=d.transactional_id,
                 transaction_state=d.state,
                 transaction_timeout=d.timeout_ms,
-                transaction_start_time=d.start_ms,
+                transaction_start_time=_start_time(d.start_ms),
                 producer_id=d.producer_id,
                 producer_epoch=d.producer_epoch,
                 topics=tuple(
@@ -145,6 +147,13 @@ def handle_describe_transactions(
             )
         )
     return make(cls, throttle_time=0, transaction_states=tuple(states))
+
+
+def _start_time(start_ms: int) -> Any:
+    """Kafka's int64 start time as kio writes it: -1 (no transaction open, or an id refused or
+    not found) is a time 1 ms before the epoch, since the field is not nullable (``make``'s
+    ``None`` for -1 made the answer unwritable and the connection was closed)."""
+    return _EPOCH + datetime.timedelta(milliseconds=start_ms)
 
 
 def handle_list_transactions(
