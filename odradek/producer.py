@@ -1,11 +1,19 @@
 """``odradek.Producer``: send records to topics, batched per partition, with delivery futures.
 
-Kafka's producer, without transactions::
+Kafka's producer::
 
     with odradek.Producer("127.0.0.1:9092") as producer:
         future = producer.send("events", b"hello", key=b"user-1")
         metadata = future.result()      # RecordMetadata(topic, partition, offset, timestamp)
         producer.send_many("events", [b"a", b"b", b"c"]).result()   # the bulk path
+
+and its transactions (``transactional_id``; :mod:`odradek.client.transactional`)::
+
+    producer = odradek.Producer("127.0.0.1:9092", transactional_id="orders-1")
+    producer.init_transactions()        # fences older producers of the id
+    producer.begin_transaction()
+    producer.send("orders", b"...")
+    producer.commit_transaction()       # or abort_transaction(): read_committed readers skip it
 
 How it works (``docs/sdk.md`` has the long form, with the figures behind the defaults):
 
@@ -30,6 +38,12 @@ How it works (``docs/sdk.md`` has the long form, with the figures behind the def
   is logged at WARNING on the ``odradek.producer`` logger with the broker's error, and a
   record that runs out of time fails with that error named. Other errors fail the record's
   future with the typed error of :mod:`odradek.errors`.
+* Transactions: with ``transactional_id`` the producer is idempotent and its records are sent
+  inside transactions only: each partition joins the transaction (AddPartitionsToTxn) before
+  its first batch is sent, ``commit_transaction`` flushes before EndTxn, the epoch comes from
+  InitProducerId at the id's coordinator, and errors are abortable
+  (:class:`~odradek.client.errors.TransactionAbortableError`: abort and try again) or fatal
+  (:class:`~odradek.errors.ProducerFencedError`: close).
 * Idempotence and order: by default the producer is idempotent (``acks=-1``, producer id and
   sequence numbers, :mod:`odradek.client.idempotence`): up to five batches of a partition are
   in flight, a retry is stored once, and records of a partition are stored in send order even
@@ -41,19 +55,22 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, Unpack
 
 from odradek.client.accumulator import RecordAccumulator
 from odradek.client.connection import ConnectionPool, parse_bootstrap_servers
-from odradek.client.errors import ProducerClosedError
+from odradek.client.errors import ProducerClosedError, TransactionStateError
 from odradek.client.futures import FutureRecordMetadata, ProduceRequestResult, wait_all
 from odradek.client.idempotence import MAX_IN_FLIGHT_FOR_IDEMPOTENCE, IdempotenceState
 from odradek.client.metadata import ClusterMetadata, MetadataCache
 from odradek.client.security import SecurityConfig, SecurityOptions
 from odradek.client.sender import Sender
+from odradek.client.transaction_manager import TransactionManager
+from odradek.client.transactional import ConsumerGroupMetadata, ProducerTransactions
+from odradek.client.transactions import TransactionCoordinatorClient
 from odradek.client.types import RecordMetadata, TopicPartition
 from odradek.clock import Clock, SystemClock
 from odradek.errors import MessageTooLargeError, OdradekError
@@ -123,10 +140,24 @@ class ProducerConfig:
     # Producer id and sequence numbers on every batch, so that a retry is stored once and in
     # order (Kafka's enable.idempotence, on by default since 3.0; needs acks=-1).
     enable_idempotence: bool = True
+    # The id of a transactional producer (Kafka's transactional.id): its records are sent in
+    # transactions, and a newer producer with the same id fences it. None: no transactions.
+    transactional_id: str | None = None
+    # The longest a transaction may stay open before its coordinator aborts it (Kafka's
+    # transaction.timeout.ms; at most the brokers' transaction.max.timeout.ms).
+    transaction_timeout_ms: int = 60_000
 
     def __post_init__(self) -> None:
         if self.acks not in (-1, 0, 1):
             raise ValueError(f"acks must be -1, 0 or 1, not {self.acks!r}")
+        if self.transactional_id is not None:
+            if not isinstance(self.transactional_id, str) or not self.transactional_id:
+                raise ValueError("transactional_id must be a non-empty str")
+            if not self.enable_idempotence:
+                raise ValueError(
+                    "a transactional producer is idempotent: transactional_id needs "
+                    "enable_idempotence=True"
+                )
         if self.enable_idempotence:
             if self.acks != -1:
                 raise ValueError(
@@ -160,6 +191,7 @@ class ProducerConfig:
             "buffer_memory": (self.buffer_memory, 1),
             "max_block_ms": (self.max_block_ms, 0),
             "metadata_max_age_ms": (self.metadata_max_age_ms, 1),
+            "transaction_timeout_ms": (self.transaction_timeout_ms, 1),
         }
         for name, (value, low) in checks.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -315,10 +347,14 @@ class Producer:
         max_block_ms: int = 60_000,
         metadata_max_age_ms: int = 300_000,
         enable_idempotence: bool | None = None,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60_000,
         partitioner: Partitioner | None = None,
         clock: Clock | None = None,
         **security: Unpack[SecurityOptions],
     ) -> None:
+        if enable_idempotence is None and transactional_id is not None:
+            enable_idempotence = True  # Kafka's rule: a transactional producer is idempotent
         if enable_idempotence is None:
             # Kafka's rule: on by default, but settings that conflict with it, given without
             # asking for idempotence, turn it off rather than fail.
@@ -356,6 +392,8 @@ class Producer:
             max_block_ms=max_block_ms,
             metadata_max_age_ms=metadata_max_age_ms,
             enable_idempotence=enable_idempotence,
+            transactional_id=transactional_id,
+            transaction_timeout_ms=transaction_timeout_ms,
         )
         cfg = self.config
         self._clock: Clock = clock or SystemClock()
@@ -391,6 +429,18 @@ class Producer:
         )
         idempotence = IdempotenceState() if cfg.enable_idempotence else None
         self._accumulator.idempotence = idempotence
+        self._txn_manager: TransactionManager | None = None
+        txn_client: TransactionCoordinatorClient | None = None
+        if cfg.transactional_id is not None:
+            self._txn_manager = TransactionManager(cfg.transactional_id, cfg.transaction_timeout_ms)
+            txn_client = TransactionCoordinatorClient(
+                cfg.transactional_id,
+                self._pool,
+                self._metadata,
+                self._clock,
+                request_timeout_ms=cfg.request_timeout_ms,
+                retry_backoff_ms=cfg.retry_backoff_ms,
+            )
         self._sender = Sender(
             self._accumulator,
             self._metadata,
@@ -406,7 +456,21 @@ class Producer:
             retry_backoff_ms=cfg.retry_backoff_ms,
             retry_backoff_max_ms=cfg.retry_backoff_max_ms,
             on_unavailable=self._on_unavailable,
+            transaction_manager=self._txn_manager,
+            transactions=txn_client,
         )
+        self._transactions: ProducerTransactions | None = None
+        if self._txn_manager is not None:
+            assert txn_client is not None and idempotence is not None
+            self._transactions = ProducerTransactions(
+                self._txn_manager,
+                txn_client,
+                idempotence,
+                self._accumulator,
+                self.flush,
+                self._clock,
+                max_block_ms=cfg.max_block_ms,
+            )
         self._accumulator.on_batch_change = self._sender.wakeup
         self._closed = False
         self._close_lock = threading.Lock()
@@ -441,7 +505,10 @@ class Producer:
         wrong type, ``ValueError`` for a partition out of range or a negative timestamp,
         :class:`~odradek.client.errors.BufferExhaustedError` if ``buffer_memory`` stayed full
         for ``max_block_ms`` (the record was not accepted), and
-        :class:`~odradek.client.errors.ProducerClosedError` after :meth:`close`. Thread-safe.
+        :class:`~odradek.client.errors.ProducerClosedError` after :meth:`close`. A
+        transactional producer raises :class:`~odradek.client.errors.TransactionStateError`
+        outside a transaction, :class:`~odradek.client.errors.TransactionAbortableError` once
+        the transaction failed, and the fatal error once the producer was fenced. Thread-safe.
         """
         # The hot path: every check is a type test first, the general case after it.
         if value is not None and type(value) is not bytes:
@@ -453,6 +520,8 @@ class Producer:
             timestamp_ms = self._wall_ms()
         elif type(timestamp_ms) is not int or timestamp_ms < 0:
             raise ValueError(f"invalid timestamp {timestamp_ms!r}")
+        if self._txn_manager is not None:
+            self._txn_manager.check_send()
         info = self._topics.get(topic) if type(topic) is str else None
         if info is None:
             info_or_error = self._learn_topic(topic, timestamp_ms)
@@ -536,6 +605,8 @@ class Producer:
             timestamp_ms = self._wall_ms()
         elif type(timestamp_ms) is not int or timestamp_ms < 0:
             raise ValueError(f"invalid timestamp {timestamp_ms!r}")
+        if self._txn_manager is not None:
+            self._txn_manager.check_send()
         largest = 0
         for column, name in ((values, "value"), (keys, "key")):
             if column is None:
@@ -740,6 +811,59 @@ class Producer:
             ),
             timestamp_ms,
         )
+
+    # --- transactions ------------------------------------------------------------------------
+
+    def _txn(self) -> ProducerTransactions:
+        if self._transactions is None:
+            raise TransactionStateError(
+                "transactional methods need a transactional producer: pass transactional_id"
+            )
+        if self._closed:
+            raise ProducerClosedError("the producer is closed")
+        return self._transactions
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Once, before the first transaction: the transactional id's producer id and a new
+        epoch from its coordinator, fencing older producers of the id and aborting a
+        transaction one left open. Blocks up to ``timeout`` seconds (``None``:
+        ``max_block_ms``); raises ``TimeoutError`` (call it again), or a fatal error
+        (:class:`~odradek.errors.TransactionalIdAuthorizationFailedError`, …)."""
+        self._txn().init_transactions(timeout)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: the records sent until it is committed or aborted belong to it.
+        Raises :class:`~odradek.client.errors.TransactionStateError` before
+        :meth:`init_transactions` or inside a transaction, the fatal error."""
+        self._txn().begin_transaction()
+
+    def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        group_metadata: ConsumerGroupMetadata,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit a consumer's positions (``offsets``: the next offset to read per partition)
+        with the transaction, for ``consumer.group_metadata()``'s group: a
+        consume-transform-produce step is then stored once. Raises
+        :class:`~odradek.errors.UnsupportedVersionError` while odradek's gRPC API has no
+        TxnOffsetCommit."""
+        self._txn().send_offsets_to_transaction(offsets, group_metadata, timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send every record of the transaction, wait for them, then commit it: read_committed
+        consumers read its records. Raises
+        :class:`~odradek.client.errors.TransactionAbortableError` if a record of it failed
+        (abort, then try again in a new transaction), ``ProducerFencedError`` and other fatal
+        errors (close the producer), ``TimeoutError`` after ``timeout`` seconds (``None``:
+        ``max_block_ms``; call it again)."""
+        self._txn().commit_transaction(timeout)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction: records not yet sent fail with
+        :class:`~odradek.client.errors.TransactionAbortedError`, those sent are never read by
+        read_committed consumers. Raises as :meth:`commit_transaction`, except abortable."""
+        self._txn().abort_transaction(timeout)
 
     def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic``, learning them if needed (blocks up to

@@ -173,8 +173,9 @@ class ProducerBatch:
         """The exact size of the batch (uncompressed, header included)."""
         return self.builder.size_in_bytes
 
-    def build(self, compression: Compression) -> bytes:
-        """The batch's bytes (base offset 0), built once and reused by retries."""
+    def build(self, compression: Compression, *, transactional: bool = False) -> bytes:
+        """The batch's bytes (base offset 0), built once and reused by retries;
+        ``transactional``: a transactional producer's batch (the attributes' flag)."""
         state = (self.producer_id, self.producer_epoch, self.base_sequence)
         if self.payload is None:
             self.payload = self.builder.close(
@@ -182,6 +183,7 @@ class ProducerBatch:
                 producer_id=state[0],
                 producer_epoch=state[1],
                 base_sequence=state[2],
+                is_transactional=transactional,
             )
             self.builder.release()  # the records live on in the payload only
             self._payload_state = state
@@ -248,6 +250,12 @@ class RecordAccumulator:
         self._in_flight: dict[TopicPartition, list[ProducerBatch]] = {}
         # The idempotent producer's ids and sequences (None: not idempotent).
         self.idempotence: IdempotenceState | None = None
+        self.send_allowed: Callable[[TopicPartition], bool] | None = None
+        """A transactional producer's gate (``TransactionManager.is_send_allowed``): a
+        partition's batches are drained only once it was added to the transaction."""
+        self.on_new_batch: Callable[[TopicPartition], None] | None = None
+        """Called (with the lock held) for each batch opened: a transactional producer adds
+        its partition to the transaction (``TransactionManager.maybe_add_partition``)."""
         self._by_deadline: deque[ProducerBatch] = deque()  # opening order = deadline order
         self._incomplete: dict[int, ProducerBatch] = {}  # every batch not done, by id
         self._retried: list[tuple[int, int, ProducerBatch]] = []  # heap of re-queued batches
@@ -432,6 +440,8 @@ class RecordAccumulator:
         self._open[where] = batch
         self._by_deadline.append(batch)
         self._incomplete[id(batch)] = batch
+        if self.on_new_batch is not None:
+            self.on_new_batch(tp)
         return batch
 
     @property
@@ -514,6 +524,8 @@ class RecordAccumulator:
                     or now_ms >= batch.created_ms + self._linger_ms
                 )
                 if not sendable:
+                    continue
+                if self.send_allowed is not None and not self.send_allowed(tp):
                     continue
                 idempotence = self.idempotence
                 if idempotence is not None and not self._may_send(idempotence, batch, in_flight):

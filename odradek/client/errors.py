@@ -38,6 +38,9 @@ __all__ = [
     "NoOffsetForPartitionError",
     "ProducerClosedError",
     "SslAuthenticationError",
+    "TransactionAbortableError",
+    "TransactionAbortedError",
+    "TransactionStateError",
     "error_from_code",
     "error_from_rpc",
     "is_invalid_metadata",
@@ -74,6 +77,29 @@ class BufferExhaustedError(OdradekError):
     the buffer drains as the brokers acknowledge."""
 
     name, retriable = "BUFFER_EXHAUSTED", True
+
+
+class TransactionAbortableError(OdradekError):
+    """The transaction failed and can only be aborted: call ``abort_transaction()``, then try
+    again in a new transaction (Kafka's ``TRANSACTION_ABORTABLE``, KIP-890; its cause, the
+    error that failed the transaction, is chained as ``__cause__``)."""
+
+    code, name = 120, "TRANSACTION_ABORTABLE"
+
+
+class TransactionAbortedError(OdradekError):
+    """The record was not sent: its transaction was aborted first (Kafka's
+    ``TransactionAbortedException``; client-side, no wire code)."""
+
+    name = "TRANSACTION_ABORTED"
+
+
+class TransactionStateError(OdradekError):
+    """A transactional method called in a state that does not allow it, such as
+    ``begin_transaction()`` twice or ``send()`` outside a transaction (Kafka's
+    ``IllegalStateException``; client-side, no wire code)."""
+
+    name = "ILLEGAL_TRANSACTION_STATE"
 
 
 class InvalidDifferentRecordError(OdradekError):

@@ -13,6 +13,14 @@ Kafka's ``Sender``. One background thread loops:
 
 The futures of :meth:`odradek.Producer.send` are resolved on this thread, so their callbacks
 run here: they should be quick.
+
+A transactional producer's sender (``transaction_manager``) gets its producer id from
+``init_transactions`` rather than asking itself; before draining it adds the transaction's new
+partitions with AddPartitionsToTxn (a partition's batches are drained only once it is added),
+marks its batches transactional, and names the transactional id in each Produce. It never bumps
+the epoch itself: a batch that fails for good makes the transaction abortable (or the producer
+fenced, :meth:`~odradek.client.transaction_manager.TransactionManager.batch_failed`), and the
+batches still queued in an error state fail with that error.
 """
 
 from __future__ import annotations
@@ -43,15 +51,20 @@ from odradek.client.leader_watch import (
     watch_due,
 )
 from odradek.client.metadata import ClusterMetadata, MetadataCache
-from odradek.client.producer_id import init_producer_id
+from odradek.client.producer_id import ProducerIdAndEpoch, init_producer_id
+from odradek.client.transaction_manager import LOOKUP, TransactionManager, classify
+from odradek.client.transaction_manager import RETRY as TXN_RETRY
+from odradek.client.transactions import TransactionCoordinatorClient
 from odradek.client.types import TopicPartition
 from odradek.clock import Clock
 from odradek.errors import (
     InvalidRecordError,
     NotLeaderOrFollowerError,
     OdradekError,
+    OutOfOrderSequenceError,
     RecordError,
     RequestTimedOutError,
+    UnknownProducerIdError,
     UnknownServerError,
 )
 from odradek.records import Compression
@@ -101,8 +114,16 @@ class Sender:
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 1_000,
         on_unavailable: Callable[[frozenset[TopicPartition]], None] | None = None,
+        transaction_manager: TransactionManager | None = None,
+        transactions: TransactionCoordinatorClient | None = None,
     ) -> None:
         self._accumulator = accumulator
+        self._txn = transaction_manager
+        self._txn_client = transactions
+        self._next_add_ms = 0  # when to try AddPartitionsToTxn again after a retriable error
+        if transaction_manager is not None:
+            accumulator.send_allowed = transaction_manager.is_send_allowed
+            accumulator.on_new_batch = transaction_manager.maybe_add_partition
         self._metadata = metadata
         self._pool = pool
         self._clock = clock
@@ -232,7 +253,9 @@ class Sender:
                 self._on_metadata(cluster)
             if before is not None:
                 self._follow_new_leaders(before, cluster, backing_off)
-        if self._idempotence is not None and not self._idempotence.has_id:
+        if self._txn is not None:
+            self._maybe_add_partitions()
+        elif self._idempotence is not None and not self._idempotence.has_id:
             self._init_producer_id()
         now = self._clock.monotonic_ms()
         check = self._accumulator.ready(cluster.leader_id, now)
@@ -252,6 +275,8 @@ class Sender:
             waits.append(max(deadline - now, 0))
         if check.next_check_ms is not None:
             waits.append(check.next_check_ms)
+        if self._txn is not None and self._txn.pending_partitions():
+            waits.append(max(self._next_add_ms - now, 1))
         if check.unknown_leader_topics or self._metadata.time_to_update_ms(now) < _MAX_IDLE_MS:
             waits.append(self._metadata.time_to_update_ms(now))
         if in_trouble:
@@ -291,7 +316,7 @@ class Sender:
         epochs: dict[TopicPartition, int] = {}
         for batch in batches:
             try:
-                payload = batch.build(self._compression)
+                payload = batch.build(self._compression, transactional=self._txn is not None)
             except (ValueError, TypeError, OdradekError) as exc:
                 error = exc if isinstance(exc, OdradekError) else InvalidRecordError(str(exc))
                 batch.fail(error)
@@ -313,6 +338,8 @@ class Sender:
         request = pb.ProduceRequest(
             acks=self._acks, timeout_ms=self._request_timeout_ms, partitions=partitions
         )
+        if self._txn is not None:
+            request.transactional_id = self._txn.transactional_id
         inflight = _InFlight(
             node, broker.address, sendable, sent_ms=self._clock.monotonic_ms(), epochs=epochs
         )
@@ -438,6 +465,40 @@ class Sender:
             return
         log.warning("could not get a producer id, retrying: %s", last)
 
+    def _maybe_add_partitions(self) -> None:
+        """A transactional producer's AddPartitionsToTxn for the partitions new to its
+        transaction (one attempt; a retriable error tries again after ``retry_backoff_ms``);
+        in an error state, the batches still queued fail with the error."""
+        txn, client, idempotence = self._txn, self._txn_client, self._idempotence
+        assert txn is not None and client is not None and idempotence is not None
+        if txn.has_error:
+            if self._accumulator.has_undrained():
+                error = txn.last_error or UnknownServerError("the transaction failed")
+                self._accumulator.abort_undrained(error)
+            return
+        pending = txn.pending_partitions()
+        now = self._clock.monotonic_ms()
+        if not pending or now < self._next_add_ms:
+            return
+        ids = ProducerIdAndEpoch(idempotence.producer_id, idempotence.epoch)
+        try:
+            client.add_partitions(ids, pending, deadline_ms=now)
+        except TimeoutError as exc:  # retriable: the deadline was this one attempt
+            self._next_add_ms = now + self._retry_backoff_ms
+            log.debug("AddPartitionsToTxn %s: %s; retrying", pending, exc.__cause__)
+            return
+        except OdradekError as exc:
+            verdict = classify(exc)
+            if verdict in (LOOKUP, TXN_RETRY):  # pragma: no cover - raised as TimeoutError
+                self._next_add_ms = now + self._retry_backoff_ms
+                return
+            error = txn.error(exc, verdict)
+            log.warning("adding %s to the transaction failed: %s", pending, error)
+            self._accumulator.abort_undrained(error)
+            return
+        txn.partitions_added(pending)
+        log.debug("partitions %s added to the transaction", pending)
+
     def _idempotence_verdict(self, batch: ProducerBatch, error: OdradekError) -> str:
         idempotence = self._idempotence
         if idempotence is None or batch.base_sequence < 0:
@@ -450,6 +511,10 @@ class Sender:
             error,
             sent_first_in_line=batch.sent_first_in_line,
         )
+        if verdict == BUMP_AND_RETRY and self._txn is not None:
+            # the coordinator owns a transactional producer's epoch: the transaction is
+            # aborted and the epoch bumped then (KIP-360)
+            return FAIL
         if verdict == BUMP_AND_RETRY:
             log.warning(
                 "%s: the leader lost this producer's sequence state (%s); bumping the producer "
@@ -492,7 +557,9 @@ class Sender:
             self._accumulator.reenqueue(batch, now_ms, backoff=verdict == FAIL and not leader_moved)
             return
         self._accumulator.done(batch)
-        if self._idempotence is not None and batch.base_sequence >= 0:
+        if self._txn is not None:
+            self._transaction_batch_failed(error)
+        elif self._idempotence is not None and batch.base_sequence >= 0:
             # The batches behind it were numbered after it: a new epoch numbers them anew.
             self._idempotence.bump_epoch()
         if error.retriable:
@@ -509,7 +576,9 @@ class Sender:
     def _expire(self, batch: ProducerBatch, now_ms: int) -> None:
         """Fail a batch whose ``delivery_timeout_ms`` passed while it was queued: with the
         broker's error if an attempt failed (e.g. NOT_ENOUGH_REPLICAS), else as timed out."""
-        if self._idempotence is not None and batch.base_sequence >= 0:
+        if self._txn is not None:
+            self._transaction_batch_failed(batch.last_error or RequestTimedOutError("expired"))
+        elif self._idempotence is not None and batch.base_sequence >= 0:
             self._idempotence.bump_epoch()  # as for a batch that failed for good
         text = (
             f"{batch.record_count} record(s) for {batch.tp} expired: {now_ms - batch.created_ms}"
@@ -520,3 +589,14 @@ class Sender:
             batch.fail(type(last)(f"{last.message}; {text} after {batch.attempts} attempt(s)"))
         else:
             batch.fail(RequestTimedOutError(text))
+
+    def _transaction_batch_failed(self, error: BaseException) -> None:
+        """A transactional batch failed for good: the transaction is abortable (its epoch to
+        be bumped when the leader lost the producer's sequences), or the producer fenced."""
+        txn = self._txn
+        assert txn is not None
+        if not isinstance(error, OdradekError):
+            error = UnknownServerError(str(error))
+        if isinstance(error, OutOfOrderSequenceError | UnknownProducerIdError):
+            txn.require_epoch_bump()
+        txn.batch_failed(error)

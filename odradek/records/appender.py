@@ -32,6 +32,7 @@ from odradek.records.batch import (
     NO_PRODUCER_ID,
     PRODUCER_ID_OFFSET,
     RECORD_BATCH_OVERHEAD,
+    TRANSACTIONAL_FLAG_MASK,
 )
 from odradek.records.compression import Compression, compress
 from odradek.records.varint import INT32_MAX, encode_varint, encode_varlong
@@ -252,8 +253,10 @@ class RecordBatchBuilder:
         producer_epoch: int = NO_PRODUCER_EPOCH,
         base_sequence: int = -1,
         partition_leader_epoch: int = -1,
+        is_transactional: bool = False,
     ) -> bytes:
-        """The batch's bytes (base offset 0, CreateTime), CRC-32C included.
+        """The batch's bytes (base offset 0, CreateTime), CRC-32C included; with
+        ``is_transactional`` the attributes' transactional flag is set.
 
         Raises ``ValueError`` for an empty batch or one over 2 GiB.
         """
@@ -275,7 +278,7 @@ class RecordBatchBuilder:
             partition_leader_epoch,
             MAGIC_V2,
             0,  # CRC, computed below over the finished bytes
-            int(compression),
+            int(compression) | (TRANSACTIONAL_FLAG_MASK if is_transactional else 0),
             self.count - 1,
             self.base_timestamp,
             self.max_timestamp,
