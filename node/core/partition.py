@@ -604,24 +604,23 @@ class Partition:
         ``timestamp``: LATEST (-1), EARLIEST (-2), MAX_TIMESTAMP (-3), EARLIEST_LOCAL (-4: the
         log start offset), LATEST_TIERED (-5: none), else a time (any other negative one as 0).
 
-        Consumers see only offsets below the high watermark (``read_committed``: LATEST is the
-        last stable offset); a new leader whose high watermark has not reached the start of its
-        epoch answers OFFSET_NOT_AVAILABLE for the latest offset (Kafka's
-        ``fetchOffsetForTimestamp``).
+        Consumers see only offsets below the high watermark (``read_committed``: below the last
+        stable offset, which is then the latest); a new leader whose high watermark has not
+        reached the start of its epoch answers OFFSET_NOT_AVAILABLE for the latest offset
+        (Kafka's ``fetchOffsetForTimestamp``).
         """
         with self._lock:
             self._check_leader(current_leader_epoch)
             log = self.log
             hw = log.high_watermark
+            bound = log.last_stable_offset() if read_committed else hw
             if timestamp == LATEST_TIMESTAMP:
                 if isolation_bounded and self.leader_epoch_start_offset > hw:
                     raise OffsetNotAvailableError(
                         f"the high watermark {hw} has not reached the start of leader epoch "
                         f"{self.leader_epoch} ({self.leader_epoch_start_offset})"
                     )
-                offset = hw if isolation_bounded else log.log_end_offset
-                if isolation_bounded and read_committed:
-                    offset = log.last_stable_offset()
+                offset = bound if isolation_bounded else log.log_end_offset
                 return -1, offset, log.epoch_for_offset(offset - 1) if offset > 0 else -1
             if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                 start = log.log_start_offset
@@ -633,7 +632,7 @@ class Partition:
         if timestamp < 0 and timestamp != MAX_TIMESTAMP:
             timestamp = 0
         found = log.fetch_offset_by_timestamp(timestamp)
-        if found is None or (isolation_bounded and found.offset >= hw):
+        if found is None or (isolation_bounded and found.offset >= bound):
             return -1, -1, -1
         return found.timestamp, found.offset, log.epoch_for_offset(found.offset)
 

@@ -675,8 +675,11 @@ class ReplicaManager:
     ) -> list[ListOffsetsResult]:
         """ListOffsets: for each partition the offset for its ``timestamp`` (see
         :class:`~node.core.requests.ListOffsetsPartition`), one result each in request order.
-        A consumer (``replica_id`` < 0) sees offsets up to the high watermark; a replica, up to
-        the log end offset."""
+        A consumer (``replica_id`` < 0) sees offsets up to the high watermark (with
+        ``isolation_level`` READ_COMMITTED, up to the last stable offset); a replica, up to the
+        log end offset."""
+        if isolation_level not in (READ_UNCOMMITTED, READ_COMMITTED):
+            raise InvalidRequestError(f"unknown isolation level {isolation_level}")
         out: list[ListOffsetsResult] = []
         for lp in partitions:
             try:

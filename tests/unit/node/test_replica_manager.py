@@ -15,15 +15,19 @@ import pytest
 from node.core.partition import Partition
 from node.core.replica_manager import UNKNOWN_SERVER_ERROR_MESSAGE, error_of
 from node.core.requests import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
     FetchPartition,
     LeaderAndIsrPartition,
     LeaderAndIsrRequest,
+    ListOffsetsPartition,
     ProducePartition,
     StopReplicaPartition,
     StopReplicaRequest,
 )
 from odradek.errors import (
     FencedLeaderEpochError,
+    InvalidRequestError,
     InvalidRequiredAcksError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
@@ -32,7 +36,7 @@ from odradek.errors import (
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
-from odradek.records import read_batches
+from odradek.records import Record, build_batch, read_batches
 from tests.storage_helpers import make_batch
 
 
@@ -522,3 +526,36 @@ def test_a_non_blocking_append_that_can_is_made_at_once(manager):
     assert not pending.blocked and partition.log.log_end_offset == 3
     [r] = pending.poll() or []
     assert (r.error_code, r.base_offset) == (0, 0)
+
+
+def _list_latest(rm, isolation_level, timestamp=-1):
+    (result,) = rm.list_offsets(
+        [ListOffsetsPartition("t", 0, timestamp)], isolation_level=isolation_level
+    )
+    assert result.error_code == 0, result
+    return result.offset
+
+
+def test_list_offsets_read_committed_is_bounded_by_the_last_stable_offset(manager):
+    # Kafka's fetchOffsetForTimestamp: a read_committed consumer's latest offset (its end
+    # offset, where its lag ends) is the last stable offset, and no lookup finds a record of
+    # an open transaction
+    _lead(manager, isr=(0,), min_isr="1")
+    assert _produce(manager, acks=1)[0].error_code == 0  # offsets 0-2
+    open_txn = build_batch(
+        [Record(key=None, value=b"pending", timestamp=5_000)] * 2,
+        producer_id=5,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    (appended,) = manager.append_records(
+        [ProducePartition(topic="t", partition=0, records=open_txn)], acks=1, timeout_ms=0
+    )
+    assert appended.error_code == 0 and appended.base_offset == 3
+    assert _list_latest(manager, READ_UNCOMMITTED) == 5
+    assert _list_latest(manager, READ_COMMITTED) == 3
+    assert _list_latest(manager, READ_UNCOMMITTED, timestamp=5_000) == 3
+    assert _list_latest(manager, READ_COMMITTED, timestamp=5_000) == -1
+    with pytest.raises(InvalidRequestError):
+        manager.list_offsets([ListOffsetsPartition("t", 0, -1)], isolation_level=7)
