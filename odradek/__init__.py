@@ -30,6 +30,7 @@ __all__ = [
     "ConfigChange",
     "ConfigEntry",
     "OffsetAndMetadata",
+    "ConsumerGroupMetadata",
     "__version__",
 ]
 
@@ -40,6 +41,7 @@ _LAZY = {
     "NewTopic": "odradek.admin",
     "NewPartitions": "odradek.admin",
     "OffsetAndMetadata": "odradek.client.group",
+    "ConsumerGroupMetadata": "odradek.client.transactional",
     "ConfigChange": "odradek.admin",
     "ConfigEntry": "odradek.admin",
     "TopicPartition": "odradek.client.types",
@@ -51,6 +53,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from odradek.admin import Admin, ConfigChange, ConfigEntry, NewPartitions, NewTopic
     from odradek.client.group import OffsetAndMetadata
+    from odradek.client.transactional import ConsumerGroupMetadata
     from odradek.client.types import (
         ConsumerRecord,
         OffsetAndTimestamp,

@@ -24,7 +24,12 @@ Semantics (``docs/sdk.md`` has the long form):
   without the caller noticing. ``OFFSET_OUT_OF_RANGE`` resets the position with
   ``auto_offset_reset`` (or raises :class:`~odradek.errors.OffsetOutOfRangeError` with
   ``"none"``). Other errors are raised from :meth:`Consumer.poll`, typed.
-* Consumers read committed records only: those below the high watermark.
+* Consumers read records below the high watermark (replicated to the ISR). With
+  ``isolation_level="read_committed"`` (Kafka's) they read only below the last stable offset
+  (the first offset of the oldest open transaction) and drop the records of aborted
+  transactions and the transaction markers (:func:`~odradek.client.fetcher.parse_fetched`);
+  :meth:`Consumer.end_offsets` and ``auto_offset_reset="latest"`` then mean the last stable
+  offset, so lag is measured to it.
 
 Not thread-safe: use a consumer from one thread at a time (as Kafka's).
 """
@@ -60,6 +65,7 @@ from odradek.client.group import (
 from odradek.client.leaders import Answer, LeaderTarget, send_to_leaders
 from odradek.client.metadata import MetadataCache
 from odradek.client.security import SecurityConfig, SecurityOptions
+from odradek.client.transactional import ConsumerGroupMetadata
 from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from odradek.clock import Clock, SystemClock
 from odradek.errors import OdradekError, OffsetOutOfRangeError, TopicAuthorizationFailedError
@@ -77,6 +83,8 @@ _OFFSET_OUT_OF_RANGE = OffsetOutOfRangeError.code
 _INT32_MAX = 2**31 - 1
 
 OffsetReset = Literal["earliest", "latest", "none"]
+IsolationLevel = Literal["read_uncommitted", "read_committed"]
+READ_COMMITTED = 1  # Kafka's IsolationLevel id
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +131,16 @@ class ConsumerConfig:
     group_remote_assignor: str | None = None
     # Sent to the coordinator and shown by describe.
     client_id: str = "odradek-consumer"
+    # read_uncommitted: every record below the high watermark; read_committed: only committed
+    # transactions' records, below the last stable offset (Kafka's isolation.level).
+    isolation_level: str = "read_uncommitted"
 
     def __post_init__(self) -> None:
+        if self.isolation_level not in ("read_uncommitted", "read_committed"):
+            raise ValueError(
+                "isolation_level must be 'read_uncommitted' or 'read_committed', "
+                f"not {self.isolation_level!r}"
+            )
         if self.auto_offset_reset not in ("earliest", "latest", "none"):
             raise ValueError(
                 "auto_offset_reset must be 'earliest', 'latest' or 'none', "
@@ -177,6 +193,7 @@ class _PartitionState:
     next_fetch_offset: int | None = None
     backoff_until_ms: int = 0
     high_watermark: int | None = None
+    last_stable_offset: int | None = None
     fetching: bool = False  # a fetch for it is in flight
 
     def clear_buffer(self) -> None:
@@ -216,6 +233,7 @@ class Consumer:
         max_poll_interval_ms: int = 300_000,
         group_remote_assignor: str | None = None,
         client_id: str = "odradek-consumer",
+        isolation_level: IsolationLevel = "read_uncommitted",
         **security: Unpack[SecurityOptions],
     ) -> None:
         if auto_offset_reset is None:
@@ -241,7 +259,9 @@ class Consumer:
             max_poll_interval_ms=max_poll_interval_ms,
             group_remote_assignor=group_remote_assignor,
             client_id=client_id,
+            isolation_level=isolation_level,
         )
+        self._isolation = READ_COMMITTED if isolation_level == "read_committed" else 0
         self._clock: Clock = clock or SystemClock()
         self._pool = ConnectionPool(SecurityConfig(**security))
         self._metadata = MetadataCache(
@@ -358,6 +378,11 @@ class Consumer:
         """The high watermark of ``tp`` in the last fetch answer (``None`` before one)."""
         return self._state(tp).high_watermark
 
+    def last_stable_offset(self, tp: TopicPartition) -> int | None:
+        """The last stable offset of ``tp`` in the last fetch answer (``None`` before one):
+        where a read_committed consumer's lag ends."""
+        return self._state(tp).last_stable_offset
+
     def _state(self, tp: TopicPartition) -> _PartitionState:
         self._check_open()
         state = self._states.get(tp)
@@ -377,8 +402,9 @@ class Consumer:
     def end_offsets(
         self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None
     ) -> dict[TopicPartition, int]:
-        """Each partition's high watermark (the offset after the last committed record).
-        Raises like :meth:`beginning_offsets`."""
+        """Each partition's high watermark (the offset after the last record replicated), or
+        with ``isolation_level="read_committed"`` its last stable offset. Raises like
+        :meth:`beginning_offsets`."""
         return self._list_offsets(dict.fromkeys(partitions, LATEST_TIMESTAMP), timeout_ms)
 
     def offsets_for_times(
@@ -429,6 +455,7 @@ class Consumer:
         ) -> grpc.Future[pb.ListOffsetsResponse]:
             request = pb.ListOffsetsRequest(
                 replica_id=-1,
+                isolation_level=self._isolation,
                 partitions=[
                     pb.ListOffsetsPartition(
                         topic=t.tp.topic,
@@ -654,6 +681,7 @@ class Consumer:
                 min_bytes=self.config.fetch_min_bytes,
                 max_bytes=self.config.fetch_max_bytes,
                 partitions=partitions,
+                isolation_level=self._isolation,
             )
             future = self._pool.broker(address).Fetch.future(request, timeout=timeout_s)
             for p in partitions:
@@ -725,9 +753,18 @@ class Consumer:
                 continue  # unassigned or moved since the request was sent
             if p.error_code == 0:
                 fetched = parse_fetched(
-                    tp, p.records, requested[tp], check_crcs=self.config.check_crcs
+                    tp,
+                    p.records,
+                    requested[tp],
+                    check_crcs=self.config.check_crcs,
+                    aborted_transactions=(
+                        [(a.producer_id, a.first_offset) for a in p.aborted_transactions]
+                        if self._isolation == READ_COMMITTED
+                        else None
+                    ),
                 )
                 state.high_watermark = p.high_watermark
+                state.last_stable_offset = p.last_stable_offset
                 state.buffer = fetched.records  # empty before: only such partitions fetch
                 state.taken = 0
                 state.next_fetch_offset = fetched.next_offset
@@ -778,6 +815,18 @@ class Consumer:
                 state.backoff_until_ms = until
 
     # --- groups (odradek.client.group does the work; docs/groups.md) -------------------------
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group, member and epoch of this consumer, for a transactional producer's
+        ``send_offsets_to_transaction`` (Kafka's ``groupMetadata()``). Raises
+        ``ValueError`` without a ``group_id``."""
+        member = self._require_group()
+        return ConsumerGroupMetadata(
+            member.client.group_id,
+            member.member_epoch,
+            member.member_id,
+            member.group_instance_id,
+        )
 
     def subscribe(
         self,

@@ -199,6 +199,8 @@ def consume(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     write = _writer(args, out)
     kwargs = client_kwargs(args.consumer_property, CONSUMER_PROPERTIES, "consumer")
+    if args.isolation_level is not None:
+        kwargs["isolation_level"] = args.isolation_level
     try:
         consumer = Consumer(args.bootstrap_server, **kwargs, **client_security(args))
     except ValueError as exc:
@@ -292,6 +294,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="start at the first record at or after MS milliseconds since the epoch",
     )
     p.add_argument("--max-messages", type=positive_int, metavar="N", help="stop after N records")
+    p.add_argument(
+        "--isolation-level",
+        choices=("read_uncommitted", "read_committed"),
+        help="read_committed: only committed transactions' records, up to the last stable "
+        "offset (Kafka's isolation.level; default read_uncommitted)",
+    )
     p.add_argument(
         "--follow", action="store_true", help="keep waiting for new records (Ctrl-C stops)"
     )

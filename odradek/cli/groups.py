@@ -213,7 +213,9 @@ def run_describe(args: argparse.Namespace) -> int:
     partitions = sorted(set(owners) | set(committed))
     ends: dict[TopicPartition, int] = {}
     if partitions:
-        with Consumer(args.bootstrap_server) as consumer:
+        # read_committed: the group's lag ends at the last stable offset (its consumers read
+        # no further), as a read_committed consumer's own end offsets do
+        with Consumer(args.bootstrap_server, isolation_level=args.isolation_level) as consumer:
             ends = consumer.end_offsets(partitions)
     rows = []
     for tp in partitions:
@@ -367,6 +369,7 @@ def consume_group(
         args.bootstrap_server,
         group_id=args.group,
         auto_offset_reset="earliest" if args.from_beginning else "latest",
+        isolation_level=getattr(args, "isolation_level", None) or "read_uncommitted",
     )
     try:
         consumer.subscribe([args.topic], Listener())
@@ -458,6 +461,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--verbose",
         action="store_true",
         help="with --members: epochs and assignments; with --state: the group's epochs",
+    )
+    d.add_argument(
+        "--isolation-level",
+        choices=("read_uncommitted", "read_committed"),
+        default="read_uncommitted",
+        help="read_committed: LOG-END-OFFSET and LAG up to the last stable offset, where "
+        "read_committed consumers stop (default: read_uncommitted, the high watermark)",
     )
     d.set_defaults(handler=run_describe, prog=f"{PROG} describe")
 

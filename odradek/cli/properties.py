@@ -99,6 +99,7 @@ CONSUMER_PROPERTIES: Mapping[str, tuple[str, _Parse]] = {
     "retry.backoff.ms": ("retry_backoff_ms", _int),
     "metadata.max.age.ms": ("metadata_max_age_ms", _int),
     "check.crcs": ("check_crcs", _bool),
+    "isolation.level": ("isolation_level", _choice("read_uncommitted", "read_committed")),
 }
 """Kafka consumer config → (``Consumer`` keyword, parser)."""
 

@@ -8,6 +8,14 @@ control batches, and says where the next fetch starts: after the last complete b
 may be beyond the last record returned (compaction leaves gaps; control batches hold no user
 records).
 
+A read_committed answer (``aborted_transactions`` given, even empty) also drops the batches of
+aborted transactions, as Kafka's ``CompletedFetch``: the answer names each aborted
+transaction overlapping it by producer id and first offset; going through the batches in
+offset order, a producer becomes aborted at its transaction's first offset, its transactional
+batches are skipped while it is, and its ABORT marker ends that. The leader answers a
+read_committed fetch only up to the last stable offset, so nothing of an open transaction
+comes.
+
 Pure; thread-safe.
 """
 
@@ -22,6 +30,7 @@ from odradek.client.types import ConsumerRecord, TopicPartition
 from odradek.errors import MessageTooLargeError
 from odradek.records import NO_PARTITION_LEADER_EPOCH, RecordBatch, TimestampType, read_batches
 from odradek.records.batch import columns_of
+from odradek.records.control import ControlRecordType, end_txn_marker_of
 
 __all__ = ["Fetched", "parse_fetched"]
 
@@ -37,9 +46,15 @@ class Fetched:
 
 
 def parse_fetched(
-    tp: TopicPartition, data: bytes, fetch_offset: int, *, check_crcs: bool = True
+    tp: TopicPartition,
+    data: bytes,
+    fetch_offset: int,
+    *,
+    check_crcs: bool = True,
+    aborted_transactions: Iterable[tuple[int, int]] | None = None,
 ) -> Fetched:
-    """The records of ``data`` at or after ``fetch_offset`` (see the module docstring).
+    """The records of ``data`` at or after ``fetch_offset`` (see the module docstring);
+    ``aborted_transactions`` (producer id, first offset): a read_committed answer's.
 
     Raises :class:`~odradek.errors.CorruptRecordError` for a batch whose CRC does not match
     (with ``check_crcs``) or that cannot be decoded, and
@@ -50,6 +65,10 @@ def parse_fetched(
     next_offset = fetch_offset
     complete = 0
     batches: list[RecordBatch] = []
+    # read_committed: the aborted transactions not yet reached, by first offset, and the
+    # producers inside one
+    upcoming = None if aborted_transactions is None else sorted(aborted_transactions, key=_first)
+    aborting: set[int] = set()
     for batch in read_batches(data):
         complete += 1
         if batch.last_offset < fetch_offset:
@@ -57,6 +76,16 @@ def parse_fetched(
         if check_crcs:
             batch.validate()
         next_offset = max(next_offset, batch.next_offset)
+        if upcoming is not None and batch.is_transactional:
+            while upcoming and upcoming[0][1] <= batch.last_offset:
+                aborting.add(upcoming.pop(0)[0])
+            if batch.is_control:
+                marker = end_txn_marker_of(batch)
+                if marker is not None and marker.control_type is ControlRecordType.ABORT:
+                    aborting.discard(batch.producer_id)
+                continue
+            if batch.producer_id in aborting:
+                continue
         if not batch.is_control and batch.records_count != 0:  # a negative one is corrupt
             batches.append(batch)
     records: list[ConsumerRecord] = []
@@ -121,3 +150,7 @@ def parse_fetched(
             f"({len(data)} bytes); raise max_partition_fetch_bytes"
         )
     return Fetched(records, next_offset)
+
+
+def _first(aborted: tuple[int, int]) -> int:
+    return aborted[1]

@@ -3,10 +3,13 @@ committed records are read by read_committed consumers (odradek's SDK consumer a
 confluent-kafka's through the Kafka listeners) and its aborted ones are not (a read_uncommitted
 consumer sees both); a second producer with the same transactional id fences the first (its
 commit raises ProducerFencedError, its records are never read committed); a
-consume-transform-produce loop commits each step's output."""
+consume-transform-produce loop commits each step's output; an open transaction holds
+read_committed readers (and their end offsets: lag, as the CLI shows it) back at the last stable
+offset."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -15,6 +18,7 @@ import pytest
 import odradek
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
+from odradek.cli import main
 from odradek.client.errors import TransactionStateError
 from odradek.errors import ProducerFencedError
 from tests.kafka.conftest import running_cluster, wait_for
@@ -51,6 +55,34 @@ def sdk_producer(cluster: LocalCluster, transactional_id: str) -> odradek.Produc
     return producer
 
 
+def sdk_read_all(
+    cluster: LocalCluster, topic: str, isolation: str, expect: int | None = None
+) -> list[bytes | None]:
+    """Every record of partition 0 read by odradek's consumer with ``isolation_level``
+    ``isolation`` (until ``expect`` are read, else until 3 s pass with nothing new)."""
+    tp = odradek.TopicPartition(topic, 0)
+    values: list[bytes | None] = []
+    with odradek.Consumer(
+        cluster.bootstrap_servers,
+        isolation_level=isolation,  # type: ignore[arg-type]
+        fetch_max_wait_ms=200,
+    ) as consumer:
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        quiet_until = time.monotonic() + 3  # noqa: TID251
+        deadline = time.monotonic() + 60  # noqa: TID251
+        while time.monotonic() < deadline:  # noqa: TID251
+            if expect is not None and len(values) >= expect:
+                break
+            if expect is None and time.monotonic() > quiet_until:  # noqa: TID251
+                break
+            records = consumer.poll(timeout_ms=200)
+            if records:
+                values.extend(r.value for r in records)
+                quiet_until = time.monotonic() + 3  # noqa: TID251
+    return values
+
+
 def test_committed_records_are_read_and_aborted_ones_are_not(txn_cluster: LocalCluster) -> None:
     kafka = txn_cluster.kafka_bootstrap_servers
     topic = unique("sdk-txn")
@@ -76,6 +108,37 @@ def test_committed_records_are_read_and_aborted_ones_are_not(txn_cluster: LocalC
     assert [v for v in uncommitted if v.startswith(b"aborted")] == [
         f"aborted-{i}".encode() for i in range(3)
     ]
+    # odradek's own consumer, over gRPC
+    assert sdk_read_all(txn_cluster, topic, "read_committed", expect=6) == committed
+    assert sdk_read_all(txn_cluster, topic, "read_committed") == committed
+    assert sdk_read_all(txn_cluster, topic, "read_uncommitted", expect=9) == uncommitted
+
+
+def test_an_open_transaction_holds_read_committed_readers_back(txn_cluster: LocalCluster) -> None:
+    topic = unique("sdk-lso")
+    create_topic(txn_cluster.kafka_bootstrap_servers, topic, partitions=1)
+    tp = odradek.TopicPartition(topic, 0)
+    with sdk_producer(txn_cluster, unique("sdk-app")) as producer:
+        producer.begin_transaction()
+        producer.send(topic, b"pending", partition=0)
+        producer.flush(30)
+        assert sdk_read_all(txn_cluster, topic, "read_committed") == []
+        assert sdk_read_all(txn_cluster, topic, "read_uncommitted", expect=1) == [b"pending"]
+        with (
+            odradek.Consumer(
+                txn_cluster.bootstrap_servers, isolation_level="read_committed"
+            ) as committed,
+            odradek.Consumer(txn_cluster.bootstrap_servers) as uncommitted,
+        ):
+            committed.assign([tp])
+            uncommitted.assign([tp])
+            assert committed.end_offsets([tp]) == {tp: 0}  # the last stable offset
+            assert uncommitted.end_offsets([tp]) == {tp: 1}  # the high watermark
+            producer.commit_transaction(timeout=60)
+            # the commit marker at offset 1: both ends after it
+            assert wait_for(lambda: committed.end_offsets([tp]) == {tp: 2}, "the LSO moved")
+            assert uncommitted.end_offsets([tp]) == {tp: 2}
+    assert sdk_read_all(txn_cluster, topic, "read_committed", expect=1) == [b"pending"]
 
 
 def test_sending_outside_a_transaction_is_refused(txn_cluster: LocalCluster) -> None:
@@ -112,6 +175,49 @@ def test_a_second_producer_fences_the_first(txn_cluster: LocalCluster) -> None:
         first.close()
     assert read_all(kafka, topic, "read_committed", expect=1) == [b"winner"]
     assert read_all(kafka, topic, "read_committed") == [b"winner"]
+    assert sdk_read_all(txn_cluster, topic, "read_committed") == [b"winner"]
     assert wait_for(
         lambda: transaction_state(txn_cluster, transactional_id) == "CompleteCommit", "commit"
     )
+
+
+def test_the_cli_measures_read_committed_lag_to_the_last_stable_offset(
+    txn_cluster: LocalCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    topic = unique("sdk-lag")
+    group = unique("sdk-lag-group")
+    create_topic(txn_cluster.kafka_bootstrap_servers, topic, partitions=1)
+    tp = odradek.TopicPartition(topic, 0)
+    bootstrap = txn_cluster.bootstrap_servers
+    with sdk_producer(txn_cluster, unique("sdk-app")) as producer:
+        producer.begin_transaction()
+        for i in range(3):
+            producer.send(topic, f"done-{i}".encode(), partition=0)
+        producer.commit_transaction(timeout=60)  # offsets 0-2, its marker 3
+        with odradek.Consumer(bootstrap, group_id=group) as consumer:
+            consumer.commit({tp: odradek.OffsetAndMetadata(1)})
+        producer.begin_transaction()
+        producer.send(topic, b"open", partition=0)  # offset 4, its transaction open
+        producer.flush(30)
+
+        def describe(*extra: str) -> list[str]:
+            code = main(["groups", "describe", group, "--bootstrap-server", bootstrap, *extra])
+            out = capsys.readouterr().out.splitlines()
+            assert code == 0, out
+            return out[1].split()[:6]
+
+        assert describe() == [group, topic, "0", "1", "5", "4"]
+        assert describe("--isolation-level", "read_committed") == [group, topic, "0", "1", "4", "3"]
+        code = main(
+            [
+                "consume",
+                topic,
+                "--isolation-level",
+                "read_committed",
+                "--bootstrap-server",
+                bootstrap,
+            ]
+        )
+        assert code == 0
+        assert capsys.readouterr().out.splitlines() == [f"done-{i}" for i in range(3)]
+        producer.abort_transaction(timeout=60)
