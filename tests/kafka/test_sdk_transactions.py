@@ -20,7 +20,7 @@ from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from odradek.cli import main
 from odradek.client.errors import TransactionStateError
-from odradek.errors import ProducerFencedError
+from odradek.errors import ProducerFencedError, UnsupportedVersionError
 from tests.kafka.conftest import running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic
 from tests.kafka.test_transactions import read_all, transaction_state
@@ -221,3 +221,59 @@ def test_the_cli_measures_read_committed_lag_to_the_last_stable_offset(
         assert code == 0
         assert capsys.readouterr().out.splitlines() == [f"done-{i}" for i in range(3)]
         producer.abort_transaction(timeout=60)
+
+
+def test_a_consume_transform_produce_loop(txn_cluster: LocalCluster) -> None:
+    """Each step reads a batch of input, writes its transformation in one transaction and
+    commits it; a step that fails is aborted and done again: the output holds each input's
+    transformation exactly once. (The consumer's offsets are committed outside the transaction:
+    odradek's gRPC API has no TxnOffsetCommit yet, so send_offsets_to_transaction refuses,
+    before anything joins the transaction.)"""
+    kafka = txn_cluster.kafka_bootstrap_servers
+    source, sink = unique("sdk-in"), unique("sdk-out")
+    create_topic(kafka, source, partitions=1)
+    create_topic(kafka, sink, partitions=1)
+    bootstrap = txn_cluster.bootstrap_servers
+    with odradek.Producer(bootstrap) as plain:
+        plain.send_many(source, [f"in-{i}".encode() for i in range(6)], partition=0).result(30)
+    group = unique("sdk-ctp")
+    with (
+        sdk_producer(txn_cluster, unique("sdk-ctp-app")) as producer,
+        odradek.Consumer(
+            bootstrap,
+            group_id=group,
+            isolation_level="read_committed",
+            auto_offset_reset="earliest",
+            max_poll_records=2,
+            enable_auto_commit=False,
+        ) as consumer,
+    ):
+        tp = odradek.TopicPartition(source, 0)
+        consumer.assign([tp])
+        failed_once = False
+        done = 0
+        while done < 6:
+            records = consumer.poll(timeout_ms=500)
+            if not records:
+                continue
+            producer.begin_transaction()
+            for r in records:
+                producer.send(sink, (r.value or b"").replace(b"in", b"out"), partition=0)
+            with pytest.raises(UnsupportedVersionError):
+                producer.send_offsets_to_transaction(
+                    {tp: records[-1].offset + 1}, consumer.group_metadata()
+                )
+            if records[0].offset == 2 and not failed_once:
+                failed_once = True  # the step fails: abort it and read its input again
+                producer.flush(30)  # its output stored, to be skipped by read_committed
+                producer.abort_transaction(timeout=60)
+                consumer.seek(tp, records[0].offset)
+                continue
+            producer.commit_transaction(timeout=60)
+            consumer.commit({tp: records[-1].offset + 1})
+            done = records[-1].offset + 1
+    expected = [f"out-{i}".encode() for i in range(6)]
+    assert sdk_read_all(txn_cluster, sink, "read_committed", expect=6) == expected
+    assert sdk_read_all(txn_cluster, sink, "read_committed") == expected
+    assert read_all(kafka, sink, "read_committed", expect=6) == expected
+    assert len(sdk_read_all(txn_cluster, sink, "read_uncommitted", expect=8)) == 8
