@@ -738,6 +738,12 @@ class RecordAccumulator:
             batch.fail(error)
         return sum(b.record_count for b in batches)
 
+    def undrained_sequenced(self) -> bool:
+        """Whether a queued batch already has a sequence number (it was sent and is to be
+        retried): dropping it leaves a gap in its partition's sequences."""
+        with self._lock:
+            return any(b.base_sequence >= 0 for q in self._queues.values() for b in q)
+
     def queued(self, tp: TopicPartition) -> list[ProducerBatch]:
         """A copy of ``tp``'s queue (for tests and diagnostics)."""
         with self._lock:

@@ -38,6 +38,7 @@ from odradek.client.connection import ConnectionPool
 from odradek.client.errors import (
     NetworkError,
     ProducerClosedError,
+    TransactionAbortedError,
     error_from_code,
     error_from_rpc,
     is_invalid_metadata,
@@ -471,9 +472,13 @@ class Sender:
         in an error state, the batches still queued fail with the error."""
         txn, client, idempotence = self._txn, self._txn_client, self._idempotence
         assert txn is not None and client is not None and idempotence is not None
-        if txn.has_error:
+        if txn.is_aborting:
             if self._accumulator.has_undrained():
-                error = txn.last_error or UnknownServerError("the transaction failed")
+                if self._accumulator.undrained_sequenced():
+                    txn.require_epoch_bump()
+                error = txn.last_error or TransactionAbortedError(
+                    "the transaction was aborted before the record was sent"
+                )
                 self._accumulator.abort_undrained(error)
             return
         pending = txn.pending_partitions()
@@ -558,7 +563,7 @@ class Sender:
             return
         self._accumulator.done(batch)
         if self._txn is not None:
-            self._transaction_batch_failed(error)
+            self._transaction_batch_failed(batch, error)
         elif self._idempotence is not None and batch.base_sequence >= 0:
             # The batches behind it were numbered after it: a new epoch numbers them anew.
             self._idempotence.bump_epoch()
@@ -577,7 +582,9 @@ class Sender:
         """Fail a batch whose ``delivery_timeout_ms`` passed while it was queued: with the
         broker's error if an attempt failed (e.g. NOT_ENOUGH_REPLICAS), else as timed out."""
         if self._txn is not None:
-            self._transaction_batch_failed(batch.last_error or RequestTimedOutError("expired"))
+            self._transaction_batch_failed(
+                batch, batch.last_error or RequestTimedOutError("expired")
+            )
         elif self._idempotence is not None and batch.base_sequence >= 0:
             self._idempotence.bump_epoch()  # as for a batch that failed for good
         text = (
@@ -590,13 +597,18 @@ class Sender:
         else:
             batch.fail(RequestTimedOutError(text))
 
-    def _transaction_batch_failed(self, error: BaseException) -> None:
-        """A transactional batch failed for good: the transaction is abortable (its epoch to
-        be bumped when the leader lost the producer's sequences), or the producer fenced."""
+    def _transaction_batch_failed(self, batch: ProducerBatch, error: BaseException) -> None:
+        """A transactional batch failed for good: the transaction is abortable, or the
+        producer fenced. A batch that had a sequence number leaves a gap in its partition's
+        sequences (or the leader lost them): the abort bumps the epoch, which numbers every
+        partition from 0 again (Kafka's producer adjusts the sequences of the batches behind
+        it instead; a new epoch is KIP-360's way and needs no bookkeeping)."""
         txn = self._txn
         assert txn is not None
         if not isinstance(error, OdradekError):
             error = UnknownServerError(str(error))
-        if isinstance(error, OutOfOrderSequenceError | UnknownProducerIdError):
+        if batch.base_sequence >= 0 or isinstance(
+            error, OutOfOrderSequenceError | UnknownProducerIdError
+        ):
             txn.require_epoch_bump()
         txn.batch_failed(error)

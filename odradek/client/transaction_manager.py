@@ -21,6 +21,8 @@ States and transitions are Kafka's (``TransactionManager.State.isTransitionValid
   ``INVALID_TXN_STATE``, anything unexpected).
 * A batch that fails for good during a transaction makes the transaction abortable, unless its
   error is fatal (:meth:`TransactionManager.batch_failed`, Kafka's ``handleFailedBatch``).
+* In an error state or while aborting nothing more is sent: the batches not yet sent fail
+  (:attr:`~TransactionManager.is_aborting`, Kafka's sender aborting the undrained batches).
 * An abortable error makes :meth:`~TransactionManager.begin_commit` raise
   :class:`~odradek.client.errors.TransactionAbortableError` (the cause chained); only an abort
   leaves the state. A fatal error makes every transactional call raise it again.
@@ -151,8 +153,9 @@ class TransactionManager:
         self._new: set[TopicPartition] = set()
         self._offsets_added = False
         self.epoch_bump_required = False
-        """An abort must be followed by InitProducerId with the current id and epoch (KIP-360:
-        the partitions' leaders lost this producer's sequence state)."""
+        """An abort must be followed by InitProducerId with the current id and epoch (KIP-360):
+        a leader lost this producer's sequence state, or a batch numbered in this epoch was
+        never stored (its partition's sequences have a gap that only a new epoch closes)."""
 
     # -- what the producer asks -----------------------------------------------------------
 
@@ -180,8 +183,18 @@ class TransactionManager:
             return bool(self._in_transaction) or self._offsets_added
 
     def is_send_allowed(self, tp: TopicPartition) -> bool:
-        """Whether batches of ``tp`` may be sent: it was added to the transaction."""
-        return tp in self._in_transaction
+        """Whether batches of ``tp`` may be sent: it was added to the transaction, which is
+        neither failed nor being aborted."""
+        return tp in self._in_transaction and self._state in (
+            S.IN_TRANSACTION,
+            S.COMMITTING_TRANSACTION,
+        )
+
+    @property
+    def is_aborting(self) -> bool:
+        """Being aborted, or failed: the batches not yet sent are to fail (Kafka's sender
+        aborts the undrained batches then)."""
+        return self._state in (S.ABORTING_TRANSACTION, S.ABORTABLE_ERROR, S.FATAL_ERROR)
 
     def pending_partitions(self) -> list[TopicPartition]:
         """The partitions to add with AddPartitionsToTxn (none while in an error state)."""
@@ -280,8 +293,7 @@ class TransactionManager:
 
     def batch_failed(self, error: OdradekError) -> None:
         """A batch of the transaction failed for good (Kafka's ``handleFailedBatch``): a
-        fencing or authorization error is fatal, any other makes the transaction abortable;
-        an unknown producer id (or out-of-order sequence) also needs the epoch bumped."""
+        fencing or authorization error is fatal, any other makes the transaction abortable."""
         with self._lock:
             if isinstance(error, _FATAL_TYPES):
                 self._fatal(error)

@@ -14,8 +14,10 @@
   :class:`~odradek.client.errors.TransactionAbortableError`: abort instead.
 * ``abort_transaction``: the batches not yet sent fail with
   :class:`~odradek.client.errors.TransactionAbortedError`, the ones in flight are waited for, then
-  EndTxn (abort); after an unknown producer id or out-of-order sequence, InitProducerId with the
-  current id and epoch bumps the epoch (KIP-360).
+  EndTxn (abort); when a batch numbered in this epoch was never stored (it failed, or was
+  dropped unsent after a retriable error) or a leader lost the producer's sequences,
+  InitProducerId with the current id and epoch then bumps the epoch (KIP-360), so that every
+  partition's sequences start again at 0.
 
 Errors: a fencing (:class:`~odradek.errors.ProducerFencedError`) or authorization error is fatal
 (every later call raises it again: close the producer); a ``TimeoutError`` (``max_block_ms``, or
@@ -153,6 +155,8 @@ class ProducerTransactions:
         deadline = self._deadline(timeout)
         if self.manager.state is not State.ABORTING_TRANSACTION:  # not a retried abort
             self.manager.begin_abort()
+        if self._accumulator.undrained_sequenced():
+            self.manager.require_epoch_bump()  # their sequences will never be stored
         self._accumulator.abort_undrained(
             TransactionAbortedError("the transaction was aborted before the record was sent")
         )

@@ -2,7 +2,8 @@
 committed records are read by read_committed consumers (odradek's SDK consumer and
 confluent-kafka's through the Kafka listeners) and its aborted ones are not (a read_uncommitted
 consumer sees both); a second producer with the same transactional id fences the first (its
-commit raises ProducerFencedError, its records are never read committed); a
+commit raises ProducerFencedError, its records are never read committed); a record refused for
+good makes the transaction abortable, and the producer goes on after the abort; a
 consume-transform-produce loop commits each step's output; an open transaction holds
 read_committed readers (and their end offsets: lag, as the CLI shows it) back at the last stable
 offset."""
@@ -19,8 +20,8 @@ import odradek
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from odradek.cli import main
-from odradek.client.errors import TransactionStateError
-from odradek.errors import ProducerFencedError, UnsupportedVersionError
+from odradek.client.errors import TransactionAbortableError, TransactionStateError
+from odradek.errors import MessageTooLargeError, ProducerFencedError, UnsupportedVersionError
 from tests.kafka.conftest import running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic
 from tests.kafka.test_transactions import read_all, transaction_state
@@ -277,3 +278,27 @@ def test_a_consume_transform_produce_loop(txn_cluster: LocalCluster) -> None:
     assert sdk_read_all(txn_cluster, sink, "read_committed") == expected
     assert read_all(kafka, sink, "read_committed", expect=6) == expected
     assert len(sdk_read_all(txn_cluster, sink, "read_uncommitted", expect=8)) == 8
+
+
+def test_a_failed_record_makes_the_transaction_abortable(txn_cluster: LocalCluster) -> None:
+    """A record the leader refuses for good (larger than the topic's max.message.bytes) fails
+    its future, and the transaction can then only be aborted: commit raises
+    TransactionAbortableError naming the cause; after the abort the producer goes on."""
+    kafka = txn_cluster.kafka_bootstrap_servers
+    topic = unique("sdk-abortable")
+    create_topic(kafka, topic, partitions=1, **{"max.message.bytes": "2000"})
+    with sdk_producer(txn_cluster, unique("sdk-app")) as producer:
+        producer.begin_transaction()
+        kept = producer.send(topic, b"before", partition=0)
+        kept.result(timeout=30)  # its own batch, stored in the transaction
+        too_large = producer.send(topic, b"x" * 10_000, partition=0)
+        assert isinstance(too_large.exception(timeout=30), MessageTooLargeError)
+        with pytest.raises(TransactionAbortableError) as refused:
+            producer.commit_transaction(timeout=60)
+        assert isinstance(refused.value.__cause__, MessageTooLargeError)
+        producer.abort_transaction(timeout=60)
+        producer.begin_transaction()
+        producer.send(topic, b"after", partition=0)
+        producer.commit_transaction(timeout=60)
+    assert sdk_read_all(txn_cluster, topic, "read_committed", expect=1) == [b"after"]
+    assert read_all(kafka, topic, "read_committed") == [b"after"]

@@ -39,6 +39,10 @@ A = TopicPartition("a", 0)
 B = TopicPartition("b", 1)
 
 
+def aborting(manager: TransactionManager) -> bool:
+    return manager.is_aborting  # read afresh, as state()
+
+
 def state(manager: TransactionManager) -> State:
     return manager.state  # read afresh (mypy would keep an earlier comparison's narrowing)
 
@@ -121,9 +125,13 @@ def test_offsets_alone_start_the_transaction() -> None:
 def test_a_failed_batch_makes_the_transaction_abortable() -> None:
     manager = in_transaction()
     manager.maybe_add_partition(A)
+    manager.partitions_added([A])
+    assert manager.is_send_allowed(A)
     cause = NotEnoughReplicasError("a-0")
     manager.batch_failed(cause)
     assert state(manager) is State.ABORTABLE_ERROR
+    assert not manager.is_send_allowed(A)  # nothing more is sent
+    assert aborting(manager)  # what is queued fails
     assert manager.last_error is cause
     assert manager.pending_partitions() == []  # nothing more is added
     with pytest.raises(TransactionAbortableError) as refused:
