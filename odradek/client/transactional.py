@@ -39,7 +39,6 @@ from odradek.client.transactions import TransactionCoordinatorClient
 from odradek.client.types import TopicPartition
 from odradek.clock import Clock
 from odradek.errors import OdradekError, UnsupportedVersionError
-from odradek.v1 import odradek_pb2 as pb
 
 __all__ = ["ConsumerGroupMetadata", "ProducerTransactions"]
 
@@ -120,20 +119,15 @@ class ProducerTransactions:
         timeout: float | None = None,
     ) -> None:
         """The consumer's positions (the next offset to read, per partition) committed with
-        the transaction. Raises ``UnsupportedVersionError`` while the cluster has no
-        TxnOffsetCommit RPC (before anything joins the transaction)."""
+        the transaction: AddOffsetsToTxn (:meth:`TransactionCoordinatorClient.add_offsets`),
+        then TxnOffsetCommit at the group's coordinator. Raises ``UnsupportedVersionError``
+        (before anything joins the transaction): odradek's gRPC API has no TxnOffsetCommit
+        yet."""
         self.manager.check_send()
-        if "TxnOffsetCommitRequest" not in pb.DESCRIPTOR.message_types_by_name:
-            raise UnsupportedVersionError(
-                "odradek's gRPC API has no TxnOffsetCommit yet: offsets cannot be committed "
-                "in a transaction"
-            )
-        deadline = self._deadline(timeout)  # pragma: no cover - TxnOffsetCommit to come
-        try:  # pragma: no cover
-            self._client.add_offsets(self._ids(), group.group_id, deadline_ms=deadline)
-        except OdradekError as exc:  # pragma: no cover
-            raise self._failed(exc) from None
-        self.manager.offsets_added()  # pragma: no cover
+        raise UnsupportedVersionError(
+            "odradek's gRPC API has no TxnOffsetCommit yet: offsets cannot be committed in a "
+            f"transaction ({len(offsets)} offset(s) of group {group.group_id!r} not sent)"
+        )
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Raises :class:`~odradek.client.errors.TransactionAbortableError` (abort), the fatal
