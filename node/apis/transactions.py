@@ -42,6 +42,7 @@ from odradek.errors import (
     TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
+from odradek.txn_records import TransactionStatus
 
 __all__ = ["TransactionApis"]
 
@@ -186,12 +187,18 @@ class TransactionApis:
         states: Sequence[str] = (),
         producer_ids: Sequence[int] = (),
         min_duration_ms: int = -1,
-    ) -> list[ListedTransaction]:
-        """Unknown state names match nothing (Kafka lists none for them)."""
-        try:
-            listed = self.coordinator.list_transactions(states, producer_ids, min_duration_ms)
-        except ValueError:
-            return []
-        return [
+    ) -> tuple[list[ListedTransaction], list[str]]:
+        """The transactions the caller may DESCRIBE, and the state names asked for that Kafka
+        does not know (answered back; when every name asked is unknown, none matches, as
+        Kafka's ``listTransactionStates``)."""
+        known = {s.kafka_name for s in TransactionStatus}
+        unknown = [n for n in states if n not in known]
+        if unknown and len(unknown) == len(states):
+            return [], unknown
+        listed = self.coordinator.list_transactions(
+            [n for n in states if n in known], producer_ids, min_duration_ms
+        )
+        allowed = [
             t for t in listed if self._allowed(caller, AclOperation.DESCRIBE, t.transactional_id)
         ]
+        return allowed, unknown

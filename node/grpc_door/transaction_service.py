@@ -23,7 +23,6 @@ from node.coordinator.group_requests import Coordinator
 from node.grpc_door import group_translate
 from node.grpc_door.request_checks import current_caller
 from odradek.errors import TransactionalIdAuthorizationFailedError
-from odradek.txn_records import TransactionStatus
 from odradek.v1 import odradek_pb2 as pb
 
 __all__ = ["TransactionRpcs"]
@@ -137,16 +136,13 @@ class TransactionRpcs:
     def ListTransactions(  # noqa: N802
         self, request: pb.ListTransactionsRequest, context: grpc.ServicerContext
     ) -> pb.ListTransactionsResponse:
-        names = list(request.state_filters)
-        known = {s.kafka_name for s in TransactionStatus}
-        unknown = [n for n in names if n not in known]
         apis = self._transaction_apis
-        listed = (
-            []
-            if apis is None or (unknown and len(unknown) == len(names))  # none can match
+        listed, unknown = (
+            ([], [])
+            if apis is None
             else apis.list_transactions(
                 current_caller(),
-                [n for n in names if n in known],
+                list(request.state_filters),
                 list(request.producer_id_filters),
                 request.duration_filter_ms or -1,
             )

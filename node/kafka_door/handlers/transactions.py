@@ -17,7 +17,6 @@ from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
 from node.kafka_door.services import DoorServices
 from odradek.errors import TransactionalIdAuthorizationFailedError
-from odradek.txn_records import TransactionStatus
 
 __all__ = [
     "handle_add_offsets_to_txn",
@@ -159,29 +158,24 @@ def _start_time(start_ms: int) -> Any:
 def handle_list_transactions(
     services: DoorServices, ctx: RequestContext, request: views.ListTransactionsRequestView
 ) -> Any:
-    names = [str(s) for s in request.state_filters or ()]
-    known = {s.kafka_name for s in TransactionStatus}
-    unknown = tuple(n for n in names if n not in known)
     apis = _apis(services)
-    listed = (
-        []
+    listed, unknown = (
+        ([], [])
         if apis is None
         else apis.list_transactions(
             ctx.caller,
-            [n for n in names if n in known],
+            [str(s) for s in request.state_filters or ()],
             [int(p) for p in request.producer_id_filters or ()],
-            int(getattr(request, "duration_filter", -1)),
+            int(getattr(request, "duration_filter", -1)),  # v1+
         )
     )
-    if unknown and len(unknown) == len(names):
-        listed = []  # only unknown states asked for: none matches
     cls = response_class_of(ctx)
     state_cls = nested(cls, "TransactionState")
     return make(
         cls,
         throttle_time=0,
         error_code=0,
-        unknown_state_filters=unknown,
+        unknown_state_filters=tuple(unknown),
         transaction_states=tuple(
             make(
                 state_cls,
