@@ -339,7 +339,11 @@ class Node:
         self.txn_markers = TxnMarkerSender(
             self.metadata,
             TxnMarkerChannel(
-                self.replicas, self.metadata, self.channels, timeout_ms=c.request_timeout_ms
+                self.replicas,
+                self.metadata,
+                self.channels,
+                timeout_ms=c.request_timeout_ms,
+                on_written=self.groups.on_txn_marker,
             ),
             self.clock,
         )
@@ -353,8 +357,13 @@ class Node:
             self.txn_markers,
         )
         self.replicas.leadership_listeners.append(self.transactions.on_leadership_change)
+        # a marker written on a __consumer_offsets partition this node leads ends the
+        # transaction's pending offsets there (whoever sent it: this node or another's
+        # transaction coordinator)
         replicating = ReplicationServicer(
-            self.replicas, verify_txn_partitions=self.transactions.verify_partitions
+            self.replicas,
+            on_marker_written=self.groups.on_txn_marker,
+            verify_txn_partitions=self.transactions.verify_partitions,
         )
         replication: pb_grpc.ReplicationServicer = replicating
         controller: pb_grpc.ControllerServicer = ControllerServicer(self.controller)

@@ -13,6 +13,9 @@ Heartbeat, LeaveGroup
 OffsetCommit                READ on the group (every partition 30); READ on each topic    30,
                             (29), the topic and partition known (3); then the             29, 3
                             coordinator
+TxnOffsetCommit             WRITE on the transactional id (every partition 53); READ on   53,
+                            the group (every partition 30); READ on each topic (29), the  30,
+                            topic and partition known (3); then the coordinator           29, 3
 OffsetFetch                 DESCRIBE on the group (30); named topics: DESCRIBE on each    30, 29
                             (29, offset -1, after the others); all topics: only those
                             the caller may DESCRIBE
@@ -63,10 +66,12 @@ from node.coordinator.group_requests import (
 )
 from node.core.metadata_cache import MetadataCache
 from node.security.auth_helper import AuthHelper, Caller, Refusal
-from odradek.acl import AclOperation
+from odradek.acl import AclOperation, ResourceType
 from odradek.errors import (
+    GroupAuthorizationFailedError,
     GroupIdNotFoundError,
     TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
 
@@ -349,6 +354,66 @@ class GroupApis:
 
         return then(pending, merged)
 
+    def txn_offset_commit_later(
+        self,
+        caller: Caller,
+        transactional_id: str,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commits: Sequence[OffsetCommitPartition],
+        member_id: str = "",
+        generation_id: int = -1,
+        instance_id: str | None = None,
+    ) -> Future[OffsetCommitResult]:
+        """TxnOffsetCommit, as Kafka's ``handleTxnOffsetCommitRequest``: WRITE on the
+        transactional id (every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the
+        group (every partition GROUP_AUTHORIZATION_FAILED), then per partition READ on its topic
+        and its existence; the rest go to the coordinator, which writes them pending in the
+        producer's transaction. A future of one result per partition in request order."""
+        wanted = [(c.topic, c.partition) for c in commits]
+
+        def refused(code: int, message: str) -> Future[OffsetCommitResult]:
+            return _done(
+                OffsetCommitResult(
+                    code, tuple(PartitionResult(t, p, code, message) for t, p in wanted)
+                )
+            )
+
+        if self.auth is not None and not self.auth.allowed(
+            caller, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+        ):
+            return refused(
+                TransactionalIdAuthorizationFailedError.code,
+                f"{caller.principal} may not write transactional id {transactional_id!r}",
+            )
+        if self.auth is not None and not self.auth.allowed(
+            caller, AclOperation.READ, ResourceType.GROUP, group_id
+        ):
+            return refused(
+                GroupAuthorizationFailedError.code,
+                f"{caller.principal} may not read group {group_id!r}",
+            )
+        allowed, results = self._screen(caller, wanted)
+        if not allowed:
+            return _done(OffsetCommitResult(0, tuple(results[k] for k in wanted)))
+        keep = set(allowed)
+        pending = self.coordinator.txn_offset_commit_later(
+            group_id,
+            producer_id,
+            producer_epoch,
+            [c for c in commits if (c.topic, c.partition) in keep],
+            member_id=member_id,
+            generation_id=generation_id,
+            instance_id=instance_id,
+        )
+
+        def merged(answer: OffsetCommitResult) -> OffsetCommitResult:
+            found = {**results, **{(r.topic, r.partition): r for r in answer.partitions}}
+            return OffsetCommitResult(0, tuple(found[k] for k in wanted))
+
+        return then(pending, merged)
+
     def offset_fetch(
         self,
         caller: Caller,
@@ -360,14 +425,14 @@ class GroupApis:
     ) -> OffsetFetchResult:
         """The committed offsets of ``wanted`` (``None``: all the group's, those of topics the
         caller may DESCRIBE), as Kafka's ``handleOffsetFetchRequestFromCoordinator``; refused
-        topics come after the others, with offset -1."""
-        del require_stable  # no pending (transactional) offsets yet: every offset is stable
+        topics come after the others, with offset -1. ``require_stable``: a partition with
+        offsets pending in an open transaction answers UNSTABLE_OFFSET_COMMIT (KIP-447)."""
         refusal = _first(list(self._group_refusals("offset_fetch", caller, [group_id]).values()))
         if refusal is not None:
             return OffsetFetchResult(refusal.error_code, refusal.error_message)
         if wanted is None:
             result: OffsetFetchResult = self.coordinator.offset_fetch(
-                group_id, member_id, member_epoch, None
+                group_id, member_id, member_epoch, None, require_stable
             )
             if result.error_code or self.auth is None:
                 return result
@@ -377,7 +442,7 @@ class GroupApis:
             return OffsetFetchResult(partitions=tuple(p for p in result.partitions if ok[p.topic]))
         ok = self._topics_allowed(caller, AclOperation.DESCRIBE, [t for t, _ in wanted])
         answer: OffsetFetchResult = self.coordinator.offset_fetch(
-            group_id, member_id, member_epoch, [(t, p) for t, p in wanted if ok[t]]
+            group_id, member_id, member_epoch, [(t, p) for t, p in wanted if ok[t]], require_stable
         )
         if answer.error_code:
             return answer

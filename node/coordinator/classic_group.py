@@ -974,10 +974,16 @@ def expire(group: ClassicGroup, now_ms: int, config: ClassicGroupConfig) -> Outc
 
 
 def validate_offset_commit(
-    group: ClassicGroup, member_id: str, generation_id: int, instance_id: str | None
+    group: ClassicGroup,
+    member_id: str,
+    generation_id: int,
+    instance_id: str | None,
+    transactional: bool = False,
 ) -> None:
     """Kafka's ``ClassicGroup.validateOffsetCommit``: a commit with a negative generation to an
-    Empty group is a simple (manual) one; a member's must carry the group's generation.
+    Empty group is a simple (manual) one; a member's must carry the group's generation. A
+    ``transactional`` one (TxnOffsetCommit, KIP-447) without member id, generation and
+    instance id is not checked, whatever the state, nor refused while the group rebalances.
 
     Raises COORDINATOR_NOT_AVAILABLE (Dead), UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
     ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS (CompletingRebalance)."""
@@ -991,11 +997,11 @@ def validate_offset_commit(
             raise IllegalGenerationError(
                 f"Generation {generation_id} is not the group's ({group.generation_id})."
             )
-    elif group.state is not ClassicGroupState.EMPTY:
+    elif not transactional and group.state is not ClassicGroupState.EMPTY:
         raise UnknownMemberIdError(
             f"Group {group.group_id} has members: a simple commit needs an empty group."
         )
-    if group.state is ClassicGroupState.COMPLETING_REBALANCE:
+    if not transactional and group.state is ClassicGroupState.COMPLETING_REBALANCE:
         raise RebalanceInProgressError(f"Group {group.group_id} is rebalancing.")
 
 

@@ -34,6 +34,10 @@ partition (:class:`node.coordinator.group_state.GroupShard`).
 * **The topic.** ``__consumer_offsets`` is created on first use, by FindCoordinator, with
   Kafka's defaults: 50 partitions, replication factor min(3, live brokers),
   ``cleanup.policy=compact``, ``min.insync.replicas`` min(2, replication factor).
+* **Transactional offsets** (TxnOffsetCommit): written in the producer's transactional batch,
+  pending until its COMMIT marker reaches the partition (:meth:`GroupCoordinator.on_txn_marker`,
+  the marker writer's hook), dropped at an ABORT; replayed the same way when a shard loads
+  (:mod:`node.coordinator.txn_offsets`).
 * **Classic groups** (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) live in the same shards,
   served by :attr:`GroupCoordinator.classic`
   (:class:`~node.coordinator.classic_coordinator.ClassicCoordinator`); offsets, ListGroups,
@@ -88,6 +92,11 @@ from node.coordinator.group_state import (
 )
 from node.coordinator.mixed_coordinator import MixedGroups
 from node.coordinator.shard_writer import PendingWrite, ShardWriter, write_error
+from node.coordinator.txn_offsets import (
+    PendingTxnOffsets,
+    check_txn_offset_commit,
+    txn_offset_commit_outcome,
+)
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
 from node.core.requests import ProducePartition, records_bytes
@@ -98,20 +107,31 @@ from odradek.errors import (
     CorruptRecordError,
     GroupIdNotFoundError,
     GroupSubscribedToTopicError,
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
     NonEmptyGroupError,
     NotCoordinatorError,
     OdradekError,
+    ProducerFencedError,
+    error_for_code,
 )
 from odradek.group_records import (
     MemberState,
     OffsetCommitKey,
+    OffsetCommitValue,
     decode_key,
     decode_value,
     encode_key,
     encode_value,
     key_type,
 )
-from odradek.records import Record, build_batch, read_batches
+from odradek.records import (
+    ControlRecordType,
+    Record,
+    build_batch,
+    end_txn_marker_of,
+    read_batches,
+)
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +146,7 @@ __all__ = [
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TICK_MS = 100
+UNSTABLE_OFFSET_COMMIT = 88
 _LOAD_READ_BYTES = 1024 * 1024
 
 
@@ -218,6 +239,8 @@ class _Shard:
         self.classic: dict[str, ClassicGroup] = {}
         """Classic groups (:mod:`node.coordinator.classic_coordinator`)."""
         self.classic_waiters: dict[tuple[str, str, str], list[Any]] = {}
+        self.txn_offsets = PendingTxnOffsets()
+        """Offsets of open transactions (:mod:`node.coordinator.txn_offsets`)."""
 
 
 CreateTopic = Callable[[str, int, int, Mapping[str, str]], None]
@@ -329,9 +352,19 @@ class GroupCoordinator:
                         progressed = True
                         offset = batch.last_offset + 1
                         if batch.is_control:
+                            marker = end_txn_marker_of(batch)
+                            if marker is not None:
+                                commit = marker.control_type is ControlRecordType.COMMIT
+                                self._end_txn(shard, batch.producer_id, commit, True)
                             continue
-                        for record in batch.records():
-                            count += self._replay_raw(shard, record.key, record.value, True)
+                        records = [(r.key, r.value) for r in batch.records()]
+                        if batch.is_transactional:
+                            shard.txn_offsets.add(
+                                batch.producer_id, [(k, v) for k, v in records if k is not None]
+                            )
+                            continue
+                        for key, value in records:
+                            count += self._replay_raw(shard, key, value, True)
                     if not progressed:
                         break
             except Exception:
@@ -402,17 +435,33 @@ class GroupCoordinator:
             ids[topic] = state.topic_id
         return {t: TopicInfo(t, ids[t], n) for t, n in counts.items() if ids[t]}
 
-    def _write(self, shard: _Shard, records: list[GroupRecord]) -> None:
+    def _write(
+        self, shard: _Shard, records: list[GroupRecord], producer: tuple[int, int] | None = None
+    ) -> None:
         """Append ``records`` (acks=-1) and replay them into the shard's state at once; the
         wait for the high watermark is the shard writer's (:meth:`_durable`). Caller holds
         ``shard.lock``. Raises, nothing replayed, when the append itself fails:
         NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE (an ISR below ``min.insync.replicas``) or
-        UNKNOWN_SERVER_ERROR, as Kafka's coordinator maps produce errors."""
+        UNKNOWN_SERVER_ERROR, as Kafka's coordinator maps produce errors.
+
+        ``producer`` (id, epoch): a transactional offset commit, written in a transactional
+        batch of that producer and kept pending (not replayed) until its transaction ends;
+        the log's INVALID_PRODUCER_EPOCH, PRODUCER_FENCED or INVALID_TXN_STATE is raised as
+        is."""
         if not records:
             return
         now = self._clock.wall_ms()
         encoded = [(encode_key(k), None if v is None else encode_value(v)) for k, v in records]
-        batch = build_batch([Record(k, v, timestamp=now) for k, v in encoded])
+        if producer is None:
+            batch = build_batch([Record(k, v, timestamp=now) for k, v in encoded])
+        else:
+            batch = build_batch(
+                [Record(k, v, timestamp=now) for k, v in encoded],
+                producer_id=producer[0],
+                producer_epoch=producer[1],
+                base_sequence=0,  # the coordinator's own append: sequences are not checked
+                is_transactional=True,
+            )
         appended = self._replicas.start_append(
             [
                 ProducePartition(
@@ -420,6 +469,7 @@ class GroupCoordinator:
                     partition=shard.partition,
                     records=batch,
                     current_leader_epoch=shard.leader_epoch,
+                    from_coordinator=producer is not None,
                 )
             ],
             acks=-1,
@@ -428,11 +478,45 @@ class GroupCoordinator:
         if not appended.waits:  # not appended (or nothing to wait for): its answer is ready
             answer = appended.poll()
             error = write_error(answer[0]) if answer else None
+            if answer and error is not None and producer is not None:
+                raw = error_for_code(answer[0].error_code, answer[0].error_message)
+                if isinstance(
+                    raw, InvalidProducerEpochError | ProducerFencedError | InvalidTxnStateError
+                ):
+                    raise raw
             if error is not None:
                 raise error
+        if producer is not None:
+            shard.txn_offsets.add(producer[0], encoded)
+            shard.writer.appended(PendingWrite(appended, []))
+            return
         for k, v in encoded:
             self._replay_raw(shard, k, v)
         shard.writer.appended(PendingWrite(appended, encoded))
+
+    def _end_txn(self, shard: _Shard, producer_id: int, commit: bool, loading: bool) -> None:
+        """``producer_id``'s transaction ended on the shard's partition (its marker replicated,
+        or read back by a load): its pending offsets become the committed ones (COMMIT) or are
+        dropped (ABORT). Caller holds ``shard.lock``."""
+        for k, v in shard.txn_offsets.end(producer_id, commit):
+            self._replay_raw(shard, k, v, loading)
+            if not loading:
+                _replay_into(shard.committed, k, v)
+
+    def on_txn_marker(self, topic: str, partition: int, producer_id: int, commit: bool) -> None:
+        """The marker writer's hook (:func:`node.core.txn_markers.write_txn_markers`'
+        ``on_written``): a COMMIT or ABORT marker of ``producer_id`` is written and replicated
+        on ``topic``-``partition``; on a ``__consumer_offsets`` partition this node's shard
+        ends the producer's pending offsets."""
+        if topic != OFFSETS_TOPIC:
+            return
+        with self._lock:
+            shard = self._shards.get(partition)
+        if shard is None:
+            return
+        with shard.lock:
+            if shard.loaded:
+                self._end_txn(shard, producer_id, commit, False)
 
     def _durable(self, shard: _Shard) -> Future[OdradekError | None]:
         """A future of the shard's last write so far: None once the high watermark passed it,
@@ -660,17 +744,80 @@ class GroupCoordinator:
         )
         return _then(durable, lambda error: answer if error is None else failed(error))
 
+    def txn_offset_commit_later(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Sequence[OffsetCommitPartition],
+        member_id: str = "",
+        generation_id: int = -1,
+        instance_id: str | None = None,
+    ) -> Future[OffsetCommitResult]:
+        """TxnOffsetCommit: write the offsets in ``producer_id``'s transaction, pending until
+        it ends (:mod:`node.coordinator.txn_offsets`); checked first as KIP-447 says
+        (:func:`check_txn_offset_commit`). A future of one result per partition in request
+        order, done once the write is replicated; a request-level error is on every
+        partition."""
+        commits = [
+            (
+                p.topic,
+                p.partition,
+                p.committed_offset,
+                p.committed_leader_epoch,
+                p.committed_metadata,
+            )
+            for p in partitions
+        ]
+
+        def failed(e: OdradekError) -> OffsetCommitResult:
+            return OffsetCommitResult(
+                e.code,
+                tuple(PartitionResult(t, p, e.code, e.message) for t, p, *_ in commits),
+            )
+
+        try:
+            shard = self._shard(group_id)
+            with shard.lock:
+                group = shard.state.groups.get(group_id)
+                classic = None if group is not None else shard.classic.get(group_id)
+                check_txn_offset_commit(classic, group, member_id, generation_id, instance_id)
+                outcome = txn_offset_commit_outcome(commits, self.topics())
+                now = self._clock.wall_ms()
+                records: list[GroupRecord] = [
+                    (OffsetCommitKey(group_id, t, p), OffsetCommitValue(o, m, now, e))
+                    for (t, p, o, e, m), (_, _, error) in zip(commits, outcome, strict=True)
+                    if error is None
+                ]
+                self._write(shard, records, (producer_id, producer_epoch))
+                durable = self._durable(shard)
+        except OdradekError as e:
+            return _done(failed(e))
+        answer = OffsetCommitResult(
+            0,
+            tuple(
+                PartitionResult(topic, partition, error.code, error.message)
+                if isinstance(error, OdradekError)
+                else PartitionResult(topic, partition)
+                for topic, partition, error in outcome
+            ),
+        )
+        return _then(durable, lambda error: answer if error is None else failed(error))
+
     def offset_fetch(
         self,
         group_id: str,
         member_id: str,
         member_epoch: int,
         partitions: Sequence[tuple[str, int]] | None,
+        require_stable: bool = False,
     ) -> OffsetFetchResult:
         """The committed offsets of ``partitions`` (``None``: every committed offset of the
         group, as Kafka's null topics); -1 for a partition without one. A consumer group checks
         a fetch that names a member (:func:`validate_offset_fetch`); a classic, simple or unknown
-        group answers any fetch, as Kafka's ``ClassicGroup.validateOffsetFetch``."""
+        group answers any fetch, as Kafka's ``ClassicGroup.validateOffsetFetch``.
+        ``require_stable`` (KIP-447): a partition with offsets pending in an open transaction
+        answers UNSTABLE_OFFSET_COMMIT (offset -1); without it, its last committed offset."""
         out: list[OffsetFetchPartition] = []
         try:
             shard = self._shard(group_id)
@@ -681,12 +828,26 @@ class GroupCoordinator:
                 # else a classic group (whose fetch Kafka does not check), a simple one or none:
                 # answered whatever the member id and epoch (-1 where nothing is committed)
                 committed = dict(view.offsets.get(group_id, {}))
-            wanted: Iterable[tuple[str, int]] = (
-                sorted(committed) if partitions is None else partitions
-            )
+                wanted: Iterable[tuple[str, int]] = (
+                    sorted(committed) if partitions is None else partitions
+                )
+                unstable = (
+                    {tp for tp in wanted if shard.txn_offsets.is_pending(group_id, *tp)}
+                    if require_stable
+                    else set()
+                )
             for topic, partition in wanted:
                 value = committed.get((topic, partition))
-                if value is None:
+                if (topic, partition) in unstable:
+                    out.append(
+                        OffsetFetchPartition(
+                            topic,
+                            partition,
+                            error_code=UNSTABLE_OFFSET_COMMIT,
+                            error_message="an open transaction holds offsets of the partition",
+                        )
+                    )
+                elif value is None:
                     out.append(OffsetFetchPartition(topic, partition))
                 else:
                     out.append(

@@ -34,7 +34,7 @@ from odradek.errors import (
     OffsetOutOfRangeError,
 )
 from odradek.records.control import EndTransactionMarker
-from storage import Log
+from storage import AppendOrigin, Log
 from storage.errors import AppendWouldBlock
 from storage.file_records import FileSlice
 from storage.log import LogAppendInfo
@@ -263,11 +263,13 @@ class Partition:
         required_acks: int,
         current_leader_epoch: int = -1,
         blocking: bool = True,
+        from_coordinator: bool = False,
     ) -> tuple[LogAppendInfo, int]:
-        """Validate and append a client's batches: what was written, and the leadership
-        (:attr:`leader_term`) it was written in, read under the same lock (a waiting acks=-1
-        write checks it in :meth:`check_replicated`; read before the lock, a leadership regained
-        meanwhile would fail a stored write). Raises the typed error on refusal.
+        """Validate and append a client's batches (``from_coordinator``: the node's group
+        coordinator's, whose producer sequences are not checked): what was written, and the
+        leadership (:attr:`leader_term`) it was written in, read under the same lock (a waiting
+        acks=-1 write checks it in :meth:`check_replicated`; read before the lock, a leadership
+        regained meanwhile would fail a stored write). Raises the typed error on refusal.
 
         acks=-1 with fewer in-sync replicas than the effective min.insync.replicas is refused
         before anything is written (NOT_ENOUGH_REPLICAS). With ``blocking`` False it raises
@@ -285,7 +287,12 @@ class Partition:
                     f"{self.topic}-{self.partition} has {len(self.isr)} in-sync replicas "
                     f"{sorted(self.isr)}, fewer than min.insync.replicas {self.min_isr}"
                 )
-            info = self.log.append_as_leader(records, self.leader_epoch, blocking=blocking)
+            info = self.log.append_as_leader(
+                records,
+                self.leader_epoch,
+                blocking=blocking,
+                origin=AppendOrigin.COORDINATOR if from_coordinator else AppendOrigin.CLIENT,
+            )
             term = self._leader_term
             moved = self.maybe_increment_high_watermark()
         finally:

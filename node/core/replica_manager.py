@@ -472,6 +472,7 @@ class ReplicaManager:
                 required_acks=acks,
                 current_leader_epoch=data.current_leader_epoch,
                 blocking=blocking,
+                from_coordinator=data.from_coordinator,
             )
         except AppendWouldBlock:
             raise

@@ -94,6 +94,9 @@ class ProducePartition:
     """Record batches (v2) with base offset 0, as Kafka's producers send them."""
     current_leader_epoch: int = -1
     """The leader epoch the producer knows (-1: not checked)."""
+    from_coordinator: bool = False
+    """The node's own group coordinator appends it (a transactional offset commit): its
+    producer's epoch is checked, not its sequence (storage's ``AppendOrigin.COORDINATOR``)."""
 
 
 @dataclass(frozen=True, slots=True)

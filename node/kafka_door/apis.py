@@ -42,6 +42,7 @@ from node.kafka_door.handlers.group_offsets import (
     handle_offset_commit,
     handle_offset_delete,
     handle_offset_fetch,
+    handle_txn_offset_commit,
 )
 from node.kafka_door.handlers.groups import (
     handle_consumer_group_describe,
@@ -127,6 +128,8 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             Api(24, "AddPartitionsToTxn", 0, 3, bound(handle_add_partitions_to_txn)),
             Api(25, "AddOffsetsToTxn", 0, 3, bound(handle_add_offsets_to_txn)),
             Api(26, "EndTxn", 0, 3, bound(handle_end_txn)),
+            # the offsets of a transaction (group_offsets.py): pending until its marker
+            Api(28, "TxnOffsetCommit", 0, 3, bound(handle_txn_offset_commit)),
             Api(65, "DescribeTransactions", 0, 0, bound(handle_describe_transactions)),
             Api(66, "ListTransactions", 0, 1, bound(handle_list_transactions)),
             Api(

@@ -418,6 +418,41 @@ class EndTxnRequestView(Protocol):
     def committed(self) -> bool: ...
 
 
+class TxnOffsetCommitRequestPartitionView(Protocol):
+    """TxnOffsetCommitRequestPartition: the fields of versions 0-3."""
+
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def committed_offset(self) -> int: ...
+    @property
+    def committed_metadata(self) -> str | None: ...
+
+
+class TxnOffsetCommitRequestTopicView(Protocol):
+    """TxnOffsetCommitRequestTopic: the fields of versions 0-3."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[TxnOffsetCommitRequestPartitionView]: ...
+
+
+class TxnOffsetCommitRequestView(Protocol):
+    """TxnOffsetCommitRequest: the fields of versions 0-3."""
+
+    @property
+    def transactional_id(self) -> str: ...
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def topics(self) -> Sequence[TxnOffsetCommitRequestTopicView]: ...
+
+
 class DescribeAclsRequestView(Protocol):
     """DescribeAclsRequest: the fields of versions 1-2."""
 
@@ -866,6 +901,7 @@ VIEWS: dict[int, str] = {
     24: 'AddPartitionsToTxnRequestView',  # AddPartitionsToTxn v0-v3
     25: 'AddOffsetsToTxnRequestView',  # AddOffsetsToTxn v0-v3
     26: 'EndTxnRequestView',  # EndTxn v0-v3
+    28: 'TxnOffsetCommitRequestView',  # TxnOffsetCommit v0-v3
     29: 'DescribeAclsRequestView',  # DescribeAcls v1-v2
     30: 'CreateAclsRequestView',  # CreateAcls v1-v2
     31: 'DeleteAclsRequestView',  # DeleteAcls v1-v2

@@ -3,7 +3,9 @@ against a real three-node cluster: a transactional producer's committed records 
 read_committed consumer and its aborted ones are not (a read_uncommitted consumer sees both);
 a second producer with the same transactional.id fences the first; a transaction left open past
 its transaction.timeout.ms is aborted by the coordinator and its producer told; the coordinator
-answers DescribeTransactions and ListTransactions (confluent-kafka's admin client)."""
+answers DescribeTransactions and ListTransactions (confluent-kafka's admin client); a
+consume-transform-produce loop commits its consumer's offsets in its transactions
+(send_offsets_to_transaction), pending and unstable until the commit."""
 
 from __future__ import annotations
 
@@ -29,8 +31,9 @@ from kio.schema.list_offsets.v5.request import (
     ListOffsetsTopic,
 )
 from kio.schema.list_transactions.v0.request import ListTransactionsRequest
+from kio.schema.offset_fetch.v7.request import OffsetFetchRequest, OffsetFetchRequestTopic
 from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from kio.schema.types import BrokerId, ProducerId, TopicName, TransactionalId
+from kio.schema.types import BrokerId, GroupId, ProducerId, TopicName, TransactionalId
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 
 from bench.kafka import kafka_leader
@@ -356,3 +359,168 @@ def test_a_late_produce_cannot_open_a_hanging_transaction(txn_cluster: LocalClus
     # the late (or retried) produce of the ended transaction: refused, nothing held back
     assert _txn_produce(txn_cluster, topic, tid, pid, epoch, 1) == 48
     assert _read_committed_end(txn_cluster, topic) == 2
+
+
+# -- offsets in transactions (TxnOffsetCommit) ------------------------------------------------
+
+
+def _etl_consumer(bootstrap: str, group: str, topic: str) -> Consumer:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe([topic])
+    return consumer
+
+
+def _consume(consumer: Consumer, count: int) -> list[Any]:
+    """The next ``count`` records (fails after 90 s)."""
+    out: list[Any] = []
+    deadline = time.monotonic() + 90  # noqa: TID251
+    while len(out) < count:
+        assert time.monotonic() < deadline, f"read {len(out)} of {count} records"  # noqa: TID251
+        for msg in consumer.consume(count - len(out), 0.5):
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise KafkaException(error)
+            out.append(msg)
+    return out
+
+
+def _committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
+    """The group's committed offsets of ``topic`` (librdkafka's OffsetFetch, require_stable
+    as a read_committed consumer sends it)."""
+    reader = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        found = reader.committed([TopicPartition(topic, p) for p in range(partitions)], 60)
+    finally:
+        reader.close()
+    return [tp.offset for tp in found]
+
+
+def test_consume_transform_produce_commits_each_input_once(txn_cluster: LocalCluster) -> None:
+    """Exactly-once consume-transform-produce: each transaction writes its output and the
+    consumer's positions (send_offsets_to_transaction: TxnOffsetCommit, with the classic
+    member's id and generation); after the loop the group's committed offsets are the input's
+    end and the output holds every input record once; an aborted transaction's output and
+    offsets are not committed."""
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    source, sink, group = unique("in"), unique("out"), unique("etl")
+    create_topic(bootstrap, source, partitions=2)
+    create_topic(bootstrap, sink, partitions=1)
+    plain = Producer({"bootstrap.servers": bootstrap})
+    for i in range(20):
+        plain.produce(source, value=f"v{i}".encode(), partition=i % 2)
+    plain.flush(30)
+
+    consumer = _etl_consumer(bootstrap, group, source)
+    producer = transactional(bootstrap, unique("etl-app"))
+    done = 0
+    try:
+        while done < 20:
+            batch = _consume(consumer, min(7, 20 - done))
+            producer.begin_transaction()
+            for msg in batch:
+                producer.produce(sink, value=b"t-" + (msg.value() or b""), partition=0)
+            producer.send_offsets_to_transaction(
+                consumer.position(consumer.assignment()),
+                consumer.consumer_group_metadata(),
+                60,
+            )
+            producer.commit_transaction(60)
+            done += len(batch)
+        assert _committed(bootstrap, group, source, 2) == [10, 10]
+
+        for i in range(20, 24):
+            plain.produce(source, value=f"v{i}".encode(), partition=i % 2)
+        plain.flush(30)
+        batch = _consume(consumer, 4)
+        producer.begin_transaction()
+        for msg in batch:
+            producer.produce(sink, value=b"aborted-" + (msg.value() or b""), partition=0)
+        producer.send_offsets_to_transaction(
+            consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 60
+        )
+        producer.abort_transaction(60)
+    finally:
+        consumer.close()
+
+    assert _committed(bootstrap, group, source, 2) == [10, 10]  # not the aborted 12, 12
+    output = read_all(bootstrap, sink, "read_committed", expect=20)
+    assert sorted(output) == sorted(f"t-v{i}".encode() for i in range(20))
+    assert read_all(bootstrap, sink, "read_committed") == output  # nothing else comes
+
+
+def _group_coordinator(cluster: LocalCluster, group: str) -> str:
+    def found() -> str | None:
+        answer = call(
+            cluster.nodes[0].kafka_address, FindCoordinatorRequest(key=group, key_type=i8(0))
+        )
+        return f"{answer.host}:{answer.port}" if answer.error_code == 0 else None
+
+    return wait_for(found, "the group coordinator")
+
+
+def _fetch_offset(cluster: LocalCluster, group: str, topic: str, stable: bool) -> tuple[int, int]:
+    """OffsetFetch v7 of ``topic``-0 at the group's coordinator: (error code, offset)."""
+    answer = call(
+        _group_coordinator(cluster, group),
+        OffsetFetchRequest(
+            group_id=GroupId(group),
+            topics=(OffsetFetchRequestTopic(name=TopicName(topic), partition_indexes=(i32(0),)),),
+            require_stable=stable,
+        ),
+    )
+    assert answer.error_code == 0
+    (partition,) = answer.topics[0].partitions
+    return int(partition.error_code), int(partition.committed_offset)
+
+
+def test_pending_offsets_are_unstable_until_the_commit(txn_cluster: LocalCluster) -> None:
+    """KIP-447: while a transaction holds a group's offset, OffsetFetch with require_stable
+    answers UNSTABLE_OFFSET_COMMIT (88) for it, and without it the last committed offset; the
+    COMMIT marker (written after EndTxn is answered) makes the transaction's offset the
+    committed one."""
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic, group = unique("stable"), unique("simple")
+    create_topic(bootstrap, topic, partitions=1)
+    metadata = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        producer = transactional(bootstrap, unique("app"))
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 5)], metadata.consumer_group_metadata(), 60
+        )
+        producer.commit_transaction(60)  # answered once PrepareCommit is written
+        wait_for(
+            lambda: _fetch_offset(txn_cluster, group, topic, stable=True) == (0, 5),
+            "the COMMIT marker",
+        )
+
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 9)], metadata.consumer_group_metadata(), 60
+        )
+        assert _fetch_offset(txn_cluster, group, topic, stable=True) == (88, -1)
+        assert _fetch_offset(txn_cluster, group, topic, stable=False) == (0, 5)
+        producer.commit_transaction(60)
+        wait_for(
+            lambda: _fetch_offset(txn_cluster, group, topic, stable=True) == (0, 9),
+            "the COMMIT marker",
+        )
+    finally:
+        metadata.close()

@@ -1,5 +1,6 @@
 """A consumer group's committed offsets: OffsetCommit (8) v2-v9, OffsetFetch (9) v1-v9 (v8+:
-several groups in one request) and OffsetDelete (47) v0, translated to the group coordinator
+several groups in one request), OffsetDelete (47) v0 and TxnOffsetCommit (28) v0-v3,
+translated to the group coordinator
 (:class:`node.coordinator.group_coordinator.GroupCoordinator`), which decides everything about
 the group; this module does what Kafka's ``KafkaApis`` does before handing a request over:
 
@@ -10,6 +11,10 @@ the group; this module does what Kafka's ``KafkaApis`` does before handing a req
   ``""`` is a simple consumer's (or the admin client's) commit, accepted while the group has no
   members; a member's commit must carry its current epoch (UNKNOWN_MEMBER_ID 25,
   STALE_MEMBER_EPOCH 113).
+* **TxnOffsetCommit**: a transactional producer's offsets (``send_offsets_to_transaction``),
+  pending in its transaction (:mod:`node.coordinator.txn_offsets`); the checks are
+  :meth:`node.apis.groups.GroupApis.txn_offset_commit_later`'s. v3 carries the member id,
+  generation and instance id (KIP-447's fencing); below, none is checked.
 * **OffsetFetch**: without DESCRIBE on the group, GROUP_AUTHORIZATION_FAILED for the group; all
   topics (null): the committed offsets of the topics the caller may DESCRIBE; named topics: a
   topic without DESCRIBE answers TOPIC_AUTHORIZATION_FAILED on its partitions (offset -1),
@@ -44,6 +49,7 @@ __all__ = [
     "handle_offset_commit",
     "handle_offset_delete",
     "handle_offset_fetch",
+    "handle_txn_offset_commit",
 ]
 
 OFFSET_COMMIT = 8
@@ -109,6 +115,44 @@ def handle_offset_commit(
         commits,
         instance_id=None if instance_id is None else str(instance_id),
         api_version=ctx.api_version,
+    )
+    cls = response_class_of(ctx)
+
+    def answer(result: OffsetCommitResult) -> Any:
+        errors = {(r.topic, r.partition): r.error_code for r in result.partitions}
+        return make(cls, throttle_time=0, topics=_partition_answer(cls, request.topics, errors))
+
+    return then(pending, answer)
+
+
+# -- TxnOffsetCommit -------------------------------------------------------------------------
+
+
+def handle_txn_offset_commit(
+    services: DoorServices, ctx: RequestContext, request: views.TxnOffsetCommitRequestView
+) -> Any:
+    commits = [
+        OffsetCommitPartition(
+            topic=t.name,
+            partition=int(p.partition_index),
+            committed_offset=int(p.committed_offset),
+            committed_leader_epoch=int(getattr(p, "committed_leader_epoch", -1)),  # v2+
+            committed_metadata=p.committed_metadata or "",
+        )
+        for t in request.topics
+        for p in t.partitions
+    ]
+    instance_id = getattr(request, "group_instance_id", None)  # v3+
+    pending = services.group_apis.txn_offset_commit_later(
+        ctx.caller,
+        str(request.transactional_id),
+        str(request.group_id),
+        int(request.producer_id),
+        int(request.producer_epoch),
+        commits,
+        member_id=str(getattr(request, "member_id", "") or ""),  # v3+
+        generation_id=int(getattr(request, "generation_id", -1)),  # v3+
+        instance_id=None if instance_id is None else str(instance_id),
     )
     cls = response_class_of(ctx)
 

@@ -48,8 +48,23 @@ class _Coordinator:
         done.set_result(self.offset_commit(*args, **kwargs))
         return done
 
+    def txn_offset_commit_later(
+        self, group_id: str, producer_id: int, producer_epoch: int, partitions: Any, **_: Any
+    ) -> Future[OffsetCommitResult]:
+        self.calls.append(("txn-commit", [(p.topic, p.partition) for p in partitions]))
+        done: Future[OffsetCommitResult] = Future()
+        done.set_result(
+            OffsetCommitResult(0, tuple(PartitionResult(p.topic, p.partition) for p in partitions))
+        )
+        return done
+
     def offset_fetch(
-        self, group_id: str, member_id: str, member_epoch: int, wanted: Any
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        wanted: Any,
+        require_stable: bool = False,
     ) -> OffsetFetchResult:
         self.calls.append(("fetch", wanted))
         found = [("orders", 0), ("secret", 0)] if wanted is None else wanted
@@ -104,6 +119,32 @@ def test_a_commit_refused_on_the_group_reaches_nothing() -> None:
     result = apis.offset_commit(ALICE, "g", "", -1, [OffsetCommitPartition("orders", 0, 5)])
     assert result.error_code == 30 and [r.error_code for r in result.partitions] == [30]
     assert coordinator.calls == []
+
+
+TXN_WRITE = (ResourceType.TRANSACTIONAL_ID, "app", AclOperation.WRITE)
+
+
+def test_a_txn_offset_commit_checks_the_transactional_id_the_group_then_each_topic() -> None:
+    """Kafka's handleTxnOffsetCommitRequest: WRITE on the transactional id (53 on every
+    partition), READ on the group (30 on every partition), READ on each topic (29) and the
+    partition known (3); only the rest reach the coordinator."""
+    commits = [
+        OffsetCommitPartition("secret", 0, 5),
+        OffsetCommitPartition("orders", 0, 5),
+        OffsetCommitPartition("orders", 3, 5),
+    ]
+
+    def codes(*grants: tuple[ResourceType, str, AclOperation]) -> tuple[list[int], list[Any]]:
+        apis, coordinator = _apis(*grants)
+        result = apis.txn_offset_commit_later(ALICE, "app", "g", 7, 0, commits).result()
+        return [r.error_code for r in result.partitions], coordinator.calls
+
+    assert codes(GROUP_READ, ORDERS_READ) == ([53, 53, 53], [])
+    assert codes(TXN_WRITE, ORDERS_READ) == ([30, 30, 30], [])
+    assert codes(TXN_WRITE, GROUP_READ, ORDERS_READ) == (
+        [29, 0, 3],
+        [("txn-commit", [("orders", 0)])],
+    )
 
 
 def test_a_fetch_hides_or_refuses_the_topics_the_caller_may_not_describe() -> None:

@@ -1,0 +1,133 @@
+"""Transactional offset commits (KIP-98's TxnOffsetCommit, KIP-447's fencing): the offsets a
+transactional producer commits for a group inside its transaction, as Kafka's
+``OffsetMetadataManager`` keeps them (``pendingTransactionalOffsets``,
+``replayEndTransactionMarker``).
+
+A TxnOffsetCommit is written to the group's ``__consumer_offsets`` partition as OffsetCommit
+records in a *transactional* batch of the producer's id and epoch (the log checks the epoch:
+an older one is INVALID_PRODUCER_EPOCH). Its offsets are then *pending*, per producer id
+(:class:`PendingTxnOffsets`): not in the group's committed offsets, so OffsetFetch does not
+answer them (with ``require_stable`` it answers UNSTABLE_OFFSET_COMMIT for such a partition).
+When the transaction's COMMIT marker is written to the partition the producer's pending
+offsets become the group's committed ones; an ABORT marker drops them. A coordinator loading
+the partition replays transactional batches into the pending offsets and resolves them at
+their control batches, so a transaction decided before a failover is decided the same way
+after it.
+
+Unlike Kafka, a COMMIT always makes the pending offset the committed one (Kafka keeps the one
+written later in the log when a plain OffsetCommit of the same partition came between).
+
+:func:`check_txn_offset_commit` is KIP-447's check of the request's member, generation and
+instance id. Pure values; the caller holds the shard's lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from node.coordinator.classic_group import ClassicGroup, validate_offset_commit
+from node.coordinator.group_state import OFFSET_METADATA_MAX_BYTES, ConsumerGroup, TopicInfo
+from odradek.errors import (
+    CorruptRecordError,
+    IllegalGenerationError,
+    OffsetMetadataTooLargeError,
+    StaleMemberEpochError,
+    UnknownMemberIdError,
+    UnknownTopicOrPartitionError,
+)
+from odradek.group_records import OffsetCommitKey, decode_key
+
+__all__ = ["PendingTxnOffsets", "check_txn_offset_commit", "txn_offset_commit_outcome"]
+
+RawRecord = tuple[bytes, bytes | None]
+"""An ``__consumer_offsets`` record's key and value bytes."""
+
+
+class PendingTxnOffsets:
+    """The offsets written in open transactions on one ``__consumer_offsets`` partition: per
+    producer id, the last record of each (group, topic, partition)."""
+
+    def __init__(self) -> None:
+        self._by_producer: dict[int, dict[tuple[str, str, int], RawRecord]] = {}
+
+    def add(self, producer_id: int, records: Sequence[RawRecord]) -> None:
+        """Records of ``producer_id``'s transactional batch (offset commits; any other record
+        is ignored, as a record that does not decode)."""
+        for key, value in records:
+            try:
+                decoded = decode_key(key)
+            except CorruptRecordError:
+                continue
+            if isinstance(decoded, OffsetCommitKey):
+                pending = self._by_producer.setdefault(producer_id, {})
+                pending[(decoded.group, decoded.topic, decoded.partition)] = (key, value)
+
+    def end(self, producer_id: int, commit: bool) -> list[RawRecord]:
+        """The producer's transaction ended: its pending records, to apply to the committed
+        offsets (COMMIT), or none (ABORT); either way no longer pending."""
+        pending = self._by_producer.pop(producer_id, {})
+        return list(pending.values()) if commit else []
+
+    def is_pending(self, group_id: str, topic: str, partition: int) -> bool:
+        """Whether an open transaction holds an offset of the group's partition."""
+        key = (group_id, topic, partition)
+        return any(key in pending for pending in self._by_producer.values())
+
+    def producers(self) -> list[int]:
+        """The producer ids with pending offsets."""
+        return sorted(self._by_producer)
+
+
+def check_txn_offset_commit(
+    classic: ClassicGroup | None,
+    group: ConsumerGroup | None,
+    member_id: str,
+    generation_id: int,
+    instance_id: str | None,
+) -> None:
+    """KIP-447's check of a TxnOffsetCommit (Kafka's ``validateOffsetCommit`` with
+    ``isTransactional``): a request without member id, generation (-1) and instance id is not
+    checked (v0-v2 carry none); otherwise a classic group checks the member (UNKNOWN_MEMBER_ID,
+    FENCED_INSTANCE_ID) and the generation (ILLEGAL_GENERATION); a consumer group the member
+    (UNKNOWN_MEMBER_ID) and its epoch (a classic member: ILLEGAL_GENERATION; a KIP-848 one:
+    STALE_MEMBER_EPOCH). A commit with a negative generation to a group without members is
+    accepted. No group: nothing to check (the commit makes a simple group)."""
+    if group is not None:
+        if generation_id < 0 and not group.members:
+            return
+        if generation_id < 0 and not member_id and instance_id is None:
+            return
+        member = group.members.get(member_id)
+        if member is None:
+            raise UnknownMemberIdError(f"Member {member_id} is not a member of the group.")
+        if generation_id != member.member_epoch:
+            if member.classic is not None:
+                raise IllegalGenerationError(
+                    f"The generation {generation_id} is not the member's {member.member_epoch}."
+                )
+            raise StaleMemberEpochError(
+                f"The member's epoch {generation_id} is not its current epoch "
+                f"{member.member_epoch}."
+            )
+        return
+    if classic is not None:
+        validate_offset_commit(classic, member_id, generation_id, instance_id, transactional=True)
+
+
+def txn_offset_commit_outcome(
+    commits: Sequence[tuple[str, int, int, int, str]], topics: Mapping[str, TopicInfo]
+) -> list[tuple[str, int, Exception | None]]:
+    """Per partition of ``commits`` (topic, partition, offset, leader epoch, metadata): None
+    to write it, or its error (OFFSET_METADATA_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION)."""
+    outcome: list[tuple[str, int, Exception | None]] = []
+    for topic, partition, _offset, _epoch, metadata in commits:
+        error: Exception | None = None
+        info = topics.get(topic)
+        if len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
+            error = OffsetMetadataTooLargeError(
+                f"metadata of {len(metadata.encode())} bytes exceeds {OFFSET_METADATA_MAX_BYTES}"
+            )
+        elif info is None or not 0 <= partition < info.num_partitions:
+            error = UnknownTopicOrPartitionError(f"{topic}-{partition} does not exist")
+        outcome.append((topic, partition, error))
+    return outcome

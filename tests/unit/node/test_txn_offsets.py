@@ -1,0 +1,304 @@
+"""Transactional offsets (node.coordinator.txn_offsets and the coordinator's hooks): a
+TxnOffsetCommit is written as a transactional batch of the producer and kept pending, invisible
+to OffsetFetch (UNSTABLE_OFFSET_COMMIT with require_stable) until its COMMIT marker; an ABORT
+drops it; a coordinator loading the partition replays transactional batches into pending and
+resolves them at their control batches. KIP-447's member and generation checks. A fake replica
+manager keeping every batch at its offset (the log a reload reads back); a manual clock."""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from node.coordinator.classic_group import ClassicGroup, ClassicGroupState, ClassicMember
+from node.coordinator.group_coordinator import OFFSETS_TOPIC, GroupCoordinator
+from node.coordinator.group_coordinator_config import GroupCoordinatorConfig
+from node.coordinator.group_requests import OffsetCommitPartition, OffsetFetchPartition
+from node.coordinator.group_state import ConsumerGroup, Member
+from node.coordinator.txn_offsets import PendingTxnOffsets, check_txn_offset_commit
+from node.core.metadata_cache import MetadataCache
+from node.core.requests import (
+    Broker,
+    LeaderAndIsrPartition,
+    ProducePartition,
+    ProduceResult,
+    UpdateMetadataRequest,
+)
+from odradek.clock import ManualClock
+from odradek.errors import (
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    StaleMemberEpochError,
+    UnknownMemberIdError,
+)
+from odradek.group_records import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
+from odradek.records import (
+    ControlRecordType,
+    EndTransactionMarker,
+    build_end_txn_marker,
+    read_batches,
+)
+from tests.unit.node.test_group_coordinator import TID, _Replicated
+
+UNSTABLE_OFFSET_COMMIT = 88
+GROUP = "etl"
+
+
+class _Read:
+    def __init__(self, records: bytes) -> None:
+        self.records = records
+
+
+class _Log:
+    """The batches appended so far, each at its base offset."""
+
+    def __init__(self) -> None:
+        self.batches: list[bytes] = []
+        self.log_start_offset = 0
+        self.log_end_offset = 0
+
+    def append(self, batch: bytes) -> int:
+        base = self.log_end_offset
+        rebased = struct.pack(">q", base) + batch[8:]  # the base offset is outside the CRC
+        (parsed,) = read_batches(rebased)
+        self.batches.append(rebased)
+        self.log_end_offset = parsed.last_offset + 1
+        return base
+
+    def read(self, offset: int, max_bytes: int) -> _Read:
+        out = b""
+        for batch in self.batches:
+            (parsed,) = read_batches(batch)
+            if parsed.last_offset >= offset:
+                out += batch
+        return _Read(out)
+
+
+class _Partition:
+    def __init__(self, log: _Log) -> None:
+        self.log = log
+
+
+class _LogReplicas:
+    """Appends every write to one log, replicated at once; what each append asked for."""
+
+    node_id = 0
+
+    def __init__(self) -> None:
+        self.log = _Log()
+        self.appends: list[ProducePartition] = []
+
+    def partition(self, topic: str, partition: int) -> _Partition:
+        return _Partition(self.log)
+
+    def start_append(
+        self,
+        partitions: Sequence[ProducePartition],
+        *,
+        acks: int,
+        timeout_ms: int,
+        blocking: bool = True,
+    ) -> _Replicated:
+        out = []
+        for data in partitions:
+            self.appends.append(data)
+            base = self.log.append(data.records)
+            out.append(ProduceResult(data.topic, data.partition, base_offset=base))
+        return _Replicated(out)
+
+    def marker(self, producer_id: int, commit: bool) -> None:
+        """The transaction coordinator's marker, as the marker writer appends it."""
+        control = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+        self.log.append(
+            build_end_txn_marker(
+                EndTransactionMarker(control, 0),
+                producer_id=producer_id,
+                producer_epoch=0,
+                timestamp=0,
+            )
+        )
+
+
+def _coordinator(replicas: _LogReplicas, epoch: int = 1) -> GroupCoordinator:
+    metadata = MetadataCache()
+    metadata.update(
+        UpdateMetadataRequest(
+            controller_id=-1,
+            controller_epoch=1,
+            live_brokers=(Broker(node_id=0, host="h", port=1),),
+            partition_states=(
+                *(
+                    LeaderAndIsrPartition(topic="t", partition=p, leader=0, topic_id=TID)
+                    for p in range(2)
+                ),
+                LeaderAndIsrPartition(
+                    topic=OFFSETS_TOPIC, partition=0, leader=0, topic_id="x" * 22
+                ),
+            ),
+        )
+    )
+    coordinator = GroupCoordinator(
+        GroupCoordinatorConfig(offsets_topic_num_partitions=1),
+        replicas,  # type: ignore[arg-type]
+        metadata,
+        ManualClock(),
+        lambda *_: None,
+    )
+    coordinator.on_leadership_change(OFFSETS_TOPIC, 0, True, epoch)
+    loaded = threading.Event()
+    for _ in range(500):  # the load runs on its own thread: poll for it
+        if coordinator._shards[0].loaded:
+            loaded.set()
+            break
+        loaded.wait(0.01)
+    assert loaded.is_set()
+    return coordinator
+
+
+def _txn_commit(
+    coordinator: GroupCoordinator, producer_id: int, offsets: dict[int, int], **member: Any
+) -> list[int]:
+    result = coordinator.txn_offset_commit_later(
+        GROUP,
+        producer_id,
+        0,
+        [OffsetCommitPartition("t", p, o) for p, o in offsets.items()],
+        **member,
+    ).result()
+    return [r.error_code for r in result.partitions]
+
+
+def _fetch(coordinator: GroupCoordinator, stable: bool = False) -> list[tuple[int, int]]:
+    result = coordinator.offset_fetch(GROUP, "", -1, [("t", 0), ("t", 1)], stable)
+    assert result.error_code == 0
+    return [(p.committed_offset, p.error_code) for p in result.partitions]
+
+
+def test_offsets_stay_pending_until_the_commit_marker() -> None:
+    replicas = _LogReplicas()
+    coordinator = _coordinator(replicas)
+    assert _txn_commit(coordinator, 7, {0: 10, 1: 20}) == [0, 0]
+    (written,) = read_batches(replicas.appends[-1].records)
+    assert written.is_transactional and written.producer_id == 7
+    assert replicas.appends[-1].from_coordinator  # its sequence is not the client's to check
+    assert _fetch(coordinator) == [(-1, 0), (-1, 0)]
+    assert _fetch(coordinator, stable=True) == [(-1, UNSTABLE_OFFSET_COMMIT)] * 2
+
+    replicas.marker(7, commit=True)
+    coordinator.on_txn_marker(OFFSETS_TOPIC, 0, 7, True)
+    assert _fetch(coordinator) == _fetch(coordinator, stable=True) == [(10, 0), (20, 0)]
+
+
+def test_an_abort_marker_drops_the_pending_offsets() -> None:
+    replicas = _LogReplicas()
+    coordinator = _coordinator(replicas)
+    _txn_commit(coordinator, 7, {0: 10})
+    replicas.marker(7, commit=True)
+    coordinator.on_txn_marker(OFFSETS_TOPIC, 0, 7, True)
+    _txn_commit(coordinator, 7, {0: 15, 1: 5})
+    assert _fetch(coordinator, stable=True) == [(-1, UNSTABLE_OFFSET_COMMIT)] * 2
+    assert _fetch(coordinator) == [(10, 0), (-1, 0)]  # the last committed offset
+    replicas.marker(7, commit=False)
+    coordinator.on_txn_marker(OFFSETS_TOPIC, 0, 7, False)
+    assert _fetch(coordinator, stable=True) == [(10, 0), (-1, 0)]
+
+
+def test_a_marker_of_another_partition_or_producer_changes_nothing() -> None:
+    replicas = _LogReplicas()
+    coordinator = _coordinator(replicas)
+    _txn_commit(coordinator, 7, {0: 10})
+    coordinator.on_txn_marker("t", 0, 7, True)
+    coordinator.on_txn_marker(OFFSETS_TOPIC, 0, 8, True)
+    assert _fetch(coordinator, stable=True)[0] == (-1, UNSTABLE_OFFSET_COMMIT)
+
+
+def test_a_loading_coordinator_resolves_transactions_at_their_markers() -> None:
+    """The log holds a committed transaction (producer 1), an aborted one (2) and an open one
+    (3), interleaved, and a plain commit: a new leader's load rebuilds the same state."""
+    replicas = _LogReplicas()
+    first = _coordinator(replicas)
+    _txn_commit(first, 1, {0: 10})
+    _txn_commit(first, 2, {1: 99})
+    _txn_commit(first, 3, {1: 30})
+    replicas.marker(1, commit=True)
+    replicas.marker(2, commit=False)
+    first.offset_commit(GROUP, "", -1, [OffsetCommitPartition("t", 1, 5)])
+    for pid, commit in ((1, True), (2, False)):
+        first.on_txn_marker(OFFSETS_TOPIC, 0, pid, commit)
+    expected = [(10, 0), (5, 0)]
+    assert _fetch(first) == expected
+
+    second = _coordinator(replicas, epoch=2)
+    assert _fetch(second) == expected
+    assert _fetch(second, stable=True) == [(10, 0), (-1, UNSTABLE_OFFSET_COMMIT)]
+    replicas.marker(3, commit=True)
+    second.on_txn_marker(OFFSETS_TOPIC, 0, 3, True)
+    assert _fetch(second, stable=True) == [(10, 0), (30, 0)]
+    third = _coordinator(replicas, epoch=3)  # the commit marker read back
+    assert _fetch(third, stable=True) == [(10, 0), (30, 0)]
+
+
+def test_pending_offsets_keep_each_producers_last_record() -> None:
+    pending = PendingTxnOffsets()
+    key = encode_key(OffsetCommitKey(GROUP, "t", 0))
+    pending.add(
+        1, [(key, encode_value(OffsetCommitValue(1))), (key, encode_value(OffsetCommitValue(2)))]
+    )
+    pending.add(2, [(encode_key(OffsetCommitKey("other", "t", 0)), None)])
+    assert pending.is_pending(GROUP, "t", 0) and not pending.is_pending(GROUP, "t", 1)
+    assert pending.producers() == [1, 2]
+    assert pending.end(1, commit=True) == [(key, encode_value(OffsetCommitValue(2)))]
+    assert not pending.is_pending(GROUP, "t", 0)
+    assert pending.end(2, commit=False) == [] and pending.producers() == []
+
+
+def _consumer_group(member_epoch: int, classic: bool = False) -> ConsumerGroup:
+    group = ConsumerGroup(GROUP)
+    member = Member("m", member_epoch=member_epoch)
+    if classic:
+        member = Member("m", member_epoch=member_epoch, classic=object())  # type: ignore[arg-type]
+    group.members["m"] = member
+    return group
+
+
+def test_kip_447_checks_of_a_consumer_group() -> None:
+    group = _consumer_group(4)
+    check_txn_offset_commit(None, group, "", -1, None)  # v0-v2: nothing to check
+    check_txn_offset_commit(None, group, "m", 4, None)
+    with pytest.raises(UnknownMemberIdError):
+        check_txn_offset_commit(None, group, "zombie", 4, None)
+    with pytest.raises(StaleMemberEpochError):
+        check_txn_offset_commit(None, group, "m", 3, None)
+    with pytest.raises(IllegalGenerationError):
+        check_txn_offset_commit(None, _consumer_group(4, classic=True), "m", 3, None)
+    check_txn_offset_commit(None, ConsumerGroup(GROUP), "x", -1, None)  # no members
+
+
+def test_kip_447_checks_of_a_classic_group() -> None:
+    group = ClassicGroup(GROUP, state=ClassicGroupState.COMPLETING_REBALANCE, generation_id=3)
+    group.members["m"] = ClassicMember("m", "c", "h", 1000, 1000, "consumer", (), "i")
+    group.static_members["i"] = "m"
+    check_txn_offset_commit(group, None, "", -1, None)  # not refused while rebalancing
+    check_txn_offset_commit(group, None, "m", 3, "i")
+    with pytest.raises(IllegalGenerationError):
+        check_txn_offset_commit(group, None, "m", 2, "i")
+    with pytest.raises(UnknownMemberIdError):
+        check_txn_offset_commit(group, None, "zombie", 3, None)
+    with pytest.raises(FencedInstanceIdError):
+        check_txn_offset_commit(group, None, "zombie", 3, "i")
+
+
+def test_a_pending_offset_is_not_a_committed_one_for_offset_fetch_of_all() -> None:
+    replicas = _LogReplicas()
+    coordinator = _coordinator(replicas)
+    _txn_commit(coordinator, 7, {0: 10})
+    assert coordinator.offset_fetch(GROUP, "", -1, None).partitions == ()
+    replicas.marker(7, commit=True)
+    coordinator.on_txn_marker(OFFSETS_TOPIC, 0, 7, True)
+    assert coordinator.offset_fetch(GROUP, "", -1, None).partitions == (
+        OffsetFetchPartition("t", 0, 10),
+    )
