@@ -364,11 +364,12 @@ def test_a_late_produce_cannot_open_a_hanging_transaction(txn_cluster: LocalClus
 # -- offsets in transactions (TxnOffsetCommit) ------------------------------------------------
 
 
-def _etl_consumer(bootstrap: str, group: str, topic: str) -> Consumer:
+def _etl_consumer(bootstrap: str, group: str, topic: str, protocol: str) -> Consumer:
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": group,
+            "group.protocol": protocol,
             "isolation.level": "read_committed",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
@@ -412,12 +413,15 @@ def _committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[
     return [tp.offset for tp in found]
 
 
-def test_consume_transform_produce_commits_each_input_once(txn_cluster: LocalCluster) -> None:
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_consume_transform_produce_commits_each_input_once(
+    txn_cluster: LocalCluster, protocol: str
+) -> None:
     """Exactly-once consume-transform-produce: each transaction writes its output and the
-    consumer's positions (send_offsets_to_transaction: TxnOffsetCommit, with the classic
-    member's id and generation); after the loop the group's committed offsets are the input's
-    end and the output holds every input record once; an aborted transaction's output and
-    offsets are not committed."""
+    consumer's positions (send_offsets_to_transaction: TxnOffsetCommit v3, with the member's
+    id and generation, or KIP-848 member epoch, checked by the coordinator); after the loop the
+    group's committed offsets are the input's end and the output holds every input record
+    once; an aborted transaction's output and offsets are not committed."""
     bootstrap = txn_cluster.kafka_bootstrap_servers
     source, sink, group = unique("in"), unique("out"), unique("etl")
     create_topic(bootstrap, source, partitions=2)
@@ -427,7 +431,7 @@ def test_consume_transform_produce_commits_each_input_once(txn_cluster: LocalClu
         plain.produce(source, value=f"v{i}".encode(), partition=i % 2)
     plain.flush(30)
 
-    consumer = _etl_consumer(bootstrap, group, source)
+    consumer = _etl_consumer(bootstrap, group, source, protocol)
     producer = transactional(bootstrap, unique("etl-app"))
     done = 0
     try:
