@@ -91,6 +91,8 @@ class _LogReplicas:
     def __init__(self) -> None:
         self.log = _Log()
         self.appends: list[ProducePartition] = []
+        self.refuse = 0
+        """An error code the log answers instead of appending (0: none)."""
 
     def partition(self, topic: str, partition: int) -> _Partition:
         return _Partition(self.log)
@@ -106,6 +108,9 @@ class _LogReplicas:
         out = []
         for data in partitions:
             self.appends.append(data)
+            if self.refuse:
+                out.append(ProduceResult(data.topic, data.partition, error_code=self.refuse))
+                continue
             base = self.log.append(data.records)
             out.append(ProduceResult(data.topic, data.partition, base_offset=base))
         return _Replicated(out)
@@ -205,6 +210,22 @@ def test_an_abort_marker_drops_the_pending_offsets() -> None:
     replicas.marker(7, commit=False)
     coordinator.on_txn_marker(OFFSETS_TOPIC, 0, 7, False)
     assert _fetch(coordinator, stable=True) == [(10, 0), (-1, 0)]
+
+
+INVALID_PRODUCER_EPOCH = 47
+
+
+def test_a_fenced_producers_commit_is_answered_the_logs_error_and_not_kept() -> None:
+    """The log refuses a transactional batch of an older producer epoch: the answer is that
+    error (not the UNKNOWN_SERVER_ERROR a plain commit's failed append maps to), nothing is
+    pending, and a later COMMIT of the producer commits nothing."""
+    replicas = _LogReplicas()
+    coordinator = _coordinator(replicas)
+    replicas.refuse = INVALID_PRODUCER_EPOCH
+    assert _txn_commit(coordinator, 7, {0: 10}) == [INVALID_PRODUCER_EPOCH]
+    assert _fetch(coordinator, stable=True) == [(-1, 0), (-1, 0)]
+    coordinator.on_txn_marker(OFFSETS_TOPIC, 0, 7, True)
+    assert _fetch(coordinator) == [(-1, 0), (-1, 0)]
 
 
 def test_a_marker_of_another_partition_or_producer_changes_nothing() -> None:
