@@ -95,7 +95,7 @@ from node.coordinator.shard_writer import PendingWrite, ShardWriter, write_error
 from node.coordinator.txn_offsets import (
     PendingTxnOffsets,
     check_txn_offset_commit,
-    txn_offset_commit_outcome,
+    txn_offset_commit_records,
 )
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
@@ -118,7 +118,6 @@ from odradek.errors import (
 from odradek.group_records import (
     MemberState,
     OffsetCommitKey,
-    OffsetCommitValue,
     decode_key,
     decode_value,
     encode_key,
@@ -782,13 +781,9 @@ class GroupCoordinator:
                 group = shard.state.groups.get(group_id)
                 classic = None if group is not None else shard.classic.get(group_id)
                 check_txn_offset_commit(classic, group, member_id, generation_id, instance_id)
-                outcome = txn_offset_commit_outcome(commits, self.topics())
-                now = self._clock.wall_ms()
-                records: list[GroupRecord] = [
-                    (OffsetCommitKey(group_id, t, p), OffsetCommitValue(o, m, now, e))
-                    for (t, p, o, e, m), (_, _, error) in zip(commits, outcome, strict=True)
-                    if error is None
-                ]
+                records, outcome = txn_offset_commit_records(
+                    group_id, commits, self.topics(), self._clock.wall_ms()
+                )
                 self._write(shard, records, (producer_id, producer_epoch))
                 durable = self._durable(shard)
         except OdradekError as e:

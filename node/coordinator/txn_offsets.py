@@ -26,7 +26,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from node.coordinator.classic_group import ClassicGroup, validate_offset_commit
-from node.coordinator.group_state import OFFSET_METADATA_MAX_BYTES, ConsumerGroup, TopicInfo
+from node.coordinator.group_state import (
+    OFFSET_METADATA_MAX_BYTES,
+    ConsumerGroup,
+    GroupRecord,
+    TopicInfo,
+)
 from odradek.errors import (
     CorruptRecordError,
     IllegalGenerationError,
@@ -35,9 +40,9 @@ from odradek.errors import (
     UnknownMemberIdError,
     UnknownTopicOrPartitionError,
 )
-from odradek.group_records import OffsetCommitKey, decode_key
+from odradek.group_records import OffsetCommitKey, OffsetCommitValue, decode_key
 
-__all__ = ["PendingTxnOffsets", "check_txn_offset_commit", "txn_offset_commit_outcome"]
+__all__ = ["PendingTxnOffsets", "check_txn_offset_commit", "txn_offset_commit_records"]
 
 RawRecord = tuple[bytes, bytes | None]
 """An ``__consumer_offsets`` record's key and value bytes."""
@@ -114,13 +119,18 @@ def check_txn_offset_commit(
         validate_offset_commit(classic, member_id, generation_id, instance_id, transactional=True)
 
 
-def txn_offset_commit_outcome(
-    commits: Sequence[tuple[str, int, int, int, str]], topics: Mapping[str, TopicInfo]
-) -> list[tuple[str, int, Exception | None]]:
-    """Per partition of ``commits`` (topic, partition, offset, leader epoch, metadata): None
-    to write it, or its error (OFFSET_METADATA_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION)."""
+def txn_offset_commit_records(
+    group_id: str,
+    commits: Sequence[tuple[str, int, int, int, str]],
+    topics: Mapping[str, TopicInfo],
+    now_ms: int,
+) -> tuple[list[GroupRecord], list[tuple[str, int, Exception | None]]]:
+    """The OffsetCommit records of ``commits`` (topic, partition, offset, leader epoch,
+    metadata) to write in the transaction, and per partition None or its error
+    (OFFSET_METADATA_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION)."""
+    records: list[GroupRecord] = []
     outcome: list[tuple[str, int, Exception | None]] = []
-    for topic, partition, _offset, _epoch, metadata in commits:
+    for topic, partition, offset, leader_epoch, metadata in commits:
         error: Exception | None = None
         info = topics.get(topic)
         if len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
@@ -129,5 +139,12 @@ def txn_offset_commit_outcome(
             )
         elif info is None or not 0 <= partition < info.num_partitions:
             error = UnknownTopicOrPartitionError(f"{topic}-{partition} does not exist")
+        else:
+            records.append(
+                (
+                    OffsetCommitKey(group_id, topic, partition),
+                    OffsetCommitValue(offset, metadata, now_ms, leader_epoch),
+                )
+            )
         outcome.append((topic, partition, error))
-    return outcome
+    return records, outcome

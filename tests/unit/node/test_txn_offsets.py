@@ -323,3 +323,21 @@ def test_a_pending_offset_is_not_a_committed_one_for_offset_fetch_of_all() -> No
     assert coordinator.offset_fetch(GROUP, "", -1, None).partitions == (
         OffsetFetchPartition("t", 0, 10),
     )
+
+
+def test_an_unknown_partition_or_too_much_metadata_is_refused_alone() -> None:
+    replicas = _LogReplicas()
+    coordinator = _coordinator(replicas)
+    result = coordinator.txn_offset_commit_later(
+        GROUP,
+        7,
+        0,
+        [
+            OffsetCommitPartition("t", 0, 10),
+            OffsetCommitPartition("t", 5, 10),  # no such partition
+            OffsetCommitPartition("t", 1, 10, committed_metadata="x" * 5000),
+        ],
+    ).result()
+    assert [r.error_code for r in result.partitions] == [0, 3, 12]
+    (written,) = read_batches(replicas.appends[-1].records)
+    assert len(written.records()) == 1
