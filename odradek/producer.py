@@ -845,9 +845,10 @@ class Producer:
     ) -> None:
         """Commit a consumer's positions (``offsets``: the next offset to read per partition)
         with the transaction, for ``consumer.group_metadata()``'s group: a
-        consume-transform-produce step is then stored once. Raises
-        :class:`~odradek.errors.UnsupportedVersionError` while odradek's gRPC API has no
-        TxnOffsetCommit."""
+        consume-transform-produce step is then stored once (the offsets are committed with
+        the transaction, dropped with its abort). Raises
+        :class:`~odradek.client.errors.TransactionAbortableError` (abort the transaction), the
+        fatal error (``ProducerFencedError``, an authorization error), ``TimeoutError``."""
         self._txn().send_offsets_to_transaction(offsets, group_metadata, timeout)
 
     def commit_transaction(self, timeout: float | None = None) -> None:

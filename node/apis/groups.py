@@ -37,6 +37,7 @@ thread-safe); the offset writes may block while the coordinator's write waits fo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import TypeVar
@@ -70,6 +71,7 @@ from odradek.acl import AclOperation, ResourceType
 from odradek.errors import (
     GroupAuthorizationFailedError,
     GroupIdNotFoundError,
+    InvalidProducerIdMappingError,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
@@ -397,6 +399,21 @@ class GroupApis:
         allowed, results = self._screen(caller, wanted)
         if not allowed:
             return _done(OffsetCommitResult(0, tuple(results[k] for k in wanted)))
+        if producer_id < 0 or producer_epoch < 0:
+            # no transaction can hold it (Kafka's verification with the transaction
+            # coordinator answers this for an id it never gave)
+            bad = PartitionResult(
+                "", -1, InvalidProducerIdMappingError.code, "no producer id or epoch"
+            )
+            return _done(
+                OffsetCommitResult(
+                    0,
+                    tuple(
+                        results.get(k) or dataclasses.replace(bad, topic=k[0], partition=k[1])
+                        for k in wanted
+                    ),
+                )
+            )
         keep = set(allowed)
         pending = self.coordinator.txn_offset_commit_later(
             group_id,

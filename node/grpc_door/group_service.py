@@ -42,7 +42,8 @@ def _refused_whole(context: grpc.ServicerContext, code: int, message: str) -> No
 
 
 class GroupRpcs:
-    """FindCoordinator, ConsumerGroupHeartbeat, OffsetCommit, OffsetFetch, ListGroups,
+    """FindCoordinator, ConsumerGroupHeartbeat, OffsetCommit, TxnOffsetCommit, OffsetFetch,
+    ListGroups,
     ConsumerGroupDescribe, DeleteGroups and OffsetDelete, handed to ``self._group_apis``
     (:class:`~node.apis.groups.GroupApis`), which holds their policy."""
 
@@ -87,6 +88,30 @@ class GroupRpcs:
         if result.partitions:
             first = result.partitions[0]
             _refused_whole(context, result.error_code, first.error_message)
+        return wire.offset_commit_to_wire(result)
+
+    def TxnOffsetCommit(  # noqa: N802
+        self, request: pb.TxnOffsetCommitRequest, context: grpc.ServicerContext
+    ) -> pb.OffsetCommitResponse:
+        result = (
+            self._apis(context)
+            .txn_offset_commit_later(
+                current_caller(),
+                request.transactional_id,
+                request.group_id,
+                request.producer_id,
+                request.producer_epoch,
+                wire.offset_commit_from_wire(request),
+                member_id=request.member_id,
+                generation_id=request.generation_id,
+                instance_id=(
+                    request.group_instance_id if request.HasField("group_instance_id") else None
+                ),
+            )
+            .result()
+        )
+        if result.partitions:
+            _refused_whole(context, result.error_code, result.partitions[0].error_message)
         return wire.offset_commit_to_wire(result)
 
     def OffsetFetch(  # noqa: N802

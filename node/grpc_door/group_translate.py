@@ -102,7 +102,9 @@ def heartbeat_to_wire(r: HeartbeatResponse) -> pb.ConsumerGroupHeartbeatResponse
     )
 
 
-def offset_commit_from_wire(req: pb.OffsetCommitRequest) -> list[OffsetCommitPartition]:
+def offset_commit_from_wire(
+    req: pb.OffsetCommitRequest | pb.TxnOffsetCommitRequest,
+) -> list[OffsetCommitPartition]:
     return [
         OffsetCommitPartition(
             t.name,

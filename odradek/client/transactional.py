@@ -8,7 +8,8 @@
   sequence numbers start again at 0 in the new epoch.
 * ``begin_transaction``: local only (the coordinator learns of the transaction with the first
   AddPartitionsToTxn, which the I/O thread sends before the first batch of each partition).
-* ``send_offsets_to_transaction``: AddOffsetsToTxn, then the group coordinator's TxnOffsetCommit.
+* ``send_offsets_to_transaction``: AddOffsetsToTxn, then the group coordinator's TxnOffsetCommit
+  (the offsets pending until the transaction's marker).
 * ``commit_transaction``: flush (every batch of the transaction acknowledged), then EndTxn
   (commit) if the coordinator knows the transaction. A batch that failed makes the commit raise
   :class:`~odradek.client.errors.TransactionAbortableError`: abort instead.
@@ -38,7 +39,7 @@ from odradek.client.transaction_manager import FATAL, State, TransactionManager,
 from odradek.client.transactions import TransactionCoordinatorClient
 from odradek.client.types import TopicPartition
 from odradek.clock import Clock
-from odradek.errors import OdradekError, UnsupportedVersionError
+from odradek.errors import OdradekError
 
 __all__ = ["ConsumerGroupMetadata", "ProducerTransactions"]
 
@@ -120,14 +121,28 @@ class ProducerTransactions:
     ) -> None:
         """The consumer's positions (the next offset to read, per partition) committed with
         the transaction: AddOffsetsToTxn (:meth:`TransactionCoordinatorClient.add_offsets`),
-        then TxnOffsetCommit at the group's coordinator. Raises ``UnsupportedVersionError``
-        (before anything joins the transaction): odradek's gRPC API has no TxnOffsetCommit
-        yet."""
+        then TxnOffsetCommit at the group's coordinator (pending there until the transaction's
+        marker, KIP-447's member checks with ``group``'s generation and member id). Raises
+        :class:`~odradek.client.errors.TransactionAbortableError` (abort), the fatal error,
+        ``TimeoutError``."""
         self.manager.check_send()
-        raise UnsupportedVersionError(
-            "odradek's gRPC API has no TxnOffsetCommit yet: offsets cannot be committed in a "
-            f"transaction ({len(offsets)} offset(s) of group {group.group_id!r} not sent)"
-        )
+        if not offsets:
+            return
+        deadline = self._deadline(timeout)
+        try:
+            self._client.add_offsets(self._ids(), group.group_id, deadline_ms=deadline)
+            self.manager.offsets_added()
+            self._client.txn_offset_commit(
+                self._ids(),
+                group.group_id,
+                group.member_id,
+                group.generation_id,
+                group.group_instance_id,
+                offsets,
+                deadline_ms=deadline,
+            )
+        except OdradekError as exc:
+            raise self._failed(exc) from None
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Raises :class:`~odradek.client.errors.TransactionAbortableError` (abort), the fatal

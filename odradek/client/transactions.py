@@ -16,7 +16,7 @@ AddPartitionsToTxn). Thread-safe: the coordinator's address is the only state, b
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from odradek.client.connection import ConnectionPool, call
@@ -61,6 +61,8 @@ class TransactionCoordinatorClient:
         self._retry_backoff_ms = retry_backoff_ms
         self._lock = threading.Lock()
         self._coordinator: str | None = None
+        self._group_coordinators: dict[str, str] = {}
+        """Each group's coordinator (TxnOffsetCommit goes there)."""
         self._closed = threading.Event()
 
     def close(self) -> None:
@@ -74,14 +76,34 @@ class TransactionCoordinatorClient:
         with self._lock:
             if self._coordinator is not None:
                 return self._coordinator
+        found = self._find(
+            pb.FindCoordinatorRequest(
+                key_type=TRANSACTION_KEY, transactional_ids=[self.transactional_id]
+            ),
+            f"transactional id {self.transactional_id!r}",
+        )
+        with self._lock:
+            self._coordinator = found
+        return found
+
+    def group_coordinator(self, group_id: str) -> str:
+        """The coordinator of ``group_id`` (FindCoordinator for a group)."""
+        with self._lock:
+            known = self._group_coordinators.get(group_id)
+        if known is not None:
+            return known
+        found = self._find(pb.FindCoordinatorRequest(group_ids=[group_id]), f"group {group_id!r}")
+        with self._lock:
+            self._group_coordinators[group_id] = found
+        return found
+
+    def _find(self, request: pb.FindCoordinatorRequest, what: str) -> str:
         last: OdradekError = CoordinatorNotAvailableError("no node answered FindCoordinator")
         for address in self._metadata.candidates():
             try:
                 response = call(
                     self._pool.broker(address).FindCoordinator,
-                    pb.FindCoordinatorRequest(
-                        key_type=TRANSACTION_KEY, transactional_ids=[self.transactional_id]
-                    ),
+                    request,
                     address=address,
                     timeout_ms=self._request_timeout_ms,
                 )
@@ -90,17 +112,16 @@ class TransactionCoordinatorClient:
                 continue
             (c,) = response.coordinators
             if c.error_code:
-                raise error_from_code(
-                    c.error_code, c.error_message, f"transactional id {self.transactional_id!r}"
-                )
-            with self._lock:
-                self._coordinator = f"{c.host}:{c.port}"
-                return self._coordinator
+                raise error_from_code(c.error_code, c.error_message, what)
+            return f"{c.host}:{c.port}"
         raise last
 
-    def forget_coordinator(self) -> None:
+    def forget_coordinator(self, group_id: str | None = None) -> None:
         with self._lock:
-            self._coordinator = None
+            if group_id is None:
+                self._coordinator = None
+            else:
+                self._group_coordinators.pop(group_id, None)
 
     def run(
         self,
@@ -110,14 +131,18 @@ class TransactionCoordinatorClient:
         *,
         deadline_ms: int,
         init: bool = False,
+        group_id: str | None = None,
     ) -> Resp:
         """Call the coordinator until the answer is not one to retry (see the module
         docstring); returns the answer without error. Raises the error of an answer that is
         not retried, or, once ``deadline_ms`` (the clock's monotonic time) passes, a
-        ``TimeoutError`` from the last error."""
+        ``TimeoutError`` from the last error. ``group_id``: call that group's coordinator
+        instead (TxnOffsetCommit)."""
         while True:
             try:
-                address = self.coordinator()
+                address = (
+                    self.coordinator() if group_id is None else self.group_coordinator(group_id)
+                )
                 response: Resp = call(
                     rpc(self._pool.broker(address)),  # type: ignore[arg-type]
                     request,
@@ -133,7 +158,7 @@ class TransactionCoordinatorClient:
             if verdict not in (LOOKUP, RETRY):
                 raise error
             if verdict == LOOKUP:
-                self.forget_coordinator()
+                self.forget_coordinator(group_id)
             if self._clock.monotonic_ms() + self._retry_backoff_ms > deadline_ms:
                 raise TimeoutError(
                     f"transactional id {self.transactional_id!r}: no answer before the "
@@ -208,6 +233,55 @@ class TransactionCoordinatorClient:
             request,
             lambda r: self._error(r.error_code),
             deadline_ms=deadline_ms,
+        )
+
+    def txn_offset_commit(
+        self,
+        ids: ProducerIdAndEpoch,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        instance_id: str | None,
+        offsets: Mapping[TopicPartition, int],
+        *,
+        deadline_ms: int,
+    ) -> None:
+        """TxnOffsetCommit at the group's coordinator: the offsets pending in the transaction
+        (committed with it). Raises the first partition's error."""
+        by_topic: dict[str, list[pb.OffsetCommitPartition]] = {}
+        for tp, offset in offsets.items():
+            by_topic.setdefault(tp.topic, []).append(
+                pb.OffsetCommitPartition(
+                    partition=tp.partition, committed_offset=offset, committed_leader_epoch=-1
+                )
+            )
+        request = pb.TxnOffsetCommitRequest(
+            transactional_id=self.transactional_id,
+            group_id=group_id,
+            producer_id=ids.producer_id,
+            producer_epoch=ids.epoch,
+            generation_id=generation_id,
+            member_id=member_id,
+            topics=[pb.OffsetCommitTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
+        )
+        if instance_id is not None:
+            request.group_instance_id = instance_id
+
+        def error_of(response: pb.OffsetCommitResponse) -> OdradekError | None:
+            failed = [p for p in response.partitions if p.error_code]
+            if not failed:
+                return None
+            first = failed[0]
+            return error_from_code(
+                first.error_code, first.error_message, f"{first.topic}-{first.partition}"
+            )
+
+        self.run(
+            lambda stub: stub.TxnOffsetCommit,
+            request,
+            error_of,
+            deadline_ms=deadline_ms,
+            group_id=group_id,
         )
 
     def end_txn(self, ids: ProducerIdAndEpoch, commit: bool, *, deadline_ms: int) -> None:

@@ -3807,6 +3807,52 @@ class OffsetCommitRequest(_message.Message):
 Global___OffsetCommitRequest: _TypeAlias = OffsetCommitRequest  # noqa: Y015
 
 @_typing.final
+class TxnOffsetCommitRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TRANSACTIONAL_ID_FIELD_NUMBER: _builtins.int
+    GROUP_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_EPOCH_FIELD_NUMBER: _builtins.int
+    GENERATION_ID_FIELD_NUMBER: _builtins.int
+    MEMBER_ID_FIELD_NUMBER: _builtins.int
+    GROUP_INSTANCE_ID_FIELD_NUMBER: _builtins.int
+    TOPICS_FIELD_NUMBER: _builtins.int
+    transactional_id: _builtins.str
+    group_id: _builtins.str
+    producer_id: _builtins.int
+    producer_epoch: _builtins.int
+    """int16 in Kafka"""
+    generation_id: _builtins.int
+    """the member's generation or epoch; -1: not checked (KIP-447)"""
+    member_id: _builtins.str
+    """"": not checked"""
+    group_instance_id: _builtins.str
+    @_builtins.property
+    def topics(self) -> _containers.RepeatedCompositeFieldContainer[Global___OffsetCommitTopic]: ...
+    def __init__(
+        self,
+        *,
+        transactional_id: _builtins.str = ...,
+        group_id: _builtins.str = ...,
+        producer_id: _builtins.int = ...,
+        producer_epoch: _builtins.int = ...,
+        generation_id: _builtins.int = ...,
+        member_id: _builtins.str = ...,
+        group_instance_id: _builtins.str | None = ...,
+        topics: _abc.Iterable[Global___OffsetCommitTopic] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_group_instance_id", b"_group_instance_id", "group_instance_id", b"group_instance_id"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_group_instance_id", b"_group_instance_id", "generation_id", b"generation_id", "group_id", b"group_id", "group_instance_id", b"group_instance_id", "member_id", b"member_id", "producer_epoch", b"producer_epoch", "producer_id", b"producer_id", "topics", b"topics", "transactional_id", b"transactional_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__group_instance_id: _TypeAlias = _typing.Literal["group_instance_id"]  # noqa: Y015
+    _WhichOneofArgType__group_instance_id: _TypeAlias = _typing.Literal["_group_instance_id", b"_group_instance_id"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__group_instance_id) -> _WhichOneofReturnType__group_instance_id | None: ...
+
+Global___TxnOffsetCommitRequest: _TypeAlias = TxnOffsetCommitRequest  # noqa: Y015
+
+@_typing.final
 class OffsetCommitPartitionResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

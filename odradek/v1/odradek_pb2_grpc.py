@@ -107,6 +107,11 @@ class BrokerStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.OffsetCommitRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.OffsetCommitResponse.FromString,
                 _registered_method=True)
+        self.TxnOffsetCommit = channel.unary_unary(
+                '/odradek.v1.Broker/TxnOffsetCommit',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.TxnOffsetCommitRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.OffsetCommitResponse.FromString,
+                _registered_method=True)
         self.OffsetFetch = channel.unary_unary(
                 '/odradek.v1.Broker/OffsetFetch',
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.OffsetFetchRequest.SerializeToString,
@@ -238,6 +243,14 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TxnOffsetCommit(self, request, context):
+        """A transactional producer's offsets, at the group's coordinator: pending in its
+        transaction until the transaction's marker (Kafka's TxnOffsetCommit, KIP-98 / KIP-447).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def OffsetFetch(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -339,6 +352,11 @@ def add_BrokerServicer_to_server(servicer, server):
             'OffsetCommit': grpc.unary_unary_rpc_method_handler(
                     servicer.OffsetCommit,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.OffsetCommitRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.OffsetCommitResponse.SerializeToString,
+            ),
+            'TxnOffsetCommit': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnOffsetCommit,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.TxnOffsetCommitRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.OffsetCommitResponse.SerializeToString,
             ),
             'OffsetFetch': grpc.unary_unary_rpc_method_handler(
@@ -747,6 +765,33 @@ class Broker:
             target,
             '/odradek.v1.Broker/OffsetCommit',
             odradek_dot_v1_dot_odradek__pb2.OffsetCommitRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.OffsetCommitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnOffsetCommit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/TxnOffsetCommit',
+            odradek_dot_v1_dot_odradek__pb2.TxnOffsetCommitRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.OffsetCommitResponse.FromString,
             options,
             channel_credentials,

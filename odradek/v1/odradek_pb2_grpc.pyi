@@ -79,6 +79,10 @@ class BrokerStub:
     ConsumerGroupHeartbeat: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ConsumerGroupHeartbeatRequest, _odradek_pb2.ConsumerGroupHeartbeatResponse]
     """Join, heartbeat, leave; answers the member epoch and assignment."""
     OffsetCommit: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.OffsetCommitRequest, _odradek_pb2.OffsetCommitResponse]
+    TxnOffsetCommit: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.TxnOffsetCommitRequest, _odradek_pb2.OffsetCommitResponse]
+    """A transactional producer's offsets, at the group's coordinator: pending in its
+    transaction until the transaction's marker (Kafka's TxnOffsetCommit, KIP-98 / KIP-447).
+    """
     OffsetFetch: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.OffsetFetchRequest, _odradek_pb2.OffsetFetchResponse]
     ListGroups: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ListGroupsRequest, _odradek_pb2.ListGroupsResponse]
     ConsumerGroupDescribe: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ConsumerGroupDescribeRequest, _odradek_pb2.ConsumerGroupDescribeResponse]
@@ -123,6 +127,10 @@ class BrokerAsyncStub(BrokerStub):
     ConsumerGroupHeartbeat: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ConsumerGroupHeartbeatRequest, _odradek_pb2.ConsumerGroupHeartbeatResponse]  # type: ignore[assignment]
     """Join, heartbeat, leave; answers the member epoch and assignment."""
     OffsetCommit: _aio.UnaryUnaryMultiCallable[_odradek_pb2.OffsetCommitRequest, _odradek_pb2.OffsetCommitResponse]  # type: ignore[assignment]
+    TxnOffsetCommit: _aio.UnaryUnaryMultiCallable[_odradek_pb2.TxnOffsetCommitRequest, _odradek_pb2.OffsetCommitResponse]  # type: ignore[assignment]
+    """A transactional producer's offsets, at the group's coordinator: pending in its
+    transaction until the transaction's marker (Kafka's TxnOffsetCommit, KIP-98 / KIP-447).
+    """
     OffsetFetch: _aio.UnaryUnaryMultiCallable[_odradek_pb2.OffsetFetchRequest, _odradek_pb2.OffsetFetchResponse]  # type: ignore[assignment]
     ListGroups: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ListGroupsRequest, _odradek_pb2.ListGroupsResponse]  # type: ignore[assignment]
     ConsumerGroupDescribe: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ConsumerGroupDescribeRequest, _odradek_pb2.ConsumerGroupDescribeResponse]  # type: ignore[assignment]
@@ -248,6 +256,16 @@ class BrokerServicer(metaclass=_abc_1.ABCMeta):
         request: _odradek_pb2.OffsetCommitRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_odradek_pb2.OffsetCommitResponse, _abc.Awaitable[_odradek_pb2.OffsetCommitResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def TxnOffsetCommit(
+        self,
+        request: _odradek_pb2.TxnOffsetCommitRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.OffsetCommitResponse, _abc.Awaitable[_odradek_pb2.OffsetCommitResponse]]:
+        """A transactional producer's offsets, at the group's coordinator: pending in its
+        transaction until the transaction's marker (Kafka's TxnOffsetCommit, KIP-98 / KIP-447).
+        """
 
     @_abc_1.abstractmethod
     def OffsetFetch(

@@ -78,6 +78,7 @@ from kio.schema.offset_commit.v9 import request as offset_commit
 from kio.schema.offset_delete.v0 import request as offset_delete
 from kio.schema.offset_fetch.v8 import request as offset_fetch
 from kio.schema.produce.v8 import request as produce
+from kio.schema.txn_offset_commit.v3 import request as txn_offset_commit
 from kio.schema.types import BrokerId, GroupId, ProducerId, TopicName, TransactionalId
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 
@@ -174,6 +175,7 @@ DENIED: dict[str, tuple[tuple[ResourceType, AclOperation], ...]] = {
     "DescribeLogDirs": ((C, AclOperation.DESCRIBE),),
     "AddPartitionsToTxn": ((X, AclOperation.WRITE),),
     "AddOffsetsToTxn": ((X, AclOperation.WRITE),),
+    "TxnOffsetCommit": ((X, AclOperation.WRITE),),
     "EndTxn": ((X, AclOperation.WRITE),),
     "DescribeTransactions": ((X, AclOperation.DESCRIBE),),
     "ListTransactions": ((X, AclOperation.DESCRIBE),),
@@ -1262,6 +1264,48 @@ def grpc_add_offsets(parity: Parity, cn: str, case: Case) -> Codes:
     return (parity.broker(cn).AddOffsetsToTxn(request).error_code,)
 
 
+# TxnOffsetCommit: the transactional id's WRITE, the group's READ, then each topic's READ and
+# existence (an unknown producer then fails the coordinator's write alike through both doors)
+def kafka_txn_offset_commit(parity: Parity, cn: str, case: Case) -> Codes:
+    partition = txn_offset_commit.TxnOffsetCommitRequestPartition(
+        partition_index=i32(0),
+        committed_offset=i64(1),
+        committed_leader_epoch=i32(-1),
+        committed_metadata="",
+    )
+    answer = parity.kafka(
+        cn,
+        txn_offset_commit.TxnOffsetCommitRequest(
+            transactional_id=TransactionalId(TXN),
+            group_id=GroupId(case.group),
+            producer_id=ProducerId(-1),
+            producer_epoch=i16(-1),
+            generation_id=i32(-1),
+            member_id="",
+            group_instance_id=None,
+            topics=(
+                txn_offset_commit.TxnOffsetCommitRequestTopic(
+                    name=TopicName(case.topic), partitions=(partition,)
+                ),
+            ),
+        ),
+    )
+    return kafka_partitions(answer.topics)
+
+
+def grpc_txn_offset_commit(parity: Parity, cn: str, case: Case) -> Codes:
+    partition = pb.OffsetCommitPartition(partition=0, committed_offset=1, committed_leader_epoch=-1)
+    request = pb.TxnOffsetCommitRequest(
+        transactional_id=TXN,
+        group_id=case.group,
+        producer_id=-1,
+        producer_epoch=-1,
+        generation_id=-1,
+        topics=[pb.OffsetCommitTopic(name=case.topic, partitions=[partition])],
+    )
+    return grpc_partitions(grpc_answer(parity.broker(cn).TxnOffsetCommit, request), case)
+
+
 # EndTxn, DescribeTransactions: the transactional id rides in the case's topic
 def kafka_end_txn(parity: Parity, cn: str, case: Case) -> Codes:
     answer = parity.kafka(
@@ -1371,6 +1415,7 @@ APIS = [
     Api("DescribeLogDirs", TOPIC_CASES, kafka_describe_log_dirs, grpc_describe_log_dirs),
     Api("AddPartitionsToTxn", TOPIC_CASES, kafka_add_partitions, grpc_add_partitions),
     Api("AddOffsetsToTxn", GROUP_CASES, kafka_add_offsets, grpc_add_offsets),
+    Api("TxnOffsetCommit", GROUP_CASES, kafka_txn_offset_commit, grpc_txn_offset_commit),
     Api("EndTxn", TXN_CASES, kafka_end_txn, grpc_end_txn),
     Api(
         "DescribeTransactions",

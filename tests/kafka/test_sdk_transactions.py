@@ -21,7 +21,7 @@ from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from odradek.cli import main
 from odradek.client.errors import TransactionAbortableError, TransactionStateError
-from odradek.errors import MessageTooLargeError, ProducerFencedError, UnsupportedVersionError
+from odradek.errors import MessageTooLargeError, ProducerFencedError
 from tests.kafka.conftest import running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic
 from tests.kafka.test_transactions import read_all, transaction_state
@@ -225,11 +225,11 @@ def test_the_cli_measures_read_committed_lag_to_the_last_stable_offset(
 
 
 def test_a_consume_transform_produce_loop(txn_cluster: LocalCluster) -> None:
-    """Each step reads a batch of input, writes its transformation in one transaction and
-    commits it; a step that fails is aborted and done again: the output holds each input's
-    transformation exactly once. (The consumer's offsets are committed outside the transaction:
-    odradek's gRPC API has no TxnOffsetCommit yet, so send_offsets_to_transaction refuses,
-    before anything joins the transaction.)"""
+    """Each step reads a batch of input, writes its transformation and the consumer's next
+    offset in one transaction (send_offsets_to_transaction: TxnOffsetCommit at the group's
+    coordinator) and commits it; a step that fails is aborted, its offsets with it, and done
+    again: the output holds each input's transformation exactly once and the group's committed
+    offset is the input's end."""
     kafka = txn_cluster.kafka_bootstrap_servers
     source, sink = unique("sdk-in"), unique("sdk-out")
     create_topic(kafka, source, partitions=1)
@@ -260,19 +260,25 @@ def test_a_consume_transform_produce_loop(txn_cluster: LocalCluster) -> None:
             producer.begin_transaction()
             for r in records:
                 producer.send(sink, (r.value or b"").replace(b"in", b"out"), partition=0)
-            with pytest.raises(UnsupportedVersionError):
-                producer.send_offsets_to_transaction(
-                    {tp: records[-1].offset + 1}, consumer.group_metadata()
-                )
+            producer.send_offsets_to_transaction(
+                {tp: records[-1].offset + 1}, consumer.group_metadata()
+            )
             if records[0].offset == 2 and not failed_once:
                 failed_once = True  # the step fails: abort it and read its input again
                 producer.flush(30)  # its output stored, to be skipped by read_committed
                 producer.abort_transaction(timeout=60)
+                kept = consumer.committed([tp]).get(tp)
+                assert kept is None or kept.offset == 2  # the aborted step's offset is not kept
                 consumer.seek(tp, records[0].offset)
                 continue
             producer.commit_transaction(timeout=60)
-            consumer.commit({tp: records[-1].offset + 1})
             done = records[-1].offset + 1
+
+        def committed() -> int | None:
+            found = consumer.committed([tp]).get(tp)
+            return None if found is None or found.offset != 6 else found.offset
+
+        assert wait_for(committed, "the offsets committed with the last transaction") == 6
     expected = [f"out-{i}".encode() for i in range(6)]
     assert sdk_read_all(txn_cluster, sink, "read_committed", expect=6) == expected
     assert sdk_read_all(txn_cluster, sink, "read_committed") == expected
