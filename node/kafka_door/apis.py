@@ -105,7 +105,8 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             # request), except what would wait for a lock, roll a segment or flush
             Api(0, "Produce", 0, 8, bound(handle_produce), refused_below=3, on_loop=True),
             Api(1, "Fetch", 4, 11, bound(handle_fetch)),
-            Api(2, "ListOffsets", 1, 5, bound(handle_list_offsets)),
+            # v7: the max-timestamp offset (KIP-734), v8: earliest local, v9: latest tiered
+            Api(2, "ListOffsets", 1, 10, bound(handle_list_offsets)),
             # v10+ carry topic ids, which KIP-848 members need to read their assignments
             Api(3, "Metadata", 0, 12, bound(handle_metadata)),
             Api(10, "FindCoordinator", 0, 2, bound(handle_find_coordinator)),

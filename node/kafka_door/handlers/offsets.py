@@ -1,10 +1,13 @@
-"""ListOffsets (2) v1-v5, OffsetForLeaderEpoch (23) v2-v3 and DeleteRecords (21) v0-v1.
+"""ListOffsets (2) v1-v10, OffsetForLeaderEpoch (23) v2-v3 and DeleteRecords (21) v0-v1.
 
 ListOffsets: the special timestamps are Kafka's: -2 earliest, -1 latest (the high watermark for
 a consumer), -3 the record with the largest timestamp (KIP-734, from v7: refused below it), -4
-the earliest local offset (from v8). A special timestamp below its version, or any other
-negative one, answers UNSUPPORTED_VERSION (35) for its partition, as Kafka's ReplicaManager
-does. Each API's policy (DESCRIBE, DESCRIBE, DELETE on each topic: a refused partition answers
+the earliest local offset (KIP-405, from v8: the log start offset, odradek having no tiered
+storage), -5 the latest tiered offset (KIP-1005, from v9: none, -1). A special timestamp below
+its version, or any other negative one, answers UNSUPPORTED_VERSION (35) for its partition, as
+Kafka's ReplicaManager does. v6+ are flexible; v10's ``TimeoutMs`` (KIP-1075) bounds a lookup
+in remote storage, which odradek never makes: every answer is immediate. Each API's policy
+(DESCRIBE, DESCRIBE, DELETE on each topic: a refused partition answers
 TOPIC_AUTHORIZATION_FAILED, 29) is :class:`~node.apis.records.RecordApis`'.
 """
 
@@ -26,7 +29,7 @@ from node.kafka_door.services import DoorServices
 __all__ = ["handle_delete_records", "handle_list_offsets", "handle_offset_for_leader_epoch"]
 
 UNSUPPORTED_VERSION = 35
-_TIMESTAMP_SINCE = {-2: 1, -1: 1, -3: 7, -4: 8}
+_TIMESTAMP_SINCE = {-2: 1, -1: 1, -3: 7, -4: 8, -5: 9}
 """Kafka's special ListOffsets timestamps and the version each needs
 (``ReplicaManager.timestampMinSupportedVersion``)."""
 
