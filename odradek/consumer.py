@@ -78,6 +78,7 @@ log = logging.getLogger("odradek.consumer")
 # ListOffsets' special timestamps.
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
 
 _OFFSET_OUT_OF_RANGE = OffsetOutOfRangeError.code
 _INT32_MAX = 2**31 - 1
@@ -417,6 +418,22 @@ class Consumer:
             if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
                 raise ValueError(f"the timestamp for {tp} must be an integer >= 0, not {ts!r}")
         found = self._list_offsets_full(dict(timestamps), timeout_ms)
+        return {
+            tp: (
+                OffsetAndTimestamp(a.offset, a.timestamp, _epoch(a.leader_epoch))
+                if a.offset >= 0
+                else None
+            )
+            for tp, a in found.items()
+        }
+
+    def max_timestamp_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """For each partition, the record with the largest timestamp (the first of them if
+        several share it: Kafka's ``OffsetSpec.maxTimestamp()``, KIP-734), or ``None`` for a
+        partition with no record. Raises like :meth:`beginning_offsets`."""
+        found = self._list_offsets_full(dict.fromkeys(partitions, MAX_TIMESTAMP), timeout_ms)
         return {
             tp: (
                 OffsetAndTimestamp(a.offset, a.timestamp, _epoch(a.leader_epoch))

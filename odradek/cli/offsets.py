@@ -1,12 +1,13 @@
 """``odradek get-offsets`` and ``odradek delete-records``, as ``kafka-get-offsets.sh`` and
 ``kafka-delete-records.sh``.
 
-``get-offsets [--topic REGEX] [--partitions 0,2-4] [--time earliest|latest|-1|-2|MS]`` prints
-``topic:partition:offset`` for each matching partition, sorted: the log start offset
-(``earliest``/``-2``), the high watermark (``latest``/``-1``, the default), or the first offset
-whose record's timestamp is at or after ``MS`` (a partition with no such record prints no line,
-as Kafka's tool does). ``--topic`` is a regular expression matched against whole names (all
-topics when left out).
+``get-offsets [--topic REGEX] [--partitions 0,2-4]
+[--time earliest|latest|max-timestamp|-1|-2|-3|MS]`` prints ``topic:partition:offset`` for
+each matching partition, sorted: the log start offset (``earliest``/``-2``), the high watermark
+(``latest``/``-1``, the default), the offset of the record with the largest timestamp
+(``max-timestamp``/``-3``, KIP-734), or the first offset whose record's timestamp is at or
+after ``MS`` (a partition with no such record prints no line, as Kafka's tool does).
+``--topic`` is a regular expression matched against whole names (all topics when left out).
 
 ``delete-records --offset-json-file FILE`` reads Kafka's JSON::
 
@@ -36,28 +37,28 @@ __all__ = ["add_parser", "parse_partition_list", "parse_time", "read_offset_json
 
 EARLIEST = -2
 LATEST = -1
+MAX_TIMESTAMP = -3
 
 
 def parse_time(text: str) -> int:
-    """argparse type for ``--time``: ``earliest``/``-2``, ``latest``/``-1`` or a timestamp in
-    milliseconds (>= 0)."""
+    """argparse type for ``--time``: ``earliest``/``-2``, ``latest``/``-1``,
+    ``max-timestamp``/``-3`` or a timestamp in milliseconds (>= 0)."""
     value = text.strip().lower()
     if value == "earliest":
         return EARLIEST
     if value == "latest":
         return LATEST
-    if value in ("-3", "max-timestamp"):
-        raise argparse.ArgumentTypeError(
-            "max-timestamp (-3) is not supported by odradek get-offsets yet"
-        )
+    if value == "max-timestamp":
+        return MAX_TIMESTAMP
     try:
         ms = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected earliest, latest, -1, -2 or a timestamp in ms, not {text!r}"
+            f"expected earliest, latest, max-timestamp, -1, -2, -3 or a timestamp in ms, "
+            f"not {text!r}"
         ) from None
-    if ms < -2:
-        raise argparse.ArgumentTypeError(f"expected -1, -2 or a timestamp >= 0, not {ms}")
+    if ms < MAX_TIMESTAMP:
+        raise argparse.ArgumentTypeError(f"expected -1, -2, -3 or a timestamp >= 0, not {ms}")
     return ms
 
 
@@ -117,6 +118,9 @@ def get_offsets(args: argparse.Namespace, out: TextIO) -> int:
             offsets: dict[TopicPartition, int | None] = dict(consumer.beginning_offsets(tps))
         elif args.time == LATEST:
             offsets = dict(consumer.end_offsets(tps))
+        elif args.time == MAX_TIMESTAMP:
+            top = consumer.max_timestamp_offsets(tps)
+            offsets = {tp: (o.offset if o is not None else None) for tp, o in top.items()}
         else:
             found = consumer.offsets_for_times(dict.fromkeys(tps, args.time))
             offsets = {tp: (o.offset if o is not None else None) for tp, o in found.items()}
@@ -217,9 +221,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--time",
         type=parse_time,
         default=LATEST,
-        metavar="earliest|latest|-2|-1|MS",
-        help="the log start (-2), the high watermark (-1, the default), or the first offset "
-        "at or after a timestamp in ms",
+        metavar="earliest|latest|max-timestamp|-2|-1|-3|MS",
+        help="the log start (-2), the high watermark (-1, the default), the record with the "
+        "largest timestamp (-3), or the first offset at or after a timestamp in ms",
     )
     g.set_defaults(handler=run_get_offsets, prog=g.prog, parser=g)
 

@@ -147,6 +147,15 @@ def test_get_offsets_and_delete_records(make_cluster, tmp_path: Path):
     assert r.stdout.splitlines() == ["g1:0:0"]  # partition 1 has no record at or after 0
     r = _cli(cluster, "get-offsets", "--topic", "g1", "--time", "99999999999999")
     assert r.returncode == 0 and r.stdout == ""
+    # the record with the largest timestamp (KIP-734); none in an empty partition
+    for spelling in ("max-timestamp", "-3"):
+        r = _cli(
+            cluster, "get-offsets", "--topic", "g[12]", "--partitions", "0-1", "--time", spelling
+        )
+        assert r.returncode == 0, r.stderr
+        g1, g2 = r.stdout.splitlines()  # g1-1 has no record
+        assert g1.startswith("g1:0:") and int(g1.rsplit(":", 1)[1]) in range(4)
+        assert g2 == "g2:0:0"
 
     plan = tmp_path / "delete.json"
     plan.write_text(
@@ -171,7 +180,7 @@ def test_get_offsets_and_delete_records(make_cluster, tmp_path: Path):
 
     # bad inputs
     _one_line(_cli(cluster, "get-offsets", "--time", "soon"), 2, "--time")
-    _one_line(_cli(cluster, "get-offsets", "--time", "-3"), 2, "max-timestamp")
+    _one_line(_cli(cluster, "get-offsets", "--time", "-4"), 2, "-3")
     _one_line(_cli(cluster, "get-offsets", "--partitions", "3-1"), 2, "bad partition range")
     _one_line(_cli(cluster, "get-offsets", "--topic", "("), 2, "not a regular expression")
     _one_line(

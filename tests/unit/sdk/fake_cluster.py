@@ -564,6 +564,16 @@ class _NodeServicer(pb_grpc.BrokerServicer, pb_grpc.AdminServicer):
                     out.offset = part.log_start_offset
                 elif q.timestamp == -1:
                     out.offset = part.log_end_offset
+                elif q.timestamp == -3:  # the first record with the largest timestamp
+                    stamped = [
+                        (r.timestamp, -(r.offset or 0))
+                        for r in part.records()
+                        if r.timestamp is not None
+                    ]
+                    if stamped:
+                        out.timestamp, offset = max(stamped)
+                        out.offset = -offset
+                        out.leader_epoch = part.leader_epoch
                 else:
                     for record in part.records():
                         if record.timestamp is not None and record.timestamp >= q.timestamp:

@@ -143,6 +143,22 @@ def test_offsets_for_times_and_seek_to_timestamp(cluster):
             consumer.offsets_for_times({T0: -4})
 
 
+def test_max_timestamp_offsets_name_the_record_with_the_largest_timestamp(cluster):
+    cluster.create_topic("t", 2)
+    t1 = TopicPartition("t", 1)
+    append(cluster, T0, b"a", b"b", b"c", ts=1000)  # timestamps 1000, 1001, 1002
+    append(cluster, T0, b"d", ts=500)
+    with make_consumer(cluster) as consumer:
+        assert consumer.max_timestamp_offsets([T0, t1]) == {
+            T0: OffsetAndTimestamp(2, 1002, 0),
+            t1: None,
+        }
+    assert [p.timestamp for _, req in cluster.calls_of("ListOffsets") for p in req.partitions] == [
+        -3,
+        -3,
+    ]
+
+
 def test_beginning_and_end_offsets_follow_the_log_start(cluster):
     cluster.create_topic("t", 2)
     t1 = TopicPartition("t", 1)
