@@ -12,8 +12,11 @@ Produce                 WRITE on each topic (29, never reaching the log); a tran
                         KIP-890's verification with the coordinator before the producer's
                         first append to a partition in its transaction
                         (:mod:`node.apis.txn_verification`); bytes and records in per topic
-                        counted
-Fetch                   READ on each topic (29); bytes out per topic counted
+                        counted; a NOT_LEADER_OR_FOLLOWER names the current leader and its
+                        endpoint (KIP-951, :meth:`RecordApis.with_current_leaders`)
+Fetch                   READ on each topic (29); bytes out per topic counted; a
+                        NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names the current
+                        leader and its endpoint (KIP-951)
 ListOffsets             DESCRIBE on each topic (29)
 OffsetForLeaderEpoch    DESCRIBE on each topic (29)
 Metadata                DESCRIBE on each topic asked (29, whether it exists or not), all
@@ -33,8 +36,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from node.admin.authorization import AuthorizedAdmin
+from node.apis.current_leader import (
+    FETCH_REDIRECTS,
+    PRODUCE_REDIRECTS,
+    with_current_leaders,
+)
 from node.apis.transactions import TransactionApis
 from node.apis.txn_verification import TxnVerification
 from node.coordinator.producer_id_manager import ProducerIdManager, init_producer_id
@@ -44,6 +53,7 @@ from node.core.pending_fetch import PendingFetch
 from node.core.replica_manager import ReplicaManager
 from node.core.requests import (
     READ_UNCOMMITTED,
+    Broker,
     DeleteRecordsPartition,
     DeleteRecordsResult,
     FetchPartition,
@@ -68,12 +78,14 @@ from odradek.errors import (
     UnknownTopicOrPartitionError,
 )
 
-__all__ = ["RecordApis", "StartedProduce"]
+__all__ = ["FETCH_REDIRECTS", "PRODUCE_REDIRECTS", "RecordApis", "StartedProduce"]
 
 TOPIC_DENIED = TopicAuthorizationFailedError.code
 TRANSACTIONAL_ID_DENIED = TransactionalIdAuthorizationFailedError.code
 UNKNOWN_TOPIC_OR_PARTITION = UnknownTopicOrPartitionError.code
 _NO_TRANSACTIONS = "odradek has no transaction coordinator"
+
+R = TypeVar("R", ProduceResult, FetchResult)
 
 
 @dataclass(slots=True)
@@ -202,6 +214,16 @@ class RecordApis:
             )
         return StartedProduce(partitions, refused, pending, self.metrics)
 
+    def with_current_leaders(
+        self, results: Sequence[R], errors: frozenset[int], listener_name: str | None
+    ) -> tuple[list[R], tuple[Broker, ...]]:
+        """KIP-951: ``results`` with the current leader of each partition refused with one of
+        ``errors`` (:data:`PRODUCE_REDIRECTS`, :data:`FETCH_REDIRECTS`), and those leaders'
+        endpoints on ``listener_name`` (:mod:`node.apis.current_leader`)."""
+        return with_current_leaders(
+            self.replicas, self.metadata_cache, results, errors, listener_name
+        )
+
     def produce(
         self,
         caller: Caller,
@@ -224,6 +246,15 @@ class RecordApis:
         if self.auth is None:
             return list(partitions), []
         return self.auth.fetch(caller, partitions)
+
+    def topic_names_by_id(self) -> dict[str, str]:
+        """Every topic this node knows, by its id (Kafka's ``topicIdsToNames``: a Fetch v13+
+        names its topics by id; an id not here is UNKNOWN_TOPIC_ID)."""
+        return {
+            state.topic_id: topic
+            for (topic, _), state in self.metadata_cache.snapshot.partitions.items()
+            if state.topic_id
+        }
 
     def count_fetched(self, results: Sequence[FetchResult]) -> list[FetchResult]:
         """Bytes out per topic of a consumer's answer; returns ``results``."""
@@ -285,7 +316,9 @@ class RecordApis:
                 max_bytes=max_bytes,
                 isolation_level=isolation_level,
             )
-        return self.count_fetched([*results, *refused])
+        # the gRPC door's answer carries the leader (its endpoints are the SDK's metadata's)
+        answer, _ = self.with_current_leaders([*results, *refused], FETCH_REDIRECTS, None)
+        return self.count_fetched(answer)
 
     # -- offsets -------------------------------------------------------------------------------
 

@@ -574,6 +574,7 @@ class Partition:
         fetch_offset: int,
         max_bytes: int,
         current_leader_epoch: int,
+        last_fetched_epoch: int = -1,
         as_slice: bool = False,
         read_committed: bool = False,
     ) -> ReadResult:
@@ -581,12 +582,23 @@ class Partition:
         below the last stable offset with the aborted transactions overlapping
         ``[fetch_offset, LSO)`` (Kafka's ``collectAbortedTransactions``; the consumer drops
         those producers' batches up to their abort markers). ``as_slice``: as a slice of the
-        segment file, for a door that sends it without reading it. Raises like
-        ``read_for_follower``; an offset between the bound and the LEO reads empty."""
+        segment file, for a door that sends it without reading it. A consumer that names the
+        epoch of the last record it fetched (Fetch v12+) is answered the epoch its log
+        diverges at instead, as a follower is (Kafka's ``readRecords`` checks both alike).
+        Raises like ``read_for_follower``; an offset between the bound and the LEO reads
+        empty."""
         with self._lock:
             self._check_leader(current_leader_epoch)
-        log = self.log
-        hw, log_start, leo = log.high_watermark, log.log_start_offset, log.log_end_offset
+            log = self.log
+            hw, log_start, leo = log.high_watermark, log.log_start_offset, log.log_end_offset
+            if last_fetched_epoch != -1:
+                diverging = rules.diverging_epoch(
+                    last_fetched_epoch=last_fetched_epoch,
+                    fetch_offset=fetch_offset,
+                    leader_end_for_epoch=log.end_offset_for_epoch(last_fetched_epoch),
+                )
+                if diverging is not None:
+                    return ReadResult(b"", hw, log_start, leo, diverging, log.last_stable_offset())
         lso = log.last_stable_offset()
         bound = lso if read_committed else hw
         info = log.read(fetch_offset, max_bytes, max_offset=bound, as_slice=as_slice)

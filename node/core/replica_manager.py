@@ -610,6 +610,7 @@ class ReplicaManager:
                         fetch_offset=fp.fetch_offset,
                         max_bytes=max_bytes,
                         current_leader_epoch=fp.current_leader_epoch,
+                        last_fetched_epoch=fp.last_fetched_epoch,
                         as_slice=params.as_slices,
                         read_committed=params.isolation_level == READ_COMMITTED,
                     )

@@ -115,6 +115,9 @@ class ProduceResult:
     record_errors: tuple[RecordError, ...] = ()
     """The records that made the batch fail, by their index in it (KIP-467: INVALID_RECORD,
     INVALID_TIMESTAMP); empty otherwise."""
+    current_leader: LeaderIdAndEpoch | None = None
+    """Set with NOT_LEADER_OR_FOLLOWER: the partition's leader as this node knows it (KIP-951;
+    :mod:`node.apis.current_leader`)."""
 
 
 # -- Fetch (Kafka's FetchRequest / FetchResponse) ----------------------------------------------
@@ -133,7 +136,8 @@ class FetchPartition:
     current_leader_epoch: int = -1
     """The leader epoch the fetcher knows (-1: not checked)."""
     last_fetched_epoch: int = -1
-    """Followers: the newest epoch in their log (-1: none), for divergence detection."""
+    """The newest epoch in a follower's log, or of the last record a consumer fetched (Fetch
+    v12+); -1: none. A log that diverged from it answers its ``diverging_epoch``."""
     log_start_offset: int = -1
     """Followers: their log start offset (-1: not known)."""
 
@@ -172,7 +176,8 @@ class FetchResult:
     diverging_epoch: EpochEndOffset | None = None
     """Set when the follower must truncate first."""
     current_leader: LeaderIdAndEpoch | None = None
-    """Set with an error when this node knows the partition's leader."""
+    """Set with an error when this node knows the partition's leader (NOT_LEADER_OR_FOLLOWER
+    and FENCED_LEADER_EPOCH: KIP-951, :mod:`node.apis.current_leader`)."""
     error_message: str = ""
     aborted_transactions: tuple[tuple[int, int], ...] | None = None
     """A read_committed fetch's aborted transactions overlapping what it may read: (producer

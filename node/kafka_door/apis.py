@@ -5,8 +5,10 @@ with the client that exercises each): kcat / librdkafka 2.0 and confluent-kafka 
 2.16 (which enable features by exact-version overlap, ``rdkafka_feature.c``), kafka-python 3
 (which infers a Kafka release from the maxima), aiokafka 0.14 (which has almost no flexible
 versions and fails when no version it implements is in range) and kafkajs 2.2. Non-flexible
-versions throughout, except ApiVersions v3, Metadata v9-v12 and the consumer group APIs'
-flexible versions (KIP-848's are flexible only).
+versions throughout, except ApiVersions v3, Metadata v9-v12, the consumer group APIs'
+flexible versions (KIP-848's are flexible only), ListOffsets v6-v10, Produce v9-v10 and Fetch
+v12-v16 (Kafka's current versions of the three: the max-timestamp offset, topic ids, and
+KIP-951's new leader in a NOT_LEADER answer).
 """
 
 from __future__ import annotations
@@ -103,8 +105,11 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             # only when Produce v0 is in the broker's range)
             # appended on the loop (no hand-off to a request thread and back for each
             # request), except what would wait for a lock, roll a segment or flush
-            Api(0, "Produce", 0, 8, bound(handle_produce), refused_below=3, on_loop=True),
-            Api(1, "Fetch", 4, 11, bound(handle_fetch)),
+            # v10 / v16: a NOT_LEADER answer names the new leader and its endpoint (KIP-951),
+            # which librdkafka >= 2.4 follows without a metadata request
+            Api(0, "Produce", 0, 10, bound(handle_produce), refused_below=3, on_loop=True),
+            # v13+ name topics by id; v12+ carry the consumer's last fetched epoch
+            Api(1, "Fetch", 4, 16, bound(handle_fetch)),
             # v7: the max-timestamp offset (KIP-734), v8: earliest local, v9: latest tiered
             Api(2, "ListOffsets", 1, 10, bound(handle_list_offsets)),
             # v10+ carry topic ids, which KIP-848 members need to read their assignments

@@ -1,38 +1,56 @@
 """Kafka's current protocol versions on the Kafka door, each new version by raw frames (kio's
 types for exactly that version, on a socket) and by the real client that sends it, against a
 real three-node cluster: ListOffsets v6-v10 (flexible; the max-timestamp offset, KIP-734; the
-earliest local offset, KIP-405; the latest tiered offset, KIP-1005; v10's timeout, KIP-1075)."""
+earliest local offset, KIP-405; the latest tiered offset, KIP-1005; v10's timeout, KIP-1075);
+Produce v9-v10 and Fetch v12-v16 (flexible; Fetch's topic ids and last fetched epoch; KIP-951:
+a NOT_LEADER answer names the current leader and its endpoint)."""
 
 from __future__ import annotations
 
 import importlib
+import logging
+import uuid
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
-from kio.schema.metadata.v1.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i32Timedelta, i64
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from deploy.local.cluster import LocalCluster
-from tests.kafka.conftest import call
+from odradek import Admin
+from odradek import TopicPartition as OdradekTopicPartition
+from odradek.records import Record, build_batch, read_batches
+from tests.kafka.conftest import call, wait_for
 from tests.kafka.test_confluent_kafka import create_topic, produce, unique
 
+NOT_LEADER_OR_FOLLOWER = 6
 UNSUPPORTED_VERSION = 35
+UNKNOWN_TOPIC_ID = 100
 MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -3, -4, -5
 
 
-def leader_address(cluster: LocalCluster, topic: str, partition: int = 0) -> str:
-    """The Kafka address of ``topic``-``partition``'s leader, by a raw Metadata v1."""
+def partition_metadata(cluster: LocalCluster, topic: str, partition: int = 0) -> tuple[Any, Any]:
+    """``topic``'s Metadata v12 (its id) and ``partition``'s (leader, epoch, replicas)."""
     answer = call(
         cluster.kafka_bootstrap_servers.split(",")[0],
-        MetadataRequest(topics=(MetadataRequestTopic(name=TopicName(topic)),)),
+        MetadataRequest(
+            topics=(MetadataRequestTopic(topic_id=None, name=TopicName(topic)),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        ),
     )
     (t,) = answer.topics
-    leader = next(int(p.leader_id) for p in t.partitions if int(p.partition_index) == partition)
-    return next(n.kafka_address for n in cluster.nodes if n.node_id == leader)
+    return t, next(p for p in t.partitions if int(p.partition_index) == partition)
+
+
+def leader_address(cluster: LocalCluster, topic: str, partition: int = 0) -> str:
+    """The Kafka address of ``topic``-``partition``'s leader."""
+    _, p = partition_metadata(cluster, topic, partition)
+    return next(n.kafka_address for n in cluster.nodes if n.node_id == int(p.leader_id))
 
 
 def list_offsets(address: str, version: int, topic: str, timestamp: int) -> Any:
@@ -126,3 +144,248 @@ def test_confluent_kafka_lists_the_max_timestamp_offset(timestamped, bootstrap):
     earliest = admin.list_offsets({tp: OffsetSpec.earliest()}, request_timeout=30)[tp]
     latest = admin.list_offsets({tp: OffsetSpec.latest()}, request_timeout=30)[tp]
     assert (earliest.result(timeout=60).offset, latest.result(timeout=60).offset) == (0, 3)
+
+
+# -- Produce v9-v10, Fetch v12-v16: KIP-951 ------------------------------------------------------
+
+
+def produce_request(version: int, topic: str, *values: bytes) -> Any:
+    module = importlib.import_module(f"kio.schema.produce.v{version}.request")
+    batch = build_batch([Record(None, v) for v in values])
+    return module.ProduceRequest(
+        transactional_id=None,
+        acks=i16(-1),
+        timeout=i32Timedelta.parse(timedelta(seconds=30)),
+        topic_data=(
+            module.TopicProduceData(
+                name=TopicName(topic),
+                partition_data=(module.PartitionProduceData(index=i32(0), records=batch),),
+            ),
+        ),
+    )
+
+
+def fetch_request(
+    version: int, topic: str, topic_id: uuid.UUID, offset: int, last_fetched_epoch: int = -1
+) -> Any:
+    """A consumer's Fetch of ``version`` for ``topic``-0 (by id from v13) from ``offset``."""
+    module = importlib.import_module(f"kio.schema.fetch.v{version}.request")
+    partition = module.FetchPartition(
+        partition=i32(0),
+        current_leader_epoch=i32(-1),
+        fetch_offset=i64(offset),
+        last_fetched_epoch=i32(last_fetched_epoch),
+        log_start_offset=i64(-1),
+        partition_max_bytes=i32(1024 * 1024),
+    )
+    by = {"topic_id": topic_id} if version >= 13 else {"topic": TopicName(topic)}
+    fields: dict[str, Any] = {
+        "max_wait": i32Timedelta.parse(timedelta(milliseconds=0)),
+        "min_bytes": i32(0),
+        "max_bytes": i32(50 * 1024 * 1024),
+        "isolation_level": i8(0),
+        "session_id": i32(0),
+        "session_epoch": i32(-1),
+        "topics": (module.FetchTopic(partitions=(partition,), **by),),
+        "forgotten_topics_data": (),
+        "rack_id": "",
+    }
+    if version < 15:
+        fields["replica_id"] = BrokerId(-1)
+    return module.FetchRequest(**fields)
+
+
+@pytest.fixture(scope="module")
+def led(kafka_cluster: LocalCluster, bootstrap: str) -> dict[str, Any]:
+    """A one-partition, three-replica topic with two records: its id, leader, leader epoch,
+    the leader's Kafka address and a follower's."""
+    topic = unique("led")
+    create_topic(bootstrap, topic, partitions=1)
+    produce(bootstrap, topic, [{"value": b"one"}, {"value": b"two"}])
+    t, p = partition_metadata(kafka_cluster, topic)
+    leader = int(p.leader_id)
+    addresses = {n.node_id: n.kafka_address for n in kafka_cluster.nodes}
+    follower = next(a for node_id, a in addresses.items() if node_id != leader)
+    return {
+        "topic": topic,
+        "topic_id": t.topic_id,
+        "leader": leader,
+        "epoch": int(p.leader_epoch),
+        "leader_address": addresses[leader],
+        "follower_address": follower,
+    }
+
+
+def endpoint(answer: Any) -> list[tuple[int, str]]:
+    return [(int(e.node_id), f"{e.host}:{int(e.port)}") for e in answer.node_endpoints]
+
+
+@pytest.mark.parametrize("version", [9, 10])
+def test_produce_to_a_follower_is_refused_and_from_v10_names_the_leader(led, version):
+    answer = call(led["follower_address"], produce_request(version, led["topic"], b"x"))
+    ((p,),) = (t.partition_responses for t in answer.responses)
+    assert int(p.error_code) == NOT_LEADER_OR_FOLLOWER
+    if version >= 10:
+        leader = p.current_leader
+        assert (int(leader.leader_id), int(leader.leader_epoch)) == (led["leader"], led["epoch"])
+        # the leader's endpoint on the listener the request came in on: its Kafka listener
+        assert endpoint(answer) == [(led["leader"], led["leader_address"])]
+
+
+@pytest.mark.parametrize("version", [9, 10])
+def test_flexible_produce_to_the_leader_appends(led, version):
+    answer = call(led["leader_address"], produce_request(version, led["topic"], b"a", b"b"))
+    ((p,),) = (t.partition_responses for t in answer.responses)
+    assert int(p.error_code) == 0 and int(p.base_offset) >= 2
+    if version >= 10:  # nothing to redirect
+        assert answer.node_endpoints == ()
+        assert int(p.current_leader.leader_id) == -1
+
+
+@pytest.mark.parametrize("version", [12, 13, 15, 16])
+def test_flexible_fetch_reads_the_records_by_name_or_topic_id(led, version):
+    answer = call(led["leader_address"], fetch_request(version, led["topic"], led["topic_id"], 0))
+    assert int(answer.error_code) == 0
+    ((p,),) = (t.partitions for t in answer.responses)
+    (t,) = answer.responses
+    assert (t.topic_id if version >= 13 else t.topic) == (
+        led["topic_id"] if version >= 13 else led["topic"]
+    )
+    assert int(p.error_code) == 0 and int(p.high_watermark) >= 2
+    values = [r.value for b in read_batches(p.records) for r in b.records()]
+    assert values[:2] == [b"one", b"two"]
+
+
+@pytest.mark.parametrize("version", [12, 15, 16])
+def test_fetch_from_a_follower_is_refused_and_from_v16_names_the_leader(led, version):
+    answer = call(led["follower_address"], fetch_request(version, led["topic"], led["topic_id"], 0))
+    ((p,),) = (t.partitions for t in answer.responses)
+    assert int(p.error_code) == NOT_LEADER_OR_FOLLOWER
+    leader = p.current_leader
+    if version >= 16:
+        assert (int(leader.leader_id), int(leader.leader_epoch)) == (led["leader"], led["epoch"])
+        assert endpoint(answer) == [(led["leader"], led["leader_address"])]
+    else:  # the field exists from v12, but Kafka fills it from v16 only
+        assert int(leader.leader_id) == -1
+
+
+def test_fetch_of_an_unknown_topic_id_is_unknown_topic_id(led):
+    answer = call(led["leader_address"], fetch_request(16, "", uuid.uuid4(), 0))
+    ((p,),) = (t.partitions for t in answer.responses)
+    assert int(p.error_code) == UNKNOWN_TOPIC_ID
+
+
+def test_fetch_v12_answers_a_consumer_whose_log_diverged_with_the_epoch_to_truncate_to(led):
+    """A consumer that fetched records of the leader's epoch up to an offset beyond that
+    epoch's end (another leader's records, since truncated): the answer names the epoch and
+    its end offset, and no records (Kafka's ``readRecords``), instead of OFFSET_OUT_OF_RANGE."""
+    beyond = 1000
+    answer = call(
+        led["leader_address"],
+        fetch_request(12, led["topic"], led["topic_id"], beyond, last_fetched_epoch=led["epoch"]),
+    )
+    ((p,),) = (t.partitions for t in answer.responses)
+    assert int(p.error_code) == 0
+    assert int(p.diverging_epoch.epoch) == led["epoch"]
+    assert int(p.diverging_epoch.end_offset) == int(p.high_watermark) < beyond
+    assert not p.records
+
+
+class _Lines(logging.Handler):
+    """librdkafka's log lines (its ``logger``), kept."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def _move_leader(cluster: LocalCluster, topic: str) -> int:
+    """Makes the partition's second replica its leader (a reassignment to the same replicas
+    in another order, then a preferred election); returns the new leader once the Metadata
+    shows it."""
+    _, p = partition_metadata(cluster, topic)
+    replicas = [int(r) for r in p.replica_nodes]
+    reordered = [*replicas[1:], replicas[0]]
+    tp = OdradekTopicPartition(topic, 0)
+    with Admin(cluster.bootstrap_servers) as admin:
+        assert admin.alter_partition_reassignments({tp: reordered}) == {tp: None}
+        wait_for(lambda: not admin.list_partition_reassignments([tp]), "the reassignment done")
+        assert admin.elect_leaders([tp]) == {tp: None}
+    wait_for(
+        lambda: int(partition_metadata(cluster, topic)[1].leader_id) == reordered[0],
+        "the new leader in the metadata",
+    )
+    return reordered[0]
+
+
+def test_librdkafka_follows_the_leader_a_produce_or_fetch_answer_names(kafka_cluster, bootstrap):
+    """KIP-951 with a real client: after the leader moves, the producer's next batch and the
+    consumer's next fetch reach the old leader, whose NOT_LEADER_OR_FOLLOWER answer names the
+    new one; librdkafka (>= 2.4) updates its cache from it ("updated with leader"), without
+    waiting for a metadata refresh (none is due: its interval is ten minutes here)."""
+    topic = unique("kip951")
+    create_topic(bootstrap, topic, partitions=1)
+    lines = _Lines()
+    logger = logging.getLogger(f"librdkafka.{topic}")
+    logger.addHandler(lines)
+    logger.setLevel(logging.DEBUG)
+    quiet = {"topic.metadata.refresh.interval.ms": 600_000, "debug": "metadata"}
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 0,
+            "enable.idempotence": True,
+            "logger": logger,
+            **quiet,
+        }
+    )
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique("g"),
+            "enable.partition.eof": True,
+            "logger": logger,
+            **quiet,
+        }
+    )
+    try:
+        producer.produce(topic, b"before")
+        assert producer.flush(60) == 0
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        msg = wait_for(lambda: consumer.poll(0.5), "the first record")
+        assert msg.error() is None and msg.value() == b"before"
+        new_leader = _move_leader(kafka_cluster, topic)
+        delivered: list[Any] = []
+        producer.produce(topic, b"after", on_delivery=lambda err, m: delivered.append(err or m))
+        assert producer.flush(60) == 0
+        assert len(delivered) == 1 and delivered[0].error() is None, delivered
+
+        def consumed_after() -> Any:
+            m = consumer.poll(0.5)
+            err = None if m is None else m.error()
+            if m is None or (err is not None and err.code() == KafkaError._PARTITION_EOF):
+                return None
+            return m
+
+        msg = wait_for(consumed_after, "the record produced after the move")
+        assert msg.error() is None and msg.value() == b"after"
+    finally:
+        consumer.close()
+        logger.removeHandler(lines)
+    # each client took a leader from an answer: the producer the new one from its refused
+    # batch, the consumer the new leader or the reassignment's new epoch of the old one (its
+    # fetch at the old epoch is FENCED_LEADER_EPOCH, which names the current epoch)
+    for client in ("producer", "consumer"):
+        taken = [
+            line
+            for line in lines.lines
+            if f"[rdkafka#{client}" in line and "METADATAUPDATE" in line and "updated with" in line
+        ]
+        assert taken, [line for line in lines.lines if "METADATAUPDATE" in line]
+    assert any(
+        "[rdkafka#producer" in line and f"[0]: updated with leader {new_leader} and" in line
+        for line in lines.lines
+    )

@@ -1,5 +1,8 @@
-"""Produce (0), v3-v8 served (v0-v2 advertised, and their requests close the connection, as
-Kafka 4 does: KAFKA-18659).
+"""Produce (0), v3-v10 served (v0-v2 advertised, and their requests close the connection, as
+Kafka 4 does: KAFKA-18659). v9+ are flexible; from v10 a partition refused
+NOT_LEADER_OR_FOLLOWER names its current leader and epoch (``CurrentLeader``) and the answer
+carries that leader's endpoint on the request's listener (``NodeEndpoints``), so the producer
+redirects without a metadata round trip (KIP-951; :mod:`node.apis.current_leader`).
 
 The records stay bytes: each partition's record set goes to the replica manager as sent, which
 validates every batch (CRC-32C, the idempotent producer's sequence), assigns offsets and appends.
@@ -34,17 +37,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from node.apis.records import StartedProduce
+from node.apis.records import PRODUCE_REDIRECTS, StartedProduce
 from node.core.requests import ProducePartition, ProduceResult
 from node.kafka_door import views
 from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
+from node.kafka_door.leader_discovery import current_leader, node_endpoints
 from node.kafka_door.server import CLOSE_CONNECTION, NO_RESPONSE, OnThread, WhenReady
 from node.kafka_door.services import DoorServices
 
 __all__ = ["handle_produce"]
 
 API_KEY = 0
+LEADER_DISCOVERY_SINCE = 10
+"""The first Produce version whose answer names the current leader (KIP-951)."""
 _RECHECK_MS = 1000
 """A waiting produce is checked at least this often (as the core's own wait does)."""
 _RECORD_ERRORS_VERSION = 8
@@ -78,7 +84,7 @@ def handle_produce(
                 timeout_ms=timeout_ms,
                 transactional_id=transactional_id,
             )
-            return _appended(ctx, request, acks, started)
+            return _appended(services, ctx, request, acks, started)
 
         return OnThread(append)
     started = records.start_produce(
@@ -99,7 +105,7 @@ def handle_produce(
                 timeout_ms=timeout_ms,
                 transactional_id=transactional_id,
             )
-            return _appended(ctx, request, acks, again)
+            return _appended(services, ctx, request, acks, again)
 
         return OnThread(verified)
     pending = started.pending
@@ -107,13 +113,15 @@ def handle_produce(
 
         def append_blocked() -> Any:
             pending.append_blocked()
-            return _appended(ctx, request, acks, started)
+            return _appended(services, ctx, request, acks, started)
 
         return OnThread(append_blocked)
-    return _appended(ctx, request, acks, started)
+    return _appended(services, ctx, request, acks, started)
 
 
-def _appended(ctx: RequestContext, request: Any, acks: int, started: StartedProduce) -> Any:
+def _appended(
+    services: DoorServices, ctx: RequestContext, request: Any, acks: int, started: StartedProduce
+) -> Any:
     """The answer once every partition is appended: now, or :class:`WhenReady` (acks=-1)."""
     pending = started.pending
     done = [] if pending is None else pending.poll()
@@ -125,7 +133,7 @@ def _appended(ctx: RequestContext, request: Any, acks: int, started: StartedProd
             replicated = pending.poll()
             if replicated is None:
                 return None
-            return _answer(ctx, request, started.finish(replicated))
+            return _answer(services, ctx, request, started.finish(replicated))
 
         return WhenReady(
             poll=poll,
@@ -135,10 +143,12 @@ def _appended(ctx: RequestContext, request: Any, acks: int, started: StartedProd
     results = started.finish(done)
     if acks == 0:
         return CLOSE_CONNECTION if any(r.error_code for r in results) else NO_RESPONSE
-    return _answer(ctx, request, results)
+    return _answer(services, ctx, request, results)
 
 
-def _answer(ctx: RequestContext, request: Any, results: list[ProduceResult]) -> Any:
+def _answer(
+    services: DoorServices, ctx: RequestContext, request: Any, results: list[ProduceResult]
+) -> Any:
     cls = response_class_of(ctx)
     topic_cls = nested(cls, "TopicProduceResponse")
     partition_cls = nested(cls, "PartitionProduceResponse")
@@ -147,6 +157,12 @@ def _answer(ctx: RequestContext, request: Any, results: list[ProduceResult]) -> 
         if ctx.api_version >= _RECORD_ERRORS_VERSION
         else None
     )
+    top: dict[str, Any] = {}
+    if ctx.api_version >= LEADER_DISCOVERY_SINCE:
+        results, endpoints = services.api.records.with_current_leaders(
+            results, PRODUCE_REDIRECTS, ctx.listener
+        )
+        top["node_endpoints"] = node_endpoints(cls, endpoints)
     by_key = {(r.topic, r.partition): r for r in results}
     topics = []
     for topic in request.topic_data:
@@ -172,7 +188,8 @@ def _answer(ctx: RequestContext, request: Any, results: list[ProduceResult]) -> 
                     if record_error_cls is not None
                     else (),
                     error_message=r.error_message or None,
+                    **current_leader(cls, r.current_leader),
                 )
             )
         topics.append(make(topic_cls, name=topic.name, partition_responses=tuple(partitions)))
-    return make(cls, responses=tuple(topics), throttle_time=0)
+    return make(cls, responses=tuple(topics), throttle_time=0, **top)

@@ -7,14 +7,16 @@ import datetime
 import io
 import os
 import struct
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
+from kio.schema.types import BrokerId
 from kio.serial import entity_writer
-from kio.static.primitive import i16, i32
+from kio.static.primitive import i16, i32, i64
 
 from node.kafka_door.build import make, nested
 from node.kafka_door.context import Connection, RequestContext
@@ -102,11 +104,11 @@ def test_decode_body_ignores_trailing_bytes_as_kafka_and_refuses_truncation():
         decode_body(cls, b"\x00\x00\x00\x02\x00", 0)
 
 
-@pytest.mark.parametrize("version", [4, 5, 7, 11])
+@pytest.mark.parametrize("version", [4, 5, 7, 11, 12, 13, 15, 16])
 def test_the_zero_copy_fetch_layout_equals_kios_encoding(version, tmp_path: Path):
     cls = response_class(1, version)
-    top = {"throttle_time": 3, "error_code": 0, "session_id": 0}
-    fields = [
+    top: dict[str, Any] = {"throttle_time": 3, "error_code": 0, "session_id": 0}
+    fields: list[dict[str, Any]] = [
         {
             "partition_index": i,
             "error_code": 0 if i else 6,
@@ -118,6 +120,23 @@ def test_the_zero_copy_fetch_layout_equals_kios_encoding(version, tmp_path: Path
         }
         for i in range(3)
     ]
+    if version >= 12:  # tagged fields after the records, and after the topics (v16)
+        fields[0]["current_leader"] = nested(cls, "LeaderIdAndEpoch")(
+            leader_id=BrokerId(2), leader_epoch=i32(7)
+        )
+        fields[2]["diverging_epoch"] = nested(cls, "EpochEndOffset")(
+            epoch=i32(3), end_offset=i64(40)
+        )
+    if version >= 16:
+        top["node_endpoints"] = (
+            nested(cls, "NodeEndpoint")(
+                node_id=BrokerId(2), host="b2.example", port=i32(9092), rack=None
+            ),
+        )
+    key = "topic_id" if version >= 13 else "topic"
+    names: list[Any] = ["topic-a", "topic-b", "topic-c"]
+    if version >= 13:
+        names = [uuid.UUID(int=n + 1) for n in range(3)]
     data = [b"", b"batch-one" * 10, b"batch-two" * 30]
     segment = tmp_path / "segment"
     segment.write_bytes(b"prefix" + data[2] + b"suffix")
@@ -127,11 +146,12 @@ def test_the_zero_copy_fetch_layout_equals_kios_encoding(version, tmp_path: Path
             cls,
             top,
             [
-                ("topic-a", [(fields[0], data[0]), (fields[1], data[1])]),
-                ("topic-b", [(fields[2], FileSlice(fd, 6, len(data[2])))]),
-                ("topic-c", []),
+                (names[0], [(fields[0], data[0]), (fields[1], data[1])]),
+                (names[1], [(fields[2], FileSlice(fd, 6, len(data[2])))]),
+                (names[2], []),
             ],
         )
+        assert parts.flexible == (version >= 12)
         assert parts.size() == sum(
             p.length if isinstance(p, FileSlice) else len(p) for p in parts.parts
         )
@@ -147,17 +167,17 @@ def test_the_zero_copy_fetch_layout_equals_kios_encoding(version, tmp_path: Path
         responses=(
             make(
                 topic_cls,
-                topic="topic-a",
                 partitions=tuple(
                     make(partition_cls, records=data[i], **fields[i]) for i in range(2)
                 ),
+                **{key: names[0]},
             ),
             make(
                 topic_cls,
-                topic="topic-b",
                 partitions=(make(partition_cls, records=data[2], **fields[2]),),
+                **{key: names[1]},
             ),
-            make(topic_cls, topic="topic-c", partitions=()),
+            make(topic_cls, partitions=(), **{key: names[2]}),
         ),
         **top,
     )

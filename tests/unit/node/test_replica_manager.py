@@ -377,6 +377,41 @@ def test_follower_fetch_answers_a_diverging_epoch(manager):
     assert [b.base_offset for b in read_batches(r.records)] == [5]
 
 
+def test_consumer_fetch_with_its_last_fetched_epoch_answers_a_diverging_epoch(manager):
+    """Fetch v12+: a consumer naming the epoch of its last fetched record is checked as a
+    follower is (Kafka's ``readRecords``); -1 (what clients send) is not checked."""
+    _lead(manager, epoch=0, isr=(0,), min_isr="1")
+    _produce(manager, 1, count=5)
+    _lead(manager, epoch=2, isr=(0,), min_isr="1", partition_epoch=1)
+    _produce(manager, 1, count=5)  # epoch 2 starts at offset 5
+
+    def fetch(offset: int, last_epoch: int) -> Any:
+        return manager.fetch(
+            [
+                FetchPartition(
+                    topic="t",
+                    partition=0,
+                    fetch_offset=offset,
+                    partition_max_bytes=1 << 20,
+                    last_fetched_epoch=last_epoch,
+                )
+            ],
+            from_follower=False,
+            max_wait_ms=0,
+            min_bytes=1,
+            max_bytes=1 << 20,
+        )[0]
+
+    r = fetch(7, 1)  # records of an epoch 1 this log never had
+    assert r.error_code == 0 and r.records == b""
+    assert r.diverging_epoch is not None
+    assert (r.diverging_epoch.epoch, r.diverging_epoch.end_offset) == (0, 5)
+    r = fetch(5, 0)
+    assert r.diverging_epoch is None
+    assert [b.base_offset for b in read_batches(r.records)] == [5]
+    assert fetch(7, -1).diverging_epoch is None
+
+
 def test_follower_catching_up_is_proposed_for_the_isr(manager):
     _lead(manager, isr=(0, 1), min_isr="1")
     _produce(manager, 1, count=4)
