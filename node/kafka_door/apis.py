@@ -113,7 +113,8 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             # v7: the max-timestamp offset (KIP-734), v8: earliest local, v9: latest tiered
             Api(2, "ListOffsets", 1, 10, bound(handle_list_offsets)),
             # v10+ carry topic ids, which KIP-848 members need to read their assignments
-            Api(3, "Metadata", 0, 12, bound(handle_metadata)),
+            # v13: a top-level error code (KIP-1102), always NONE here
+            Api(3, "Metadata", 0, 13, bound(handle_metadata)),
             Api(10, "FindCoordinator", 0, 2, bound(handle_find_coordinator)),
             # the classic consumer group protocol (classic_groups.py)
             Api(11, "JoinGroup", 0, 5, bound(handle_join_group)),

@@ -2,8 +2,8 @@
 types for exactly that version, on a socket) and by the real client that sends it, against a
 real three-node cluster: ListOffsets v6-v10 (flexible; the max-timestamp offset, KIP-734; the
 earliest local offset, KIP-405; the latest tiered offset, KIP-1005; v10's timeout, KIP-1075);
-Produce v9-v10 and Fetch v12-v16 (flexible; Fetch's topic ids and last fetched epoch; KIP-951:
-a NOT_LEADER answer names the current leader and its endpoint)."""
+Metadata v13; Produce v9-v10 and Fetch v12-v16 (flexible; Fetch's topic ids and last fetched
+epoch; KIP-951: a NOT_LEADER answer names the current leader and its endpoint)."""
 
 from __future__ import annotations
 
@@ -389,3 +389,23 @@ def test_librdkafka_follows_the_leader_a_produce_or_fetch_answer_names(kafka_clu
         "[rdkafka#producer" in line and f"[0]: updated with leader {new_leader} and" in line
         for line in lines.lines
     )
+
+
+# -- Metadata v13 --------------------------------------------------------------------------------
+
+
+def test_metadata_v13_answers_with_a_top_level_error_code(kafka_cluster, led):
+    module = importlib.import_module("kio.schema.metadata.v13.request")
+    answer = call(
+        led["follower_address"],
+        module.MetadataRequest(
+            topics=(module.MetadataRequestTopic(topic_id=None, name=TopicName(led["topic"])),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        ),
+    )
+    assert int(answer.error_code) == 0
+    assert {int(b.node_id) for b in answer.brokers} == {n.node_id for n in kafka_cluster.nodes}
+    (t,) = answer.topics
+    assert (t.name, t.topic_id) == (led["topic"], led["topic_id"])
+    assert int(t.partitions[0].leader_id) == led["leader"]

@@ -1,4 +1,4 @@
-"""Metadata (3), v0-v12: the brokers on the request's listener, the controller, the topics.
+"""Metadata (3), v0-v13: the brokers on the request's listener, the controller, the topics.
 
 As Kafka's ``KafkaApis.handleTopicMetadataRequest`` (ZooKeeper mode):
 
@@ -16,7 +16,9 @@ As Kafka's ``KafkaApis.handleTopicMetadataRequest`` (ZooKeeper mode):
 * v10+ give each topic's id (KIP-516), which KIP-848 members need: their assignments name
   topics by id; v12 asks for topics by id (a null name), as librdkafka does for an assigned
   topic it does not know: an unknown id answers UNKNOWN_TOPIC_ID (100), one the principal may
-  not DESCRIBE TOPIC_AUTHORIZATION_FAILED, both with a null name.
+  not DESCRIBE TOPIC_AUTHORIZATION_FAILED, both with a null name;
+* v13 adds a top-level error code (KIP-1102: REBOOTSTRAP_REQUIRED asks the client to bootstrap
+  again), always NONE here.
 """
 
 from __future__ import annotations
@@ -148,4 +150,6 @@ def _encode(
         controller_id=result.controller_id,
         topics=topics,
         cluster_authorized_operations=cluster_operations,
+        # v13's top-level error (KIP-1102: REBOOTSTRAP_REQUIRED, which this node never asks)
+        error_code=0,
     )
