@@ -115,7 +115,8 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             # v10+ carry topic ids, which KIP-848 members need to read their assignments
             # v13: a top-level error code (KIP-1102), always NONE here
             Api(3, "Metadata", 0, 13, bound(handle_metadata)),
-            Api(10, "FindCoordinator", 0, 2, bound(handle_find_coordinator)),
+            # v4+: several keys per request (KIP-699)
+            Api(10, "FindCoordinator", 0, 5, bound(handle_find_coordinator)),
             # the classic consumer group protocol (classic_groups.py)
             Api(11, "JoinGroup", 0, 5, bound(handle_join_group)),
             Api(12, "Heartbeat", 0, 3, bound(handle_heartbeat)),

@@ -2,8 +2,9 @@
 types for exactly that version, on a socket) and by the real client that sends it, against a
 real three-node cluster: ListOffsets v6-v10 (flexible; the max-timestamp offset, KIP-734; the
 earliest local offset, KIP-405; the latest tiered offset, KIP-1005; v10's timeout, KIP-1075);
-Metadata v13; Produce v9-v10 and Fetch v12-v16 (flexible; Fetch's topic ids and last fetched
-epoch; KIP-951: a NOT_LEADER answer names the current leader and its endpoint)."""
+Metadata v13; FindCoordinator v3-v5 (several keys at once, KIP-699); Produce v9-v10 and Fetch
+v12-v16 (flexible; Fetch's topic ids and last fetched epoch; KIP-951: a NOT_LEADER answer names
+the current leader and its endpoint)."""
 
 from __future__ import annotations
 
@@ -409,3 +410,42 @@ def test_metadata_v13_answers_with_a_top_level_error_code(kafka_cluster, led):
     (t,) = answer.topics
     assert (t.name, t.topic_id) == (led["topic"], led["topic_id"])
     assert int(t.partitions[0].leader_id) == led["leader"]
+
+
+# -- FindCoordinator v3-v5 ---------------------------------------------------------------------
+
+
+def find_coordinator(address: str, version: int, keys: list[str], key_type: int = 0) -> Any:
+    module = importlib.import_module(f"kio.schema.find_coordinator.v{version}.request")
+    if version >= 4:
+        request = module.FindCoordinatorRequest(key_type=i8(key_type), coordinator_keys=tuple(keys))
+    else:
+        (key,) = keys
+        request = module.FindCoordinatorRequest(key=key, key_type=i8(key_type))
+    return call(address, request)
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_find_coordinator_v4_and_later_answer_each_key(kafka_cluster, version):
+    addresses = {n.node_id: n.kafka_address for n in kafka_cluster.nodes}
+    groups = [unique("g"), unique("g"), ""]
+    first = next(iter(addresses.values()))
+
+    def found() -> Any:
+        answer = find_coordinator(first, version, groups)
+        codes = [int(c.error_code) for c in answer.coordinators]
+        return answer if codes[:2] == [0, 0] else None
+
+    # COORDINATOR_NOT_AVAILABLE until __consumer_offsets has its leaders
+    answer = wait_for(found, "both groups' coordinators")
+    assert [c.key for c in answer.coordinators] == groups
+    for c in answer.coordinators[:2]:
+        assert f"{c.host}:{int(c.port)}" == addresses[int(c.node_id)]
+    assert int(answer.coordinators[2].error_code) == 24  # INVALID_GROUP_ID: an empty id
+    # each key answers as it would alone (v3: one key, flexible)
+    for c in answer.coordinators[:2]:
+        alone = find_coordinator(addresses[int(c.node_id)], 3, [c.key])
+        assert (int(alone.error_code), int(alone.node_id)) == (0, int(c.node_id))
+    # several transactional ids at once (key type 1)
+    txn = find_coordinator(first, version, ["t1", "t2"], key_type=1)
+    assert [c.key for c in txn.coordinators] == ["t1", "t2"]
