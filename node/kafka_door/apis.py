@@ -5,10 +5,12 @@ with the client that exercises each): kcat / librdkafka 2.0 and confluent-kafka 
 2.16 (which enable features by exact-version overlap, ``rdkafka_feature.c``), kafka-python 3
 (which infers a Kafka release from the maxima), aiokafka 0.14 (which has almost no flexible
 versions and fails when no version it implements is in range) and kafkajs 2.2. Non-flexible
-versions throughout, except ApiVersions v3, Metadata v9-v12, the consumer group APIs'
-flexible versions (KIP-848's are flexible only), ListOffsets v6-v10, Produce v9-v10 and Fetch
-v12-v16 (Kafka's current versions of the three: the max-timestamp offset, topic ids, and
-KIP-951's new leader in a NOT_LEADER answer).
+versions throughout, except ApiVersions v3, Metadata v9-v13, the consumer group APIs'
+flexible versions (KIP-848's are flexible only), FindCoordinator v3-v5, ListOffsets v6-v10,
+Produce v9-v10 and Fetch v12-v16 (Kafka's current versions of the last three: the
+max-timestamp offset, topic ids, and KIP-951's new leader in a NOT_LEADER answer). A maximum
+is raised only with every field of the new versions implemented and tested by a real client or
+raw frames (``tests/kafka/test_protocol_versions.py``).
 """
 
 from __future__ import annotations
