@@ -128,7 +128,8 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             # refused: its raw-token exchange is not served; every client sends v1
             Api(17, "SaslHandshake", 0, 1, sasl.handshake, refused_below=1),
             Api(18, "ApiVersions", 0, 3, _unreachable),
-            Api(19, "CreateTopics", 2, 4, bound(handle_create_topics)),
+            # v5+: the created topic's configs (KIP-525), v7: its id
+            Api(19, "CreateTopics", 2, 7, bound(handle_create_topics)),
             Api(20, "DeleteTopics", 1, 3, bound(handle_delete_topics)),
             Api(21, "DeleteRecords", 0, 1, bound(handle_delete_records)),
             # v2+ flexible, v3+ KIP-360's producer id and epoch (transactional producers)

@@ -2,7 +2,8 @@
 types for exactly that version, on a socket) and by the real client that sends it, against a
 real three-node cluster: ListOffsets v6-v10 (flexible; the max-timestamp offset, KIP-734; the
 earliest local offset, KIP-405; the latest tiered offset, KIP-1005; v10's timeout, KIP-1075);
-Metadata v13; FindCoordinator v3-v5 (several keys at once, KIP-699); Produce v9-v10 and Fetch
+Metadata v13; FindCoordinator v3-v5 (several keys at once, KIP-699); CreateTopics v5-v7 (the
+created topic's configs and id); Produce v9-v10 and Fetch
 v12-v16 (flexible; Fetch's topic ids and last fetched epoch; KIP-951: a NOT_LEADER answer names
 the current leader and its endpoint)."""
 
@@ -449,3 +450,51 @@ def test_find_coordinator_v4_and_later_answer_each_key(kafka_cluster, version):
     # several transactional ids at once (key type 1)
     txn = find_coordinator(first, version, ["t1", "t2"], key_type=1)
     assert [c.key for c in txn.coordinators] == ["t1", "t2"]
+
+
+# -- CreateTopics v5-v7 ------------------------------------------------------------------------
+
+DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
+TOPIC_ALREADY_EXISTS = 36
+
+
+def create_topics(address: str, version: int, name: str, *, validate_only: bool) -> Any:
+    module = importlib.import_module(f"kio.schema.create_topics.v{version}.request")
+    topic = module.CreatableTopic(
+        name=TopicName(name),
+        num_partitions=i32(2),
+        replication_factor=i16(3),
+        assignments=(),
+        configs=(module.CreatableTopicConfig(name="retention.ms", value="123456"),),
+    )
+    answer = call(
+        address,
+        module.CreateTopicsRequest(
+            topics=(topic,),
+            timeout=i32Timedelta.parse(timedelta(seconds=30)),
+            validate_only=validate_only,
+        ),
+    )
+    (result,) = answer.topics
+    return result
+
+
+@pytest.mark.parametrize("version", [5, 7])
+def test_create_topics_v5_and_later_answer_the_topics_configs_and_v7_its_id(kafka_cluster, version):
+    address = kafka_cluster.kafka_bootstrap_servers.split(",")[0]
+    name = unique("created")
+    checked = create_topics(address, version, name, validate_only=True)
+    created = create_topics(address, version, name, validate_only=False)
+    for r in (checked, created):
+        assert int(r.error_code) == 0, r
+        assert (int(r.num_partitions), int(r.replication_factor)) == (2, 3)
+        configs = {c.name: (c.value, int(c.config_source)) for c in r.configs}
+        assert configs["retention.ms"] == ("123456", DYNAMIC_TOPIC_CONFIG)
+        assert configs["cleanup.policy"] == ("delete", DEFAULT_CONFIG)
+    if version >= 7:
+        assert checked.topic_id in (None, uuid.UUID(int=0))  # nothing created (kio: None)
+        wait_for(lambda: partition_metadata(kafka_cluster, name)[0].partitions, "the topic")
+        assert created.topic_id == partition_metadata(kafka_cluster, name)[0].topic_id
+    again = create_topics(address, version, name, validate_only=False)
+    assert int(again.error_code) == TOPIC_ALREADY_EXISTS
+    assert (again.configs, int(again.num_partitions)) == ((), -1)
