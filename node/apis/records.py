@@ -23,6 +23,8 @@ Metadata                DESCRIBE on each topic asked (29, whether it exists or n
                         topics: those the caller may DESCRIBE; a missing topic auto-created
                         when the request and ``auto.create.topics.enable`` allow it (the
                         admin room's CREATE check)
+DescribeTopic-          as Metadata's (no auto-creation), paged
+Partitions              (:mod:`node.apis.topic_partitions`)
 DeleteRecords           DELETE on each topic (29)
 InitProducerId          IDEMPOTENT_WRITE on the cluster or WRITE on any topic (KIP-679, 31);
                         a transactional id: :class:`~node.apis.transactions.TransactionApis`
@@ -44,6 +46,7 @@ from node.apis.current_leader import (
     PRODUCE_REDIRECTS,
     with_current_leaders,
 )
+from node.apis.topic_partitions import TopicPartitionsPage, describe_topic_partitions
 from node.apis.transactions import TransactionApis
 from node.apis.txn_verification import TxnVerification
 from node.coordinator.producer_id_manager import ProducerIdManager, init_producer_id
@@ -395,6 +398,19 @@ class RecordApis:
         if topics is not None and allow_auto_create and self._auto_create_topics:
             result = self._auto_create(caller, result)
         return result
+
+    def describe_topic_partitions(
+        self,
+        caller: Caller,
+        topics: Sequence[str],
+        cursor: tuple[str, int] | None,
+        partition_limit: int,
+        listener_name: str | None,
+    ) -> TopicPartitionsPage:
+        """DescribeTopicPartitions' page (KIP-966; :mod:`node.apis.topic_partitions`)."""
+        return describe_topic_partitions(
+            self.metadata_cache, self.auth, caller, topics, cursor, partition_limit, listener_name
+        )
 
     def _auto_create(self, caller: Caller, result: MetadataResult) -> MetadataResult:
         missing = [t.name for t in result.topics if t.error_code == UNKNOWN_TOPIC_OR_PARTITION]

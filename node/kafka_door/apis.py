@@ -73,6 +73,7 @@ from node.kafka_door.handlers.scram import (
     handle_alter_user_scram_credentials,
     handle_describe_user_scram_credentials,
 )
+from node.kafka_door.handlers.topic_partitions import handle_describe_topic_partitions
 from node.kafka_door.handlers.topics import (
     handle_create_partitions,
     handle_create_topics,
@@ -190,6 +191,14 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             ),
             Api(60, "DescribeCluster", 0, 1, bound(handle_describe_cluster)),
             Api(61, "DescribeProducers", 0, 0, bound(handle_describe_producers)),
+            # KIP-966: the topics' partitions page by page (Kafka's admin describeTopics)
+            Api(
+                75,
+                "DescribeTopicPartitions",
+                0,
+                0,
+                bound(handle_describe_topic_partitions),
+            ),
             # consumer groups over the group coordinator (node/kafka_door/handlers/groups.py,
             # group_offsets.py). OffsetCommit v9: Kafka takes a KIP-848 member's commit only
             # from v9 on; OffsetFetch v8: several groups, v9: the member's id and epoch;

@@ -3,7 +3,7 @@ types for exactly that version, on a socket) and by the real client that sends i
 real three-node cluster: ListOffsets v6-v10 (flexible; the max-timestamp offset, KIP-734; the
 earliest local offset, KIP-405; the latest tiered offset, KIP-1005; v10's timeout, KIP-1075);
 Metadata v13; FindCoordinator v3-v5 (several keys at once, KIP-699); CreateTopics v5-v7 (the
-created topic's configs and id); Produce v9-v10 and Fetch
+created topic's configs and id); DescribeTopicPartitions v0 (KIP-966); Produce v9-v10 and Fetch
 v12-v16 (flexible; Fetch's topic ids and last fetched epoch; KIP-951: a NOT_LEADER answer names
 the current leader and its endpoint)."""
 
@@ -498,3 +498,68 @@ def test_create_topics_v5_and_later_answer_the_topics_configs_and_v7_its_id(kafk
     again = create_topics(address, version, name, validate_only=False)
     assert int(again.error_code) == TOPIC_ALREADY_EXISTS
     assert (again.configs, int(again.num_partitions)) == ((), -1)
+
+
+# -- DescribeTopicPartitions v0 ----------------------------------------------------------------
+
+UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, INVALID_REQUEST = 3, 17, 42
+
+
+def describe_topic_partitions(
+    address: str, names: list[str], limit: int, cursor: tuple[str, int] | None = None
+) -> Any:
+    module = importlib.import_module("kio.schema.describe_topic_partitions.v0.request")
+    return call(
+        address,
+        module.DescribeTopicPartitionsRequest(
+            topics=tuple(module.TopicRequest(name=TopicName(n)) for n in names),
+            response_partition_limit=i32(limit),
+            cursor=None
+            if cursor is None
+            else module.Cursor(topic_name=TopicName(cursor[0]), partition_index=i32(cursor[1])),
+        ),
+    )
+
+
+def test_describe_topic_partitions_pages_through_the_named_topics(kafka_cluster, bootstrap):
+    a, b = sorted([unique("pages"), unique("pages")])
+    for name in (a, b):
+        create_topic(bootstrap, name, partitions=3)
+    address = kafka_cluster.kafka_bootstrap_servers.split(",")[0]
+    names = [b, a, "missing-" + a, "bad/name"]  # answered in name order, the unknown ones too
+
+    def pages() -> list[list[tuple[str, int, list[int]]]]:
+        out, cursor = [], None
+        while True:
+            answer = describe_topic_partitions(address, names, 2, cursor)
+            out.append(
+                [
+                    (t.name, int(t.error_code), [int(p.partition_index) for p in t.partitions])
+                    for t in answer.topics
+                ]
+            )
+            if answer.next_cursor is None:
+                return out
+            cursor = (answer.next_cursor.topic_name, int(answer.next_cursor.partition_index))
+
+    # "bad/name" < "missing-..." < "pages-...": the unknown ones take none of the page
+    assert pages() == [
+        [("bad/name", INVALID_TOPIC_EXCEPTION, []), ("missing-" + a, 3, []), (a, 0, [0, 1])],
+        [(a, 0, [2]), (b, 0, [0])],
+        [(b, 0, [1, 2])],
+    ]
+    # the partitions are Metadata's: leader, epoch, replicas, ISR; the topic's id
+    whole = describe_topic_partitions(address, [a], 100)
+    (t,) = whole.topics
+    meta, _ = partition_metadata(kafka_cluster, a)
+    assert t.topic_id == meta.topic_id and t.topic_authorized_operations != -(2**31)
+    assert [
+        (int(p.leader_id), int(p.leader_epoch), list(p.replica_nodes), list(p.isr_nodes))
+        for p in t.partitions
+    ] == [
+        (int(p.leader_id), int(p.leader_epoch), list(p.replica_nodes), list(p.isr_nodes))
+        for p in meta.partitions
+    ]
+    # a cursor on a topic not named: INVALID_REQUEST for every topic named
+    refused = describe_topic_partitions(address, [a], 100, cursor=(b, 0))
+    assert [(t.name, int(t.error_code)) for t in refused.topics] == [(a, INVALID_REQUEST)]
