@@ -16,7 +16,7 @@ __all__ = ["VIEWS"]
 
 
 class PartitionProduceDataView(Protocol):
-    """PartitionProduceData: the fields of versions 3-8."""
+    """PartitionProduceData: the fields of versions 3-10."""
 
     @property
     def index(self) -> int: ...
@@ -25,7 +25,7 @@ class PartitionProduceDataView(Protocol):
 
 
 class TopicProduceDataView(Protocol):
-    """TopicProduceData: the fields of versions 3-8."""
+    """TopicProduceData: the fields of versions 3-10."""
 
     @property
     def name(self) -> str: ...
@@ -34,7 +34,7 @@ class TopicProduceDataView(Protocol):
 
 
 class ProduceRequestView(Protocol):
-    """ProduceRequest: the fields of versions 3-8."""
+    """ProduceRequest: the fields of versions 3-10."""
 
     @property
     def transactional_id(self) -> str | None: ...
@@ -47,7 +47,7 @@ class ProduceRequestView(Protocol):
 
 
 class FetchPartitionView(Protocol):
-    """FetchPartition: the fields of versions 4-11."""
+    """FetchPartition: the fields of versions 4-16."""
 
     @property
     def partition(self) -> int: ...
@@ -58,19 +58,15 @@ class FetchPartitionView(Protocol):
 
 
 class FetchTopicView(Protocol):
-    """FetchTopic: the fields of versions 4-11."""
+    """FetchTopic: the fields of versions 4-16."""
 
-    @property
-    def topic(self) -> str: ...
     @property
     def partitions(self) -> Sequence[FetchPartitionView]: ...
 
 
 class FetchRequestView(Protocol):
-    """FetchRequest: the fields of versions 4-11."""
+    """FetchRequest: the fields of versions 4-16."""
 
-    @property
-    def replica_id(self) -> int: ...
     @property
     def max_wait(self) -> datetime.timedelta: ...
     @property
@@ -84,7 +80,7 @@ class FetchRequestView(Protocol):
 
 
 class ListOffsetsPartitionView(Protocol):
-    """ListOffsetsPartition: the fields of versions 1-5."""
+    """ListOffsetsPartition: the fields of versions 1-10."""
 
     @property
     def partition_index(self) -> int: ...
@@ -93,7 +89,7 @@ class ListOffsetsPartitionView(Protocol):
 
 
 class ListOffsetsTopicView(Protocol):
-    """ListOffsetsTopic: the fields of versions 1-5."""
+    """ListOffsetsTopic: the fields of versions 1-10."""
 
     @property
     def name(self) -> str: ...
@@ -102,7 +98,7 @@ class ListOffsetsTopicView(Protocol):
 
 
 class ListOffsetsRequestView(Protocol):
-    """ListOffsetsRequest: the fields of versions 1-5."""
+    """ListOffsetsRequest: the fields of versions 1-10."""
 
     @property
     def replica_id(self) -> int: ...
@@ -111,14 +107,14 @@ class ListOffsetsRequestView(Protocol):
 
 
 class MetadataRequestTopicView(Protocol):
-    """MetadataRequestTopic: the fields of versions 0-12."""
+    """MetadataRequestTopic: the fields of versions 0-13."""
 
     @property
     def name(self) -> str | None: ...
 
 
 class MetadataRequestView(Protocol):
-    """MetadataRequest: the fields of versions 0-12."""
+    """MetadataRequest: the fields of versions 0-13."""
 
     @property
     def topics(self) -> Sequence[MetadataRequestTopicView] | None: ...
@@ -164,10 +160,9 @@ class OffsetFetchRequestView(Protocol):
 
 
 class FindCoordinatorRequestView(Protocol):
-    """FindCoordinatorRequest: the fields of versions 0-2."""
+    """FindCoordinatorRequest: the fields of versions 0-5."""
 
-    @property
-    def key(self) -> str: ...
+    pass
 
 
 class JoinGroupRequestProtocolView(Protocol):
@@ -255,7 +250,7 @@ class SaslHandshakeRequestView(Protocol):
 
 
 class CreatableReplicaAssignmentView(Protocol):
-    """CreatableReplicaAssignment: the fields of versions 2-4."""
+    """CreatableReplicaAssignment: the fields of versions 2-7."""
 
     @property
     def partition_index(self) -> int: ...
@@ -264,7 +259,7 @@ class CreatableReplicaAssignmentView(Protocol):
 
 
 class CreatableTopicConfigView(Protocol):
-    """CreatableTopicConfig: the fields of versions 2-4."""
+    """CreatableTopicConfig: the fields of versions 2-7."""
 
     @property
     def name(self) -> str: ...
@@ -273,7 +268,7 @@ class CreatableTopicConfigView(Protocol):
 
 
 class CreatableTopicView(Protocol):
-    """CreatableTopic: the fields of versions 2-4."""
+    """CreatableTopic: the fields of versions 2-7."""
 
     @property
     def name(self) -> str: ...
@@ -288,7 +283,7 @@ class CreatableTopicView(Protocol):
 
 
 class CreateTopicsRequestView(Protocol):
-    """CreateTopicsRequest: the fields of versions 2-4."""
+    """CreateTopicsRequest: the fields of versions 2-7."""
 
     @property
     def topics(self) -> Sequence[CreatableTopicView]: ...
@@ -878,14 +873,41 @@ class ConsumerGroupDescribeRequestView(Protocol):
     def include_authorized_operations(self) -> bool: ...
 
 
+class TopicsTopicRequestView(Protocol):
+    """TopicRequest: the fields of versions 0-0."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class CursorView(Protocol):
+    """Cursor: the fields of versions 0-0."""
+
+    @property
+    def topic_name(self) -> str: ...
+    @property
+    def partition_index(self) -> int: ...
+
+
+class DescribeTopicPartitionsRequestView(Protocol):
+    """DescribeTopicPartitionsRequest: the fields of versions 0-0."""
+
+    @property
+    def topics(self) -> Sequence[TopicsTopicRequestView]: ...
+    @property
+    def response_partition_limit(self) -> int: ...
+    @property
+    def cursor(self) -> CursorView | None: ...
+
+
 VIEWS: dict[int, str] = {
-    0: 'ProduceRequestView',  # Produce v3-v8
-    1: 'FetchRequestView',  # Fetch v4-v11
-    2: 'ListOffsetsRequestView',  # ListOffsets v1-v5
-    3: 'MetadataRequestView',  # Metadata v0-v12
+    0: 'ProduceRequestView',  # Produce v3-v10
+    1: 'FetchRequestView',  # Fetch v4-v16
+    2: 'ListOffsetsRequestView',  # ListOffsets v1-v10
+    3: 'MetadataRequestView',  # Metadata v0-v13
     8: 'OffsetCommitRequestView',  # OffsetCommit v2-v9
     9: 'OffsetFetchRequestView',  # OffsetFetch v1-v9
-    10: 'FindCoordinatorRequestView',  # FindCoordinator v0-v2
+    10: 'FindCoordinatorRequestView',  # FindCoordinator v0-v5
     11: 'JoinGroupRequestView',  # JoinGroup v0-v5
     12: 'HeartbeatRequestView',  # Heartbeat v0-v3
     13: 'LeaveGroupRequestView',  # LeaveGroup v0-v3
@@ -893,7 +915,7 @@ VIEWS: dict[int, str] = {
     15: 'DescribeGroupsRequestView',  # DescribeGroups v0-v4
     16: 'ListGroupsRequestView',  # ListGroups v0-v5
     17: 'SaslHandshakeRequestView',  # SaslHandshake v1-v1
-    19: 'CreateTopicsRequestView',  # CreateTopics v2-v4
+    19: 'CreateTopicsRequestView',  # CreateTopics v2-v7
     20: 'DeleteTopicsRequestView',  # DeleteTopics v1-v3
     21: 'DeleteRecordsRequestView',  # DeleteRecords v0-v1
     22: 'InitProducerIdRequestView',  # InitProducerId v0-v4
@@ -924,5 +946,6 @@ VIEWS: dict[int, str] = {
     66: 'ListTransactionsRequestView',  # ListTransactions v0-v1
     68: 'ConsumerGroupHeartbeatRequestView',  # ConsumerGroupHeartbeat v0-v1
     69: 'ConsumerGroupDescribeRequestView',  # ConsumerGroupDescribe v0-v1
+    75: 'DescribeTopicPartitionsRequestView',  # DescribeTopicPartitions v0-v0
 }
 """API key -> the name of its request view."""

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from node.kafka_door.build import make, nested
+from node.kafka_door import views
+from node.kafka_door.build import make, nested, respond, response_class_of
 from node.kafka_door.context import RequestContext
-from node.kafka_door.frames import response_class
 from node.kafka_door.handlers.admin_common import authorized_operations
 from node.kafka_door.services import DoorServices
 from node.kafka_door.topic_ids import ZERO_UUID, topic_id_uuid
@@ -16,11 +16,9 @@ from odradek.acl import ResourceType
 
 __all__ = ["handle_describe_topic_partitions"]
 
-API_KEY = 75
-
 
 def handle_describe_topic_partitions(
-    services: DoorServices, ctx: RequestContext, request: Any
+    services: DoorServices, ctx: RequestContext, request: views.DescribeTopicPartitionsRequestView
 ) -> Any:
     cursor = request.cursor
     page = services.api.records.describe_topic_partitions(
@@ -30,7 +28,7 @@ def handle_describe_topic_partitions(
         int(request.response_partition_limit),
         ctx.listener,
     )
-    cls = response_class(API_KEY, ctx.api_version)
+    cls = response_class_of(ctx)
     topic_cls = nested(cls, "DescribeTopicPartitionsResponseTopic")
     partition_cls = nested(cls, "DescribeTopicPartitionsResponsePartition")
     cursor_cls = nested(cls, "Cursor")
@@ -71,4 +69,4 @@ def handle_describe_topic_partitions(
         if page.next_cursor is None
         else make(cursor_cls, topic_name=page.next_cursor[0], partition_index=page.next_cursor[1])
     )
-    return make(cls, throttle_time=0, topics=topics, next_cursor=next_cursor)
+    return respond(ctx, topics=topics, next_cursor=next_cursor)
