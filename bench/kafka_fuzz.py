@@ -73,7 +73,7 @@ VALID_MAX = {3: 8}
 """The highest version the generator builds a valid body of, where below the served one (its
 bodies and headers are non-flexible ones)."""
 DOOR_KEYS = frozenset(
-    {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26}
+    {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 28}
     | {29, 30, 31, 32, 33, 35, 36, 37}
     | {42, 43, 44, 45, 46, 47, 50, 51, 60, 61, 65, 66, 68, 69, 75}
 )
