@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import struct
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -132,6 +133,34 @@ def test_flexible_list_offsets_answer_earliest_latest_and_by_time(timestamped, v
     assert int(list_offsets(leader, version, topic, -1).offset) == 3
     by_time = list_offsets(leader, version, topic, 2_000)
     assert (int(by_time.offset), int(by_time.timestamp)) == (1, 5_000)
+
+
+def test_an_unknown_isolation_level_closes_the_connection_as_kafkas_parser_does(
+    kafka_cluster, timestamped
+):
+    """Found by the fuzzer (bench/kafka_fuzz): the core refused it with an exception, logged
+    with its traceback as a handler failure."""
+    topic, leader = timestamped
+    module = importlib.import_module("kio.schema.list_offsets.v10.request")
+    request = module.ListOffsetsRequest(
+        replica_id=BrokerId(-1),
+        isolation_level=i8(48),
+        topics=(
+            module.ListOffsetsTopic(
+                name=TopicName(topic),
+                partitions=(
+                    module.ListOffsetsPartition(
+                        partition_index=i32(0), current_leader_epoch=i32(-1), timestamp=i64(-1)
+                    ),
+                ),
+            ),
+        ),
+        timeout=i32Timedelta.parse(timedelta(seconds=5)),
+    )
+    with pytest.raises((ConnectionError, struct.error, OSError)):
+        call(leader, request)
+    node = next(n for n in kafka_cluster.nodes if n.kafka_address == leader)
+    assert "unknown isolation level" not in node.tail(400)
 
 
 def test_confluent_kafka_lists_the_max_timestamp_offset(timestamped, bootstrap):

@@ -5,7 +5,8 @@ a consumer), -3 the record with the largest timestamp (KIP-734, from v7: refused
 the earliest local offset (KIP-405, from v8: the log start offset, odradek having no tiered
 storage), -5 the latest tiered offset (KIP-1005, from v9: none, -1). A special timestamp below
 its version, or any other negative one, answers UNSUPPORTED_VERSION (35) for its partition, as
-Kafka's ReplicaManager does. v6+ are flexible; v10's ``TimeoutMs`` (KIP-1075) bounds a lookup
+Kafka's ReplicaManager does; an isolation level other than 0 and 1 closes the connection, as
+Kafka's parser refuses it. v6+ are flexible; v10's ``TimeoutMs`` (KIP-1075) bounds a lookup
 in remote storage, which odradek never makes: every answer is immediate. Each API's policy
 (DESCRIBE, DESCRIBE, DELETE on each topic: a refused partition answers
 TOPIC_AUTHORIZATION_FAILED, 29) is :class:`~node.apis.records.RecordApis`'.
@@ -16,6 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from node.core.requests import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
     DeleteRecordsPartition,
     ListOffsetsPartition,
     ListOffsetsResult,
@@ -24,6 +27,7 @@ from node.core.requests import (
 from node.kafka_door import views
 from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
+from node.kafka_door.server import CLOSE_CONNECTION
 from node.kafka_door.services import DoorServices
 
 __all__ = ["handle_delete_records", "handle_list_offsets", "handle_offset_for_leader_epoch"]
@@ -38,6 +42,10 @@ def handle_list_offsets(
     services: DoorServices, ctx: RequestContext, request: views.ListOffsetsRequestView
 ) -> Any:
     version = ctx.api_version
+    isolation_level = int(getattr(request, "isolation_level", READ_UNCOMMITTED))
+    if isolation_level not in (READ_UNCOMMITTED, READ_COMMITTED):
+        # Kafka's IsolationLevel.forId refuses it while parsing: the connection is closed
+        return CLOSE_CONNECTION
     wanted: list[ListOffsetsPartition] = []
     results: list[ListOffsetsResult] = []
     for t in request.topics:
@@ -60,7 +68,7 @@ def handle_list_offsets(
         ctx.caller,
         wanted,
         replica_id=int(request.replica_id),
-        isolation_level=int(getattr(request, "isolation_level", 0)),
+        isolation_level=isolation_level,
     )
     by_key = {(r.topic, r.partition): r for r in results}
     cls = response_class_of(ctx)
