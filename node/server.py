@@ -336,6 +336,7 @@ class Node:
             group_configs=self.group_configs.group_config,
         )
         self.replicas.leadership_listeners.append(self.groups.on_leadership_change)
+        txn_metrics = None if self.metrics is None else self.metrics.transactions
         self.txn_markers = TxnMarkerSender(
             self.metadata,
             TxnMarkerChannel(
@@ -346,6 +347,7 @@ class Node:
                 on_written=self.groups.on_txn_marker,
             ),
             self.clock,
+            on_latency=None if txn_metrics is None else txn_metrics.observe_marker_latency,
         )
         self.transactions = TransactionCoordinator(
             c.transaction,
@@ -355,7 +357,10 @@ class Node:
             _topic_creator(lambda: plain_admin),
             producer_ids,
             self.txn_markers,
+            txn_metrics,
         )
+        if txn_metrics is not None:
+            txn_metrics.watch(self.transactions.open_transactions, self.txn_markers.pending)
         self.replicas.leadership_listeners.append(self.transactions.on_leadership_change)
         # a marker written on a __consumer_offsets partition this node leads ends the
         # transaction's pending offsets there (whoever sent it: this node or another's

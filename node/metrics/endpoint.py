@@ -1,6 +1,7 @@
 """A node's Prometheus endpoint (``metrics.port``): the request metrics
-(:mod:`node.metrics.request_metrics`) and the gauges and counters read from the node's state at
-scrape time (:class:`NodeCollector`). Thread-safe; the HTTP endpoint serves from a thread of
+(:mod:`node.metrics.request_metrics`), the transaction coordinator's
+(:mod:`node.metrics.transaction_metrics`) and the gauges and counters read from the node's state
+at scrape time (:class:`NodeCollector`). Thread-safe; the HTTP endpoint serves from a thread of
 its own.
 """
 
@@ -16,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from node.metrics.request_metrics import RequestMetrics
+from node.metrics.transaction_metrics import TransactionMetrics
 from storage.flush_stats import FLUSH_BUCKETS_MS
 
 if TYPE_CHECKING:
@@ -220,13 +222,15 @@ def _counter(name: str, documentation: str, value: float) -> CounterMetricFamily
 
 
 class MetricsEndpoint:
-    """The node's metrics: a registry with the request metrics and the node's collector, and
-    the HTTP endpoint serving it (``start``/``stop``)."""
+    """The node's metrics: a registry with the request metrics, the transaction metrics and the
+    node's collector, and the HTTP endpoint serving it (``start``/``stop``)."""
 
     def __init__(self, node: NodeView) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.requests = RequestMetrics()
         self.registry.register(self.requests)
+        self.transactions = TransactionMetrics()
+        self.registry.register(self.transactions)
         self.collector = NodeCollector(node)
         self.registry.register(self.collector)
         self._server: WSGIServer | None = None

@@ -26,6 +26,10 @@ meanwhile: COORDINATOR_LOAD_IN_PROGRESS; a partition it does not lead: NOT_COORD
 * **The topic** is created on first use, by FindCoordinator, with Kafka's
   ``transaction.state.log.*`` settings (50 partitions, replication min(3, live brokers),
   ``cleanup.policy=compact``, ``min.insync.replicas`` min(2, replication)).
+* **Metrics.** :meth:`open_transactions` counts the open transactions of the loaded shards by
+  state (read at scrape time); each completed commit and abort, and each transaction aborted for
+  its timeout, is told to the :class:`TransactionEvents` given (the node's
+  :class:`~node.metrics.transaction_metrics.TransactionMetrics`).
 
 Thread-safe: the shard map has a lock; each shard has its own. Requests block their thread while
 their write replicates.
@@ -75,6 +79,7 @@ __all__ = [
     "ListedTransaction",
     "MarkerSender",
     "TransactionCoordinator",
+    "TransactionEvents",
 ]
 
 log = logging.getLogger(__name__)
@@ -125,6 +130,19 @@ class MarkerSender(Protocol):
         ...
 
 
+class TransactionEvents(Protocol):
+    """What the coordinator tells its metrics. Called on the marker sender's and the request
+    threads: must be thread-safe and never block."""
+
+    def transaction_completed(self, commit: bool) -> None:
+        """CompleteCommit (``commit``) or CompleteAbort was written."""
+        ...
+
+    def transaction_timed_out(self) -> None:
+        """An open transaction past its timeout is being aborted by the coordinator."""
+        ...
+
+
 class _Shard:
     """One ``__transaction_state`` partition this node leads."""
 
@@ -152,8 +170,10 @@ class TransactionCoordinator:
         create_topic: CreateTopic,
         producer_ids: ProducerIdManager | None,
         markers: MarkerSender,
+        events: TransactionEvents | None = None,
     ) -> None:
         self.config = config
+        self._events = events
         self._replicas = replicas
         self._metadata = metadata
         self._clock = clock
@@ -514,6 +534,8 @@ class TransactionCoordinator:
                 code, message = e.code, e.message
             if code:
                 log.warning("completing the transaction of %s failed: %s (%d)", tid, message, code)
+            elif self._events is not None:
+                self._events.transaction_completed(meta.state is S.PREPARE_COMMIT)
 
         self._markers.send(
             tid,
@@ -596,6 +618,19 @@ class TransactionCoordinator:
                 )
         return sorted(out, key=lambda t: t.transactional_id)
 
+    def open_transactions(self) -> dict[str, int]:
+        """How many transactions of the loaded shards are open, by state (``Ongoing``,
+        ``PrepareCommit``, ``PrepareAbort``: each named, 0 when none)."""
+        counts = dict.fromkeys(
+            (s.kafka_name for s in (S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT)), 0
+        )
+        for shard in self._loaded_shards():
+            with shard.lock:
+                states = [m.state for m in shard.txns.values() if m.ongoing]
+            for state in states:
+                counts[state.kafka_name] += 1
+        return counts
+
     # -- timers ----------------------------------------------------------------------------------
 
     def tick(self) -> None:
@@ -642,6 +677,8 @@ class TransactionCoordinator:
                 except OdradekError:
                     continue
                 if code == 0 and after is not None and done is not None:
+                    if self._events is not None:
+                        self._events.transaction_timed_out()
                     log.info(
                         "aborting the transaction of %s (producer id %d): open longer than its "
                         "timeout of %d ms",

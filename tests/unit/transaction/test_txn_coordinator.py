@@ -3,7 +3,8 @@ stand-in that keeps what is written to ``__transaction_state``, and a marker cha
 records what it is asked to send: InitProducerId's epochs, a commit's markers and completion,
 the fence of an open transaction by a new producer, a timed-out transaction aborted, a write
 that fails, one id's slow write not holding another's, DescribeTransactions and
-ListTransactions."""
+ListTransactions, and what the coordinator tells its metrics (open transactions by state,
+completed commits and aborts, timeouts)."""
 
 from __future__ import annotations
 
@@ -121,7 +122,21 @@ class _ProducerIds:
         return self.next
 
 
-def _coordinator(clock: ManualClock) -> tuple[TransactionCoordinator, _Replicas, _Markers]:
+@dataclass
+class _Events:
+    completed: list[bool] = field(default_factory=list)
+    timed_out: int = 0
+
+    def transaction_completed(self, commit: bool) -> None:
+        self.completed.append(commit)
+
+    def transaction_timed_out(self) -> None:
+        self.timed_out += 1
+
+
+def _coordinator(
+    clock: ManualClock, events: _Events | None = None
+) -> tuple[TransactionCoordinator, _Replicas, _Markers]:
     metadata = MetadataCache()
     metadata.update(
         UpdateMetadataRequest(
@@ -144,6 +159,7 @@ def _coordinator(clock: ManualClock) -> tuple[TransactionCoordinator, _Replicas,
         lambda *_: None,
         _ProducerIds(),  # type: ignore[arg-type]
         markers,
+        events,
     )
     coordinator.on_leadership_change(TRANSACTION_STATE_TOPIC, 0, True, 5)
     loaded = threading.Event()
@@ -259,3 +275,33 @@ def test_listing_filters_by_state_and_producer(clock: ManualClock) -> None:
         "a"
     ]
     assert coordinator.list_transactions(min_duration_ms=6_000) == []
+
+
+def test_the_metrics_are_told_of_completions_and_timeouts(clock: ManualClock) -> None:
+    events = _Events()
+    coordinator, _, markers = _coordinator(clock, events)
+    none_open = {"Ongoing": 0, "PrepareCommit": 0, "PrepareAbort": 0}
+    assert coordinator.open_transactions() == none_open
+    a = coordinator.init_producer_id("a", 60_000)
+    b = coordinator.init_producer_id("b", 60_000)
+    slow = coordinator.init_producer_id("slow", 1_000)
+    for tid, producer in (("a", a), ("b", b), ("slow", slow)):
+        assert coordinator.add_partitions(tid, producer.producer_id, 0, [("t", 0)]) == 0
+    assert coordinator.open_transactions() == {**none_open, "Ongoing": 3}
+    assert coordinator.end_txn("a", a.producer_id, 0, commit=True) == 0
+    assert coordinator.end_txn("b", b.producer_id, 0, commit=False) == 0
+    assert coordinator.open_transactions() == {
+        "Ongoing": 1,
+        "PrepareCommit": 1,
+        "PrepareAbort": 1,
+    }
+    assert events.completed == []  # not before the markers are written
+    markers.complete_all()
+    assert sorted(events.completed) == [False, True]
+    clock.advance(20_000)
+    coordinator.tick()
+    assert events.timed_out == 1
+    assert coordinator.open_transactions() == {**none_open, "PrepareAbort": 1}
+    markers.complete_all()
+    assert sorted(events.completed) == [False, False, True]
+    assert coordinator.open_transactions() == none_open
