@@ -2,21 +2,39 @@
 Kafka clients none of us wrote — kafka-python, aiokafka and kafkajs — against a real three-node
 cluster (confluent-kafka's has tests/kafka/test_transactions.py): each commits a transaction,
 aborts one and commits another; a read_committed consumer (confluent-kafka) reads the committed
-records and not the aborted ones, a read_uncommitted one reads both."""
+records and not the aborted ones, a read_uncommitted one reads both. A second kafka-python or
+aiokafka producer with the same transactional.id fences the first: its open transaction is
+aborted and its commit refused."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import subprocess
+from datetime import timedelta
+from typing import Any
 
+import pytest
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import InvalidProducerEpoch, ProducerFenced
 from kafka import KafkaProducer
+from kafka.errors import InvalidProducerEpochError, ProducerFencedError
+from kafka.errors import KafkaError as KafkaPythonError
+from kio.schema.add_offsets_to_txn.v1.request import AddOffsetsToTxnRequest as AddOffsetsV1
+from kio.schema.add_offsets_to_txn.v2.request import AddOffsetsToTxnRequest as AddOffsetsV2
+from kio.schema.add_partitions_to_txn.v1 import request as add_partitions_v1
+from kio.schema.add_partitions_to_txn.v2 import request as add_partitions_v2
+from kio.schema.end_txn.v1.request import EndTxnRequest as EndTxnV1
+from kio.schema.end_txn.v2.request import EndTxnRequest as EndTxnV2
+from kio.schema.init_producer_id.v3.request import InitProducerIdRequest as InitProducerIdV3
+from kio.schema.init_producer_id.v4.request import InitProducerIdRequest as InitProducerIdV4
+from kio.schema.types import GroupId, ProducerId, TopicName, TransactionalId
+from kio.static.primitive import i16, i32, i32Timedelta
 
 from deploy.local.cluster import LocalCluster
-from tests.kafka.conftest import JS_CLIENTS, require
+from tests.kafka.conftest import JS_CLIENTS, call, require
 from tests.kafka.test_confluent_kafka import create_topic
-from tests.kafka.test_transactions import read_all, txn_cluster, unique
+from tests.kafka.test_transactions import listed, read_all, transactional, txn_cluster, unique
 
 __all__ = ["txn_cluster"]  # the module's cluster, shared with test_transactions' fixture
 
@@ -104,3 +122,134 @@ def test_kafkajs_commits_and_aborts(txn_cluster: LocalCluster) -> None:
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     assert json.loads(result.stdout) == {"ok": True}
     assert_read_as_committed(bootstrap, topic)
+
+
+def test_kafka_python_is_fenced_by_a_second_producer(txn_cluster: LocalCluster) -> None:
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic = unique("kp-fence")
+    create_topic(bootstrap, topic, partitions=1)
+    tid = unique("kp")
+    first = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=tid)
+    second = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=tid)
+    try:
+        first.init_transactions()
+        first.begin_transaction()
+        first.send(topic, value=b"zombie", partition=0).get(timeout=60)
+        second.init_transactions()  # aborts the first's transaction
+        second.begin_transaction()
+        second.send(topic, value=b"winner", partition=0).get(timeout=60)
+        second.commit_transaction()
+        with pytest.raises(KafkaPythonError) as fenced:
+            first.commit_transaction()
+        assert isinstance(fenced.value, ProducerFencedError | InvalidProducerEpochError), repr(
+            fenced.value
+        )
+    finally:
+        first.close(timeout=30)
+        second.close(timeout=30)
+    assert read_all(bootstrap, topic, "read_committed", expect=1) == [b"winner"]
+    assert read_all(bootstrap, topic, "read_committed") == [b"winner"]
+
+
+async def _aiokafka_fenced(bootstrap: str, topic: str) -> BaseException:
+    tid = unique("aio")
+    first = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=tid)
+    second = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=tid)
+    await first.start()
+    try:
+        await first.begin_transaction()
+        await first.send_and_wait(topic, b"zombie", partition=0)
+        await second.start()  # InitProducerId: aborts the first's transaction
+        try:
+            async with second.transaction():
+                await second.send_and_wait(topic, b"winner", partition=0)
+        finally:
+            await second.stop()
+        try:
+            await first.commit_transaction()
+        except Exception as e:
+            return e
+        raise AssertionError("the fenced producer committed")
+    finally:
+        await first.stop()
+
+
+def test_aiokafka_is_fenced_by_a_second_producer(txn_cluster: LocalCluster) -> None:
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic = unique("aio-fence")
+    create_topic(bootstrap, topic, partitions=1)
+    error = asyncio.run(asyncio.wait_for(_aiokafka_fenced(bootstrap, topic), 120))
+    assert isinstance(error, ProducerFenced | InvalidProducerEpoch), repr(error)
+    assert read_all(bootstrap, topic, "read_committed", expect=1) == [b"winner"]
+    assert read_all(bootstrap, topic, "read_committed") == [b"winner"]
+
+
+def transaction_producer_id(cluster: LocalCluster, tid: str) -> int:
+    return listed(cluster)[tid][0]
+
+
+def _end_txn(version: int, tid: str, producer_id: int, epoch: int) -> Any:
+    cls = EndTxnV1 if version == 1 else EndTxnV2
+    return cls(
+        transactional_id=TransactionalId(tid),
+        producer_id=ProducerId(producer_id),
+        producer_epoch=i16(epoch),
+        committed=True,
+    )
+
+
+def test_older_request_versions_are_told_invalid_producer_epoch(txn_cluster: LocalCluster) -> None:
+    """KIP-588's PRODUCER_FENCED only for the versions that know it (InitProducerId v4+,
+    AddPartitionsToTxn, AddOffsetsToTxn and EndTxn v2+); older ones get INVALID_PRODUCER_EPOCH,
+    as Kafka's KafkaApis translates it: aiokafka (EndTxn v0, AddPartitionsToTxn v0) knows no
+    code 90, and a fenced aiokafka producer's commit failed with UnknownError."""
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    tid = unique("old")
+    create_topic(bootstrap, tid, partitions=1)
+    first = transactional(bootstrap, tid)
+    transactional(bootstrap, tid)  # the id's epoch bumped: the first is fenced
+    producer_id = transaction_producer_id(txn_cluster, tid)
+    coordinator = next(
+        node.kafka_address
+        for node in txn_cluster.nodes
+        if call(node.kafka_address, _end_txn(2, tid, producer_id, 0)).error_code != 16
+    )
+    assert call(coordinator, _end_txn(1, tid, producer_id, 0)).error_code == 47
+    assert call(coordinator, _end_txn(2, tid, producer_id, 0)).error_code == 90
+    for module, code in ((add_partitions_v1, 47), (add_partitions_v2, 90)):
+        answer = call(
+            coordinator,
+            module.AddPartitionsToTxnRequest(
+                v3_and_below_transactional_id=TransactionalId(tid),
+                v3_and_below_producer_id=ProducerId(producer_id),
+                v3_and_below_producer_epoch=i16(0),
+                v3_and_below_topics=(
+                    module.AddPartitionsToTxnTopic(name=TopicName(tid), partitions=(i32(0),)),
+                ),
+            ),
+        )
+        [topic] = answer.results_by_topic_v3_and_below
+        assert [int(p.partition_error_code) for p in topic.results_by_partition] == [code]
+    for add_offsets, code in ((AddOffsetsV1, 47), (AddOffsetsV2, 90)):
+        answer = call(
+            coordinator,
+            add_offsets(
+                transactional_id=TransactionalId(tid),
+                producer_id=ProducerId(producer_id),
+                producer_epoch=i16(0),
+                group_id=GroupId("g"),
+            ),
+        )
+        assert answer.error_code == code
+    for init, code in ((InitProducerIdV3, 47), (InitProducerIdV4, 90)):
+        answer = call(
+            coordinator,
+            init(
+                transactional_id=TransactionalId(tid),
+                transaction_timeout=i32Timedelta.parse(timedelta(seconds=60)),
+                producer_id=ProducerId(producer_id),
+                producer_epoch=i16(0),
+            ),
+        )
+        assert answer.error_code == code
+    del first

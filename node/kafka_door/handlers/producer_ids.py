@@ -5,6 +5,7 @@ needs IDEMPOTENT_WRITE on the cluster or, since KIP-679, WRITE on any topic, els
 CLUSTER_AUTHORIZATION_FAILED (31); with one, WRITE on it (53) and the transaction coordinator
 bumps its epoch (v3+: KIP-360's producer id and epoch of a producer recovering). The policy is
 :class:`~node.apis.records.RecordApis`' and :class:`~node.apis.transactions.TransactionApis`'.
+PRODUCER_FENCED is answered to v4+ only, INVALID_PRODUCER_EPOCH before (KIP-588, as Kafka).
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from typing import Any
 from node.kafka_door import views
 from node.kafka_door.build import make, response_class_of
 from node.kafka_door.context import RequestContext
+from node.kafka_door.handlers.transactions import fenced_for_version
 from node.kafka_door.services import DoorServices
 
 __all__ = ["handle_init_producer_id"]
 
 API_KEY = 22
+FENCED_SINCE = 4
+"""The first version told PRODUCER_FENCED (KIP-588)."""
 
 
 def handle_init_producer_id(
@@ -38,7 +42,7 @@ def handle_init_producer_id(
     return make(
         cls,
         throttle_time=0,
-        error_code=result.error_code,
+        error_code=fenced_for_version(result.error_code, ctx.api_version, FENCED_SINCE),
         producer_id=result.producer_id,
         producer_epoch=result.producer_epoch,
     )

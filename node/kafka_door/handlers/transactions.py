@@ -4,6 +4,11 @@ each decoded, handed to its one function in :class:`~node.apis.transactions.Tran
 (the policy: TransactionalId, topic and group ACLs) and encoded. AddPartitionsToTxn v4+ (the
 brokers' batched verification, KIP-890) is not served: the brokers verify among themselves over
 gRPC. The calls run on the request threads and block while the coordinator's write replicates.
+
+PRODUCER_FENCED (KIP-588) is answered only to the versions that know it: AddPartitionsToTxn,
+AddOffsetsToTxn and EndTxn v2+ and InitProducerId v4+ (:func:`fenced_for_version`); older ones
+are told INVALID_PRODUCER_EPOCH, as Kafka's ``KafkaApis`` translates it (a client of those
+versions, aiokafka's, knows no code 90 and failed a fenced commit with an unknown error).
 """
 
 from __future__ import annotations
@@ -16,13 +21,18 @@ from node.kafka_door import views
 from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
 from node.kafka_door.services import DoorServices
-from odradek.errors import TransactionalIdAuthorizationFailedError
+from odradek.errors import (
+    InvalidProducerEpochError,
+    ProducerFencedError,
+    TransactionalIdAuthorizationFailedError,
+)
 
 __all__ = [
     "handle_add_offsets_to_txn",
     "handle_add_partitions_to_txn",
     "handle_describe_transactions",
     "handle_end_txn",
+    "fenced_for_version",
     "handle_list_transactions",
 ]
 
@@ -33,6 +43,16 @@ DESCRIBE_TRANSACTIONS = 65
 LIST_TRANSACTIONS = 66
 _NONE = TransactionalIdAuthorizationFailedError.code
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+FENCED_SINCE = 2
+"""The first AddPartitionsToTxn, AddOffsetsToTxn and EndTxn version told PRODUCER_FENCED."""
+
+
+def fenced_for_version(code: int, version: int, since: int = FENCED_SINCE) -> int:
+    """``code`` as a request of ``version`` may be answered: PRODUCER_FENCED, which versions
+    before ``since`` do not know (KIP-588), becomes INVALID_PRODUCER_EPOCH."""
+    if code == ProducerFencedError.code and version < since:
+        return InvalidProducerEpochError.code
+    return code
 
 
 def _apis(services: DoorServices) -> TransactionApis | None:
@@ -70,7 +90,11 @@ def handle_add_partitions_to_txn(
                 topic_cls,
                 name=topic,
                 results_by_partition=tuple(
-                    make(partition_cls, partition_index=p, partition_error_code=codes[(topic, p)])
+                    make(
+                        partition_cls,
+                        partition_index=p,
+                        partition_error_code=fenced_for_version(codes[(topic, p)], ctx.api_version),
+                    )
                     for p in partitions
                 ),
             )
@@ -95,7 +119,7 @@ def handle_add_offsets_to_txn(
         )
     )
     cls = response_class_of(ctx)
-    return make(cls, throttle_time=0, error_code=code)
+    return make(cls, throttle_time=0, error_code=fenced_for_version(code, ctx.api_version))
 
 
 def handle_end_txn(
@@ -114,7 +138,7 @@ def handle_end_txn(
         )
     )
     cls = response_class_of(ctx)
-    return make(cls, throttle_time=0, error_code=code)
+    return make(cls, throttle_time=0, error_code=fenced_for_version(code, ctx.api_version))
 
 
 def handle_describe_transactions(
