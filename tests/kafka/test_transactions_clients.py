@@ -4,7 +4,9 @@ cluster (confluent-kafka's has tests/kafka/test_transactions.py): each commits a
 aborts one and commits another; a read_committed consumer (confluent-kafka) reads the committed
 records and not the aborted ones, a read_uncommitted one reads both. A second kafka-python or
 aiokafka producer with the same transactional.id fences the first: its open transaction is
-aborted and its commit refused."""
+aborted and its commit refused; kafkajs's likewise (tests/kafka/js/fence.js). aiokafka and
+kafkajs speak versions older than KIP-588's PRODUCER_FENCED and are told INVALID_PRODUCER_EPOCH
+(raw frames check each API's old and new versions)."""
 
 from __future__ import annotations
 
@@ -253,3 +255,22 @@ def test_older_request_versions_are_told_invalid_producer_epoch(txn_cluster: Loc
         )
         assert answer.error_code == code
     del first
+
+
+def test_kafkajs_is_fenced_by_a_second_producer(txn_cluster: LocalCluster) -> None:
+    """kafkajs (EndTxn v0-v1) knows INVALID_PRODUCER_EPOCH and not PRODUCER_FENCED."""
+    if not (JS_CLIENTS / "node_modules" / "kafkajs").is_dir():
+        raise RuntimeError("kafkajs is not installed: run bash scripts/setup.sh")
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic = unique("js-fence")
+    create_topic(bootstrap, topic, partitions=1)
+    result = subprocess.run(
+        [require("node"), str(JS_CLIENTS / "fence.js"), bootstrap, topic, unique("js")],
+        capture_output=True,
+        timeout=150,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    assert json.loads(result.stdout) == {"first_commit": "INVALID_PRODUCER_EPOCH"}
+    assert read_all(bootstrap, topic, "read_committed", expect=1) == [b"winner"]
+    assert read_all(bootstrap, topic, "read_committed") == [b"winner"]
