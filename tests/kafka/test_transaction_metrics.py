@@ -14,7 +14,9 @@ from deploy.local.zookeeper import ZooKeeperServer
 from tests.integration.helpers import node_metric_total
 from tests.kafka.conftest import running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic
-from tests.kafka.test_transactions import transactional, unique
+from tests.kafka.test_transactions import _producers_closed, transactional, unique
+
+__all__ = ["_producers_closed"]  # test_transactions' producers destroyed after each test
 
 P = "kafka_coordinator_transaction_"
 COMPLETED = P + "transactioncoordinator_completedtransactions_total"

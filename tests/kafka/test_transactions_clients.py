@@ -36,9 +36,17 @@ from kio.static.primitive import i16, i32, i32Timedelta
 from deploy.local.cluster import LocalCluster
 from tests.kafka.conftest import JS_CLIENTS, call, require
 from tests.kafka.test_confluent_kafka import create_topic
-from tests.kafka.test_transactions import listed, read_all, transactional, txn_cluster, unique
+from tests.kafka.test_transactions import (
+    _producers_closed,
+    listed,
+    read_all,
+    transactional,
+    txn_cluster,
+    unique,
+)
 
-__all__ = ["txn_cluster"]  # the module's cluster, shared with test_transactions' fixture
+# test_transactions' fixtures: the module's cluster, and its producers destroyed after each test
+__all__ = ["_producers_closed", "txn_cluster"]
 
 COUNT = 5
 COMMITTED = [f"committed-{i}".encode() for i in range(COUNT)] + [
@@ -208,8 +216,8 @@ def test_older_request_versions_are_told_invalid_producer_epoch(txn_cluster: Loc
     bootstrap = txn_cluster.kafka_bootstrap_servers
     tid = unique("old")
     create_topic(bootstrap, tid, partitions=1)
-    first = transactional(bootstrap, tid)
-    transactional(bootstrap, tid)  # the id's epoch bumped: the first is fenced
+    transactional(bootstrap, tid)  # epoch 0
+    transactional(bootstrap, tid)  # epoch 1: the first is fenced
     producer_id = transaction_producer_id(txn_cluster, tid)
     coordinator = next(
         node.kafka_address
@@ -254,7 +262,6 @@ def test_older_request_versions_are_told_invalid_producer_epoch(txn_cluster: Loc
             ),
         )
         assert answer.error_code == code
-    del first
 
 
 def test_kafkajs_is_fenced_by_a_second_producer(txn_cluster: LocalCluster) -> None:
