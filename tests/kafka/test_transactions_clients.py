@@ -2,11 +2,12 @@
 Kafka clients none of us wrote — kafka-python, aiokafka and kafkajs — against a real three-node
 cluster (confluent-kafka's has tests/kafka/test_transactions.py): each commits a transaction,
 aborts one and commits another; a read_committed consumer (confluent-kafka) reads the committed
-records and not the aborted ones, a read_uncommitted one reads both. A second kafka-python or
-aiokafka producer with the same transactional.id fences the first: its open transaction is
-aborted and its commit refused; kafkajs's likewise (tests/kafka/js/fence.js). aiokafka and
-kafkajs speak versions older than KIP-588's PRODUCER_FENCED and are told INVALID_PRODUCER_EPOCH
-(raw frames check each API's old and new versions)."""
+records and not the aborted ones, a read_uncommitted one reads both, and each client's own
+read_committed consumer (kafkajs's in a group) reads the committed ones only. A second
+kafka-python or aiokafka producer with the same transactional.id fences the first: its open
+transaction is aborted and its commit refused; kafkajs's likewise (tests/kafka/js/fence.js).
+aiokafka and kafkajs speak versions older than KIP-588's PRODUCER_FENCED and are told
+INVALID_PRODUCER_EPOCH (raw frames check each API's old and new versions)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import TopicPartition as AioTopicPartition
 from aiokafka.errors import InvalidProducerEpoch, ProducerFenced
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KafkaPythonTopicPartition
 from kafka.errors import InvalidProducerEpochError, ProducerFencedError
 from kafka.errors import KafkaError as KafkaPythonError
 from kio.schema.add_offsets_to_txn.v1.request import AddOffsetsToTxnRequest as AddOffsetsV1
@@ -84,6 +87,40 @@ def test_kafka_python_commits_and_aborts(txn_cluster: LocalCluster) -> None:
     finally:
         producer.close(timeout=30)
     assert_read_as_committed(bootstrap, topic)
+    # kafka-python's own read_committed consumer drops the aborted batches too
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, isolation_level="read_committed"
+    )
+    try:
+        consumer.assign([KafkaPythonTopicPartition(topic, 0)])
+        consumer.seek_to_beginning()
+        got: list[bytes] = []
+        while len(got) < len(COMMITTED):
+            batch = consumer.poll(timeout_ms=10_000)
+            assert batch, f"no records after {got}"
+            got.extend(r.value for records in batch.values() for r in records)
+    finally:
+        consumer.close()
+    assert got == COMMITTED
+
+
+async def _aiokafka_read_committed(bootstrap: str, topic: str) -> list[bytes]:
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, isolation_level="read_committed"
+    )
+    await consumer.start()
+    try:
+        tp = AioTopicPartition(topic, 0)
+        consumer.assign([tp])
+        await consumer.seek_to_beginning(tp)
+        got: list[bytes] = []
+        while len(got) < len(COMMITTED):
+            batch = await consumer.getmany(tp, timeout_ms=10_000)
+            assert batch, f"no records after {got}"
+            got.extend(r.value for r in batch[tp] if r.value is not None)
+        return got
+    finally:
+        await consumer.stop()
 
 
 async def _aiokafka_transactions(bootstrap: str, topic: str) -> None:
@@ -108,6 +145,9 @@ def test_aiokafka_commits_and_aborts(txn_cluster: LocalCluster) -> None:
     create_topic(bootstrap, topic, partitions=1)
     asyncio.run(asyncio.wait_for(_aiokafka_transactions(bootstrap, topic), 120))
     assert_read_as_committed(bootstrap, topic)
+    # aiokafka's own read_committed consumer drops the aborted batches too
+    got = asyncio.run(asyncio.wait_for(_aiokafka_read_committed(bootstrap, topic), 120))
+    assert got == COMMITTED
 
 
 def test_kafkajs_commits_and_aborts(txn_cluster: LocalCluster) -> None:
@@ -132,6 +172,23 @@ def test_kafkajs_commits_and_aborts(txn_cluster: LocalCluster) -> None:
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     assert json.loads(result.stdout) == {"ok": True}
     assert_read_as_committed(bootstrap, topic)
+    # kafkajs's consumer (a group member; read_committed is its default) drops them too
+    consumed = subprocess.run(
+        [
+            require("node"),
+            str(JS_CLIENTS / "consume.js"),
+            bootstrap,
+            topic,
+            unique("js-reader"),
+            str(len(COMMITTED)),
+        ],
+        capture_output=True,
+        timeout=150,
+        check=False,
+    )
+    assert consumed.returncode == 0, consumed.stderr.decode(errors="replace")
+    read = json.loads(consumed.stdout)["read"]
+    assert [r["value"].encode() for r in read] == COMMITTED
 
 
 def test_kafka_python_is_fenced_by_a_second_producer(txn_cluster: LocalCluster) -> None:
