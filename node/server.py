@@ -360,7 +360,11 @@ class Node:
             txn_metrics,
         )
         if txn_metrics is not None:
-            txn_metrics.watch(self.transactions.open_transactions, self.txn_markers.pending)
+            txn_metrics.watch(
+                self.transactions.open_transactions,
+                self.txn_markers.pending,
+                self.clock.monotonic_ms,
+            )
         self.replicas.leadership_listeners.append(self.transactions.on_leadership_change)
         # a marker written on a __consumer_offsets partition this node leads ends the
         # transaction's pending offsets there (whoever sent it: this node or another's

@@ -1,6 +1,6 @@
 """The transaction coordinator's metrics on the node's Prometheus endpoint, under the names
 Prometheus's JMX exporter would give them in Kafka's ``kafka.coordinator.transaction`` domain
-(``kafka_coordinator_transaction_<type>_<name>``):
+(``kafka_coordinator_transaction_<type>_<name>``), and Kafka's own partition load times:
 
 * ``..._transactionstatemanager_opentransactions{state}`` (gauge): the transactions open on this
   node's coordinator (the ``__transaction_state`` partitions it leads) by state, ``Ongoing``,
@@ -20,15 +20,23 @@ Prometheus's JMX exporter would give them in Kafka's ``kafka.coordinator.transac
   markers are not all written (non-zero for long: a partition's leader is unreachable and its
   last stable offset stalls; Kafka's closest gauges are ``UnknownDestinationQueueSize`` and
   ``LogAppendRetryQueueSize``, which count other queues).
+* ``kafka_server_transaction_coordinator_metrics_partition_load_time_max`` and ``..._avg``
+  (gauges, ms; Kafka's own ``transaction-coordinator-metrics`` ``partition-load-time-max`` /
+  ``-avg``): the longest and the mean time this node took to replay a ``__transaction_state``
+  partition it came to lead, over the loads that ended in the last 30 s (NaN when none did, as
+  Kafka's ``Max`` and ``Avg`` of an empty window). Requests for a loading partition are
+  answered COORDINATOR_LOAD_IN_PROGRESS meanwhile.
 
-Kafka's broker has no open-transaction gauge, commit or abort rate or marker latency metric of
-its own (its producers report ``txn-commit-time-ns`` and kin): these names are odradek's, made
-in Kafka's JMX-exporter style. Thread-safe: the counts are integers under one lock.
+The load times are Kafka's own metrics. Kafka's broker has no open-transaction gauge, commit
+or abort rate or marker latency metric (its producers report ``txn-commit-time-ns`` and kin):
+those names are odradek's, made in Kafka's JMX-exporter style. Thread-safe: the counts are
+integers under one lock.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -41,6 +49,8 @@ from node.metrics.request_metrics import REQUEST_BUCKETS_MS
 __all__ = ["TransactionMetrics"]
 
 _PREFIX = "kafka_coordinator_transaction_"
+LOAD_WINDOW_MS = 30_000
+"""The window of the partition load times (Kafka's: ``metrics.sample.window.ms``)."""
 
 
 class TransactionMetrics(Collector):
@@ -57,15 +67,26 @@ class TransactionMetrics(Collector):
         self._timed_out = 0
         self._latency_counts = [0] * (len(REQUEST_BUCKETS_MS) + 1)  # the last: overflow
         self._latency_sum = 0
+        self._loads: list[tuple[int, int]] = []  # (ended at, took), ms, the last window's
         self._open: Callable[[], Mapping[str, int]] | None = None
         self._pending: Callable[[], int] | None = None
+        self._now_ms: Callable[[], int] | None = None
 
     def watch(
-        self, open_transactions: Callable[[], Mapping[str, int]], pending_markers: Callable[[], int]
+        self,
+        open_transactions: Callable[[], Mapping[str, int]],
+        pending_markers: Callable[[], int],
+        now_ms: Callable[[], int],
     ) -> None:
         """Read the open transactions by state and the transactions with markers pending from
-        these at each scrape (the coordinator and the marker sender exist after the endpoint)."""
-        self._open, self._pending = open_transactions, pending_markers
+        these at each scrape (the coordinator and the marker sender exist after the endpoint),
+        and the node clock's monotonic time from ``now_ms`` (the load times' window)."""
+        self._open, self._pending, self._now_ms = open_transactions, pending_markers, now_ms
+
+    def partition_loaded(self, load_ms: int, now_ms: int) -> None:
+        with self._lock:
+            self._loads = [(at, took) for at, took in self._loads if at > now_ms - LOAD_WINDOW_MS]
+            self._loads.append((now_ms, load_ms))
 
     def transaction_completed(self, commit: bool) -> None:
         with self._lock:
@@ -90,6 +111,7 @@ class TransactionMetrics(Collector):
         with self._lock:
             committed, aborted, timed_out = self._committed, self._aborted, self._timed_out
             counts, latency_sum = list(self._latency_counts), self._latency_sum
+            loads = list(self._loads)
         states = GaugeMetricFamily(
             _PREFIX + "transactionstatemanager_opentransactions",
             "Transactions open on this node's coordinator, by state",
@@ -122,6 +144,18 @@ class TransactionMetrics(Collector):
             "From a transaction's markers handed to the sender to all of them written, ms",
             buckets=buckets,
             sum_value=latency_sum,
+        )
+        since = (self._now_ms() if self._now_ms is not None else 0) - LOAD_WINDOW_MS
+        recent = [took for at, took in loads if at > since]
+        yield GaugeMetricFamily(
+            "kafka_server_transaction_coordinator_metrics_partition_load_time_max",
+            "The longest time a __transaction_state partition took to load in the last 30 s, ms",
+            value=max(recent) if recent else math.nan,
+        )
+        yield GaugeMetricFamily(
+            "kafka_server_transaction_coordinator_metrics_partition_load_time_avg",
+            "The mean time a __transaction_state partition took to load in the last 30 s, ms",
+            value=sum(recent) / len(recent) if recent else math.nan,
         )
         yield GaugeMetricFamily(
             _PREFIX + "transactionmarkerchannelmanager_pendingtransactions",

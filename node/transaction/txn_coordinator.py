@@ -27,9 +27,9 @@ meanwhile: COORDINATOR_LOAD_IN_PROGRESS; a partition it does not lead: NOT_COORD
   ``transaction.state.log.*`` settings (50 partitions, replication min(3, live brokers),
   ``cleanup.policy=compact``, ``min.insync.replicas`` min(2, replication)).
 * **Metrics.** :meth:`open_transactions` counts the open transactions of the loaded shards by
-  state (read at scrape time); each completed commit and abort, and each transaction aborted for
-  its timeout, is told to the :class:`TransactionEvents` given (the node's
-  :class:`~node.metrics.transaction_metrics.TransactionMetrics`).
+  state (read at scrape time); each completed commit and abort, each transaction aborted for its
+  timeout and each shard's load time is told to the :class:`TransactionEvents` given (the
+  node's :class:`~node.metrics.transaction_metrics.TransactionMetrics`).
 
 Thread-safe: the shard map has a lock; each shard has its own. Requests block their thread while
 their write replicates.
@@ -142,6 +142,11 @@ class TransactionEvents(Protocol):
         """An open transaction past its timeout is being aborted by the coordinator."""
         ...
 
+    def partition_loaded(self, load_ms: int, now_ms: int) -> None:
+        """A ``__transaction_state`` partition this node now leads was replayed in ``load_ms``
+        (``now_ms``: the node clock's monotonic time when it ended)."""
+        ...
+
 
 class _Shard:
     """One ``__transaction_state`` partition this node leads."""
@@ -217,6 +222,7 @@ class TransactionCoordinator:
         if hosted is None:
             return
         completing: list[ts.TxnMetadata] = []
+        started_ms = self._clock.monotonic_ms()
         with shard.lock:
             try:
                 log_ = hosted.log
@@ -244,6 +250,9 @@ class TransactionCoordinator:
                 m for m in shard.txns.values() if m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)
             ]
             shard.loaded = True
+        if self._events is not None:
+            now_ms = self._clock.monotonic_ms()
+            self._events.partition_loaded(now_ms - started_ms, now_ms)
         log.info(
             "loaded %d transactional ids of %s-%d (coordinator epoch %d); %d to complete",
             len(shard.txns),

@@ -1,7 +1,8 @@
 """The transaction coordinator's metrics through the real Prometheus endpoint of a three-node
 cluster, driven by confluent-kafka's transactional producer: an open transaction is counted
 Ongoing on its coordinator, a commit and an abort each once completed with their markers'
-latency observed, and a transaction past its timeout counted as timed out and aborted."""
+latency observed, and a transaction past its timeout counted as timed out and aborted; every
+node serves Kafka's partition load times."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
-from tests.integration.helpers import node_metric_total
+from tests.integration.helpers import metrics_url, node_metric_total, scrape_metrics
 from tests.kafka.conftest import running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic
 from tests.kafka.test_transactions import _producers_closed, transactional, unique
@@ -23,6 +24,7 @@ COMPLETED = P + "transactioncoordinator_completedtransactions_total"
 LATENCY = P + "transactionmarkerchannelmanager_markerlatencyms_count"
 OPEN = P + "transactionstatemanager_opentransactions"
 TIMED_OUT = P + "transactioncoordinator_timedouttransactions_total"
+LOAD_TIME = "kafka_server_transaction_coordinator_metrics_partition_load_time"
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +85,8 @@ def test_transactions_are_counted(metered_txn_cluster: LocalCluster) -> None:
     wait_for(lambda: total(cluster, COMPLETED, result="abort") == 2, "its abort completed")
     assert total(cluster, OPEN, state="Ongoing") == 0
     assert total(cluster, P + "transactionmarkerchannelmanager_pendingtransactions") == 0
+    # Kafka's partition load times (NaN on a node with no load in the last 30 s)
+    for node in cluster.nodes:
+        names = {name for name, _ in scrape_metrics(metrics_url(node))}
+        for stat in ("max", "avg"):
+            assert f"{LOAD_TIME}_{stat}" in names

@@ -1,14 +1,17 @@
 """The transaction coordinator's metrics (node.metrics.transaction_metrics) as Prometheus reads
 them: open transactions by state and pending markers read at scrape time, completed commits and
-aborts, timeouts, and the marker latency histogram."""
+aborts, timeouts, the marker latency histogram, and Kafka's partition load times over the last
+30 s."""
 
 from __future__ import annotations
+
+import math
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from node.metrics.request_metrics import REQUEST_BUCKETS_MS
-from node.metrics.transaction_metrics import TransactionMetrics
+from node.metrics.transaction_metrics import LOAD_WINDOW_MS, TransactionMetrics
 
 P = "kafka_coordinator_transaction_"
 
@@ -37,7 +40,7 @@ def test_nothing_watched_yet_reads_zero() -> None:
 def test_counts_and_latencies() -> None:
     metrics = TransactionMetrics()
     open_now = {"Ongoing": 2, "PrepareCommit": 1, "PrepareAbort": 0}
-    metrics.watch(lambda: open_now, lambda: 3)
+    metrics.watch(lambda: open_now, lambda: 3, lambda: 0)
     for commit in (True, True, False):
         metrics.transaction_completed(commit)
     metrics.transaction_timed_out()
@@ -60,3 +63,22 @@ def test_counts_and_latencies() -> None:
     last = str(REQUEST_BUCKETS_MS[-1])
     assert samples[(latency + "_bucket", (("le", last),))] == 2
     assert samples[(latency + "_bucket", (("le", "+Inf"),))] == 3
+
+
+def test_partition_load_times_cover_the_last_30_seconds() -> None:
+    metrics = TransactionMetrics()
+    now = [100_000]
+    metrics.watch(dict, lambda: 0, lambda: now[0])
+    load_max = "kafka_server_transaction_coordinator_metrics_partition_load_time_max"
+    load_avg = "kafka_server_transaction_coordinator_metrics_partition_load_time_avg"
+    samples = _samples(metrics)
+    assert math.isnan(samples[(load_max, ())]) and math.isnan(samples[(load_avg, ())])
+    metrics.partition_loaded(40, 90_000)
+    metrics.partition_loaded(10, 100_000)
+    samples = _samples(metrics)
+    assert (samples[(load_max, ())], samples[(load_avg, ())]) == (40, 25)
+    now[0] = 90_000 + LOAD_WINDOW_MS  # the first has left the window
+    samples = _samples(metrics)
+    assert (samples[(load_max, ())], samples[(load_avg, ())]) == (10, 10)
+    now[0] = 100_000 + LOAD_WINDOW_MS
+    assert math.isnan(_samples(metrics)[(load_max, ())])

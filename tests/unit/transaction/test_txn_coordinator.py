@@ -126,12 +126,16 @@ class _ProducerIds:
 class _Events:
     completed: list[bool] = field(default_factory=list)
     timed_out: int = 0
+    loads: list[tuple[int, int]] = field(default_factory=list)
 
     def transaction_completed(self, commit: bool) -> None:
         self.completed.append(commit)
 
     def transaction_timed_out(self) -> None:
         self.timed_out += 1
+
+    def partition_loaded(self, load_ms: int, now_ms: int) -> None:
+        self.loads.append((load_ms, now_ms))
 
 
 def _coordinator(
@@ -280,6 +284,7 @@ def test_listing_filters_by_state_and_producer(clock: ManualClock) -> None:
 def test_the_metrics_are_told_of_completions_and_timeouts(clock: ManualClock) -> None:
     events = _Events()
     coordinator, _, markers = _coordinator(clock, events)
+    assert events.loads == [(0, clock.monotonic_ms())]  # the shard's load (no clock step in it)
     none_open = {"Ongoing": 0, "PrepareCommit": 0, "PrepareAbort": 0}
     assert coordinator.open_transactions() == none_open
     a = coordinator.init_producer_id("a", 60_000)
