@@ -15,7 +15,10 @@ measures:
   transaction lasts 100 ms plus the delivery of what was queued, and the figure is the price
   of that wait (``txn_p1_transactions``, ``txn_p1_records_per_transaction``); and the cores
   the client process used in one more run of each (``client_cores_txn_p1``,
-  ``client_cores_idempotent_p1``: the machine's cores are shared with the three nodes);
+  ``client_cores_idempotent_p1``: the machine's cores are shared with the three nodes). To
+  tell the transactions' own price from the stop-and-drain's, the idempotent producer also
+  runs flushing every 100 ms (``flush_p1_ratio``: over the idempotent producer) and the
+  transactional one is measured over that (``txn_over_flush_p1_ratio``);
 * a ``read_committed`` consumer against a ``read_uncommitted`` one reading the same
   ``--read-records`` records, written by the transactional producer in committed transactions
   of ``--read-txn-records`` each (so one commit marker per transaction in the log) into an RF-3
@@ -80,65 +83,65 @@ def produce_rate(
     topic: str,
     records: int,
     partitions: int,
-    commit_ms: float | None,
+    every_ms: float | None,
+    transactional: bool = True,
     transactions: list[int] | None = None,
 ) -> float:
     """``records`` produce() calls into ``topic``'s partitions ``0 .. partitions-1`` in turn;
-    records/s from the first call to the last delivery (idempotent: ``flush``; transactional,
-    ``commit_ms`` given: the last commit). A transactional producer commits when a record comes
-    ``commit_ms`` after its transaction began and begins the next. A warm-up record per
-    partition, delivered (committed) first, is not counted. ``transactions`` gets how many
-    transactions the timed part committed."""
+    records/s from the first call to the last delivery. With ``every_ms``, a record that comes
+    ``every_ms`` after the last such point first ends what was sent since: a transactional
+    producer commits (and begins the next transaction), an idempotent one (``transactional``
+    false) flushes. A warm-up record per partition, delivered (committed) first, is not
+    counted. ``transactions`` gets how many commits (or flushes) the timed part made."""
     value = os.urandom(RECORD_BYTES)
-    producer = _producer(bootstrap, commit_ms is not None)
+    txn = every_ms is not None and transactional
+    producer = _producer(bootstrap, txn)
     failures: list[str] = []
 
     def report(err: Any, _msg: Any) -> None:
         if err is not None:
             failures.append(str(err))
 
-    txn = commit_ms is not None
+    def end_period() -> None:
+        if txn:
+            producer.commit_transaction(120)
+        elif producer.flush(120):
+            raise RuntimeError("records undelivered after 120 s")
+
     if txn:
         producer.begin_transaction()
     for partition in range(partitions):
         producer.produce(topic, value, partition=partition, on_delivery=report)
-    if txn:
-        producer.commit_transaction(60)
-    elif producer.flush(60):
-        raise RuntimeError("the warm-up records were not delivered")
+    end_period()
     produce, poll = producer.produce, producer.poll
-    committed = 0
+    ended = 0
     clock = time.perf_counter
     start = clock()
     if txn:
         producer.begin_transaction()
     began = start
-    period = (commit_ms or 0) / 1000
+    period = None if every_ms is None else every_ms / 1000
     for i in range(records):
         while True:
-            # checked while the client's queue is full too: a transaction ends on time even
-            # when the producer is blocked on the queue
-            if txn and clock() - began >= period:
-                producer.commit_transaction(60)
-                committed += 1
-                producer.begin_transaction()
+            # checked while the client's queue is full too: a period ends on time even when
+            # the producer is blocked on the queue
+            if period is not None and clock() - began >= period:
+                end_period()
+                ended += 1
+                if txn:
+                    producer.begin_transaction()
                 began = clock()
             try:
                 produce(topic, value, partition=i % partitions, on_delivery=report)
                 break
             except BufferError:
                 poll(0.001)
-    if txn:
-        producer.commit_transaction(120)
-        committed += 1
-        left = 0
-    else:
-        left = producer.flush(120)
+    end_period()
     seconds = clock() - start
-    if left or failures:
-        raise RuntimeError(f"{left} records undelivered, {len(failures)} failed: {failures[:1]}")
+    if failures:
+        raise RuntimeError(f"{len(failures)} records failed: {failures[:1]}")
     if transactions is not None:
-        transactions[:] = [committed]
+        transactions[:] = [ended + 1]
     return records / seconds
 
 
@@ -253,12 +256,23 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 committed = [0]
 
                 def txn(topic: str = name, n: int = partitions, c: list[int] = committed) -> float:
-                    return produce_rate(bootstrap, topic, args.records, n, args.commit_ms, c)
+                    return produce_rate(
+                        bootstrap, topic, args.records, n, args.commit_ms, transactions=c
+                    )
 
                 def idempotent(topic: str = name, n: int = partitions) -> float:
                     return produce_rate(bootstrap, topic, args.records, n, None)
 
+                def flushing(topic: str = name, n: int = partitions) -> float:
+                    return produce_rate(
+                        bootstrap, topic, args.records, n, args.commit_ms, transactional=False
+                    )
+
                 _ratio_into(out, f"txn_{name}", rounds, txn, idempotent)
+                # the same stop-and-drain every --commit-ms without a transaction, over the
+                # idempotent producer; and the transactions over it: their own price
+                _ratio_into(out, f"flush_{name}", rounds, flushing, idempotent)
+                _ratio_into(out, f"txn_over_flush_{name}", rounds, txn, flushing)
                 out[f"txn_{name}_transactions"] = committed[0]
                 out[f"txn_{name}_records_per_transaction"] = args.records // max(1, committed[0])
                 # the cores this process (the client) burns: the idempotent run's loop polls
@@ -307,7 +321,11 @@ def report(out: dict[str, Any]) -> None:
             f"({out[f'txn_{name}_transactions']} transactions in the last run, "
             f"{out[f'txn_{name}_records_per_transaction']} records each), "
             f"{out[f'txn_{name}_ratio']}x "
-            f"the idempotent producer (rounds {out[f'txn_{name}_ratio_rounds']}); the client "
+            f"the idempotent producer (rounds {out[f'txn_{name}_ratio_rounds']}); the "
+            f"idempotent producer flushing every {out['commit_ms']:g} ms: "
+            f"{out[f'flush_{name}_ratio']}x it (rounds {out[f'flush_{name}_ratio_rounds']}); "
+            f"transactional over flushing {out[f'txn_over_flush_{name}_ratio']}x (rounds "
+            f"{out[f'txn_over_flush_{name}_ratio_rounds']}); the client "
             f"used {out[f'client_cores_txn_{name}']} cores transactional, "
             f"{out[f'client_cores_idempotent_{name}']} idempotent"
         )

@@ -22,6 +22,8 @@ def test_transactions_benchmark_prints_its_figures_as_one_json_line(tmp_path, ca
     for name in ("p1", "p4"):
         assert figures[f"txn_{name}_records_per_s"] > 0
         assert figures[f"txn_{name}_ratio"] > 0
+        assert figures[f"flush_{name}_ratio"] > 0
+        assert figures[f"txn_over_flush_{name}_ratio"] > 0
         assert len(figures[f"txn_{name}_ratio_rounds"]) == 1
         assert figures[f"txn_{name}_transactions"] >= 1
         assert figures[f"txn_{name}_records_per_transaction"] > 0
