@@ -7,7 +7,9 @@ read_committed consumer (kafkajs's in a group) reads the committed ones only. A 
 kafka-python or aiokafka producer with the same transactional.id fences the first: its open
 transaction is aborted and its commit refused; kafkajs's likewise (tests/kafka/js/fence.js).
 aiokafka and kafkajs speak versions older than KIP-588's PRODUCER_FENCED and are told
-INVALID_PRODUCER_EPOCH (raw frames check each API's old and new versions)."""
+INVALID_PRODUCER_EPOCH (raw frames check each API's old and new versions). kafka-python's and
+aiokafka's send_offsets_to_transaction (AddOffsetsToTxn, TxnOffsetCommit): the offsets of a
+committed transaction become the group's, those of an aborted one do not."""
 
 from __future__ import annotations
 
@@ -21,10 +23,14 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as AioTopicPartition
 from aiokafka.errors import InvalidProducerEpoch, ProducerFenced
+from aiokafka.structs import OffsetAndMetadata as AioOffset
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaPythonTopicPartition
 from kafka.errors import InvalidProducerEpochError, ProducerFencedError
 from kafka.errors import KafkaError as KafkaPythonError
+from kafka.structs import OffsetAndMetadata as KafkaPythonOffset
 from kio.schema.add_offsets_to_txn.v1.request import AddOffsetsToTxnRequest as AddOffsetsV1
 from kio.schema.add_offsets_to_txn.v2.request import AddOffsetsToTxnRequest as AddOffsetsV2
 from kio.schema.add_partitions_to_txn.v1 import request as add_partitions_v1
@@ -338,3 +344,65 @@ def test_kafkajs_is_fenced_by_a_second_producer(txn_cluster: LocalCluster) -> No
     assert json.loads(result.stdout) == {"first_commit": "INVALID_PRODUCER_EPOCH"}
     assert read_all(bootstrap, topic, "read_committed", expect=1) == [b"winner"]
     assert read_all(bootstrap, topic, "read_committed") == [b"winner"]
+
+
+def committed_offset(bootstrap: str, group: str, topic: str) -> int:
+    """``group``'s committed offset of ``topic`` partition 0 (confluent-kafka), -1001: none."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        [tp] = consumer.committed([ConfluentTopicPartition(topic, 0)], timeout=30)
+        return int(tp.offset)
+    finally:
+        consumer.close()
+
+
+def test_kafka_python_sends_offsets_to_its_transaction(txn_cluster: LocalCluster) -> None:
+    """TxnOffsetCommit: offsets sent in a committed transaction are the group's, in an aborted
+    one are not."""
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic = unique("kp-offsets")
+    create_topic(bootstrap, topic, partitions=1)
+    group = unique("kp-group")
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=unique("kp"))
+    try:
+        producer.init_transactions()
+        for offset, commit in ((5, True), (9, False)):
+            producer.begin_transaction()
+            producer.send(topic, value=b"x", partition=0).get(timeout=60)
+            producer.send_offsets_to_transaction(
+                {KafkaPythonTopicPartition(topic, 0): KafkaPythonOffset(offset, "", -1)}, group
+            )
+            if commit:
+                producer.commit_transaction()
+            else:
+                producer.abort_transaction()
+    finally:
+        producer.close(timeout=30)
+    assert committed_offset(bootstrap, group, topic) == 5
+
+
+async def _aiokafka_offsets(bootstrap: str, topic: str, group: str) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=unique("aio"))
+    await producer.start()
+    try:
+        for offset, commit in ((5, True), (9, False)):
+            await producer.begin_transaction()
+            await producer.send_and_wait(topic, b"x", partition=0)
+            await producer.send_offsets_to_transaction(
+                {AioTopicPartition(topic, 0): AioOffset(offset, "")}, group
+            )
+            if commit:
+                await producer.commit_transaction()
+            else:
+                await producer.abort_transaction()
+    finally:
+        await producer.stop()
+
+
+def test_aiokafka_sends_offsets_to_its_transaction(txn_cluster: LocalCluster) -> None:
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic = unique("aio-offsets")
+    create_topic(bootstrap, topic, partitions=1)
+    group = unique("aio-group")
+    asyncio.run(asyncio.wait_for(_aiokafka_offsets(bootstrap, topic, group), 120))
+    assert committed_offset(bootstrap, group, topic) == 5
