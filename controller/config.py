@@ -29,6 +29,10 @@ class ControllerConfig:
     config ``unclean.leader.election.enable`` overrides it per topic."""
     max_state_write_retries: int = 10
     """Re-read-and-retry rounds for a partition state write that lost a version race."""
+    broker_session_timeout_ms: int = 0
+    """A broker heard from no heartbeat for this long is fenced: its leaderships move to other
+    ISR members (``broker.session.timeout.ms``, KRaft's; Kafka's default is 9 s). 0: off,
+    brokers are gone only when their ZooKeeper session ends. See docs/operations.md."""
     inter_broker_listener_name: str | None = None
     """The listener whose advertised address the controller connects to
     (``inter.broker.listener.name``); ``None``: the registration's host and port."""
@@ -42,5 +46,7 @@ class ControllerConfig:
             raise ValueError("leader_imbalance_check_interval_ms must be positive")
         if not 0 <= self.leader_imbalance_per_broker_percentage <= 100:
             raise ValueError("leader_imbalance_per_broker_percentage must be in [0, 100]")
+        if self.broker_session_timeout_ms < 0:
+            raise ValueError("broker_session_timeout_ms must be 0 (off) or more")
         if self.max_state_write_retries < 1:
             raise ValueError("max_state_write_retries must be at least 1")

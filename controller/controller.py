@@ -21,6 +21,13 @@ Decisions are the pure functions of :mod:`controller.election`, :mod:`controller
 :mod:`controller.reassignment`; the event handlers read and write ZooKeeper and queue requests
 (:mod:`controller.request_batch`) that the channel manager sends at the end of each event.
 
+**Broker liveness.** Brokers heartbeat to the active controller
+(:meth:`Controller.broker_heartbeat`, answered on the gRPC thread);
+:class:`controller.broker_sessions.BrokerSessions` fences a broker whose session lapses, and the
+broker-change handling then treats it as gone though it is still registered (its leaderships
+move at once, not when its ZooKeeper session ends). A fenced broker that heartbeats again is
+taken back in as a starting broker.
+
 **Session.** On SUSPENDED (connection lost, session maybe alive) the controller stops acting:
 events wait, broker requests are answered NOT_CONTROLLER; on reconnection it carries on. On LOST
 (session expired; ``/controller`` is gone with it) it resigns, and campaigns again once kazoo
@@ -54,6 +61,7 @@ from kazoo.exceptions import (
 )
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
+from controller.broker_sessions import BrokerSessions, HeartbeatOutcome
 from controller.channel_manager import ControllerChannelManager, Response
 from controller.config import ControllerConfig
 from controller.context import ControllerContext
@@ -200,6 +208,11 @@ class _ControlledShutdown:
 
 
 @dataclass(frozen=True, slots=True)
+class _Unfence:
+    broker_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class _SessionSuspended:
     pass
 
@@ -234,6 +247,7 @@ _Event = (
     | _StopReplicaResponse
     | _AlterPartition
     | _ControlledShutdown
+    | _Unfence
     | _SessionSuspended
     | _SessionReconnected
     | _SessionLost
@@ -301,6 +315,8 @@ class Controller:
         self._partition_watches_lock = threading.Lock()
         # Read by other threads (single reference reads):
         self._active_controller_id = -1
+        # Brokers' heartbeat sessions (thread-safe; heartbeats arrive on gRPC threads):
+        self._sessions = BrokerSessions(config.broker_session_timeout_ms)
 
     # -- public API -------------------------------------------------------------------------
 
@@ -394,6 +410,27 @@ class Controller:
         except FutureTimeoutError:
             return pb.ControlledShutdownResponse(error_code=RequestTimedOutError.code)
 
+    def broker_heartbeat(self, request: pb.BrokerHeartbeatRequest) -> pb.BrokerHeartbeatResponse:
+        """A broker's heartbeat (:mod:`controller.broker_sessions`): answered here, on the
+        calling thread, so that a busy event thread never delays it; an unfencing is handed to
+        the event thread. NOT_CONTROLLER when not active, STALE_BROKER_EPOCH for a
+        registration the controller does not know (yet). Thread-safe."""
+        ctx = self._ctx
+        if ctx is None or not self.is_active:
+            return pb.BrokerHeartbeatResponse(error_code=NotControllerError.code)
+        outcome = self._sessions.heartbeat(
+            request.broker_id, request.broker_epoch, self._clock.monotonic_ms()
+        )
+        if outcome is HeartbeatOutcome.STALE:
+            return pb.BrokerHeartbeatResponse(error_code=StaleBrokerEpochError.code)
+        if outcome is HeartbeatOutcome.UNFENCE:
+            self._events.put(_Unfence(request.broker_id))
+        return pb.BrokerHeartbeatResponse(
+            is_fenced=outcome is not HeartbeatOutcome.ACTIVE,
+            controller_epoch=ctx.epoch,
+            session_timeout_ms=self._sessions.session_timeout_ms,
+        )
+
     def _timeout_s(self, timeout_ms: int | None) -> float:
         return (timeout_ms if timeout_ms is not None else self._config.request_timeout_ms) / 1000
 
@@ -472,13 +509,24 @@ class Controller:
             self._fire_timers()
 
     def _timer_wait_s(self) -> float | None:
-        if self._next_rebalance_ms is None:
+        due = [self._next_rebalance_ms, self._sessions.next_expiry_ms() if self._ctx else None]
+        if all(d is None for d in due):
             return None
-        remaining = self._next_rebalance_ms - self._clock.monotonic_ms()
+        remaining = min(d for d in due if d is not None) - self._clock.monotonic_ms()
         # Wake at least every 100 ms so that a manual clock moved by a test is noticed.
         return min(max(remaining, 0), 100) / 1000
 
     def _fire_timers(self) -> None:
+        if self.is_active:
+            fenced = self._sessions.expire(self._clock.monotonic_ms())
+            if fenced:
+                _log.warning(
+                    "controller %d: fencing brokers %s: no heartbeat for %d ms",
+                    self._node_id,
+                    fenced,
+                    self._sessions.session_timeout_ms,
+                )
+                self._process(_BrokerChange())
         if (
             self._next_rebalance_ms is not None
             and not self._suspended
@@ -590,6 +638,9 @@ class Controller:
             self._on_alter_partition(event)
         elif isinstance(event, _ControlledShutdown):
             self._on_controlled_shutdown(event)
+        elif isinstance(event, _Unfence) and self._sessions.unfence(event.broker_id):
+            _log.info("controller %d: unfencing broker %d", self._node_id, event.broker_id)
+            self._on_broker_change()
 
     def _handle_shutdown(self) -> None:
         ctx = self._ctx
@@ -661,6 +712,7 @@ class Controller:
             _log.info("controller %d: resigning epoch %d", self._node_id, self._ctx.epoch)
         self._ctx = None
         self._failover_done = False
+        self._sessions.clear()
         self._batch = RequestBatch()
         self._next_rebalance_ms = None
         if self._channels is not None:
@@ -674,6 +726,9 @@ class Controller:
         ctx = ControllerContext(epoch=epoch, epoch_zk_version=epoch_zk_version)
         ctx.cluster_id = get_or_create_cluster_id(self._zk)
         ctx.live_brokers = self._zkc.get_all_brokers()
+        self._sessions.reset(
+            {b: v.epoch for b, v in ctx.live_brokers.items()}, self._clock.monotonic_ms()
+        )
         self._ctx = ctx
         self._batch = RequestBatch()
         channels = ControllerChannelManager(self._config, self._channel_factory)
@@ -933,7 +988,11 @@ class Controller:
         ctx = self._active()
         channels = self._channels
         assert channels is not None
-        current = self._zkc.get_all_brokers()
+        registered = self._zkc.get_all_brokers()
+        self._sessions.sync({b: v.epoch for b, v in registered.items()}, self._clock.monotonic_ms())
+        # a fenced broker is handled as gone: registered, but leading and following nothing
+        fenced = self._sessions.fenced()
+        current = {b: v for b, v in registered.items() if b not in fenced}
         previous = ctx.live_brokers
         new = set(current) - set(previous)
         dead = set(previous) - set(current)

@@ -1,8 +1,10 @@
-"""The Controller gRPC service: brokers' AlterPartition and ControlledShutdown requests.
+"""The Controller gRPC service: brokers' AlterPartition, ControlledShutdown and BrokerHeartbeat
+requests.
 
 Every node serves it; only the active controller answers with anything but NOT_CONTROLLER (41)
 at the request level. The handlers run on gRPC threads and hand the request over to the
-controller's event thread, waiting at most ``request_timeout_ms`` (then REQUEST_TIMED_OUT, 7).
+controller's event thread, waiting at most ``request_timeout_ms`` (then REQUEST_TIMED_OUT, 7);
+BrokerHeartbeat is answered on the gRPC thread itself.
 The rules themselves are in :mod:`controller.isr` and :class:`controller.controller.Controller`.
 
 Register it with ``pb_grpc.add_ControllerServicer_to_server(ControllerServicer(controller),
@@ -41,3 +43,10 @@ class ControllerServicer(pb_grpc.ControllerServicer):
         level: NOT_CONTROLLER (41), STALE_BROKER_EPOCH (77), BROKER_NOT_AVAILABLE (8),
         REQUEST_TIMED_OUT (7)."""
         return self._controller.controlled_shutdown(request)
+
+    def BrokerHeartbeat(  # noqa: N802 - gRPC method name
+        self, request: pb.BrokerHeartbeatRequest, context: grpc.ServicerContext
+    ) -> pb.BrokerHeartbeatResponse:
+        """Whether the broker is fenced; request level: NOT_CONTROLLER (41),
+        STALE_BROKER_EPOCH (77)."""
+        return self._controller.broker_heartbeat(request)

@@ -85,3 +85,7 @@ class AuthorizingControllerServicer(pb_grpc.ControllerServicer):
     def ControlledShutdown(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self._checks.require_cluster(AclOperation.CLUSTER_ACTION, context)
         return self._inner.ControlledShutdown(request, context)
+
+    def BrokerHeartbeat(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        self._checks.require_cluster(AclOperation.CLUSTER_ACTION, context)
+        return self._inner.BrokerHeartbeat(request, context)

@@ -2759,6 +2759,61 @@ class ControlledShutdownResponse(_message.Message):
 Global___ControlledShutdownResponse: _TypeAlias = ControlledShutdownResponse  # noqa: Y015
 
 @_typing.final
+class BrokerHeartbeatRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BROKER_ID_FIELD_NUMBER: _builtins.int
+    BROKER_EPOCH_FIELD_NUMBER: _builtins.int
+    broker_id: _builtins.int
+    broker_epoch: _builtins.int
+    def __init__(
+        self,
+        *,
+        broker_id: _builtins.int = ...,
+        broker_epoch: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["broker_epoch", b"broker_epoch", "broker_id", b"broker_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BrokerHeartbeatRequest: _TypeAlias = BrokerHeartbeatRequest  # noqa: Y015
+
+@_typing.final
+class BrokerHeartbeatResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    IS_FENCED_FIELD_NUMBER: _builtins.int
+    CONTROLLER_EPOCH_FIELD_NUMBER: _builtins.int
+    SESSION_TIMEOUT_MS_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    """NOT_CONTROLLER, STALE_BROKER_EPOCH (not, or not yet, registered)"""
+    is_fenced: _builtins.bool
+    """The controller has fenced this broker (its session lapsed): it leads nothing until a
+    later answer says false, sent once its leaderships have been given to others.
+    """
+    controller_epoch: _builtins.int
+    session_timeout_ms: _builtins.int
+    """broker.session.timeout.ms of the active controller"""
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        is_fenced: _builtins.bool = ...,
+        controller_epoch: _builtins.int = ...,
+        session_timeout_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["controller_epoch", b"controller_epoch", "error_code", b"error_code", "is_fenced", b"is_fenced", "session_timeout_ms", b"session_timeout_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BrokerHeartbeatResponse: _TypeAlias = BrokerHeartbeatResponse  # noqa: Y015
+
+@_typing.final
 class InitProducerIdRequest(_message.Message):
     """------------------------------------------------------------------------------------------
     Idempotent and transactional producers (Kafka's InitProducerIdRequest/Response.json).

@@ -2004,6 +2004,11 @@ class ControllerStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.ControlledShutdownRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.ControlledShutdownResponse.FromString,
                 _registered_method=True)
+        self.BrokerHeartbeat = channel.unary_unary(
+                '/odradek.v1.Controller/BrokerHeartbeat',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.BrokerHeartbeatRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.BrokerHeartbeatResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -2026,6 +2031,14 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BrokerHeartbeat(self, request, context):
+        """Every broker, every broker.heartbeat.interval.ms: its session with the active controller
+        (KRaft's BrokerHeartbeat). A broker whose session lapses is fenced: its leaderships move.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -2038,6 +2051,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.ControlledShutdown,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.ControlledShutdownRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.ControlledShutdownResponse.SerializeToString,
+            ),
+            'BrokerHeartbeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.BrokerHeartbeat,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.BrokerHeartbeatRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.BrokerHeartbeatResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -2097,6 +2115,33 @@ class Controller:
             '/odradek.v1.Controller/ControlledShutdown',
             odradek_dot_v1_dot_odradek__pb2.ControlledShutdownRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.ControlledShutdownResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BrokerHeartbeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Controller/BrokerHeartbeat',
+            odradek_dot_v1_dot_odradek__pb2.BrokerHeartbeatRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.BrokerHeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,

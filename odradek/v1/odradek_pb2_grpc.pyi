@@ -643,6 +643,10 @@ class ControllerStub:
     """The leader asks to change a partition's ISR, conditional on the partition epoch."""
     ControlledShutdown: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ControlledShutdownRequest, _odradek_pb2.ControlledShutdownResponse]
     """A stopping broker asks for its leaderships to move; it repeats until none remain."""
+    BrokerHeartbeat: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.BrokerHeartbeatRequest, _odradek_pb2.BrokerHeartbeatResponse]
+    """Every broker, every broker.heartbeat.interval.ms: its session with the active controller
+    (KRaft's BrokerHeartbeat). A broker whose session lapses is fenced: its leaderships move.
+    """
 
 @_typing.type_check_only
 class ControllerAsyncStub(ControllerStub):
@@ -655,6 +659,10 @@ class ControllerAsyncStub(ControllerStub):
     """The leader asks to change a partition's ISR, conditional on the partition epoch."""
     ControlledShutdown: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ControlledShutdownRequest, _odradek_pb2.ControlledShutdownResponse]  # type: ignore[assignment]
     """A stopping broker asks for its leaderships to move; it repeats until none remain."""
+    BrokerHeartbeat: _aio.UnaryUnaryMultiCallable[_odradek_pb2.BrokerHeartbeatRequest, _odradek_pb2.BrokerHeartbeatResponse]  # type: ignore[assignment]
+    """Every broker, every broker.heartbeat.interval.ms: its session with the active controller
+    (KRaft's BrokerHeartbeat). A broker whose session lapses is fenced: its leaderships move.
+    """
 
 class ControllerServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
@@ -676,6 +684,16 @@ class ControllerServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_odradek_pb2.ControlledShutdownResponse, _abc.Awaitable[_odradek_pb2.ControlledShutdownResponse]]:
         """A stopping broker asks for its leaderships to move; it repeats until none remain."""
+
+    @_abc_1.abstractmethod
+    def BrokerHeartbeat(
+        self,
+        request: _odradek_pb2.BrokerHeartbeatRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.BrokerHeartbeatResponse, _abc.Awaitable[_odradek_pb2.BrokerHeartbeatResponse]]:
+        """Every broker, every broker.heartbeat.interval.ms: its session with the active controller
+        (KRaft's BrokerHeartbeat). A broker whose session lapses is fenced: its leaderships move.
+        """
 
 def add_ControllerServicer_to_server(servicer: ControllerServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

@@ -47,6 +47,9 @@ class ScriptedController(pb_grpc.ControllerServicer):
     def ControlledShutdown(self, request, context):  # noqa: N802
         context.abort(grpc.StatusCode.UNIMPLEMENTED, "not scripted")
 
+    def BrokerHeartbeat(self, request, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "not scripted")
+
 
 class RecordingPartition:
     def __init__(self) -> None:

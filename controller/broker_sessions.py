@@ -1,0 +1,156 @@
+"""Brokers' sessions with the active controller (KRaft's ``BrokerHeartbeatManager``).
+
+Every broker heartbeats to the active controller every ``broker.heartbeat.interval.ms``
+(:mod:`node.broker_lifecycle`). The controller keeps, per registered broker, the monotonic time
+of its last heartbeat; a broker heard from no heartbeat for ``broker.session.timeout.ms`` is
+*fenced*: the controller treats it as gone (its leaderships move to other ISR members, it leaves
+the ISRs, as when its ``/brokers/ids`` znode disappears) although it is still registered in
+ZooKeeper. The ZooKeeper session stays the backstop and the registration: a broker whose znode
+goes is gone whatever its heartbeats say, and a new registration (a larger broker epoch) starts
+a new, unfenced session.
+
+A fenced broker that heartbeats again is *unfenced* in two steps, so that it never hears it may
+lead before the controller has sent it the new leaderships: its heartbeat asks for unfencing
+(:attr:`HeartbeatOutcome.UNFENCE`, answered still fenced), the controller's event thread takes it
+back in as a starting broker (LeaderAndIsr for every partition it replicates, UpdateMetadata)
+and then calls :meth:`BrokerSessions.unfence`; its next heartbeat is answered unfenced.
+
+A controller that becomes active gives every registered broker a full session from that moment
+(:meth:`BrokerSessions.reset`), as KRaft's new controller does: a broker cannot have heartbeated
+to it before, and no broker is fenced by a controller that has not waited a whole session for
+it.
+
+Time is an input: every method takes ``now_ms`` (monotonic). Thread-safe: heartbeats are
+answered on gRPC threads, expiry and membership changes happen on the controller's event thread.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["BrokerSessions", "HeartbeatOutcome"]
+
+
+class HeartbeatOutcome(enum.Enum):
+    """What a heartbeat found."""
+
+    ACTIVE = "active"
+    """The session goes on; the broker is not fenced."""
+    FENCED = "fenced"
+    """The broker is fenced and its unfencing is already under way (or it asked before)."""
+    UNFENCE = "unfence"
+    """The broker was fenced and is heard again: the caller must have the event thread take
+    it back in (then :meth:`BrokerSessions.unfence`); it is answered fenced meanwhile."""
+    STALE = "stale"
+    """Not the registration the controller knows (an older epoch, an unknown broker, or one
+    whose re-registration the controller has not read yet): STALE_BROKER_EPOCH, retried."""
+
+
+@dataclass(slots=True)
+class _Session:
+    broker_epoch: int
+    last_heartbeat_ms: int
+    fenced: bool = False
+    unfencing: bool = False
+
+
+class BrokerSessions:
+    """The registered brokers' sessions, for one active controller epoch."""
+
+    def __init__(self, session_timeout_ms: int) -> None:
+        """``session_timeout_ms`` 0: sessions never lapse (liveness by ZooKeeper alone)."""
+        if session_timeout_ms < 0:
+            raise ValueError("session_timeout_ms must be 0 (off) or more")
+        self._timeout_ms = session_timeout_ms
+        self._lock = threading.Lock()
+        self._sessions: dict[int, _Session] = {}
+
+    @property
+    def session_timeout_ms(self) -> int:
+        return self._timeout_ms
+
+    def reset(self, registered: Mapping[int, int], now_ms: int) -> None:
+        """A new active controller: every registered broker (id -> broker epoch) gets a full,
+        unfenced session from ``now_ms``."""
+        with self._lock:
+            self._sessions = {b: _Session(epoch, now_ms) for b, epoch in registered.items()}
+
+    def clear(self) -> None:
+        """The controller resigned: no sessions."""
+        with self._lock:
+            self._sessions = {}
+
+    def sync(self, registered: Mapping[int, int], now_ms: int) -> None:
+        """Follow ZooKeeper's registrations (id -> broker epoch): a broker registered anew (or
+        with a larger epoch: it restarted) gets a fresh unfenced session from ``now_ms``; a
+        broker no longer registered loses its session."""
+        with self._lock:
+            for broker_id in list(self._sessions):
+                if broker_id not in registered:
+                    del self._sessions[broker_id]
+            for broker_id, epoch in registered.items():
+                session = self._sessions.get(broker_id)
+                if session is None or epoch > session.broker_epoch:
+                    self._sessions[broker_id] = _Session(epoch, now_ms)
+
+    def heartbeat(self, broker_id: int, broker_epoch: int, now_ms: int) -> HeartbeatOutcome:
+        """Record a heartbeat of ``broker_id`` at registration ``broker_epoch``."""
+        with self._lock:
+            session = self._sessions.get(broker_id)
+            if session is None or broker_epoch != session.broker_epoch:
+                return HeartbeatOutcome.STALE
+            session.last_heartbeat_ms = max(session.last_heartbeat_ms, now_ms)
+            if not session.fenced:
+                return HeartbeatOutcome.ACTIVE
+            if session.unfencing:
+                return HeartbeatOutcome.FENCED
+            session.unfencing = True
+            return HeartbeatOutcome.UNFENCE
+
+    def expire(self, now_ms: int) -> list[int]:
+        """Fence every unfenced broker not heard from for the session timeout; returns them
+        (sorted). Also ends an unfencing whose broker fell silent again."""
+        if self._timeout_ms == 0:
+            return []
+        fenced = []
+        with self._lock:
+            for broker_id, session in sorted(self._sessions.items()):
+                if now_ms - session.last_heartbeat_ms < self._timeout_ms:
+                    continue
+                session.unfencing = False
+                if not session.fenced:
+                    session.fenced = True
+                    fenced.append(broker_id)
+        return fenced
+
+    def unfence(self, broker_id: int) -> bool:
+        """Finish an unfencing :meth:`heartbeat` asked for; ``False`` (nothing done) when the
+        broker is not waiting for it any more (silent again, or gone)."""
+        with self._lock:
+            session = self._sessions.get(broker_id)
+            if session is None or not session.unfencing:
+                return False
+            session.fenced = False
+            session.unfencing = False
+            return True
+
+    def is_fenced(self, broker_id: int) -> bool:
+        with self._lock:
+            session = self._sessions.get(broker_id)
+            return session is not None and session.fenced
+
+    def fenced(self) -> set[int]:
+        with self._lock:
+            return {b for b, s in self._sessions.items() if s.fenced}
+
+    def next_expiry_ms(self) -> int | None:
+        """When the earliest unfenced session lapses if its broker stays silent; ``None`` with
+        no such session or with sessions off."""
+        if self._timeout_ms == 0:
+            return None
+        with self._lock:
+            times = [s.last_heartbeat_ms for s in self._sessions.values() if not s.fenced]
+        return min(times) + self._timeout_ms if times else None

@@ -1,0 +1,112 @@
+"""controller.broker_sessions: the brokers' heartbeat sessions, fencing and unfencing."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.broker_sessions import BrokerSessions, HeartbeatOutcome
+from odradek.clock import ManualClock
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+def sessions_for(clock: ManualClock, timeout_ms: int = 750) -> BrokerSessions:
+    s = BrokerSessions(timeout_ms)
+    s.reset({0: 10, 1: 11, 2: 12}, clock.monotonic_ms())
+    return s
+
+
+def test_a_broker_silent_for_the_session_timeout_is_fenced_once(clock: ManualClock) -> None:
+    s = sessions_for(clock)
+    clock.advance(400)
+    assert s.heartbeat(0, 10, clock.monotonic_ms()) is HeartbeatOutcome.ACTIVE
+    assert s.heartbeat(1, 11, clock.monotonic_ms()) is HeartbeatOutcome.ACTIVE
+    clock.advance(349)
+    assert s.expire(clock.monotonic_ms()) == []
+    clock.advance(1)
+    assert s.expire(clock.monotonic_ms()) == [2]
+    assert s.fenced() == {2} and s.is_fenced(2)
+    assert s.expire(clock.monotonic_ms()) == []  # fenced once
+    clock.advance(400)
+    assert s.expire(clock.monotonic_ms()) == [0, 1]
+
+
+def test_next_expiry_is_the_earliest_unfenced_session_end(clock: ManualClock) -> None:
+    s = sessions_for(clock)
+    clock.advance(100)
+    s.heartbeat(0, 10, clock.monotonic_ms())
+    s.heartbeat(1, 11, clock.monotonic_ms())
+    assert s.next_expiry_ms() == 750
+    clock.advance(650)
+    s.expire(clock.monotonic_ms())
+    assert s.next_expiry_ms() == 850
+
+
+def test_a_fenced_broker_is_unfenced_in_two_steps(clock: ManualClock) -> None:
+    s = sessions_for(clock)
+    clock.advance(800)
+    assert s.expire(clock.monotonic_ms()) == [0, 1, 2]
+    # heard again: the caller must take it back in; it is answered fenced meanwhile
+    assert s.heartbeat(2, 12, clock.monotonic_ms()) is HeartbeatOutcome.UNFENCE
+    assert s.heartbeat(2, 12, clock.monotonic_ms()) is HeartbeatOutcome.FENCED
+    assert s.is_fenced(2)
+    assert s.unfence(2)
+    assert not s.is_fenced(2)
+    assert s.heartbeat(2, 12, clock.monotonic_ms()) is HeartbeatOutcome.ACTIVE
+    assert not s.unfence(1)  # never asked
+
+
+def test_an_unfencing_broker_that_falls_silent_again_stays_fenced(clock: ManualClock) -> None:
+    s = sessions_for(clock)
+    clock.advance(800)
+    s.expire(clock.monotonic_ms())
+    assert s.heartbeat(2, 12, clock.monotonic_ms()) is HeartbeatOutcome.UNFENCE
+    clock.advance(750)
+    assert s.expire(clock.monotonic_ms()) == []  # already fenced
+    assert not s.unfence(2)
+    assert s.is_fenced(2)
+    assert s.heartbeat(2, 12, clock.monotonic_ms()) is HeartbeatOutcome.UNFENCE
+
+
+def test_other_registrations_are_stale(clock: ManualClock) -> None:
+    s = sessions_for(clock)
+    assert s.heartbeat(0, 9, clock.monotonic_ms()) is HeartbeatOutcome.STALE
+    # a re-registration the controller has not read yet
+    assert s.heartbeat(0, 13, clock.monotonic_ms()) is HeartbeatOutcome.STALE
+    assert s.heartbeat(7, 1, clock.monotonic_ms()) is HeartbeatOutcome.STALE
+    clock.advance(800)
+    assert s.expire(clock.monotonic_ms()) == [0, 1, 2]  # stale heartbeats keep nothing alive
+
+
+def test_sync_follows_registrations(clock: ManualClock) -> None:
+    s = sessions_for(clock)
+    clock.advance(800)
+    s.expire(clock.monotonic_ms())
+    # 0 restarted (larger epoch): a fresh unfenced session; 1 deregistered; 3 is new
+    s.sync({0: 20, 2: 12, 3: 30}, clock.monotonic_ms())
+    assert s.fenced() == {2}
+    assert s.heartbeat(0, 20, clock.monotonic_ms()) is HeartbeatOutcome.ACTIVE
+    assert s.heartbeat(1, 11, clock.monotonic_ms()) is HeartbeatOutcome.STALE
+    assert s.heartbeat(3, 30, clock.monotonic_ms()) is HeartbeatOutcome.ACTIVE
+
+
+def test_a_new_controller_gives_every_broker_a_full_session(clock: ManualClock) -> None:
+    s = sessions_for(clock)
+    clock.advance(700)
+    s.reset({0: 10, 1: 11}, clock.monotonic_ms())
+    clock.advance(749)
+    assert s.expire(clock.monotonic_ms()) == []
+    clock.advance(1)
+    assert s.expire(clock.monotonic_ms()) == [0, 1]
+
+
+def test_sessions_off_never_fence(clock: ManualClock) -> None:
+    s = sessions_for(clock, timeout_ms=0)
+    clock.advance(1_000_000)
+    assert s.expire(clock.monotonic_ms()) == []
+    assert s.next_expiry_ms() is None
+    with pytest.raises(ValueError):
+        BrokerSessions(-1)
