@@ -68,6 +68,13 @@ class NodeConfig:
     zookeeper: ZkClientConfig = field(default_factory=ZkClientConfig)
     """TLS to ZooKeeper and secure znode ACLs (``zookeeper.ssl.*``, ``zookeeper.set.acl``;
     controller/zk_connection.py, docs/security.md)."""
+    broker_heartbeat_interval_ms: int = 150
+    """How often this node heartbeats to the active controller (``broker.heartbeat.interval.ms``,
+    KRaft's; Kafka's default is 2 s). See docs/operations.md, Failover."""
+    broker_session_timeout_ms: int = 750
+    """A node heard from no heartbeat for this long is fenced by the controller and its
+    leaderships move (``broker.session.timeout.ms``, KRaft's; Kafka's default is 9 s); a node
+    stops taking writes as leader before then. 0: off (liveness by the ZooKeeper session)."""
     replica_lag_time_max_ms: int = 30_000
     """A follower that has not caught up for this long leaves the ISR."""
     replica_fetch_wait_max_ms: int = 500
@@ -165,6 +172,15 @@ class NodeConfig:
             raise InvalidConfigError(f"invalid port {self.port}")
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise InvalidConfigError(f"invalid metrics.port {self.metrics_port}")
+        if self.broker_heartbeat_interval_ms <= 0:
+            raise InvalidConfigError("broker.heartbeat.interval.ms must be positive")
+        if self.broker_session_timeout_ms < 0 or 0 < self.broker_session_timeout_ms <= (
+            2 * self.broker_heartbeat_interval_ms
+        ):
+            raise InvalidConfigError(
+                "broker.session.timeout.ms must be 0 (off) or more than twice "
+                "broker.heartbeat.interval.ms"
+            )
         if self.replica_fetch_silence_max_ms < 0:
             raise InvalidConfigError("replica.fetch.silence.max.ms must be 0 (off) or more")
         if self.log_format not in LOG_FORMATS:
@@ -264,6 +280,8 @@ _SCALARS = {
     "zookeeper.connect": "zookeeper_connect",
     "broker.rack": "rack",
     "zookeeper.session.timeout.ms": "zookeeper_session_timeout_ms",
+    "broker.heartbeat.interval.ms": "broker_heartbeat_interval_ms",
+    "broker.session.timeout.ms": "broker_session_timeout_ms",
     "replica.lag.time.max.ms": "replica_lag_time_max_ms",
     "replica.fetch.wait.max.ms": "replica_fetch_wait_max_ms",
     "replica.fetch.max.bytes": "replica_fetch_max_bytes",

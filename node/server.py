@@ -38,6 +38,7 @@ from node.admin.dynamic_config_admin import DynamicConfigAdmin
 from node.admin.requests import ConfigType, NewTopicSpec
 from node.apis import BrokerApis, GroupApis, RecordApis, TransactionApis
 from node.apis.txn_verification import TxnVerification
+from node.broker_lifecycle import BrokerLifecycleManager
 from node.config import NodeConfig, known_config_names
 from node.coordinator.group_config_manager import GroupConfigManager
 from node.coordinator.group_coordinator import GroupCoordinator
@@ -187,6 +188,8 @@ class Node:
         self.zk: KazooClient | None = None
         self.registration: BrokerRegistration | None = None
         self.controller: Controller | None = None
+        self.lifecycle: BrokerLifecycleManager | None = None
+        """The heartbeats to the controller and the leadership lease."""
         self._servers: list[grpc.Server] = []
         self._terminators: list[TlsTerminator] = []
         """TLS of the listeners with ssl.client.auth=requested."""
@@ -271,6 +274,7 @@ class Node:
             ControllerConfig(
                 request_timeout_ms=c.request_timeout_ms,
                 inter_broker_listener_name=c.inter_broker_listener,
+                broker_session_timeout_ms=c.broker_session_timeout_ms,
             ),
             # the controller owns (and closes) its channels: not the node's shared pool
             channel_factory=channel_factory,
@@ -491,6 +495,18 @@ class Node:
         if self.txn_markers is not None:
             self.txn_markers.start()
         self.controller.startup()
+        self.lifecycle = BrokerLifecycleManager(
+            node_id=c.node_id,
+            broker_epoch=self._epoch,
+            metadata=self.metadata,
+            channel_for=self.channels,
+            clock=self.clock,
+            heartbeat_interval_ms=c.broker_heartbeat_interval_ms,
+            session_timeout_ms=c.broker_session_timeout_ms,
+        )
+        self.replicas.may_lead = self.lifecycle.may_lead
+        if c.broker_session_timeout_ms > 0:  # 0: no heartbeats, liveness by ZooKeeper alone
+            self.lifecycle.start()
         self._ticker = threading.Thread(target=self._tick_loop, name="node-ticker", daemon=True)
         self._ticker.start()
         for name in ("", *SERVICE_NAMES):
@@ -593,6 +609,8 @@ class Node:
             self.kafka_door.begin_shutdown()
         if self.dynamic_config_manager is not None:
             self.dynamic_config_manager.stop()
+        if self.lifecycle is not None:
+            self.lifecycle.stop()
         if self.controller is not None:
             self.controller.shutdown()
         if self.groups is not None:

@@ -52,6 +52,7 @@ from odradek.errors import (
     InvalidRequestError,
     InvalidRequiredAcksError,
     KafkaStorageError,
+    NotLeaderOrFollowerError,
     OdradekError,
     RequestTimedOutError,
     StaleBrokerEpochError,
@@ -159,6 +160,10 @@ class ReplicaManager:
             silence_max_ms=config.replica_fetch_silence_max_ms,
             fetch_backoff_ms=config.replica_fetch_backoff_ms,
         )
+        self.may_lead: Callable[[], bool] = lambda: True
+        """Whether this node may take writes as leader at all: false while its session with
+        the controller may have lapsed (:mod:`node.broker_lifecycle`); every produce is then
+        answered NOT_LEADER_OR_FOLLOWER. Called before each produce's append."""
         self.leadership_listeners: list[Callable[[str, int, bool, int], None]] = []
         """Called with (topic, partition, is_leader, leader_epoch) after this node becomes
         leader or follower of a partition, or stops hosting it (the group coordinator loads
@@ -442,6 +447,11 @@ class ReplicaManager:
             err = InvalidRequiredAcksError(f"acks must be -1, 0 or 1, not {acks}")
             return PendingAppend(
                 self, [_produce_error(d.topic, d.partition, err) for d in partitions]
+            )
+        if not self.may_lead():
+            fenced = NotLeaderOrFollowerError("this node's session with the controller lapsed")
+            return PendingAppend(
+                self, [_produce_error(d.topic, d.partition, fenced) for d in partitions]
             )
         results: list[ProduceResult | None] = []
         waiting: list[tuple[int, Partition, int, int]] = []  # (result index, partition, ...)
