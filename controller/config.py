@@ -29,10 +29,12 @@ class ControllerConfig:
     config ``unclean.leader.election.enable`` overrides it per topic."""
     max_state_write_retries: int = 10
     """Re-read-and-retry rounds for a partition state write that lost a version race."""
-    broker_session_timeout_ms: int = 750
+    broker_session_timeout_ms: int = 0
     """A broker heard from no heartbeat for this long is fenced: its leaderships move to other
     ISR members (``broker.session.timeout.ms``, KRaft's; Kafka's default is 9 s). 0: off,
-    brokers are gone only when their ZooKeeper session ends. See docs/operations.md."""
+    brokers are gone only when their ZooKeeper session ends (the default here, for brokers
+    that do not heartbeat; a node passes its own setting, 750 ms by default). See
+    docs/operations.md."""
     inter_broker_listener_name: str | None = None
     """The listener whose advertised address the controller connects to
     (``inter.broker.listener.name``); ``None``: the registration's host and port."""

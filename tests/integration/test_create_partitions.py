@@ -140,13 +140,21 @@ def test_topics_alter_partitions_from_the_command_line_and_bad_inputs(make_clust
     with Admin(cluster.bootstrap_servers) as admin:
         assert admin.create_topics([NewTopic("wide", 1, 3)])["wide"] is None
         cluster.node(2).kill()
-        wait_for(lambda: len(admin.describe_cluster().brokers) == 2, "node 2 to leave the cluster")
+
+        # placement counts the registered brokers: node 2 leaves the metadata once fenced
+        # (broker.session.timeout.ms), but ZooKeeper only when its session ends
+        def refused() -> bool:
+            error = admin.create_partitions({"wide": NewPartitions(2)}, validate_only=True)
+            return isinstance(error["wide"], InvalidReplicationFactorError)
+
+        wait_for(refused, "node 2's registration to go")
         error = admin.create_partitions({"wide": NewPartitions(2)})["wide"]
         assert isinstance(error, InvalidReplicationFactorError)
 
 
 def test_adding_partitions_during_a_reassignment_of_the_topic_is_refused(make_cluster):
-    cluster = make_cluster()
+    # node 2 is frozen below for longer than broker.session.timeout.ms: not to be fenced
+    cluster = make_cluster(broker_session_timeout_ms="60000")
     tp = TopicPartition("moving", 0)
     with Admin(cluster.bootstrap_servers) as admin:
         assert admin.create_topics([NewTopic("moving", assignments={0: [0]})])["moving"] is None

@@ -16,7 +16,11 @@ from odradek.clock import SystemClock
 from tests.integration.helpers import partition_state, wait_for, wait_for_full_isr
 
 _clock = SystemClock()
-LONG = {"zookeeper_session_timeout_ms": "60000", "replica_lag_time_max_ms": "120000"}
+LONG = {
+    "zookeeper_session_timeout_ms": "60000",
+    "broker_session_timeout_ms": "60000",  # the heartbeats' fencing out of the way too
+    "replica_lag_time_max_ms": "120000",
+}
 
 
 def _victim(admin: Admin, topic: str) -> tuple[int, int]:

@@ -117,8 +117,9 @@ def test_not_enough_replicas_when_the_isr_is_below_the_minimum(make_cluster):
 
 def test_a_divergent_follower_tail_is_truncated_after_a_leader_change(make_cluster):
     # Kafka's ISR rules only: the followers must stay in the ISR while frozen (1.5 s, longer
-    # than replica.fetch.silence.max.ms), so that one of them can be elected cleanly.
-    cluster = make_cluster(replica_fetch_silence_max_ms="0")
+    # than replica.fetch.silence.max.ms and broker.session.timeout.ms), so that one of them
+    # can be elected cleanly.
+    cluster = make_cluster(replica_fetch_silence_max_ms="0", broker_session_timeout_ms="0")
     admin = Admin(cluster.bootstrap_servers)
     _create(admin, "diverge", 1, 3, **{"min.insync.replicas": "1"})
     old_leader = partition_state(admin, "diverge").leader
