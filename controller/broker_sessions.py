@@ -15,6 +15,12 @@ lead before the controller has sent it the new leaderships: its heartbeat asks f
 back in as a starting broker (LeaderAndIsr for every partition it replicates, UpdateMetadata)
 and then calls :meth:`BrokerSessions.unfence`; its next heartbeat is answered unfenced.
 
+A broker silent for a few heartbeat intervals is *suspect* (:meth:`BrokerSessions.suspects`):
+the controller probes its address once, and if nothing listens there (the connection is
+refused: its process is gone) fences it at once (:meth:`BrokerSessions.fence_dead`) rather than
+at the end of its session. A paused or cut-off broker still has its listener (or does not
+answer at all), so only a broker that can no longer acknowledge anything is fenced early.
+
 A controller that becomes active gives every registered broker a full session from that moment
 (:meth:`BrokerSessions.reset`), as KRaft's new controller does: a broker cannot have heartbeated
 to it before, and no broker is fenced by a controller that has not waited a whole session for
@@ -55,6 +61,7 @@ class _Session:
     last_heartbeat_ms: int
     fenced: bool = False
     unfencing: bool = False
+    probed: bool = False
 
 
 class BrokerSessions:
@@ -103,6 +110,7 @@ class BrokerSessions:
             if session is None or broker_epoch != session.broker_epoch:
                 return HeartbeatOutcome.STALE
             session.last_heartbeat_ms = max(session.last_heartbeat_ms, now_ms)
+            session.probed = False
             if not session.fenced:
                 return HeartbeatOutcome.ACTIVE
             if session.unfencing:
@@ -125,6 +133,45 @@ class BrokerSessions:
                     session.fenced = True
                     fenced.append(broker_id)
         return fenced
+
+    def suspects(self, now_ms: int, silence_ms: int) -> list[tuple[int, int]]:
+        """Unfenced brokers silent for ``silence_ms`` and not probed since their last
+        heartbeat, as (id, broker epoch), sorted; each is returned once per silence."""
+        found = []
+        with self._lock:
+            for broker_id, session in sorted(self._sessions.items()):
+                if session.fenced or session.probed:
+                    continue
+                if now_ms - session.last_heartbeat_ms >= silence_ms:
+                    session.probed = True
+                    found.append((broker_id, session.broker_epoch))
+        return found
+
+    def next_suspect_ms(self, silence_ms: int) -> int | None:
+        """When the earliest unprobed, unfenced broker becomes a suspect if it stays
+        silent."""
+        with self._lock:
+            times = [
+                s.last_heartbeat_ms
+                for s in self._sessions.values()
+                if not s.fenced and not s.probed
+            ]
+        return min(times) + silence_ms if times else None
+
+    def fence_dead(self, broker_id: int, broker_epoch: int) -> bool:
+        """Fence at once a suspect found dead (nothing listens at its address), if it is
+        still silent since it was probed and still at ``broker_epoch``; ``True`` if fenced."""
+        with self._lock:
+            session = self._sessions.get(broker_id)
+            if (
+                session is None
+                or session.broker_epoch != broker_epoch
+                or session.fenced
+                or not session.probed  # heard from since
+            ):
+                return False
+            session.fenced = True
+            return True
 
     def unfence(self, broker_id: int) -> bool:
         """Finish an unfencing :meth:`heartbeat` asked for; ``False`` (nothing done) when the

@@ -35,6 +35,10 @@ class ControllerConfig:
     brokers are gone only when their ZooKeeper session ends (the default here, for brokers
     that do not heartbeat; a node passes its own setting, 750 ms by default). See
     docs/operations.md."""
+    broker_heartbeat_interval_ms: int = 0
+    """The brokers' ``broker.heartbeat.interval.ms``: a broker silent for two intervals has its
+    address probed, and is fenced at once if nothing listens there
+    (:mod:`controller.liveness_probe`). 0: no probing."""
     inter_broker_listener_name: str | None = None
     """The listener whose advertised address the controller connects to
     (``inter.broker.listener.name``); ``None``: the registration's host and port."""
@@ -50,5 +54,7 @@ class ControllerConfig:
             raise ValueError("leader_imbalance_per_broker_percentage must be in [0, 100]")
         if self.broker_session_timeout_ms < 0:
             raise ValueError("broker_session_timeout_ms must be 0 (off) or more")
+        if self.broker_heartbeat_interval_ms < 0:
+            raise ValueError("broker_heartbeat_interval_ms must be 0 (off) or more")
         if self.max_state_write_retries < 1:
             raise ValueError("max_state_write_retries must be at least 1")

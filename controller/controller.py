@@ -75,6 +75,7 @@ from controller.election import (
 )
 from controller.errors import ControllerMovedError, StateWriteConflictError
 from controller.isr import IsrChangeRejected, validate_alter_partition
+from controller.liveness_probe import LivenessProbe
 from controller.partition_creation import added_partitions
 from controller.reassignment import (
     ReplicaAssignment,
@@ -213,6 +214,12 @@ class _Unfence:
 
 
 @dataclass(frozen=True, slots=True)
+class _ProbedDead:
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
 class _SessionSuspended:
     pass
 
@@ -248,6 +255,7 @@ _Event = (
     | _AlterPartition
     | _ControlledShutdown
     | _Unfence
+    | _ProbedDead
     | _SessionSuspended
     | _SessionReconnected
     | _SessionLost
@@ -317,6 +325,10 @@ class Controller:
         self._active_controller_id = -1
         # Brokers' heartbeat sessions (thread-safe; heartbeats arrive on gRPC threads):
         self._sessions = BrokerSessions(config.broker_session_timeout_ms)
+        self._probe_after_ms = 2 * config.broker_heartbeat_interval_ms
+        self._probe: LivenessProbe | None = None
+        if self._probe_after_ms and config.broker_session_timeout_ms:
+            self._probe = LivenessProbe(lambda b, epoch: self._events.put(_ProbedDead(b, epoch)))
 
     # -- public API -------------------------------------------------------------------------
 
@@ -373,6 +385,8 @@ class Controller:
             self._closed = True
             thread = self._thread
         self._zk.remove_listener(self._on_zk_state)
+        if self._probe is not None:
+            self._probe.shutdown()
         if thread is None:
             return
         self._events.put(_Shutdown())
@@ -509,7 +523,11 @@ class Controller:
             self._fire_timers()
 
     def _timer_wait_s(self) -> float | None:
-        due = [self._next_rebalance_ms, self._sessions.next_expiry_ms() if self._ctx else None]
+        due = [self._next_rebalance_ms]
+        if self._ctx is not None:
+            due.append(self._sessions.next_expiry_ms())
+            if self._probe is not None:
+                due.append(self._sessions.next_suspect_ms(self._probe_after_ms))
         if all(d is None for d in due):
             return None
         remaining = min(d for d in due if d is not None) - self._clock.monotonic_ms()
@@ -527,6 +545,13 @@ class Controller:
                     self._sessions.session_timeout_ms,
                 )
                 self._process(_BrokerChange())
+            ctx = self._ctx
+            if self._probe is not None and ctx is not None:
+                now = self._clock.monotonic_ms()
+                for b, epoch in self._sessions.suspects(now, self._probe_after_ms):
+                    broker = ctx.live_brokers.get(b)
+                    if broker is not None:
+                        self._probe.probe(b, epoch, broker.info.target)
         if (
             self._next_rebalance_ms is not None
             and not self._suspended
@@ -638,6 +663,15 @@ class Controller:
             self._on_alter_partition(event)
         elif isinstance(event, _ControlledShutdown):
             self._on_controlled_shutdown(event)
+        elif isinstance(event, _ProbedDead) and self._sessions.fence_dead(
+            event.broker_id, event.broker_epoch
+        ):
+            _log.warning(
+                "controller %d: fencing broker %d: silent, and nothing listens at its address",
+                self._node_id,
+                event.broker_id,
+            )
+            self._on_broker_change()
         elif isinstance(event, _Unfence) and self._sessions.unfence(event.broker_id):
             _log.info("controller %d: unfencing broker %d", self._node_id, event.broker_id)
             self._on_broker_change()

@@ -2,7 +2,9 @@
 
 Start order: open the logs (recovering them), start the gRPC server, register in ZooKeeper
 (``/brokers/ids/<id>``, whose creation version is the broker epoch), then campaign for the
-controller. From then on the active controller tells the node what to host. A clean stop is a
+controller and start heartbeating to the active one (:mod:`node.broker_lifecycle`: a node that
+misses its heartbeats is fenced, and stops taking writes as leader before it can be). From then
+on the active controller tells the node what to host. A clean stop is a
 controlled shutdown: the node asks the controller to move its leaderships away (repeating
 while any remain), stops serving, flushes and checkpoints every log and writes the
 clean-shutdown marker, and only then leaves ZooKeeper.
@@ -275,6 +277,7 @@ class Node:
                 request_timeout_ms=c.request_timeout_ms,
                 inter_broker_listener_name=c.inter_broker_listener,
                 broker_session_timeout_ms=c.broker_session_timeout_ms,
+                broker_heartbeat_interval_ms=c.broker_heartbeat_interval_ms,
             ),
             # the controller owns (and closes) its channels: not the node's shared pool
             channel_factory=channel_factory,

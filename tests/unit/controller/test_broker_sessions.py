@@ -110,3 +110,34 @@ def test_sessions_off_never_fence(clock: ManualClock) -> None:
     assert s.next_expiry_ms() is None
     with pytest.raises(ValueError):
         BrokerSessions(-1)
+
+
+def test_a_silent_broker_is_a_suspect_once_per_silence(clock: ManualClock) -> None:
+    s = sessions_for(clock)
+    assert s.next_suspect_ms(200) == 200
+    clock.advance(150)
+    s.heartbeat(0, 10, clock.monotonic_ms())
+    s.heartbeat(1, 11, clock.monotonic_ms())
+    clock.advance(50)
+    assert s.suspects(clock.monotonic_ms(), 200) == [(2, 12)]
+    assert s.suspects(clock.monotonic_ms(), 200) == []  # probed once
+    assert s.next_suspect_ms(200) == 350
+    s.heartbeat(2, 12, clock.monotonic_ms())  # heard again: a later silence is probed anew
+    clock.advance(200)
+    assert s.suspects(clock.monotonic_ms(), 200) == [(0, 10), (1, 11), (2, 12)]
+
+
+def test_a_suspect_found_dead_is_fenced_at_once_unless_heard_from(clock: ManualClock) -> None:
+    s = sessions_for(clock)
+    clock.advance(200)
+    assert s.suspects(clock.monotonic_ms(), 200) == [(0, 10), (1, 11), (2, 12)]
+    s.heartbeat(1, 11, clock.monotonic_ms())  # it answered meanwhile: alive after all
+    assert not s.fence_dead(1, 11)
+    assert not s.fence_dead(2, 11)  # another registration
+    assert s.fence_dead(2, 12)
+    assert s.fenced() == {2}
+    assert not s.fence_dead(2, 12)  # already
+    assert s.fence_dead(0, 10)
+    assert s.fenced() == {0, 2}
+    clock.advance(750)
+    assert s.expire(clock.monotonic_ms()) == [1]  # 0 and 2 are fenced already
