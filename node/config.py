@@ -68,10 +68,10 @@ class NodeConfig:
     zookeeper: ZkClientConfig = field(default_factory=ZkClientConfig)
     """TLS to ZooKeeper and secure znode ACLs (``zookeeper.ssl.*``, ``zookeeper.set.acl``;
     controller/zk_connection.py, docs/security.md)."""
-    broker_heartbeat_interval_ms: int = 150
+    broker_heartbeat_interval_ms: int = 100
     """How often this node heartbeats to the active controller (``broker.heartbeat.interval.ms``,
     KRaft's; Kafka's default is 2 s). See docs/operations.md, Failover."""
-    broker_session_timeout_ms: int = 750
+    broker_session_timeout_ms: int = 500
     """A node heard from no heartbeat for this long is fenced by the controller and its
     leaderships move (``broker.session.timeout.ms``, KRaft's; Kafka's default is 9 s); a node
     stops taking writes as leader before then. 0: off (liveness by the ZooKeeper session)."""

@@ -1,9 +1,9 @@
 """The inter-broker gRPC services of a node with the authorizer in front: the Replication
 service (follower fetch, OffsetForLeaderEpoch, LeaderAndIsr, StopReplica, UpdateMetadata) and
-the Controller service (AlterPartition, ControlledShutdown) need CLUSTER_ACTION on the cluster
-(:meth:`node.security.auth_helper.AuthHelper.cluster_action`); a refused call is aborted with
-``PERMISSION_DENIED`` and CLUSTER_AUTHORIZATION_FAILED (31) in the ``odradek-error-code``
-trailing metadata.
+the Controller service (AlterPartition, ControlledShutdown, BrokerHeartbeat) need CLUSTER_ACTION
+on the cluster (:meth:`node.security.auth_helper.AuthHelper.cluster_action`); a refused call is
+aborted with ``PERMISSION_DENIED`` and CLUSTER_AUTHORIZATION_FAILED (31) in the
+``odradek-error-code`` trailing metadata.
 
 The client API's checks run inside :class:`~node.grpc_door.service.BrokerServicer` (given an
 :class:`~node.security.auth_helper.AuthHelper`); the Admin service's are
