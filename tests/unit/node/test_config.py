@@ -221,3 +221,20 @@ def test_the_brokers_compression_type_is_the_default_of_every_topic():
     assert config.topic_config({"compression.type": "producer"}).compression_type == "producer"
     with pytest.raises(InvalidConfigError, match=r"configuration compression\.type: String must"):
         config_from_properties({**props, "compression.type": "brotli"})
+
+
+def test_broker_heartbeat_settings_and_their_bounds():
+    config = config_from_properties(parse_properties(_BASE))
+    assert (config.broker_heartbeat_interval_ms, config.broker_session_timeout_ms) == (100, 500)
+    config = config_from_properties(
+        parse_properties(
+            _BASE + "broker.heartbeat.interval.ms=2000\nbroker.session.timeout.ms=9000\n"
+        )
+    )
+    assert (config.broker_heartbeat_interval_ms, config.broker_session_timeout_ms) == (2000, 9000)
+    off = config_from_properties(parse_properties(_BASE + "broker.session.timeout.ms=0\n"))
+    assert off.broker_session_timeout_ms == 0
+    with pytest.raises(InvalidConfigError, match="more than twice"):
+        config_from_properties(parse_properties(_BASE + "broker.session.timeout.ms=200\n"))
+    with pytest.raises(InvalidConfigError, match="must be positive"):
+        config_from_properties(parse_properties(_BASE + "broker.heartbeat.interval.ms=0\n"))
