@@ -21,6 +21,12 @@ refused: its process is gone) fences it at once (:meth:`BrokerSessions.fence_dea
 at the end of its session. A paused or cut-off broker still has its listener (or does not
 answer at all), so only a broker that can no longer acknowledge anything is fenced early.
 
+A broker that registers (anew, or with a larger epoch) is not fenced, nor probed, before its
+first heartbeat: until the controller's LeaderAndIsr and UpdateMetadata reach it, it may not
+know which node to heartbeat to, and a starting process may take longer than a session to get
+there (fencing it would also stop those requests, and it would never learn). The ZooKeeper
+session covers a broker that dies before its first heartbeat.
+
 A controller that becomes active gives every registered broker a full session from that moment
 (:meth:`BrokerSessions.reset`), as KRaft's new controller does: a broker cannot have heartbeated
 to it before, and no broker is fenced by a controller that has not waited a whole session for
@@ -62,6 +68,8 @@ class _Session:
     fenced: bool = False
     unfencing: bool = False
     probed: bool = False
+    heard: bool = True
+    """Heard from in this session (or given a full session by a new controller)."""
 
 
 class BrokerSessions:
@@ -101,7 +109,7 @@ class BrokerSessions:
             for broker_id, epoch in registered.items():
                 session = self._sessions.get(broker_id)
                 if session is None or epoch > session.broker_epoch:
-                    self._sessions[broker_id] = _Session(epoch, now_ms)
+                    self._sessions[broker_id] = _Session(epoch, now_ms, heard=False)
 
     def heartbeat(self, broker_id: int, broker_epoch: int, now_ms: int) -> HeartbeatOutcome:
         """Record a heartbeat of ``broker_id`` at registration ``broker_epoch``."""
@@ -111,6 +119,7 @@ class BrokerSessions:
                 return HeartbeatOutcome.STALE
             session.last_heartbeat_ms = max(session.last_heartbeat_ms, now_ms)
             session.probed = False
+            session.heard = True
             if not session.fenced:
                 return HeartbeatOutcome.ACTIVE
             if session.unfencing:
@@ -126,7 +135,7 @@ class BrokerSessions:
         fenced = []
         with self._lock:
             for broker_id, session in sorted(self._sessions.items()):
-                if now_ms - session.last_heartbeat_ms < self._timeout_ms:
+                if not session.heard or now_ms - session.last_heartbeat_ms < self._timeout_ms:
                     continue
                 session.unfencing = False
                 if not session.fenced:
@@ -140,7 +149,7 @@ class BrokerSessions:
         found = []
         with self._lock:
             for broker_id, session in sorted(self._sessions.items()):
-                if session.fenced or session.probed:
+                if session.fenced or session.probed or not session.heard:
                     continue
                 if now_ms - session.last_heartbeat_ms >= silence_ms:
                     session.probed = True
@@ -154,7 +163,7 @@ class BrokerSessions:
             times = [
                 s.last_heartbeat_ms
                 for s in self._sessions.values()
-                if not s.fenced and not s.probed
+                if not s.fenced and not s.probed and s.heard
             ]
         return min(times) + silence_ms if times else None
 
@@ -199,5 +208,7 @@ class BrokerSessions:
         if self._timeout_ms == 0:
             return None
         with self._lock:
-            times = [s.last_heartbeat_ms for s in self._sessions.values() if not s.fenced]
+            times = [
+                s.last_heartbeat_ms for s in self._sessions.values() if not s.fenced and s.heard
+            ]
         return min(times) + self._timeout_ms if times else None

@@ -18,7 +18,9 @@ from tests.integration.helpers import partition_state, wait_for, wait_for_full_i
 _clock = SystemClock()
 LONG = {
     "zookeeper_session_timeout_ms": "60000",
-    "broker_session_timeout_ms": "60000",  # the heartbeats' fencing out of the way too
+    # the heartbeats' fencing (and their probe of a silent node) out of the way too
+    "broker_session_timeout_ms": "60000",
+    "broker_heartbeat_interval_ms": "20000",
     "replica_lag_time_max_ms": "120000",
 }
 

@@ -141,3 +141,16 @@ def test_a_suspect_found_dead_is_fenced_at_once_unless_heard_from(clock: ManualC
     assert s.fenced() == {0, 2}
     clock.advance(750)
     assert s.expire(clock.monotonic_ms()) == [1]  # 0 and 2 are fenced already
+
+
+def test_a_new_registration_is_not_fenced_before_its_first_heartbeat(clock: ManualClock) -> None:
+    s = sessions_for(clock)
+    s.sync({0: 10, 1: 11, 2: 12, 3: 30}, clock.monotonic_ms())  # 3 registers
+    clock.advance(5_000)  # a slow start: it has not heartbeated yet
+    assert s.suspects(clock.monotonic_ms(), 200) == [(0, 10), (1, 11), (2, 12)]
+    assert s.expire(clock.monotonic_ms()) == [0, 1, 2]
+    assert not s.is_fenced(3)
+    assert s.heartbeat(3, 30, clock.monotonic_ms()) is HeartbeatOutcome.ACTIVE
+    assert s.next_expiry_ms() == clock.monotonic_ms() + 750
+    clock.advance(750)
+    assert s.expire(clock.monotonic_ms()) == [3]  # heard once, then silent for a session
