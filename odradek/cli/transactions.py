@@ -1,0 +1,153 @@
+"""``odradek transactions list|describe``: transactions, as ``kafka-transactions.sh``.
+
+* ``list [--state S[,S...]] [--producer-id P[,P...]] [--duration-ms D]`` prints every
+  transactional id of the cluster (asking every node), Kafka's columns: ``TransactionalId
+  Coordinator ProducerId TransactionState``; only those in the states (Kafka's names: Empty,
+  Ongoing, PrepareCommit, ...), of the producer ids, and open at least D ms, if given.
+* ``describe --transactional-id T`` prints the id's state at its coordinator, Kafka's columns:
+  ``CoordinatorId TransactionalId ProducerId ProducerEpoch TransactionState
+  TransactionTimeoutMs CurrentTransactionStartTimeMs TransactionDurationMs TopicPartitions``
+  (``None`` for the start and duration with no transaction open, as Kafka's tool).
+
+Errors print one line and exit 1 (TRANSACTIONAL_ID_NOT_FOUND, ...); a bad state is a usage
+error (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from odradek.cli.common import add_bootstrap_option, non_negative_int, table
+from odradek.clock import SystemClock
+
+if TYPE_CHECKING:
+    from odradek.admin import Admin
+    from odradek.client.txn_admin import TransactionDescription, TransactionListing
+
+__all__ = ["add_parser", "describe_table", "list_table"]
+
+PROG = "odradek transactions"
+LIST_HEADER = ("TransactionalId", "Coordinator", "ProducerId", "TransactionState")
+DESCRIBE_HEADER = (
+    "CoordinatorId",
+    "TransactionalId",
+    "ProducerId",
+    "ProducerEpoch",
+    "TransactionState",
+    "TransactionTimeoutMs",
+    "CurrentTransactionStartTimeMs",
+    "TransactionDurationMs",
+    "TopicPartitions",
+)
+
+
+def _admin(args: argparse.Namespace) -> Admin:
+    from odradek.admin import Admin
+
+    return Admin(args.bootstrap_server)
+
+
+def list_table(listings: list[TransactionListing]) -> list[str]:
+    """Kafka's ``list`` columns, one line per transactional id."""
+    return table(
+        LIST_HEADER,
+        [
+            [t.transactional_id, str(t.coordinator_id), str(t.producer_id), t.state]
+            for t in listings
+        ],
+    )
+
+
+def describe_table(d: TransactionDescription, now_ms: int) -> list[str]:
+    """Kafka's ``describe`` columns for one transactional id at wall time ``now_ms``."""
+    start = d.transaction_start_time_ms
+    partitions = ",".join(f"{tp.topic}-{tp.partition}" for tp in sorted(d.topic_partitions))
+    return table(
+        DESCRIBE_HEADER,
+        [
+            [
+                str(d.coordinator_id),
+                d.transactional_id,
+                str(d.producer_id),
+                str(d.producer_epoch),
+                d.state,
+                str(d.transaction_timeout_ms),
+                "None" if start is None else str(start),
+                "None" if start is None else str(max(0, now_ms - start)),
+                partitions,
+            ]
+        ],
+    )
+
+
+def _states(text: str) -> list[str]:
+    from odradek.client.txn_admin import TRANSACTION_STATES
+
+    states = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = [s for s in states if s not in TRANSACTION_STATES]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown state {', '.join(unknown)} (one of {', '.join(TRANSACTION_STATES)})"
+        )
+    return states
+
+
+def _producer_ids(text: str) -> list[int]:
+    try:
+        return [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected producer ids P[,P...], got {text!r}") from None
+
+
+def run_list(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        listings = admin.list_transactions(
+            states=args.state, producer_ids=args.producer_id, duration_ms=args.duration_ms
+        )
+    for line in list_table(listings):
+        print(line)
+    return 0
+
+
+def run_describe(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        described = admin.describe_transactions([args.transactional_id])
+    for line in describe_table(described[args.transactional_id], SystemClock().wall_ms()):
+        print(line)
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``transactions`` on the ``odradek`` command's subparsers."""
+    p = sub.add_parser(
+        "transactions",
+        help="list and describe transactions",
+        description="Transactions, as kafka-transactions.sh.",
+    )
+    add_bootstrap_option(p, top_level=False)
+    cmds = p.add_subparsers(dest="transactions_command", metavar="ACTION", required=True)
+
+    ls = cmds.add_parser("list", help="list the transactional ids of every node")
+    add_bootstrap_option(ls, top_level=False)
+    ls.add_argument("--state", type=_states, default=[], metavar="S1,S2", help="only these states")
+    ls.add_argument(
+        "--producer-id",
+        type=_producer_ids,
+        default=[],
+        metavar="P1,P2",
+        help="only these producer ids",
+    )
+    ls.add_argument(
+        "--duration-ms",
+        type=non_negative_int,
+        default=None,
+        metavar="D",
+        help="only transactions open at least D ms",
+    )
+    ls.set_defaults(handler=run_list, prog=f"{PROG} list")
+
+    d = cmds.add_parser("describe", help="one transactional id's state at its coordinator")
+    add_bootstrap_option(d, top_level=False)
+    d.add_argument("--transactional-id", required=True, metavar="T")
+    d.set_defaults(handler=run_describe, prog=f"{PROG} describe")

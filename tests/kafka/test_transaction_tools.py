@@ -1,0 +1,148 @@
+"""Operating transactions, against a real three-node cluster: odradek's ``Admin``
+(``list_transactions`` asking every node, with its state, producer id and duration filters;
+``describe_transactions`` at the id's coordinator) and ``odradek transactions list|describe``
+(kafka-transactions.sh's columns) show an open transaction made by confluent-kafka's
+transactional producer; an unknown id is one line of error."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+import odradek
+from deploy.local.cluster import LocalCluster
+from deploy.local.zookeeper import ZooKeeperServer
+from odradek.cli import main
+from odradek.errors import OdradekError
+from tests.kafka.conftest import running_cluster, wait_for
+from tests.kafka.test_confluent_kafka import create_topic
+from tests.kafka.test_transactions import transaction_state, transactional
+
+
+@pytest.fixture(scope="module")
+def txn_cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> Iterator[LocalCluster]:
+    """Three nodes with small internal topics (fast creation)."""
+    with running_cluster(
+        tmp_path_factory,
+        zookeeper,
+        "txn-tools-cluster",
+        overrides={
+            "default.replication.factor": "3",
+            "num.partitions": "1",
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.num.partitions": "3",
+        },
+    ) as cluster:
+        yield cluster
+
+
+def unique(name: str) -> str:
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err
+
+
+def test_an_open_transaction_is_listed_and_described(
+    txn_cluster: LocalCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kafka = txn_cluster.kafka_bootstrap_servers
+    grpc = txn_cluster.bootstrap_servers
+    topic = unique("ops")
+    create_topic(kafka, topic, partitions=1)
+    tid = unique("app")
+    producer = transactional(kafka, tid)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"x", partition=0)
+    producer.flush(30)
+    wait_for(lambda: transaction_state(txn_cluster, tid) == "Ongoing", "the id Ongoing")
+
+    with odradek.Admin(grpc) as admin:
+        (listing,) = [t for t in admin.list_transactions() if t.transactional_id == tid]
+        assert listing.state == "Ongoing" and listing.producer_id >= 0
+        node_ids = {n.node_id for n in admin.describe_cluster().brokers}
+        assert listing.coordinator_id in node_ids
+
+        def ids(**filters: object) -> set[str]:
+            return {t.transactional_id for t in admin.list_transactions(**filters)}  # type: ignore[arg-type]
+
+        assert tid in ids(states=["Ongoing"])
+        assert tid not in ids(states=["CompleteCommit", "Empty"])
+        assert tid in ids(producer_ids=[listing.producer_id])
+        assert tid not in ids(producer_ids=[listing.producer_id + 1])
+        assert tid in ids(duration_ms=0)
+        assert tid not in ids(duration_ms=3_600_000)  # not open an hour
+        with pytest.raises(ValueError, match="Opening"):
+            admin.list_transactions(states=["Opening"])
+
+        described = admin.describe_transactions([tid])[tid]
+        assert described.state == "Ongoing"
+        assert described.producer_id == listing.producer_id
+        assert described.coordinator_id == listing.coordinator_id
+        assert described.topic_partitions == {odradek.TopicPartition(topic, 0)}
+        assert described.transaction_start_time_ms is not None
+        assert described.transaction_timeout_ms > 0
+        with pytest.raises(OdradekError) as raised:
+            admin.describe_transactions([unique("nobody")])
+        assert raised.value.name == "TRANSACTIONAL_ID_NOT_FOUND"
+
+    code, lines, _ = run(capsys, "transactions", "--bootstrap-server", grpc, "list")
+    assert code == 0
+    assert lines[0].split() == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+    row = [line.split() for line in lines[1:] if line.split()[0] == tid]
+    assert row == [[tid, str(listing.coordinator_id), str(listing.producer_id), "Ongoing"]]
+    code, lines, _ = run(
+        capsys, "transactions", "--bootstrap-server", grpc, "list", "--state", "CompleteCommit"
+    )
+    assert code == 0 and all(line.split()[0] != tid for line in lines[1:])
+
+    code, lines, _ = run(
+        capsys, "transactions", "--bootstrap-server", grpc, "describe", "--transactional-id", tid
+    )
+    assert code == 0
+    assert lines[0].split() == [
+        "CoordinatorId",
+        "TransactionalId",
+        "ProducerId",
+        "ProducerEpoch",
+        "TransactionState",
+        "TransactionTimeoutMs",
+        "CurrentTransactionStartTimeMs",
+        "TransactionDurationMs",
+        "TopicPartitions",
+    ]
+    cells = lines[1].split()
+    assert cells[:5] == [
+        str(listing.coordinator_id),
+        tid,
+        str(listing.producer_id),
+        str(described.producer_epoch),
+        "Ongoing",
+    ]
+    assert cells[6] == str(described.transaction_start_time_ms) and int(cells[7]) >= 0
+    assert cells[8] == f"{topic}-0"
+
+    code, lines, err = run(
+        capsys,
+        "transactions",
+        "--bootstrap-server",
+        grpc,
+        "describe",
+        "--transactional-id",
+        "nobody-here",
+    )
+    assert code == 1 and lines == []
+    assert err.count("\n") == 1
+    assert err.startswith("odradek transactions describe: error: TRANSACTIONAL_ID_NOT_FOUND")
+
+    producer.commit_transaction(60)
+    wait_for(lambda: transaction_state(txn_cluster, tid) == "CompleteCommit", "the commit")
+    with odradek.Admin(grpc) as admin:
+        assert admin.describe_transactions([tid])[tid].state == "CompleteCommit"
