@@ -42,6 +42,7 @@ from odradek.clock import Clock
 from odradek.console.browse import BrowseResult, RecordFilter, Seek, browse, start_offset
 from odradek.console.offsets import PartitionOffsets, partition_offsets
 from odradek.console.refusals import Action, ActionError, acting
+from odradek.console.transactions import TransactionRow, transaction_rows
 from odradek.consumer import Consumer
 from odradek.errors import GroupIdNotFoundError, OdradekError
 from odradek.producer import Producer
@@ -539,6 +540,11 @@ class ClusterView:
         return meta.partition, meta.offset
 
     # --- groups -------------------------------------------------------------------------------
+
+    def transactions(self) -> list[TransactionRow]:
+        """Every transactional id and its open transaction (odradek.console.transactions)."""
+        with self._acting("Describe", "transactional_id"):
+            return transaction_rows(self.admin, self._clock.wall_ms())
 
     def groups(self) -> list[GroupRow]:
         """Every group this principal may describe, with its state, type (classic or consumer),
