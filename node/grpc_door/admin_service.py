@@ -419,3 +419,30 @@ class AdminServicer(pb_grpc.AdminServicer):
         partitions = [(p.topic, p.partition) for p in request.partitions] or None
         result = self._admin.describe_log_dirs(*_caller(), partitions)
         return _log_dirs(self._admin.admin.node_id, result)
+
+    def DescribeProducers(  # noqa: N802 - gRPC method name
+        self, request: pb.DescribeProducersRequest, context: grpc.ServicerContext
+    ) -> pb.DescribeProducersResponse:
+        wanted = [(p.topic, p.partition) for p in request.partitions]
+        return pb.DescribeProducersResponse(
+            partitions=[
+                pb.PartitionProducers(
+                    topic=r.topic,
+                    partition=r.partition_index,
+                    error_code=r.error_code,
+                    error_message=r.error_message,
+                    active_producers=[
+                        pb.ActiveProducer(
+                            producer_id=s.producer_id,
+                            producer_epoch=s.producer_epoch,
+                            last_sequence=s.last_sequence,
+                            last_timestamp=s.last_timestamp,
+                            coordinator_epoch=s.coordinator_epoch,
+                            current_txn_start_offset=s.current_txn_start_offset,
+                        )
+                        for s in r.active_producers
+                    ],
+                )
+                for r in self._admin.describe_producers(*_caller(), wanted)
+            ]
+        )

@@ -1,7 +1,8 @@
 """Transaction administration: the transaction methods of :class:`odradek.Admin`.
 
-Kafka's ``Admin.listTransactions`` and ``describeTransactions`` (KIP-664), over the ``Broker``
-service's ListTransactions and DescribeTransactions:
+Kafka's ``Admin.listTransactions``, ``describeTransactions`` and ``describeProducers``
+(KIP-664), over the ``Broker`` service's ListTransactions and DescribeTransactions and the
+``Admin`` service's DescribeProducers:
 
 * :meth:`TransactionAdmin.list_transactions` asks every live node, since each coordinates the
   transactional ids of the ``__transaction_state`` partitions it leads (Kafka's admin does the
@@ -19,8 +20,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import grpc
+
 from odradek.client.connection import ConnectionPool, call
 from odradek.client.errors import error_from_code
+from odradek.client.leaders import Answer, LeaderTarget, send_to_leaders
 from odradek.client.metadata import MetadataCache
 from odradek.client.transactions import TransactionCoordinatorClient
 from odradek.client.types import TopicPartition
@@ -28,7 +32,14 @@ from odradek.clock import Clock
 from odradek.errors import OdradekError
 from odradek.v1 import odradek_pb2 as pb
 
-__all__ = ["TRANSACTION_STATES", "TransactionAdmin", "TransactionDescription", "TransactionListing"]
+__all__ = [
+    "TRANSACTION_STATES",
+    "PartitionProducerState",
+    "ProducerState",
+    "TransactionAdmin",
+    "TransactionDescription",
+    "TransactionListing",
+]
 
 TRANSACTION_STATES = (
     "Empty",
@@ -67,6 +78,40 @@ class TransactionDescription:
     transaction_start_time_ms: int | None
     """When the open transaction began (ms since the epoch); None with none open."""
     topic_partitions: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerState:
+    """Kafka's ``ProducerState``: one active producer of a partition."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int | None
+    """Of its last transaction marker on the partition; None: none written."""
+    current_transaction_start_offset: int | None
+    """The first offset of its open transaction on the partition; None: none open."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionProducerState:
+    """Kafka's ``PartitionProducerState``."""
+
+    active_producers: tuple[ProducerState, ...]
+
+
+def _producer(p: pb.ActiveProducer) -> ProducerState:
+    return ProducerState(
+        producer_id=p.producer_id,
+        producer_epoch=p.producer_epoch,
+        last_sequence=p.last_sequence,
+        last_timestamp=p.last_timestamp,
+        coordinator_epoch=None if p.coordinator_epoch < 0 else p.coordinator_epoch,
+        current_transaction_start_offset=(
+            None if p.current_txn_start_offset < 0 else p.current_txn_start_offset
+        ),
+    )
 
 
 class TransactionAdmin:
@@ -169,6 +214,78 @@ class TransactionAdmin:
                 ),
             )
         return out
+
+    def describe_producers(
+        self, partitions: Iterable[TopicPartition], *, broker_id: int | None = None
+    ) -> dict[TopicPartition, PartitionProducerState]:
+        """Each partition's active producers, from its leader (or from node ``broker_id``, any
+        of whose replicas answers, as Kafka's ``DescribeProducersOptions.brokerId``). Raises
+        the typed error of the first partition that could not be answered
+        (TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER from a
+        node given that hosts no replica)."""
+        wanted = list(dict.fromkeys(partitions))
+        if broker_id is not None:
+            brokers = self._metadata.refresh().brokers
+            if broker_id not in brokers:
+                raise ValueError(f"no live broker {broker_id}")
+            address = brokers[broker_id].address
+            response = call(
+                self._pool.admin(address).DescribeProducers,
+                pb.DescribeProducersRequest(
+                    partitions=[
+                        pb.TopicPartition(topic=t.topic, partition=t.partition) for t in wanted
+                    ]
+                ),
+                address=address,
+                timeout_ms=self._request_timeout_ms,
+            )
+            out: dict[TopicPartition, PartitionProducerState] = {}
+            for p in response.partitions:
+                tp = TopicPartition(p.topic, p.partition)
+                if p.error_code:
+                    raise error_from_code(p.error_code, p.error_message, str(tp))
+                out[tp] = PartitionProducerState(tuple(_producer(a) for a in p.active_producers))
+            return out
+
+        def start(
+            address: str, targets: list[LeaderTarget[int]]
+        ) -> grpc.Future[pb.DescribeProducersResponse]:
+            request = pb.DescribeProducersRequest(
+                partitions=[
+                    pb.TopicPartition(topic=t.tp.topic, partition=t.tp.partition) for t in targets
+                ]
+            )
+            return self._pool.admin(address).DescribeProducers.future(
+                request, timeout=self._request_timeout_ms / 1000
+            )
+
+        def answers(
+            response: pb.DescribeProducersResponse,
+        ) -> Iterable[Answer[PartitionProducerState]]:
+            for p in response.partitions:
+                yield Answer(
+                    TopicPartition(p.topic, p.partition),
+                    p.error_code,
+                    p.error_message,
+                    PartitionProducerState(tuple(_producer(a) for a in p.active_producers)),
+                )
+
+        found = send_to_leaders(
+            self._metadata,
+            self._clock,
+            dict.fromkeys(wanted, 0),
+            start,
+            answers,
+            timeout_ms=self._default_api_timeout_ms,
+            retry_backoff_ms=self._retry_backoff_ms,
+        )
+        result: dict[TopicPartition, PartitionProducerState] = {}
+        for tp in wanted:
+            state = found[tp]
+            if isinstance(state, OdradekError):
+                raise state
+            result[tp] = state
+        return result
 
     def _node_id_of(self, address: str) -> int:
         for broker in self._metadata.refresh().brokers.values():

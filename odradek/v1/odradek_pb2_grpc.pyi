@@ -338,6 +338,11 @@ class AdminStub:
     (Kafka's DescribeLogDirs: log dirs are per node, so a client asks every broker). Needs
     DESCRIBE on the Cluster under an authorizer (else CLUSTER_AUTHORIZATION_FAILED, 31).
     """
+    DescribeProducers: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DescribeProducersRequest, _odradek_pb2.DescribeProducersResponse]
+    """The active idempotent and transactional producers of partitions in the answering node's
+    replicas (Kafka's DescribeProducers, 61: any replica answers; NOT_LEADER_OR_FOLLOWER for a
+    partition the node does not host). READ on each topic (TOPIC_AUTHORIZATION_FAILED, 29).
+    """
 
 @_typing.type_check_only
 class AdminAsyncStub(AdminStub):
@@ -370,6 +375,11 @@ class AdminAsyncStub(AdminStub):
     """The answering node's own log directories and the size of each of its replicas' logs
     (Kafka's DescribeLogDirs: log dirs are per node, so a client asks every broker). Needs
     DESCRIBE on the Cluster under an authorizer (else CLUSTER_AUTHORIZATION_FAILED, 31).
+    """
+    DescribeProducers: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DescribeProducersRequest, _odradek_pb2.DescribeProducersResponse]  # type: ignore[assignment]
+    """The active idempotent and transactional producers of partitions in the answering node's
+    replicas (Kafka's DescribeProducers, 61: any replica answers; NOT_LEADER_OR_FOLLOWER for a
+    partition the node does not host). READ on each topic (TOPIC_AUTHORIZATION_FAILED, 29).
     """
 
 class AdminServicer(metaclass=_abc_1.ABCMeta):
@@ -484,6 +494,17 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
         """The answering node's own log directories and the size of each of its replicas' logs
         (Kafka's DescribeLogDirs: log dirs are per node, so a client asks every broker). Needs
         DESCRIBE on the Cluster under an authorizer (else CLUSTER_AUTHORIZATION_FAILED, 31).
+        """
+
+    @_abc_1.abstractmethod
+    def DescribeProducers(
+        self,
+        request: _odradek_pb2.DescribeProducersRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.DescribeProducersResponse, _abc.Awaitable[_odradek_pb2.DescribeProducersResponse]]:
+        """The active idempotent and transactional producers of partitions in the answering node's
+        replicas (Kafka's DescribeProducers, 61: any replica answers; NOT_LEADER_OR_FOLLOWER for a
+        partition the node does not host). READ on each topic (TOPIC_AUTHORIZATION_FAILED, 29).
         """
 
 def add_AdminServicer_to_server(servicer: AdminServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

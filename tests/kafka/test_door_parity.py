@@ -62,6 +62,7 @@ from kio.schema.describe_acls.v2.request import DescribeAclsRequest
 from kio.schema.describe_configs.v2 import request as describe_configs
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
 from kio.schema.describe_log_dirs.v2 import request as describe_log_dirs
+from kio.schema.describe_producers.v0 import request as describe_producers
 from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 from kio.schema.describe_user_scram_credentials.v0 import request as describe_scram
 from kio.schema.elect_leaders.v2 import request as elect_leaders
@@ -173,6 +174,7 @@ DENIED: dict[str, tuple[tuple[ResourceType, AclOperation], ...]] = {
     "DescribeUserScramCredentials": ((C, AclOperation.DESCRIBE),),
     "AlterUserScramCredentials": ((C, AclOperation.ALTER),),
     "DescribeLogDirs": ((C, AclOperation.DESCRIBE),),
+    "DescribeProducers": ((T, AclOperation.READ),),
     "AddPartitionsToTxn": ((X, AclOperation.WRITE),),
     "AddOffsetsToTxn": ((X, AclOperation.WRITE),),
     "TxnOffsetCommit": ((X, AclOperation.WRITE),),
@@ -1210,6 +1212,20 @@ def grpc_describe_log_dirs(parity: Parity, cn: str, case: Case) -> Codes:
     ]
 
 
+# DescribeProducers: each partition's error code (the node hosts parity-topic's one replica)
+def kafka_describe_producers(parity: Parity, cn: str, case: Case) -> Codes:
+    topic = describe_producers.TopicRequest(name=TopicName(case.topic), partition_indexes=(i32(0),))
+    answer = parity.kafka(cn, describe_producers.DescribeProducersRequest(topics=(topic,)))
+    return kafka_partitions(answer.topics)
+
+
+def grpc_describe_producers(parity: Parity, cn: str, case: Case) -> Codes:
+    request = pb.DescribeProducersRequest(
+        partitions=[pb.TopicPartition(topic=case.topic, partition=0)]
+    )
+    return grpc_partitions(grpc_answer(parity.admin_stub(cn).DescribeProducers, request), case)
+
+
 # -- the transactional APIs -------------------------------------------------------------------
 
 
@@ -1413,6 +1429,7 @@ APIS = [
     Api("DescribeUserScramCredentials", USER_CASES, kafka_describe_scram, grpc_describe_scram),
     Api("AlterUserScramCredentials", USER_CASES, kafka_alter_scram, grpc_alter_scram),
     Api("DescribeLogDirs", TOPIC_CASES, kafka_describe_log_dirs, grpc_describe_log_dirs),
+    Api("DescribeProducers", TOPIC_CASES, kafka_describe_producers, grpc_describe_producers),
     Api("AddPartitionsToTxn", TOPIC_CASES, kafka_add_partitions, grpc_add_partitions),
     Api("AddOffsetsToTxn", GROUP_CASES, kafka_add_offsets, grpc_add_offsets),
     Api("TxnOffsetCommit", GROUP_CASES, kafka_txn_offset_commit, grpc_txn_offset_commit),

@@ -2,7 +2,10 @@
 (``list_transactions`` asking every node, with its state, producer id and duration filters;
 ``describe_transactions`` at the id's coordinator) and ``odradek transactions list|describe``
 (kafka-transactions.sh's columns) show an open transaction made by confluent-kafka's
-transactional producer; an unknown id is one line of error."""
+transactional producer; an unknown id is one line of error; ``describe_producers`` (the Admin
+service's DescribeProducers, at the leader or a node given) shows its producer with the open
+transaction's first offset, and after the commit none open and the marker's coordinator
+epoch."""
 
 from __future__ import annotations
 
@@ -93,6 +96,19 @@ def test_an_open_transaction_is_listed_and_described(
             admin.describe_transactions([unique("nobody")])
         assert raised.value.name == "TRANSACTIONAL_ID_NOT_FOUND"
 
+        tp = odradek.TopicPartition(topic, 0)
+        (open_,) = admin.describe_producers([tp])[tp].active_producers
+        assert (open_.producer_id, open_.producer_epoch) == (
+            listing.producer_id,
+            described.producer_epoch,
+        )
+        assert open_.current_transaction_start_offset == 0
+        leader = admin.describe_topics([topic])[topic].partitions[0].leader
+        assert admin.describe_producers([tp], broker_id=leader)[tp].active_producers == (open_,)
+        with pytest.raises(OdradekError) as raised:
+            admin.describe_producers([odradek.TopicPartition(unique("missing"), 0)])
+        assert raised.value.name == "UNKNOWN_TOPIC_OR_PARTITION"
+
     code, lines, _ = run(capsys, "transactions", "--bootstrap-server", grpc, "list")
     assert code == 0
     assert lines[0].split() == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
@@ -146,3 +162,7 @@ def test_an_open_transaction_is_listed_and_described(
     wait_for(lambda: transaction_state(txn_cluster, tid) == "CompleteCommit", "the commit")
     with odradek.Admin(grpc) as admin:
         assert admin.describe_transactions([tid])[tid].state == "CompleteCommit"
+        tp = odradek.TopicPartition(topic, 0)
+        (done,) = admin.describe_producers([tp])[tp].active_producers
+        assert done.current_transaction_start_offset is None
+        assert done.coordinator_epoch is not None  # of the COMMIT marker
