@@ -1,4 +1,5 @@
-"""``odradek transactions list|describe``: transactions, as ``kafka-transactions.sh``.
+"""``odradek transactions list|describe|find-hanging``: transactions, as
+``kafka-transactions.sh``.
 
 * ``list [--state S[,S...]] [--producer-id P[,P...]] [--duration-ms D]`` prints every
   transactional id of the cluster (asking every node), Kafka's columns: ``TransactionalId
@@ -9,6 +10,10 @@
   TransactionTimeoutMs CurrentTransactionStartTimeMs TransactionDurationMs TopicPartitions``
   (``None`` for the start and duration with no transaction open, as Kafka's tool).
 
+* ``find-hanging (--broker-id B | --topic T [--partition P]) [--max-transaction-timeout M]``
+  prints the transactions partitions hold open that no coordinator will end
+  (:mod:`odradek.cli.hanging`).
+
 Errors print one line and exit 1 (TRANSACTIONAL_ID_NOT_FOUND, ...); a bad state is a usage
 error (exit 2).
 """
@@ -18,7 +23,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from odradek.cli.common import add_bootstrap_option, non_negative_int, table
+from odradek.cli.common import InputError, add_bootstrap_option, non_negative_int, table
 from odradek.clock import SystemClock
 
 if TYPE_CHECKING:
@@ -118,6 +123,35 @@ def run_describe(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_find_hanging(args: argparse.Namespace) -> int:
+    from odradek.cli.hanging import find_hanging, hanging_table
+    from odradek.client.types import TopicPartition
+
+    if args.broker_id is None and args.topic is None:
+        raise InputError("find-hanging needs --broker-id or --topic")
+    if args.partition is not None and args.topic is None:
+        raise InputError("--partition needs --topic")
+    now_ms = SystemClock().wall_ms()
+    with _admin(args) as admin:
+        partitions = None
+        if args.topic is not None:
+            if args.partition is not None:
+                partitions = [TopicPartition(args.topic, args.partition)]
+            else:
+                topic = admin.describe_topics([args.topic])[args.topic]
+                partitions = [TopicPartition(args.topic, p.partition) for p in topic.partitions]
+        found = find_hanging(
+            admin,
+            broker_id=args.broker_id,
+            partitions=partitions,
+            max_timeout_ms=args.max_transaction_timeout * 60_000,
+            now_ms=now_ms,
+        )
+    for line in hanging_table(found, now_ms):
+        print(line)
+    return 0
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``transactions`` on the ``odradek`` command's subparsers."""
     p = sub.add_parser(
@@ -151,3 +185,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_bootstrap_option(d, top_level=False)
     d.add_argument("--transactional-id", required=True, metavar="T")
     d.set_defaults(handler=run_describe, prog=f"{PROG} describe")
+
+    h = cmds.add_parser(
+        "find-hanging", help="transactions partitions hold open that no coordinator will end"
+    )
+    add_bootstrap_option(h, top_level=False)
+    h.add_argument("--broker-id", type=non_negative_int, metavar="B", help="every partition on B")
+    h.add_argument("--topic", metavar="T", help="the partitions of T (at their leaders)")
+    h.add_argument("--partition", type=non_negative_int, metavar="P", help="only partition P")
+    h.add_argument(
+        "--max-transaction-timeout",
+        type=non_negative_int,
+        default=15,
+        metavar="M",
+        help="minutes since a transaction's last batch before it may be hanging (default 15)",
+    )
+    h.set_defaults(handler=run_find_hanging, prog=f"{PROG} find-hanging")

@@ -5,23 +5,35 @@
 transactional producer; an unknown id is one line of error; ``describe_producers`` (the Admin
 service's DescribeProducers, at the leader or a node given) shows its producer with the open
 transaction's first offset, and after the commit none open and the marker's coordinator
-epoch."""
+epoch; ``odradek transactions find-hanging`` finds a transaction written with raw frames on a
+cluster without KIP-890's verification (no AddPartitionsToTxn: no coordinator will end it), and
+not an Ongoing one."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
+from kio.schema.init_producer_id.v1.request import InitProducerIdRequest
+from kio.schema.types import TransactionalId
+from kio.static.primitive import i32Timedelta
 
 import odradek
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from odradek.cli import main
 from odradek.errors import OdradekError
-from tests.kafka.conftest import running_cluster, wait_for
+from tests.kafka.conftest import call, running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic
-from tests.kafka.test_transactions import transaction_state, transactional
+from tests.kafka.test_transactions import (
+    _coordinator_of,
+    _read_committed_end,
+    _txn_produce,
+    transaction_state,
+    transactional,
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +50,27 @@ def txn_cluster(
             "num.partitions": "1",
             "offsets.topic.num.partitions": "3",
             "transaction.state.log.num.partitions": "3",
+        },
+    ) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def unverified_cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> Iterator[LocalCluster]:
+    """Three nodes without KIP-890's verification: a transactional produce to a partition not
+    in the producer's transaction is written (and hangs)."""
+    with running_cluster(
+        tmp_path_factory,
+        zookeeper,
+        "txn-hanging-cluster",
+        overrides={
+            "default.replication.factor": "3",
+            "num.partitions": "1",
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.num.partitions": "3",
+            "transaction.partition.verification.enable": "false",
         },
     ) as cluster:
         yield cluster
@@ -166,3 +199,79 @@ def test_an_open_transaction_is_listed_and_described(
         (done,) = admin.describe_producers([tp])[tp].active_producers
         assert done.current_transaction_start_offset is None
         assert done.coordinator_epoch is not None  # of the COMMIT marker
+
+
+def test_find_hanging_finds_a_transaction_no_coordinator_will_end(
+    unverified_cluster: LocalCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = unverified_cluster
+    kafka, grpc = cluster.kafka_bootstrap_servers, cluster.bootstrap_servers
+    hung, fine = unique("hung"), unique("fine")
+    create_topic(kafka, hung, partitions=1)
+    create_topic(kafka, fine, partitions=1)
+    # a transaction the coordinator knows: Ongoing with its partition, not hanging
+    producer = transactional(kafka, unique("app"))
+    producer.begin_transaction()
+    producer.produce(fine, value=b"x", partition=0)
+    producer.flush(30)
+    # raw frames: InitProducerId, then a transactional batch without AddPartitionsToTxn
+    tid = unique("raw")
+    init = call(
+        _coordinator_of(cluster, tid),
+        InitProducerIdRequest(
+            transactional_id=TransactionalId(tid),
+            transaction_timeout=i32Timedelta.parse(timedelta(seconds=60)),
+        ),
+    )
+    assert init.error_code == 0
+    pid, epoch = int(init.producer_id), int(init.producer_epoch)
+    assert _txn_produce(cluster, hung, tid, pid, epoch, 0) == 0  # written: verification is off
+    assert _read_committed_end(cluster, hung) == 0  # held back for good
+    assert transaction_state(cluster, tid) == "Empty"  # the coordinator has no transaction
+
+    with odradek.Admin(grpc) as admin:
+        leader = admin.describe_topics([hung])[hung].partitions[0].leader
+    expected = [hung, "0", str(pid), str(epoch), "-1", "0"]
+    for where in (
+        ["--broker-id", str(leader)],
+        ["--topic", hung],
+        ["--topic", hung, "--partition", "0"],
+    ):
+        code, lines, err = run(
+            capsys,
+            "transactions",
+            "--bootstrap-server",
+            grpc,
+            "find-hanging",
+            *where,
+            "--max-transaction-timeout",
+            "0",
+        )
+        assert code == 0, err
+        assert lines[0].split() == [
+            "Topic",
+            "Partition",
+            "ProducerId",
+            "ProducerEpoch",
+            "CoordinatorEpoch",
+            "StartOffset",
+            "LastTimestamp",
+            "Duration(min)",
+        ]
+        assert [line.split()[:6] for line in lines[1:]] == [expected], where
+    # the Ongoing transaction is not hanging, even with no age required
+    code, lines, _ = run(
+        capsys,
+        "transactions",
+        "--bootstrap-server",
+        grpc,
+        "find-hanging",
+        "--topic",
+        fine,
+        "--max-transaction-timeout",
+        "0",
+    )
+    assert code == 0 and lines[1:] == []
+    code, lines, err = run(capsys, "transactions", "--bootstrap-server", grpc, "find-hanging")
+    assert code == 1 and err.count("\n") == 1 and "--broker-id or --topic" in err
+    producer.abort_transaction(60)
