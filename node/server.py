@@ -37,6 +37,7 @@ from node.admin.authorization import AuthorizedAdmin
 from node.admin.dynamic_config_admin import DynamicConfigAdmin
 from node.admin.requests import ConfigType, NewTopicSpec
 from node.apis import BrokerApis, GroupApis, RecordApis, TransactionApis
+from node.apis.txn_abort import TxnAbortApi
 from node.apis.txn_verification import TxnVerification
 from node.config import NodeConfig, known_config_names
 from node.coordinator.group_config_manager import GroupConfigManager
@@ -325,7 +326,6 @@ class Node:
         )
         plain_admin = self.admin
         self.authorized_admin = AuthorizedAdmin(self.admin, authorizer)
-        admin = AdminServicer(self.authorized_admin)
         # The group coordinator creates __consumer_offsets itself (in-process, no ACL check).
         self.groups = GroupCoordinator(
             c.group_coordinator,
@@ -375,6 +375,10 @@ class Node:
             verify_txn_partitions=self.transactions.verify_partitions,
         )
         replication: pb_grpc.ReplicationServicer = replicating
+        admin = AdminServicer(
+            self.authorized_admin,
+            TxnAbortApi(self.replicas, auth, on_written=self.groups.on_txn_marker),
+        )
         controller: pb_grpc.ControllerServicer = ControllerServicer(self.controller)
         if authorizer is not None:
             replication = AuthorizingReplicationServicer(replicating, authorizer)

@@ -1,4 +1,4 @@
-"""``odradek transactions list|describe|find-hanging``: transactions, as
+"""``odradek transactions list|describe|find-hanging|abort``: transactions, as
 ``kafka-transactions.sh``.
 
 * ``list [--state S[,S...]] [--producer-id P[,P...]] [--duration-ms D]`` prints every
@@ -13,6 +13,12 @@
 * ``find-hanging (--broker-id B | --topic T [--partition P]) [--max-transaction-timeout M]``
   prints the transactions partitions hold open that no coordinator will end
   (:mod:`odradek.cli.hanging`).
+
+* ``abort --topic T --partition P (--start-offset O | --producer-id I --producer-epoch E
+  --coordinator-epoch C)`` writes an ABORT marker for a producer's open transaction on the
+  partition at its leader (a hanging one: CLUSTER_ACTION on the cluster needed); with
+  ``--start-offset`` the producer, its epoch and coordinator epoch are the partition's producer
+  whose open transaction starts there (DescribeProducers), as Kafka's tool finds them.
 
 Errors print one line and exit 1 (TRANSACTIONAL_ID_NOT_FOUND, ...); a bad state is a usage
 error (exit 2).
@@ -152,6 +158,41 @@ def run_find_hanging(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_abort(args: argparse.Namespace) -> int:
+    from odradek.client.types import TopicPartition
+
+    by_producer = (args.producer_id, args.producer_epoch, args.coordinator_epoch)
+    if args.start_offset is None and None in by_producer:
+        raise InputError(
+            "abort needs --start-offset, or --producer-id, --producer-epoch and --coordinator-epoch"
+        )
+    if args.start_offset is not None and by_producer != (None, None, None):
+        raise InputError(
+            "--start-offset goes without --producer-id, --producer-epoch and --coordinator-epoch"
+        )
+    tp = TopicPartition(args.topic, args.partition)
+    with _admin(args) as admin:
+        if args.start_offset is not None:
+            producers = admin.describe_producers([tp])[tp].active_producers
+            found = [
+                p for p in producers if p.current_transaction_start_offset == args.start_offset
+            ]
+            if not found:
+                raise InputError(
+                    f"no open transaction of {tp.topic}-{tp.partition} starts at offset "
+                    f"{args.start_offset}"
+                )
+            (p,) = found
+            by_producer = (
+                p.producer_id,
+                p.producer_epoch,
+                -1 if p.coordinator_epoch is None else p.coordinator_epoch,
+            )
+        producer_id, producer_epoch, coordinator_epoch = by_producer
+        admin.abort_transaction(tp, producer_id, producer_epoch, coordinator_epoch)
+    return 0
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``transactions`` on the ``odradek`` command's subparsers."""
     p = sub.add_parser(
@@ -201,3 +242,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="minutes since a transaction's last batch before it may be hanging (default 15)",
     )
     h.set_defaults(handler=run_find_hanging, prog=f"{PROG} find-hanging")
+
+    a = cmds.add_parser("abort", help="write an ABORT marker for an open (hanging) transaction")
+    add_bootstrap_option(a, top_level=False)
+    a.add_argument("--topic", required=True, metavar="T")
+    a.add_argument("--partition", required=True, type=non_negative_int, metavar="P")
+    a.add_argument(
+        "--start-offset",
+        type=non_negative_int,
+        metavar="O",
+        help="the open transaction's first offset (find-hanging's StartOffset)",
+    )
+    a.add_argument("--producer-id", type=int, metavar="I")
+    a.add_argument("--producer-epoch", type=int, metavar="E")
+    a.add_argument("--coordinator-epoch", type=int, metavar="C")
+    a.set_defaults(handler=run_abort, prog=f"{PROG} abort")

@@ -287,6 +287,56 @@ class TransactionAdmin:
             result[tp] = state
         return result
 
+    def abort_transaction(
+        self,
+        tp: TopicPartition,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        *,
+        timeout_ms: int | None = None,
+    ) -> None:
+        """Kafka's ``abortTransaction``: write an ABORT marker for the producer's open
+        transaction on ``tp`` at its leader (the Admin service's AbortTransaction; needs
+        CLUSTER_ACTION on the cluster), ending a hanging transaction: the partition's last
+        stable offset moves past it. ``producer_epoch`` and ``coordinator_epoch`` are what
+        :meth:`describe_producers` answers for the partition. Waits up to ``timeout_ms``
+        (default ``request_timeout_ms``) for the marker to replicate; retries a moved leader
+        for ``default_api_timeout_ms``. Raises the typed error (ClusterAuthorizationFailedError,
+        InvalidProducerEpochError, TransactionCoordinatorFencedError, ...)."""
+        wait_ms = self._request_timeout_ms if timeout_ms is None else timeout_ms
+
+        def start(
+            address: str, targets: list[LeaderTarget[int]]
+        ) -> grpc.Future[pb.AbortTransactionResponse]:
+            (target,) = targets
+            request = pb.AbortTransactionRequest(
+                topic=target.tp.topic,
+                partition=target.tp.partition,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                coordinator_epoch=coordinator_epoch,
+                timeout_ms=wait_ms,
+            )
+            return self._pool.admin(address).AbortTransaction.future(
+                request, timeout=wait_ms / 1000 + self._request_timeout_ms / 1000
+            )
+
+        def answers(response: pb.AbortTransactionResponse) -> Iterable[Answer[int]]:
+            yield Answer(tp, response.error_code, response.error_message, 0)
+
+        (outcome,) = send_to_leaders(
+            self._metadata,
+            self._clock,
+            {tp: 0},
+            start,
+            answers,
+            timeout_ms=self._default_api_timeout_ms,
+            retry_backoff_ms=self._retry_backoff_ms,
+        ).values()
+        if isinstance(outcome, OdradekError):
+            raise outcome
+
     def _node_id_of(self, address: str) -> int:
         for broker in self._metadata.refresh().brokers.values():
             if broker.address == address:

@@ -999,6 +999,65 @@ class DeleteRecordsResponse(_message.Message):
 Global___DeleteRecordsResponse: _TypeAlias = DeleteRecordsResponse  # noqa: Y015
 
 @_typing.final
+class AbortTransactionRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPIC_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
+    PRODUCER_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_EPOCH_FIELD_NUMBER: _builtins.int
+    COORDINATOR_EPOCH_FIELD_NUMBER: _builtins.int
+    TIMEOUT_MS_FIELD_NUMBER: _builtins.int
+    topic: _builtins.str
+    partition: _builtins.int
+    producer_id: _builtins.int
+    producer_epoch: _builtins.int
+    """DescribeProducers' for the partition"""
+    coordinator_epoch: _builtins.int
+    """DescribeProducers' (that of the producer's last marker)"""
+    timeout_ms: _builtins.int
+    """how long to wait for the marker to replicate"""
+    def __init__(
+        self,
+        *,
+        topic: _builtins.str = ...,
+        partition: _builtins.int = ...,
+        producer_id: _builtins.int = ...,
+        producer_epoch: _builtins.int = ...,
+        coordinator_epoch: _builtins.int = ...,
+        timeout_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["coordinator_epoch", b"coordinator_epoch", "partition", b"partition", "producer_epoch", b"producer_epoch", "producer_id", b"producer_id", "timeout_ms", b"timeout_ms", "topic", b"topic"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AbortTransactionRequest: _TypeAlias = AbortTransactionRequest  # noqa: Y015
+
+@_typing.final
+class AbortTransactionResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    error_message: _builtins.str
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "error_message", b"error_message"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AbortTransactionResponse: _TypeAlias = AbortTransactionResponse  # noqa: Y015
+
+@_typing.final
 class DescribeProducersRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -1472,9 +1472,33 @@ def test_both_doors_answer_the_same_error_codes(
     )
 
 
+GRPC_ONLY = {"AbortTransaction"}
+"""Admin RPCs the Kafka door does not serve to clients, so with no row: AbortTransaction (the
+operator's abort of kafka-transactions.sh, a WriteTxnMarkers the Kafka door leaves to the
+coordinators); its policy is :func:`test_abort_transaction_needs_cluster_action`."""
+
+
 def test_the_table_covers_every_api_both_doors_serve() -> None:
-    """Every Broker and Admin RPC has a row (a new one needs its pair of functions here)."""
+    """Every Broker and Admin RPC has a row (a new one needs its pair of functions here), but
+    the gRPC-only ones of :data:`GRPC_ONLY`."""
     served = {
         m.name for s in ("Broker", "Admin") for m in pb.DESCRIPTOR.services_by_name[s].methods
     }
-    assert served == {api.name for api in APIS}
+    assert served - GRPC_ONLY == {api.name for api in APIS}
+
+
+@pytest.mark.parametrize("principal", [p for p in PRINCIPALS if p != "deny"])
+def test_abort_transaction_needs_cluster_action(parity: Parity, principal: str) -> None:
+    """gRPC only (:data:`GRPC_ONLY`): CLUSTER_ACTION on the cluster, as Kafka's WriteTxnMarkers,
+    else CLUSTER_AUTHORIZATION_FAILED (31); allowed, the marker is refused for the missing
+    topic (UNKNOWN_TOPIC_OR_PARTITION, 3): no cell writes a marker."""
+    request = pb.AbortTransactionRequest(
+        topic=MISSING_TOPIC,
+        partition=0,
+        producer_id=1,
+        producer_epoch=0,
+        coordinator_epoch=0,
+        timeout_ms=TIMEOUT_MS,
+    )
+    answer = parity.admin_stub(principal).AbortTransaction(request)
+    assert answer.error_code == (3 if principal == "cluster" else 31), answer.error_message

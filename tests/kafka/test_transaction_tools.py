@@ -7,7 +7,8 @@ service's DescribeProducers, at the leader or a node given) shows its producer w
 transaction's first offset, and after the commit none open and the marker's coordinator
 epoch; ``odradek transactions find-hanging`` finds a transaction written with raw frames on a
 cluster without KIP-890's verification (no AddPartitionsToTxn: no coordinator will end it), and
-not an Ongoing one."""
+not an Ongoing one; ``odradek transactions abort --start-offset`` ends it (its ABORT marker
+written at the leader, the last stable offset catches up)."""
 
 from __future__ import annotations
 
@@ -274,4 +275,50 @@ def test_find_hanging_finds_a_transaction_no_coordinator_will_end(
     assert code == 0 and lines[1:] == []
     code, lines, err = run(capsys, "transactions", "--bootstrap-server", grpc, "find-hanging")
     assert code == 1 and err.count("\n") == 1 and "--broker-id or --topic" in err
+    # abort ends it: the ABORT marker (offset 1) lets the last stable offset catch up
+    code, lines, err = run(
+        capsys,
+        "transactions",
+        "--bootstrap-server",
+        grpc,
+        "abort",
+        "--topic",
+        hung,
+        "--partition",
+        "0",
+        "--start-offset",
+        "0",
+    )
+    assert (code, lines, err) == (0, [], "")
+    assert wait_for(lambda: _read_committed_end(cluster, hung) == 2, "the LSO past the abort")
+    code, lines, _ = run(
+        capsys,
+        "transactions",
+        "--bootstrap-server",
+        grpc,
+        "find-hanging",
+        "--topic",
+        hung,
+        "--max-transaction-timeout",
+        "0",
+    )
+    assert code == 0 and lines[1:] == []
+    with odradek.Admin(grpc) as admin:
+        tp = odradek.TopicPartition(hung, 0)
+        (aborted,) = admin.describe_producers([tp])[tp].active_producers
+        assert aborted.current_transaction_start_offset is None
+    code, _, err = run(
+        capsys,
+        "transactions",
+        "--bootstrap-server",
+        grpc,
+        "abort",
+        "--topic",
+        hung,
+        "--partition",
+        "0",
+        "--start-offset",
+        "0",
+    )
+    assert code == 1 and err.count("\n") == 1 and "starts at offset 0" in err
     producer.abort_transaction(60)
