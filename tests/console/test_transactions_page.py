@@ -1,7 +1,8 @@
 """The console's view of transactions in a real headless Chromium against a real three-node
 cluster: a topic's partitions show the last stable offset beside the high watermark (held back
-at an open transaction's first offset, caught up after its commit), and the transactions page
-lists the open transaction (state, producer id and epoch, partitions, how long it is open)."""
+at an open transaction's first offset, caught up after its commit) and the partition's open
+transaction (producer id, epoch, first offset), and the transactions page lists it (state,
+producer id and epoch, partitions, how long it is open)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,11 @@ def partition_cells(browser: WebDriver, console: Console) -> tuple[str, str]:
     )
 
 
+def producer_id_of(cluster: LocalCluster) -> str:
+    with odradek.Admin(cluster.bootstrap_servers) as admin:
+        return str(admin.describe_transactions([TID])[TID].producer_id)
+
+
 def test_an_open_transaction_holds_the_last_stable_offset_and_is_listed(
     browser: WebDriver, console: Console, module_cluster: LocalCluster
 ) -> None:
@@ -54,6 +60,11 @@ def test_an_open_transaction_holds_the_last_stable_offset_and_is_listed(
         producer.flush(30)
 
         assert partition_cells(browser, console) == ("0", "2")
+        opened = "#open-transactions tbody tr"
+        assert [
+            [c.text for c in r.find_elements(By.CSS_SELECTOR, "td")][:4]
+            for r in browser.find_elements(By.CSS_SELECTOR, opened)
+        ] == [["0", producer_id_of(module_cluster), "0", "0"]]
 
         browser.get(f"{console.url}/transactions")
         row = f"#transactions tr[data-transactional-id='{TID}']"
@@ -74,4 +85,6 @@ def test_an_open_transaction_holds_the_last_stable_offset_and_is_listed(
     row = f"#transactions tr[data-transactional-id='{TID}']"
     assert texts(browser, f"{row} td.state") == ["CompleteCommit"]
     assert texts(browser, f"{row} td.duration") == ["-"]
+    partition_cells(browser, console)
+    assert browser.find_elements(By.ID, "open-transactions") == []
     assert console_errors(browser) == []
