@@ -39,6 +39,7 @@ from node.admin.authorization import AuthorizedAdmin
 from node.admin.dynamic_config_admin import DynamicConfigAdmin
 from node.admin.requests import ConfigType, NewTopicSpec
 from node.apis import BrokerApis, GroupApis, RecordApis, TransactionApis
+from node.apis.txn_abort import TxnAbortApi
 from node.apis.txn_verification import TxnVerification
 from node.broker_lifecycle import BrokerLifecycleManager
 from node.config import NodeConfig, known_config_names
@@ -332,7 +333,6 @@ class Node:
         )
         plain_admin = self.admin
         self.authorized_admin = AuthorizedAdmin(self.admin, authorizer)
-        admin = AdminServicer(self.authorized_admin)
         # The group coordinator creates __consumer_offsets itself (in-process, no ACL check).
         self.groups = GroupCoordinator(
             c.group_coordinator,
@@ -382,6 +382,10 @@ class Node:
             verify_txn_partitions=self.transactions.verify_partitions,
         )
         replication: pb_grpc.ReplicationServicer = replicating
+        admin = AdminServicer(
+            self.authorized_admin,
+            TxnAbortApi(self.replicas, auth, on_written=self.groups.on_txn_marker),
+        )
         controller: pb_grpc.ControllerServicer = ControllerServicer(self.controller)
         if authorizer is not None:
             replication = AuthorizingReplicationServicer(replicating, authorizer)

@@ -53,6 +53,7 @@ from odradek.client.group_admin import ConsumerGroupAdmin
 from odradek.client.leaders import Answer, LeaderTarget, send_to_leaders
 from odradek.client.metadata import BrokerInfo, ClusterMetadata, MetadataCache, TopicMetadata
 from odradek.client.security import SecurityConfig, SecurityOptions
+from odradek.client.txn_admin import TransactionAdmin
 from odradek.client.types import TopicPartition
 from odradek.clock import Clock, SystemClock
 from odradek.errors import BrokerNotAvailableError, OdradekError
@@ -290,9 +291,10 @@ class DescribeTopicsResult(Mapping[str, TopicMetadata]):
         return f"DescribeTopicsResult(described={self.described!r}, errors={self.errors!r})"
 
 
-class Admin(ConsumerGroupAdmin):
+class Admin(ConsumerGroupAdmin, TransactionAdmin):
     """Administers an odradek cluster (see the module docstring for the error rules); the
-    consumer group methods come from :class:`~odradek.client.group_admin.ConsumerGroupAdmin`.
+    consumer group methods come from :class:`~odradek.client.group_admin.ConsumerGroupAdmin`,
+    the transaction methods from :class:`~odradek.client.txn_admin.TransactionAdmin`.
 
     ``request_timeout_ms`` bounds each call; ``default_api_timeout_ms`` bounds operations that
     retry (``delete_records``); operations that wait on the cluster (create, delete, elect,

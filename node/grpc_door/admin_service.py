@@ -40,7 +40,9 @@ from node.admin.requests import (
     ScramCredentialUpsertion,
     TopicResult,
 )
+from node.apis.txn_abort import TxnAbortApi
 from node.grpc_door.authentication import current_request
+from node.grpc_door.request_checks import current_caller
 from node.security.principal import ANONYMOUS
 from odradek.acl import (
     AclBinding,
@@ -49,6 +51,7 @@ from odradek.acl import (
     acl_binding_to_wire,
     acl_filter_from_wire,
 )
+from odradek.errors import UnsupportedVersionError
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
@@ -142,10 +145,12 @@ def _filter(wire: pb.AclFilter) -> AclBindingFilter | InvalidAcl:
 
 
 class AdminServicer(pb_grpc.AdminServicer):
-    """Serves the Admin service from the node's admin room."""
+    """Serves the Admin service from the node's admin room; AbortTransaction from
+    :class:`node.apis.txn_abort.TxnAbortApi` (``txn_abort`` ``None``: UNSUPPORTED_VERSION)."""
 
-    def __init__(self, admin: AuthorizedAdmin) -> None:
+    def __init__(self, admin: AuthorizedAdmin, txn_abort: TxnAbortApi | None = None) -> None:
         self._admin = admin
+        self._txn_abort = txn_abort
 
     # -- topics -----------------------------------------------------------------------------
 
@@ -419,3 +424,48 @@ class AdminServicer(pb_grpc.AdminServicer):
         partitions = [(p.topic, p.partition) for p in request.partitions] or None
         result = self._admin.describe_log_dirs(*_caller(), partitions)
         return _log_dirs(self._admin.admin.node_id, result)
+
+    def AbortTransaction(  # noqa: N802 - gRPC method name
+        self, request: pb.AbortTransactionRequest, context: grpc.ServicerContext
+    ) -> pb.AbortTransactionResponse:
+        if self._txn_abort is None:
+            return pb.AbortTransactionResponse(
+                error_code=UnsupportedVersionError.code, error_message="no transaction abort here"
+            )
+        code, message = self._txn_abort.abort_transaction(
+            current_caller(),
+            request.topic,
+            request.partition,
+            request.producer_id,
+            request.producer_epoch,
+            request.coordinator_epoch,
+            request.timeout_ms,
+        )
+        return pb.AbortTransactionResponse(error_code=code, error_message=message)
+
+    def DescribeProducers(  # noqa: N802 - gRPC method name
+        self, request: pb.DescribeProducersRequest, context: grpc.ServicerContext
+    ) -> pb.DescribeProducersResponse:
+        wanted = [(p.topic, p.partition) for p in request.partitions]
+        return pb.DescribeProducersResponse(
+            partitions=[
+                pb.PartitionProducers(
+                    topic=r.topic,
+                    partition=r.partition_index,
+                    error_code=r.error_code,
+                    error_message=r.error_message,
+                    active_producers=[
+                        pb.ActiveProducer(
+                            producer_id=s.producer_id,
+                            producer_epoch=s.producer_epoch,
+                            last_sequence=s.last_sequence,
+                            last_timestamp=s.last_timestamp,
+                            coordinator_epoch=s.coordinator_epoch,
+                            current_txn_start_offset=s.current_txn_start_offset,
+                        )
+                        for s in r.active_producers
+                    ],
+                )
+                for r in self._admin.describe_producers(*_caller(), wanted)
+            ]
+        )

@@ -7,7 +7,8 @@ handler returning the exit code. Errors a user can cause print one line on stder
 ``odradek topics create: error: TOPIC_ALREADY_EXISTS: <message>`` and exits 1.
 
 Commands: ``topics``, ``produce``, ``consume``, ``cluster``, ``get-offsets``,
-``delete-records``, ``leader-election``, ``reassign`` (the client SDK; ``docs/cli.md``),
+``delete-records``, ``leader-election``, ``reassign``, ``groups``, ``transactions`` (the
+client SDK; ``docs/cli.md``),
 ``console`` (the web console; ``docs/console.md``),
 ``node`` (runs a broker), ``dump-log`` (reads segment files). ``--bootstrap-server`` may come
 before the command or after it.
@@ -40,6 +41,7 @@ _CLIENT_COMMANDS = frozenset(
         "acls",
         "users",
         "groups",
+        "transactions",
         "console",
     }
 )
@@ -87,6 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     from odradek.cli import groups
 
     groups.add_parser(sub)
+    from odradek.cli import transactions
+
+    transactions.add_parser(sub)
     from odradek.cli import console
 
     console.add_parser(sub)

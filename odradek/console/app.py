@@ -448,6 +448,12 @@ def create_app(sessions: Sessions, config: ConsoleConfig) -> Starlette:
             f"Produced a record to {name} partition {p} at offset {offset}.",
         )
 
+    # --- transactions -------------------------------------------------------------------------
+
+    async def transactions(request: Request, session: Session) -> Response:
+        rows = await run(view_of(session).transactions)
+        return page(request, session, "transactions.html", rows=rows)
+
     # --- groups -------------------------------------------------------------------------------
 
     async def groups(request: Request, session: Session) -> Response:
@@ -622,6 +628,7 @@ def create_app(sessions: Sessions, config: ConsoleConfig) -> Starlette:
         Route("/api/topics/{topic}/messages", guarded(api_messages)),
         Route("/api/topics/{topic}/tail", guarded(api_tail)),
         Route("/groups", guarded(groups)),
+        Route("/transactions", guarded(transactions)),
         Route("/groups/{group}", guarded(group)),
         Route("/groups/{group}/reset", change(reset), methods=["POST"]),
         Route("/groups/{group}/delete", change(delete_group), methods=["POST"]),

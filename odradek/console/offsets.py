@@ -1,11 +1,12 @@
-"""Each partition's log start offset, high watermark and log end offset, as the leader knows
-them — what the SDK's ``beginning_offsets``/``end_offsets`` do not give together (the log end
-offset, beyond the high watermark, is in no consumer call).
+"""Each partition's log start offset, last stable offset, high watermark and log end offset,
+as the leader knows them — what the SDK's ``beginning_offsets``/``end_offsets`` do not give
+together (the log end offset, beyond the high watermark, is in no consumer call).
 
 Two rounds to each partition's leader, through the SDK's connection helpers: ``ListOffsets``
 (latest: the high watermark), then a ``Fetch`` at that offset with no bytes and no wait, whose
-answer carries the leader's high watermark, log start and log end offset (a consumer's read at
-the high watermark is always in range and returns nothing).
+answer carries the leader's high watermark, last stable offset (where read_committed consumers
+stop: the first offset of the oldest open transaction), log start and log end offset (a
+consumer's read at the high watermark is always in range and returns nothing).
 
 Blocking; thread-safe (the metadata cache and the pool are).
 """
@@ -39,6 +40,17 @@ class PartitionOffsets:
     log_start_offset: int
     high_watermark: int
     log_end_offset: int
+    last_stable_offset: int = -1
+    """Where read_committed consumers stop: the first offset of the oldest open transaction,
+    else the high watermark (-1: not known)."""
+
+    @property
+    def open_transaction_offsets(self) -> int:
+        """Offsets between the last stable offset and the high watermark: held back from
+        read_committed consumers by an open transaction."""
+        if self.last_stable_offset < 0:
+            return 0
+        return max(self.high_watermark - self.last_stable_offset, 0)
 
     @property
     def records(self) -> int:
@@ -122,7 +134,9 @@ def partition_offsets(
                 TopicPartition(p.topic, p.partition),
                 p.error_code,
                 p.error_message,
-                PartitionOffsets(p.log_start_offset, p.high_watermark, p.log_end_offset),
+                PartitionOffsets(
+                    p.log_start_offset, p.high_watermark, p.log_end_offset, p.last_stable_offset
+                ),
             )
 
     found = send_to_leaders(

@@ -42,6 +42,12 @@ from odradek.clock import Clock
 from odradek.console.browse import BrowseResult, RecordFilter, Seek, browse, start_offset
 from odradek.console.offsets import PartitionOffsets, partition_offsets
 from odradek.console.refusals import Action, ActionError, acting
+from odradek.console.transactions import (
+    OpenTransactionRow,
+    TransactionRow,
+    open_transactions,
+    transaction_rows,
+)
 from odradek.consumer import Consumer
 from odradek.errors import GroupIdNotFoundError, OdradekError
 from odradek.producer import Producer
@@ -137,6 +143,10 @@ class TopicDetail:
     configs: tuple[ConfigRow, ...] | None
     configs_error: str | None
     sizes_error: str | None = None
+    open_transactions: tuple[OpenTransactionRow, ...] = ()
+    """The partitions' open transactions (asked only of those whose last stable offset is
+    behind the high watermark)."""
+    open_transactions_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,7 +446,15 @@ class ClusterView:
             )
         except ActionError as exc:
             configs_error = exc.sentence
-        return TopicDetail(name, tuple(rows), configs, configs_error, sizes_error)
+        held = [
+            TopicPartition(name, r.partition)
+            for r in rows
+            if r.offsets is not None and r.offsets.open_transaction_offsets
+        ]
+        opened, opened_error = open_transactions(self.admin, held, self._clock.wall_ms())
+        return TopicDetail(
+            name, tuple(rows), configs, configs_error, sizes_error, opened, opened_error
+        )
 
     def partitions_of(self, name: str) -> tuple[PartitionMetadata, ...]:
         with self._acting("Describe", "topic", name):
@@ -539,6 +557,11 @@ class ClusterView:
         return meta.partition, meta.offset
 
     # --- groups -------------------------------------------------------------------------------
+
+    def transactions(self) -> list[TransactionRow]:
+        """Every transactional id and its open transaction (odradek.console.transactions)."""
+        with self._acting("Describe", "transactional_id"):
+            return transaction_rows(self.admin, self._clock.wall_ms())
 
     def groups(self) -> list[GroupRow]:
         """Every group this principal may describe, with its state, type (classic or consumer),

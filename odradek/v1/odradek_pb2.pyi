@@ -999,6 +999,174 @@ class DeleteRecordsResponse(_message.Message):
 Global___DeleteRecordsResponse: _TypeAlias = DeleteRecordsResponse  # noqa: Y015
 
 @_typing.final
+class AbortTransactionRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPIC_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
+    PRODUCER_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_EPOCH_FIELD_NUMBER: _builtins.int
+    COORDINATOR_EPOCH_FIELD_NUMBER: _builtins.int
+    TIMEOUT_MS_FIELD_NUMBER: _builtins.int
+    topic: _builtins.str
+    partition: _builtins.int
+    producer_id: _builtins.int
+    producer_epoch: _builtins.int
+    """DescribeProducers' for the partition"""
+    coordinator_epoch: _builtins.int
+    """DescribeProducers' (that of the producer's last marker)"""
+    timeout_ms: _builtins.int
+    """how long to wait for the marker to replicate"""
+    def __init__(
+        self,
+        *,
+        topic: _builtins.str = ...,
+        partition: _builtins.int = ...,
+        producer_id: _builtins.int = ...,
+        producer_epoch: _builtins.int = ...,
+        coordinator_epoch: _builtins.int = ...,
+        timeout_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["coordinator_epoch", b"coordinator_epoch", "partition", b"partition", "producer_epoch", b"producer_epoch", "producer_id", b"producer_id", "timeout_ms", b"timeout_ms", "topic", b"topic"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AbortTransactionRequest: _TypeAlias = AbortTransactionRequest  # noqa: Y015
+
+@_typing.final
+class AbortTransactionResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    error_message: _builtins.str
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "error_message", b"error_message"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AbortTransactionResponse: _TypeAlias = AbortTransactionResponse  # noqa: Y015
+
+@_typing.final
+class DescribeProducersRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopicPartition]: ...
+    def __init__(
+        self,
+        *,
+        partitions: _abc.Iterable[Global___TopicPartition] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["partitions", b"partitions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeProducersRequest: _TypeAlias = DescribeProducersRequest  # noqa: Y015
+
+@_typing.final
+class ActiveProducer(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PRODUCER_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_EPOCH_FIELD_NUMBER: _builtins.int
+    LAST_SEQUENCE_FIELD_NUMBER: _builtins.int
+    LAST_TIMESTAMP_FIELD_NUMBER: _builtins.int
+    COORDINATOR_EPOCH_FIELD_NUMBER: _builtins.int
+    CURRENT_TXN_START_OFFSET_FIELD_NUMBER: _builtins.int
+    producer_id: _builtins.int
+    producer_epoch: _builtins.int
+    last_sequence: _builtins.int
+    last_timestamp: _builtins.int
+    """ms; of its last batch"""
+    coordinator_epoch: _builtins.int
+    """of its last transaction marker; -1: none"""
+    current_txn_start_offset: _builtins.int
+    """the open transaction's first offset; -1: none open"""
+    def __init__(
+        self,
+        *,
+        producer_id: _builtins.int = ...,
+        producer_epoch: _builtins.int = ...,
+        last_sequence: _builtins.int = ...,
+        last_timestamp: _builtins.int = ...,
+        coordinator_epoch: _builtins.int = ...,
+        current_txn_start_offset: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["coordinator_epoch", b"coordinator_epoch", "current_txn_start_offset", b"current_txn_start_offset", "last_sequence", b"last_sequence", "last_timestamp", b"last_timestamp", "producer_epoch", b"producer_epoch", "producer_id", b"producer_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ActiveProducer: _TypeAlias = ActiveProducer  # noqa: Y015
+
+@_typing.final
+class PartitionProducers(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPIC_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    ACTIVE_PRODUCERS_FIELD_NUMBER: _builtins.int
+    topic: _builtins.str
+    partition: _builtins.int
+    error_code: _builtins.int
+    error_message: _builtins.str
+    @_builtins.property
+    def active_producers(self) -> _containers.RepeatedCompositeFieldContainer[Global___ActiveProducer]: ...
+    def __init__(
+        self,
+        *,
+        topic: _builtins.str = ...,
+        partition: _builtins.int = ...,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+        active_producers: _abc.Iterable[Global___ActiveProducer] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["active_producers", b"active_producers", "error_code", b"error_code", "error_message", b"error_message", "partition", b"partition", "topic", b"topic"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PartitionProducers: _TypeAlias = PartitionProducers  # noqa: Y015
+
+@_typing.final
+class DescribeProducersResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___PartitionProducers]: ...
+    def __init__(
+        self,
+        *,
+        partitions: _abc.Iterable[Global___PartitionProducers] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["partitions", b"partitions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeProducersResponse: _TypeAlias = DescribeProducersResponse  # noqa: Y015
+
+@_typing.final
 class DescribeLogDirsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

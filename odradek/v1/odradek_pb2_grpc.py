@@ -1022,6 +1022,16 @@ class AdminStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeLogDirsRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeLogDirsResponse.FromString,
                 _registered_method=True)
+        self.DescribeProducers = channel.unary_unary(
+                '/odradek.v1.Admin/DescribeProducers',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeProducersRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeProducersResponse.FromString,
+                _registered_method=True)
+        self.AbortTransaction = channel.unary_unary(
+                '/odradek.v1.Admin/AbortTransaction',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.AbortTransactionRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.AbortTransactionResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -1122,6 +1132,25 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeProducers(self, request, context):
+        """The active idempotent and transactional producers of partitions in the answering node's
+        replicas (Kafka's DescribeProducers, 61: any replica answers; NOT_LEADER_OR_FOLLOWER for a
+        partition the node does not host). READ on each topic (TOPIC_AUTHORIZATION_FAILED, 29).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AbortTransaction(self, request, context):
+        """An operator's abort of one producer's transaction on one partition (kafka-transactions.sh
+        abort): an ABORT marker written at the partition's leader, as a coordinator's
+        WriteTxnMarkers (NOT_LEADER_OR_FOLLOWER elsewhere). CLUSTER_ACTION on the Cluster
+        (CLUSTER_AUTHORIZATION_FAILED, 31), as Kafka's WriteTxnMarkers. gRPC only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -1194,6 +1223,16 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.DescribeLogDirs,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeLogDirsRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeLogDirsResponse.SerializeToString,
+            ),
+            'DescribeProducers': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeProducers,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeProducersRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeProducersResponse.SerializeToString,
+            ),
+            'AbortTransaction': grpc.unary_unary_rpc_method_handler(
+                    servicer.AbortTransaction,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.AbortTransactionRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.AbortTransactionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1578,6 +1617,60 @@ class Admin:
             '/odradek.v1.Admin/DescribeLogDirs',
             odradek_dot_v1_dot_odradek__pb2.DescribeLogDirsRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.DescribeLogDirsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeProducers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Admin/DescribeProducers',
+            odradek_dot_v1_dot_odradek__pb2.DescribeProducersRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.DescribeProducersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AbortTransaction(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Admin/AbortTransaction',
+            odradek_dot_v1_dot_odradek__pb2.AbortTransactionRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.AbortTransactionResponse.FromString,
             options,
             channel_credentials,
             insecure,

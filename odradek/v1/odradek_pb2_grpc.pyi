@@ -338,6 +338,17 @@ class AdminStub:
     (Kafka's DescribeLogDirs: log dirs are per node, so a client asks every broker). Needs
     DESCRIBE on the Cluster under an authorizer (else CLUSTER_AUTHORIZATION_FAILED, 31).
     """
+    DescribeProducers: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DescribeProducersRequest, _odradek_pb2.DescribeProducersResponse]
+    """The active idempotent and transactional producers of partitions in the answering node's
+    replicas (Kafka's DescribeProducers, 61: any replica answers; NOT_LEADER_OR_FOLLOWER for a
+    partition the node does not host). READ on each topic (TOPIC_AUTHORIZATION_FAILED, 29).
+    """
+    AbortTransaction: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.AbortTransactionRequest, _odradek_pb2.AbortTransactionResponse]
+    """An operator's abort of one producer's transaction on one partition (kafka-transactions.sh
+    abort): an ABORT marker written at the partition's leader, as a coordinator's
+    WriteTxnMarkers (NOT_LEADER_OR_FOLLOWER elsewhere). CLUSTER_ACTION on the Cluster
+    (CLUSTER_AUTHORIZATION_FAILED, 31), as Kafka's WriteTxnMarkers. gRPC only.
+    """
 
 @_typing.type_check_only
 class AdminAsyncStub(AdminStub):
@@ -370,6 +381,17 @@ class AdminAsyncStub(AdminStub):
     """The answering node's own log directories and the size of each of its replicas' logs
     (Kafka's DescribeLogDirs: log dirs are per node, so a client asks every broker). Needs
     DESCRIBE on the Cluster under an authorizer (else CLUSTER_AUTHORIZATION_FAILED, 31).
+    """
+    DescribeProducers: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DescribeProducersRequest, _odradek_pb2.DescribeProducersResponse]  # type: ignore[assignment]
+    """The active idempotent and transactional producers of partitions in the answering node's
+    replicas (Kafka's DescribeProducers, 61: any replica answers; NOT_LEADER_OR_FOLLOWER for a
+    partition the node does not host). READ on each topic (TOPIC_AUTHORIZATION_FAILED, 29).
+    """
+    AbortTransaction: _aio.UnaryUnaryMultiCallable[_odradek_pb2.AbortTransactionRequest, _odradek_pb2.AbortTransactionResponse]  # type: ignore[assignment]
+    """An operator's abort of one producer's transaction on one partition (kafka-transactions.sh
+    abort): an ABORT marker written at the partition's leader, as a coordinator's
+    WriteTxnMarkers (NOT_LEADER_OR_FOLLOWER elsewhere). CLUSTER_ACTION on the Cluster
+    (CLUSTER_AUTHORIZATION_FAILED, 31), as Kafka's WriteTxnMarkers. gRPC only.
     """
 
 class AdminServicer(metaclass=_abc_1.ABCMeta):
@@ -484,6 +506,29 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
         """The answering node's own log directories and the size of each of its replicas' logs
         (Kafka's DescribeLogDirs: log dirs are per node, so a client asks every broker). Needs
         DESCRIBE on the Cluster under an authorizer (else CLUSTER_AUTHORIZATION_FAILED, 31).
+        """
+
+    @_abc_1.abstractmethod
+    def DescribeProducers(
+        self,
+        request: _odradek_pb2.DescribeProducersRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.DescribeProducersResponse, _abc.Awaitable[_odradek_pb2.DescribeProducersResponse]]:
+        """The active idempotent and transactional producers of partitions in the answering node's
+        replicas (Kafka's DescribeProducers, 61: any replica answers; NOT_LEADER_OR_FOLLOWER for a
+        partition the node does not host). READ on each topic (TOPIC_AUTHORIZATION_FAILED, 29).
+        """
+
+    @_abc_1.abstractmethod
+    def AbortTransaction(
+        self,
+        request: _odradek_pb2.AbortTransactionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.AbortTransactionResponse, _abc.Awaitable[_odradek_pb2.AbortTransactionResponse]]:
+        """An operator's abort of one producer's transaction on one partition (kafka-transactions.sh
+        abort): an ABORT marker written at the partition's leader, as a coordinator's
+        WriteTxnMarkers (NOT_LEADER_OR_FOLLOWER elsewhere). CLUSTER_ACTION on the Cluster
+        (CLUSTER_AUTHORIZATION_FAILED, 31), as Kafka's WriteTxnMarkers. gRPC only.
         """
 
 def add_AdminServicer_to_server(servicer: AdminServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

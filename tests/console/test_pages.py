@@ -126,6 +126,7 @@ def test_every_page_loads_without_console_errors(
         "/topics/orders/messages",
         "/groups",
         "/groups/pages-group",
+        "/transactions",
         "/security",
         "/brokers",
         "/brokers/0",

@@ -62,6 +62,7 @@ from kio.schema.describe_acls.v2.request import DescribeAclsRequest
 from kio.schema.describe_configs.v2 import request as describe_configs
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
 from kio.schema.describe_log_dirs.v2 import request as describe_log_dirs
+from kio.schema.describe_producers.v0 import request as describe_producers
 from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 from kio.schema.describe_user_scram_credentials.v0 import request as describe_scram
 from kio.schema.elect_leaders.v2 import request as elect_leaders
@@ -173,6 +174,7 @@ DENIED: dict[str, tuple[tuple[ResourceType, AclOperation], ...]] = {
     "DescribeUserScramCredentials": ((C, AclOperation.DESCRIBE),),
     "AlterUserScramCredentials": ((C, AclOperation.ALTER),),
     "DescribeLogDirs": ((C, AclOperation.DESCRIBE),),
+    "DescribeProducers": ((T, AclOperation.READ),),
     "AddPartitionsToTxn": ((X, AclOperation.WRITE),),
     "AddOffsetsToTxn": ((X, AclOperation.WRITE),),
     "TxnOffsetCommit": ((X, AclOperation.WRITE),),
@@ -1210,6 +1212,20 @@ def grpc_describe_log_dirs(parity: Parity, cn: str, case: Case) -> Codes:
     ]
 
 
+# DescribeProducers: each partition's error code (the node hosts parity-topic's one replica)
+def kafka_describe_producers(parity: Parity, cn: str, case: Case) -> Codes:
+    topic = describe_producers.TopicRequest(name=TopicName(case.topic), partition_indexes=(i32(0),))
+    answer = parity.kafka(cn, describe_producers.DescribeProducersRequest(topics=(topic,)))
+    return kafka_partitions(answer.topics)
+
+
+def grpc_describe_producers(parity: Parity, cn: str, case: Case) -> Codes:
+    request = pb.DescribeProducersRequest(
+        partitions=[pb.TopicPartition(topic=case.topic, partition=0)]
+    )
+    return grpc_partitions(grpc_answer(parity.admin_stub(cn).DescribeProducers, request), case)
+
+
 # -- the transactional APIs -------------------------------------------------------------------
 
 
@@ -1413,6 +1429,7 @@ APIS = [
     Api("DescribeUserScramCredentials", USER_CASES, kafka_describe_scram, grpc_describe_scram),
     Api("AlterUserScramCredentials", USER_CASES, kafka_alter_scram, grpc_alter_scram),
     Api("DescribeLogDirs", TOPIC_CASES, kafka_describe_log_dirs, grpc_describe_log_dirs),
+    Api("DescribeProducers", TOPIC_CASES, kafka_describe_producers, grpc_describe_producers),
     Api("AddPartitionsToTxn", TOPIC_CASES, kafka_add_partitions, grpc_add_partitions),
     Api("AddOffsetsToTxn", GROUP_CASES, kafka_add_offsets, grpc_add_offsets),
     Api("TxnOffsetCommit", GROUP_CASES, kafka_txn_offset_commit, grpc_txn_offset_commit),
@@ -1455,9 +1472,33 @@ def test_both_doors_answer_the_same_error_codes(
     )
 
 
+GRPC_ONLY = {"AbortTransaction"}
+"""Admin RPCs the Kafka door does not serve to clients, so with no row: AbortTransaction (the
+operator's abort of kafka-transactions.sh, a WriteTxnMarkers the Kafka door leaves to the
+coordinators); its policy is :func:`test_abort_transaction_needs_cluster_action`."""
+
+
 def test_the_table_covers_every_api_both_doors_serve() -> None:
-    """Every Broker and Admin RPC has a row (a new one needs its pair of functions here)."""
+    """Every Broker and Admin RPC has a row (a new one needs its pair of functions here), but
+    the gRPC-only ones of :data:`GRPC_ONLY`."""
     served = {
         m.name for s in ("Broker", "Admin") for m in pb.DESCRIPTOR.services_by_name[s].methods
     }
-    assert served == {api.name for api in APIS}
+    assert served - GRPC_ONLY == {api.name for api in APIS}
+
+
+@pytest.mark.parametrize("principal", [p for p in PRINCIPALS if p != "deny"])
+def test_abort_transaction_needs_cluster_action(parity: Parity, principal: str) -> None:
+    """gRPC only (:data:`GRPC_ONLY`): CLUSTER_ACTION on the cluster, as Kafka's WriteTxnMarkers,
+    else CLUSTER_AUTHORIZATION_FAILED (31); allowed, the marker is refused for the missing
+    topic (UNKNOWN_TOPIC_OR_PARTITION, 3): no cell writes a marker."""
+    request = pb.AbortTransactionRequest(
+        topic=MISSING_TOPIC,
+        partition=0,
+        producer_id=1,
+        producer_epoch=0,
+        coordinator_epoch=0,
+        timeout_ms=TIMEOUT_MS,
+    )
+    answer = parity.admin_stub(principal).AbortTransaction(request)
+    assert answer.error_code == (3 if principal == "cluster" else 31), answer.error_message
