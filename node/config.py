@@ -97,6 +97,9 @@ class NodeConfig:
     """Partitions of a topic created without a partition count."""
     request_handler_threads: int = 64
     """gRPC worker threads: long polls and acks=-1 waits each hold one."""
+    log_cleaner_threads: int = 1
+    """Cleaning passes that run at once (``log.cleaner.threads``); a dynamic broker config
+    may change it (:attr:`node.dynamic_broker_config.DynamicBrokerConfig.cleaner_threads`)."""
     log: LogConfig = field(default_factory=LogConfig)
     """Default topic configs; a topic's overrides apply on top."""
     log_manager: LogManagerConfig = field(default_factory=LogManagerConfig)
@@ -183,6 +186,8 @@ class NodeConfig:
             )
         if self.replica_fetch_silence_max_ms < 0:
             raise InvalidConfigError("replica.fetch.silence.max.ms must be 0 (off) or more")
+        if self.log_cleaner_threads < 1:
+            raise InvalidConfigError("log.cleaner.threads must be at least 1")
         if self.log_format not in LOG_FORMATS:
             raise InvalidConfigError(
                 f"invalid log.format {self.log_format!r}: must be {' or '.join(LOG_FORMATS)}"
@@ -294,6 +299,7 @@ _SCALARS = {
     "default.replication.factor": "default_replication_factor",
     "num.partitions": "num_partitions",
     "num.request.handler.threads": "request_handler_threads",
+    "log.cleaner.threads": "log_cleaner_threads",
     "metrics.port": "metrics_port",
     "log.format": "log_format",
     "replica.fetch.silence.max.ms": "replica_fetch_silence_max_ms",

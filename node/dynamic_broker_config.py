@@ -12,9 +12,12 @@ them) through :meth:`DynamicBrokerConfig.update`. What they change, without a re
   ``refresh_log_configs``) re-apply them to every hosted log without an override of its own,
   so the next retention pass deletes by the new limits and the next acks=-1 produce counts the
   new ``min.insync.replicas``;
-* ``log.cleaner.threads`` and the other cleaner settings: :attr:`DynamicBrokerConfig.
-  cleaner_threads` and :attr:`DynamicBrokerConfig.dynamic` (see docs/operations.md for what
-  odradek's cleaner does with them).
+* ``log.cleaner.threads``: :attr:`DynamicBrokerConfig.cleaner_threads` (the static
+  ``log.cleaner.threads`` unless set dynamically), which the node applies to its log manager
+  (``LogManager.set_cleaner_threads``, Kafka's ``LogCleaner.reconfigure``) on every update:
+  passes running finish, the next ones run with the new count;
+* the other cleaner settings: :attr:`DynamicBrokerConfig.dynamic` (see docs/operations.md
+  for what odradek's cleaner does with them).
 
 It is what the replica manager reads as its config (:class:`node.core.replica_manager.
 ReplicaConfig`): the replica settings are the static ones.
@@ -92,8 +95,10 @@ class DynamicBrokerConfig:
 
     @property
     def cleaner_threads(self) -> int:
-        """``log.cleaner.threads`` now (1 unless set dynamically)."""
-        return cleaner_threads(self.dynamic)
+        """``log.cleaner.threads`` now: the dynamic value over the static one."""
+        return cleaner_threads(
+            {"log.cleaner.threads": str(self.static.log_cleaner_threads), **self.dynamic}
+        )
 
     def update(
         self,

@@ -103,7 +103,6 @@ IGNORED_KAFKA_CONFIGS = frozenset(
         "leader.imbalance.check.interval.seconds",
         "delete.topic.enable",
         "log.cleaner.enable",
-        "log.cleaner.threads",
         "log.cleaner.io.max.bytes.per.second",
         "log.cleaner.dedupe.buffer.size",
         "log.cleaner.io.buffer.size",

@@ -231,6 +231,12 @@ class Node:
         if self.replicas is not None:
             self.replicas.refresh_log_configs()
 
+    def _apply_dynamic_cleaner_threads(self) -> None:
+        """``log.cleaner.threads`` may have changed (a dynamic broker config): the next
+        cleaning passes run with the new count (Kafka's ``LogCleaner.reconfigure``)."""
+        if self.log_manager is not None:
+            self.log_manager.set_cleaner_threads(self.dynamic_config.cleaner_threads)
+
     def _epoch(self) -> int:
         return self.broker_epoch
 
@@ -244,11 +250,18 @@ class Node:
         c = self.config
         channel_factory = inter_broker_channel_factory(c)
         self.channels = Channels(channel_factory)
-        self.log_manager = LogManager(list(c.log_dirs), c.log, self.clock, c.log_manager)
+        self.log_manager = LogManager(
+            list(c.log_dirs),
+            c.log,
+            self.clock,
+            c.log_manager,
+            cleaner_threads=self.dynamic_config.cleaner_threads,
+        )
         self.replicas = ReplicaManager(
             self.dynamic_config, self.log_manager, self.metadata, self.clock, self._epoch
         )
         self.dynamic_config.listeners.append(self._apply_dynamic_log_defaults)
+        self.dynamic_config.listeners.append(self._apply_dynamic_cleaner_threads)
         self.fetchers = ReplicaFetcherManager(c, self.clock, self.channels, self._epoch)
         self.replicas.fetchers = self.fetchers
         self.alter_partitions = AlterPartitionManager(

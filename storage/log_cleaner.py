@@ -49,17 +49,20 @@ Concurrency: passes run without the log's lock — reads, appends, rolls and ret
 except to take a snapshot and for each swap. The cleaner reads the old segments through its
 own file descriptors, so retention renaming or deleting them cannot pull a file from under it;
 a truncation, a closed log or a replaced segment aborts the pass
-(:class:`~storage.errors.LogCleaningAbortedError`) with nothing half-swapped. One pass at a time
-per :class:`LogCleaner`; its methods are thread-safe.
+(:class:`~storage.errors.LogCleaningAbortedError`) with nothing half-swapped. A
+:class:`LogCleaner` runs up to ``threads`` passes at once (``log.cleaner.threads``), never two
+on one log; its methods are thread-safe.
 
-Memory: the offset map (``dedupe_buffer_bytes``, allocated at the first pass), up to two read
+Memory, per pass: its offset map (``dedupe_buffer_bytes / threads``, allocated at the first
+pass that needs it and reused by the next ones), up to two read
 chunks of ``io_buffer_bytes`` (the one being filtered and the next; a batch larger than a chunk
 is read alone), the output buffered up to ``io_buffer_bytes`` plus one batch, and the batch
 being filtered, decompressed and rebuilt. Nothing grows with the number of keys or the size of
 the log.
 
-Deviations from Kafka: the cleaner is not a thread of its own (the owner calls
-:meth:`LogCleaner.clean_filthiest_log`, e.g. from ``LogManager.tick``); no I/O throttling.
+Deviations from Kafka: the cleaner owns no threads (its owner calls
+:meth:`LogCleaner.clean_filthiest_log` from up to ``threads`` threads of its own, e.g.
+``LogManager``'s cleaning workers); no I/O throttling.
 """
 
 from __future__ import annotations
@@ -590,16 +593,32 @@ def _filter(
 class LogCleaner:
     """Cleans compacted logs and keeps ``cleaner-offset-checkpoint`` in each log directory.
 
-    Thread-safe; one pass runs at a time. :meth:`shutdown` stops a running pass at its next
-    check and waits for it.
+    Up to ``threads`` passes run at once (Kafka's ``log.cleaner.threads`` CleanerThreads),
+    each in its caller's thread, on distinct logs (Kafka's ``LogCleanerManager.inProgress``),
+    each with an offset map of its own of ``dedupe_buffer_bytes / threads`` bytes, allocated
+    at the first pass that needs it and reused. :meth:`set_threads` changes the count (Kafka's
+    ``LogCleaner.reconfigure``): running passes finish with their maps, the next ones get maps
+    of the new size.
+
+    Thread-safe. :meth:`shutdown` stops every running pass at its next check and waits for
+    them.
     """
 
-    def __init__(self, log_dirs: Sequence[Path], config: CleanerConfig, clock: Clock) -> None:
+    def __init__(
+        self, log_dirs: Sequence[Path], config: CleanerConfig, clock: Clock, threads: int = 1
+    ) -> None:
+        if threads < 1:
+            raise ValueError(f"the cleaner needs at least one thread, not {threads}")
         self._config = config
         self._clock = clock
-        self._offset_map: OffsetMap | None = None  # allocated at the first pass
-        self._lock = threading.Lock()  # checkpoints and the uncleanable set
-        self._pass_lock = threading.Lock()  # held for a whole pass
+        # checkpoints, the uncleanable and in-progress sets, the maps and the pass count
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # a pass ended or the count changed
+        self._threads = threads
+        self._maps: list[OffsetMap] = []  # allocated for the current count, in use or free
+        self._free_maps: list[OffsetMap] = []
+        self._in_progress: set[TopicPartition] = set()
+        self._running = 0
         self._stopped = False
         self._checkpoints: dict[Path, dict[TopicPartition, int]] = {
             d: self._read_checkpoint(d) for d in log_dirs
@@ -622,18 +641,66 @@ class LogCleaner:
         return self._config
 
     @property
+    def threads(self) -> int:
+        """How many passes may run at once."""
+        with self._lock:
+            return self._threads
+
+    def set_threads(self, threads: int) -> None:
+        """Let up to ``threads`` passes run at once from now on (Kafka's
+        ``LogCleaner.reconfigure``). Running passes finish with their maps; the maps of the
+        old size are dropped as they come back. Raises ``ValueError`` below 1."""
+        if threads < 1:
+            raise ValueError(f"the cleaner needs at least one thread, not {threads}")
+        with self._lock:
+            if threads == self._threads:
+                return
+            _log.info("log cleaner threads: %d -> %d", self._threads, threads)
+            self._threads = threads
+            self._maps = []
+            self._free_maps = []
+            self._changed.notify_all()
+
+    @property
     def offset_map(self) -> OffsetMap | None:
-        """The map, once a pass has allocated it."""
-        return self._offset_map
+        """The first map of the current thread count, once a pass has allocated it."""
+        with self._lock:
+            return self._maps[0] if self._maps else None
+
+    @property
+    def offset_maps(self) -> list[OffsetMap]:
+        """The maps allocated for the current thread count (at most one per thread)."""
+        with self._lock:
+            return list(self._maps)
 
     def allocate_offset_map(self) -> OffsetMap:
-        """The offset map, allocated now if no pass has yet (it takes a moment: the whole
-        ``dedupe_buffer_bytes`` is written). Thread-safe only before passes start."""
-        if self._offset_map is None:
-            self._offset_map = OffsetMap(
-                self._config.dedupe_buffer_bytes, self._config.dedupe_buffer_load_factor
-            )
-        return self._offset_map
+        """A map for a pass, allocated now if none is free (it takes a moment: the whole
+        ``dedupe_buffer_bytes / threads`` is written). Thread-safe only before passes
+        start."""
+        offset_map = self._take_map()
+        self._give_back_map(offset_map)
+        return offset_map
+
+    def _take_map(self) -> OffsetMap:
+        with self._lock:
+            if self._free_maps:
+                return self._free_maps.pop()
+            threads = self._threads
+        # allocated outside the lock: writing the whole buffer takes a moment
+        offset_map = OffsetMap(
+            max(self._config.dedupe_buffer_bytes // threads, 1024),
+            self._config.dedupe_buffer_load_factor,
+        )
+        with self._lock:
+            if threads == self._threads:
+                self._maps.append(offset_map)
+        return offset_map
+
+    def _give_back_map(self, offset_map: OffsetMap) -> None:
+        with self._lock:
+            # a map of an older thread count is dropped
+            if any(m is offset_map for m in self._maps):
+                self._free_maps.append(offset_map)
 
     # -- checkpoints --
     def checkpoints(self) -> dict[TopicPartition, int]:
@@ -644,6 +711,8 @@ class LogCleaner:
     def _set_checkpoint(
         self, d: Path, tp: TopicPartition, offset: int | None, *, unless_closed: Log | None = None
     ) -> None:
+        # Passes on logs of one directory end in any order: each writes the whole file under
+        # the lock, with every log's latest entry.
         with self._lock:
             if unless_closed is not None and unless_closed.closed:
                 return  # deleted meanwhile: LogManager.delete_log closes, then calls remove_log
@@ -677,27 +746,57 @@ class LogCleaner:
         with self._lock:
             return set(self._uncleanable)
 
+    @property
+    def in_progress(self) -> set[TopicPartition]:
+        """The logs a pass is cleaning now."""
+        with self._lock:
+            return set(self._in_progress)
+
     # -- passes --
+    def _acquire_slot(self, wait: bool) -> bool:
+        """Count a pass in, waiting (``wait``) for one of the ``threads`` to be free. False
+        if stopped, or busy and not ``wait``. Lock held."""
+        while not self._stopped and self._running >= self._threads:
+            if not wait:
+                return False
+            self._changed.wait()
+        if self._stopped:
+            return False
+        self._running += 1
+        return True
+
+    def _release_slot(self, tp: TopicPartition | None) -> None:
+        with self._lock:
+            self._running -= 1
+            if tp is not None:
+                self._in_progress.discard(tp)
+            self._changed.notify_all()
+
     def clean_filthiest_log(
         self, logs: Mapping[TopicPartition, Log], *, wait: bool = True
     ) -> CleanerStats | None:
-        """Clean the compacted log with the highest dirty ratio among those due, if any.
-        Returns the pass's figures, or None if nothing was due, the pass did not finish, or
-        — with ``wait=False`` — another thread's pass is running."""
-        if not self._pass_lock.acquire(blocking=wait):
-            return None
+        """Clean the compacted log with the highest dirty ratio among those due and not being
+        cleaned by another pass, if any. Returns the pass's figures, or None if nothing was
+        due, the pass did not finish, or — with ``wait=False`` — ``threads`` passes are
+        running (with ``wait``, it waits for one of them to end)."""
+        with self._lock:
+            if not self._acquire_slot(wait):
+                return None
+        tp: TopicPartition | None = None
         try:
-            return self._clean_filthiest_log(logs)
+            tp = self._choose_filthiest_log(logs)
+            if tp is None:
+                return None
+            return self._clean(tp, logs[tp])
         finally:
-            self._pass_lock.release()
+            self._release_slot(tp)
 
-    def _clean_filthiest_log(self, logs: Mapping[TopicPartition, Log]) -> CleanerStats | None:
-        if self._stopped:
-            return None
+    def _choose_filthiest_log(self, logs: Mapping[TopicPartition, Log]) -> TopicPartition | None:
+        """The filthiest log due, marked in progress; None if none."""
         now = self._clock.wall_ms()
         candidates = []
         with self._lock:
-            skipped = set(self._uncleanable)
+            skipped = self._uncleanable | self._in_progress
         for tp, log in logs.items():
             if not log.config.compact or tp in skipped or log.closed:
                 continue
@@ -714,24 +813,34 @@ class LogCleaner:
                 )
                 self._set_checkpoint(log.dir.parent, tp, to_clean.first_dirty_offset)
             candidates.append((tp, to_clean, log.config))
-        chosen = filthiest(candidates)
-        if chosen is None:
-            return None
-        return self._clean(chosen, logs[chosen])
+        with self._lock:
+            # another pass may have taken one of them meanwhile
+            candidates = [c for c in candidates if c[0] not in self._in_progress]
+            chosen = filthiest(candidates)
+            if chosen is not None:
+                self._in_progress.add(chosen)
+            return chosen
 
     def clean_log(self, tp: TopicPartition, log: Log) -> CleanerStats | None:
-        """One pass over ``log`` now, whatever its dirty ratio (tests, operators). Returns
-        None if the pass was aborted or failed."""
-        with self._pass_lock:
+        """One pass over ``log`` now, whatever its dirty ratio (tests, operators), once a
+        thread is free and no other pass is cleaning it. Returns None if the pass was aborted
+        or failed, or the cleaner is shut down."""
+        with self._lock:
+            while not self._stopped and (tp in self._in_progress or self._running >= self._threads):
+                self._changed.wait()
             if self._stopped:
                 return None
+            self._running += 1
+            self._in_progress.add(tp)
+        try:
             return self._clean(tp, log)
+        finally:
+            self._release_slot(tp)
 
     def _clean(self, tp: TopicPartition, log: Log) -> CleanerStats | None:
         checkpointed = self._checkpoint_for(tp, log)
-        cleaner = Cleaner(
-            self.allocate_offset_map(), self._config, self._clock, should_stop=self._is_stopped
-        )
+        offset_map = self._take_map()
+        cleaner = Cleaner(offset_map, self._config, self._clock, should_stop=self._is_stopped)
         try:
             stats = cleaner.clean(log, checkpointed)
         except LogCleaningAbortedError as e:
@@ -742,15 +851,20 @@ class LogCleaner:
             with self._lock:
                 self._uncleanable.add(tp)
             return None
+        finally:
+            self._give_back_map(offset_map)
         self._set_checkpoint(log.dir.parent, tp, stats.end_offset, unless_closed=log)
-        self.last_stats = stats
+        with self._lock:
+            self.last_stats = stats
         return stats
 
     def _is_stopped(self) -> bool:
         return self._stopped
 
     def shutdown(self) -> None:
-        """Stop: a running pass aborts at its next check; wait for it. Idempotent."""
-        self._stopped = True
-        with self._pass_lock:
-            pass
+        """Stop: running passes abort at their next check; wait for them. Idempotent."""
+        with self._lock:
+            self._stopped = True
+            self._changed.notify_all()
+            while self._running:
+                self._changed.wait()

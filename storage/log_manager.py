@@ -23,8 +23,10 @@ Periodic work — time-based flush, retention, checkpointing, removal of ``.dele
 compaction — runs in :meth:`LogManager.tick`, driven by the injected clock; the broker calls it
 from one thread, tests call it after advancing a ``ManualClock``. As in Kafka, retention of
 logs whose policy includes ``compact`` runs after each cleaning round rather than with the
-other logs' retention (:meth:`LogManager.clean_logs`). A cleaning pass holds no manager lock,
-so a long one delays only the caller of ``tick``.
+other logs' retention (:meth:`LogManager.clean_logs`). ``tick`` runs the cleaning rounds on
+worker threads of the manager's, up to ``log.cleaner.threads`` at once on distinct logs
+(:meth:`LogManager.set_cleaner_threads` changes the count); a pass holds no manager lock, so
+ticks go on during a long one, and :meth:`LogManager.shutdown` stops and waits for them all.
 
 Thread-safety: every public method is thread-safe.
 """
@@ -100,11 +102,13 @@ class LogManager:
         clock: Clock,
         manager_config: LogManagerConfig | None = None,
         cleaner_config: CleanerConfig | None = None,
+        cleaner_threads: int = 1,
     ) -> None:
         """Lock each directory, then load (recovering where needed) every log in them.
 
         ``cleaner_config`` sets up compaction (enabled by default; the offset map is
-        allocated at the first pass).
+        allocated at the first pass); ``cleaner_threads`` passes may run at once
+        (``log.cleaner.threads``, :meth:`set_cleaner_threads`).
 
         Raises ``LogDirLockedError`` if another process holds a directory, ``ValueError`` for
         no directories or duplicates, and ``OSError`` for I/O failures.
@@ -151,9 +155,13 @@ class LogManager:
         self._next_producer_expiration_ms = now + mc.producer_id_expiration_check_interval_ms
         self.cleaner_config = cleaner_config or CleanerConfig()
         self.cleaner: LogCleaner | None = (
-            LogCleaner(dirs, self.cleaner_config, clock) if self.cleaner_config.enable else None
+            LogCleaner(dirs, self.cleaner_config, clock, cleaner_threads)
+            if self.cleaner_config.enable
+            else None
         )
         self._next_clean_ms = now
+        self._cleaning_workers: set[threading.Thread] = set()  # each runs one round
+        self._stopping = False  # shutdown started: no new cleaning workers
 
     # -- loading --
     @staticmethod
@@ -292,18 +300,55 @@ class LogManager:
     def tick(self) -> None:
         """Run whatever periodic task is due by the clock. Call it often (e.g. every 100 ms).
 
-        A cleaning round (:meth:`clean_logs`) runs last, outside the manager's lock, when the
-        previous one cleaned something or ``backoff_ms`` has passed since one that did not; it
-        is skipped, not waited for, while another thread's pass is running."""
+        Cleaning rounds (:meth:`clean_logs`) run on worker threads of the manager's, up to
+        the cleaner's ``threads`` at once: while fewer are running, a tick starts one when the
+        last round to end cleaned something or ``backoff_ms`` has passed since it did not. A
+        round finds nothing (and backs off) while the cleaner's threads are all busy with
+        other callers' passes. :meth:`wait_for_cleaning` waits for the rounds started."""
         with self._lock:
-            if self._shut_down:
+            if self._shut_down or self._stopping:
                 return
             self._periodic_tasks()
-            clean = self.cleaner is not None and self._clock.monotonic_ms() >= self._next_clean_ms
-        if clean:
+            cleaner = self.cleaner
+            if (
+                cleaner is None
+                or self._clock.monotonic_ms() < self._next_clean_ms
+                or len(self._cleaning_workers) >= cleaner.threads
+            ):
+                return
+            worker = threading.Thread(target=self._cleaning_round, name="log-cleaner", daemon=True)
+            self._cleaning_workers.add(worker)
+        worker.start()
+
+    def _cleaning_round(self) -> None:
+        """A cleaning worker: one round, then the time the next one is due."""
+        worker = threading.current_thread()
+        cleaned = None
+        try:
             cleaned = self.clean_logs(wait=False)
+        except Exception:
+            _log.exception("a cleaning round failed")
+        finally:
             backoff = 0 if cleaned is not None else self.cleaner_config.backoff_ms
-            self._next_clean_ms = self._clock.monotonic_ms() + backoff
+            with self._lock:
+                self._cleaning_workers.discard(worker)
+                self._next_clean_ms = self._clock.monotonic_ms() + backoff
+
+    def wait_for_cleaning(self) -> None:
+        """Wait for the cleaning rounds :meth:`tick` started (tests, shutdown)."""
+        with self._lock:
+            workers = list(self._cleaning_workers)
+        for worker in workers:
+            worker.join()
+
+    def set_cleaner_threads(self, threads: int) -> None:
+        """Run up to ``threads`` cleaning passes at once from now on (a dynamic
+        ``log.cleaner.threads``): running passes finish; the next rounds due use the new
+        count. Raises ``ValueError`` below 1."""
+        cleaner = self.cleaner
+        if cleaner is None:
+            return
+        cleaner.set_threads(threads)
 
     def _periodic_tasks(self) -> None:
         # Called with the lock held.
@@ -351,8 +396,9 @@ class LogManager:
         ``compact,delete``). Returns the pass's figures, or None if no log was cleaned.
 
         Holds no manager lock during the pass: reads, appends and other calls proceed. With
-        ``wait=False`` it returns at once, cleaning nothing, if another thread's pass is
-        running (so a broker may run rounds from a thread of its own beside ``tick``).
+        ``wait=False`` it returns at once, cleaning nothing, if the cleaner's ``threads``
+        passes are running (with ``wait``, it waits for one to end); it never cleans a log
+        another pass is cleaning.
         Does nothing if the cleaner is disabled or the manager is shut down. Thread-safe.
         """
         cleaner = self.cleaner
@@ -410,10 +456,13 @@ class LogManager:
         """Clean shutdown: flush and close every log, write the checkpoints, then the
         clean-shutdown marker, and release the directory locks. Idempotent."""
         with self._lock:
-            if self._shut_down:
+            if self._shut_down or self._stopping:
                 return
-            if self.cleaner is not None:
-                self.cleaner.shutdown()  # stops a running pass and waits for it
+            self._stopping = True  # tick starts no more cleaning workers
+        if self.cleaner is not None:
+            self.cleaner.shutdown()  # stops the running passes and waits for them
+        self.wait_for_cleaning()  # their rounds' retention, outside the lock they take
+        with self._lock:
             for log in self._logs.values():
                 log.flush(include_active_empty=True)
             self.checkpoint_recovery_points()

@@ -286,6 +286,23 @@ def test_a_dynamic_min_insync_replicas_applies_at_once_and_after_a_restart(clust
     wait_until_metadata_complete(cluster)
 
 
+def test_a_dynamic_log_cleaner_threads_is_applied_without_a_restart(cluster, admin):
+    node = cluster.nodes[1]
+
+    def applied(change: str) -> bool | None:
+        return f"log cleaner threads: {change}" in node.log_path.read_text(errors="replace") or None
+
+    alter(admin, broker(1), log_cleaner_threads="2")
+    try:
+        # node 1's cleaner runs two passes at once from now on (LogCleaner.reconfigure)
+        wait_for(lambda: applied("1 -> 2"), "node 1 to apply log.cleaner.threads=2")
+        threads = described(admin, broker(1))["log.cleaner.threads"]
+        assert (threads.value, threads.source) == ("2", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    finally:
+        alter(admin, broker(1), log_cleaner_threads=None)
+    wait_for(lambda: applied("2 -> 1"), "node 1 to go back to one cleaner thread")
+
+
 def test_read_only_unknown_and_invalid_broker_configs_get_kafkas_errors(cluster, admin):
     error = refusal(admin, broker(0), "log.dirs", "/tmp/elsewhere")
     assert error.code() == KafkaError.INVALID_REQUEST

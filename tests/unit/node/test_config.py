@@ -162,6 +162,14 @@ def test_kafka_settings_odradek_has_no_use_for_are_ignored_and_listed():
     assert config.ignored_kafka_configs == ("num.network.threads", "socket.send.buffer.bytes")
 
 
+def test_log_cleaner_threads_is_read_not_ignored():
+    config = config_from_properties(parse_properties(_BASE + "log.cleaner.threads=3\n"))
+    assert config.log_cleaner_threads == 3 and config.ignored_kafka_configs == ()
+    assert config_from_properties(parse_properties(_BASE)).log_cleaner_threads == 1
+    with pytest.raises(InvalidConfigError, match=r"log\.cleaner\.threads must be at least 1"):
+        config_from_properties(parse_properties(_BASE + "log.cleaner.threads=0\n"))
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [

@@ -50,3 +50,20 @@ def test_the_replica_settings_are_the_static_ones():
     assert (c.node_id, c.replica_lag_time_max_ms) == (3, c.static.replica_lag_time_max_ms)
     c.update(default={"log.cleaner.threads": "2"})
     assert c.cleaner_threads == 2
+
+
+def test_cleaner_threads_is_the_static_value_unless_set_dynamically():
+    static = NodeConfig(
+        node_id=3,
+        log_dirs=(Path("/tmp/unused"),),
+        zookeeper_connect="127.0.0.1:1",
+        log_cleaner_threads=2,
+    )
+    c = DynamicBrokerConfig(static)
+    assert c.cleaner_threads == 2
+    c.update(default={"log.cleaner.threads": "4"})
+    assert c.cleaner_threads == 4
+    c.update(default={}, own={"log.cleaner.threads": "3"})
+    assert c.cleaner_threads == 3
+    c.update(own={})
+    assert c.cleaner_threads == 2

@@ -1,13 +1,18 @@
 """Helpers for the compaction tests (unit, property and crash): keyed appends, reading a log
-back record by record, and the oracle every compacted log must agree with."""
+back record by record, the oracle every compacted log must agree with, and a pass that waits
+(:class:`PassBlocker`) for the tests of concurrent passes."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from odradek.records import Record, build_batch, read_batches
 from storage import Log
+from storage.errors import LogCleaningAbortedError
+from storage.log_cleaner import Cleaner
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,3 +106,53 @@ class Oracle:
             k: v for k, v in self.table().items() if self.latest[k] >= log.log_start_offset
         }
         return records
+
+
+class PassBlocker:
+    """While entered, a cleaning pass over ``blocked`` (a topic-partition) stops before it
+    starts: ``entered`` is set, and the pass waits until the block is left (or, with
+    ``until_stopped``, until the cleaner stops: the pass is then aborted). ``others_done``
+    is set after each pass over another log ends; ``most_at_once`` counts, per log, the most
+    passes that ran over it at the same time."""
+
+    def __init__(
+        self, monkeypatch: Any, blocked: tuple[str, int], *, until_stopped: bool = False
+    ) -> None:
+        self.entered = threading.Event()
+        self.others_done = threading.Event()
+        self._release = threading.Event()
+        self._lock = threading.Lock()
+        self._running: dict[tuple[str, int], int] = {}
+        self.most_at_once: dict[tuple[str, int], int] = {}
+        real = Cleaner.clean
+        blocker = self
+
+        def clean(cleaner: Cleaner, log: Log, checkpointed: int | None) -> Any:
+            tp = (log.topic, log.partition)
+            with blocker._lock:
+                blocker._running[tp] = blocker._running.get(tp, 0) + 1
+                blocker.most_at_once[tp] = max(
+                    blocker.most_at_once.get(tp, 0), blocker._running[tp]
+                )
+            try:
+                if tp != blocked:
+                    try:
+                        return real(cleaner, log, checkpointed)
+                    finally:
+                        blocker.others_done.set()
+                blocker.entered.set()
+                while not blocker._release.wait(0.01):
+                    if until_stopped and cleaner._should_stop():
+                        raise LogCleaningAbortedError("stopped while blocked")
+                return real(cleaner, log, checkpointed)
+            finally:
+                with blocker._lock:
+                    blocker._running[tp] -= 1
+
+        monkeypatch.setattr(Cleaner, "clean", clean)
+
+    def __enter__(self) -> PassBlocker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._release.set()

@@ -3,11 +3,13 @@ compacted logs after cleaning (Kafka's LogManager and LogCleaner wiring, in our 
 
 from __future__ import annotations
 
+import threading
+
 from storage import LogConfig, LogManager, LogManagerConfig
 from storage.checkpoint_file import OffsetCheckpointFile
 from storage.config import CleanerConfig
 from storage.log_cleaner import CLEANER_OFFSET_CHECKPOINT
-from tests.unit.storage.compaction_helpers import Oracle, keyed_batch, read_log
+from tests.unit.storage.compaction_helpers import Oracle, PassBlocker, keyed_batch, read_log
 
 COMPACT = LogConfig(cleanup_policy="compact", segment_bytes=1024, file_delete_delay_ms=0)
 SMALL_MAP = CleanerConfig(dedupe_buffer_bytes=1 << 16, backoff_ms=15_000)
@@ -35,6 +37,7 @@ def test_tick_cleans_a_dirty_compacted_log_and_checkpoints_where_it_got(tmp_path
     fill(log, oracle, keys=5, rounds=8, clock=clock)
     size = log.size
     m.tick()
+    m.wait_for_cleaning()
     assert log.size < size / 3
     oracle.check(log)
     checkpoint = OffsetCheckpointFile(tmp_path.resolve() / CLEANER_OFFSET_CHECKPOINT).read()
@@ -46,13 +49,16 @@ def test_a_round_that_finds_nothing_waits_the_backoff(tmp_path, clock):
     m = manager([tmp_path], clock)
     log = m.get_or_create_log("table", 0)
     m.tick()  # nothing to clean: the next round is due after backoff_ms
+    m.wait_for_cleaning()
     oracle = Oracle()
     fill(log, oracle, keys=5, rounds=8, clock=clock)
     size = log.size
     m.tick()
+    m.wait_for_cleaning()
     assert log.size == size
     clock.advance(15_000)
     m.tick()
+    m.wait_for_cleaning()
     assert log.size < size
     m.shutdown()
 
@@ -143,6 +149,7 @@ def test_a_disabled_cleaner_cleans_nothing(tmp_path, clock):
     fill(log, Oracle(), keys=5, rounds=8, clock=clock)
     size = log.size
     m.tick()
+    m.wait_for_cleaning()
     assert m.clean_logs() is None and log.size == size
     assert not (tmp_path / CLEANER_OFFSET_CHECKPOINT).exists()
     m.shutdown()
@@ -152,6 +159,7 @@ def test_the_offset_map_is_allocated_only_when_a_log_is_cleaned(tmp_path, clock)
     m = manager([tmp_path], clock, cleaner=CleanerConfig())  # the default 128 MiB
     m.get_or_create_log("plain", 0, LogConfig())
     m.tick()
+    m.wait_for_cleaning()
     assert m.cleaner is not None and m.cleaner.offset_map is None
     m.shutdown()
 
@@ -184,15 +192,80 @@ def test_shutdown_during_a_round_stops_the_pass_cleanly(tmp_path, clock, monkeyp
     m.shutdown()
 
 
-def test_tick_does_not_wait_for_a_pass_another_thread_runs(tmp_path, clock):
+def test_tick_does_not_wait_for_a_pass_another_thread_runs(tmp_path, clock, monkeypatch):
     m = manager([tmp_path], clock)
+    log = m.get_or_create_log("table", 0)
+    other = m.get_or_create_log("other", 0)
+    fill(log, Oracle(), keys=5, rounds=8, clock=clock)
+    fill(other, Oracle(), keys=5, rounds=8, clock=clock)
+    size = other.size
+    assert m.cleaner is not None
+    with PassBlocker(monkeypatch, ("table", 0)) as blocked:
+        holder = threading.Thread(target=m.cleaner.clean_log, args=(("table", 0), log))
+        holder.start()
+        assert blocked.entered.wait(60)  # the only cleaner thread is busy
+        m.tick()  # its worker finds no free thread
+        m.wait_for_cleaning()
+        assert m.clean_logs(wait=False) is None
+        assert other.size == size
+    holder.join()
+    assert m.clean_logs() is not None
+    m.shutdown()
+
+
+def test_tick_cleans_two_logs_at_once_with_two_threads(tmp_path, clock, monkeypatch):
+    m = LogManager([tmp_path], COMPACT, clock, QUIET, SMALL_MAP, cleaner_threads=2)
+    first = m.get_or_create_log("first", 0)
+    second = m.get_or_create_log("second", 0)
+    oracle = Oracle()
+    fill(first, Oracle(), keys=5, rounds=8, clock=clock)
+    fill(second, oracle, keys=5, rounds=8, clock=clock)
+    size = second.size
+    assert m.cleaner is not None
+    with PassBlocker(monkeypatch, ("first", 0)) as blocked:
+        holder = threading.Thread(target=m.cleaner.clean_log, args=(("first", 0), first))
+        holder.start()
+        assert blocked.entered.wait(60)
+        m.tick()  # a worker takes the other log, the first being in progress
+        assert blocked.others_done.wait(60)
+        m.wait_for_cleaning()
+        assert second.size < size
+        oracle.check(second)
+        assert m.cleaner.in_progress == {("first", 0)}
+    holder.join()
+    assert set(m.cleaner.checkpoints()) == {("first", 0), ("second", 0)}
+    m.shutdown()
+
+
+def test_shutdown_stops_and_waits_for_the_cleaning_workers(tmp_path, clock, monkeypatch):
+    m = LogManager([tmp_path], COMPACT, clock, QUIET, SMALL_MAP, cleaner_threads=2)
     log = m.get_or_create_log("table", 0)
     fill(log, Oracle(), keys=5, rounds=8, clock=clock)
     size = log.size
-    assert m.cleaner is not None
-    with m.cleaner._pass_lock:  # what a pass in another thread holds
-        m.tick()  # returns instead of blocking
-        assert m.clean_logs(wait=False) is None
+    with PassBlocker(monkeypatch, ("table", 0), until_stopped=True) as blocked:
+        m.tick()
+        assert blocked.entered.wait(60)
+        m.shutdown()  # stops the blocked pass and waits for its worker
+        assert m.cleaner is not None and m.cleaner.in_progress == set()
+        assert not m._cleaning_workers
     assert log.size == size
-    assert m.clean_logs() is not None
+
+
+def test_set_cleaner_threads_lets_more_rounds_run_at_once(tmp_path, clock, monkeypatch):
+    m = manager([tmp_path], clock)
+    first = m.get_or_create_log("first", 0)
+    second = m.get_or_create_log("second", 0)
+    fill(first, Oracle(), keys=5, rounds=8, clock=clock)
+    fill(second, Oracle(), keys=5, rounds=8, clock=clock)
+    assert m.cleaner is not None
+    with PassBlocker(monkeypatch, ("first", 0)) as blocked:
+        holder = threading.Thread(target=m.cleaner.clean_log, args=(("first", 0), first))
+        holder.start()
+        assert blocked.entered.wait(60)
+        assert m.clean_logs(wait=False) is None  # one thread, busy
+        m.set_cleaner_threads(2)
+        stats = m.clean_logs(wait=False)
+        assert stats is not None and m.cleaner.last_stats is stats
+        assert m.cleaner.checkpoints() == {("second", 0): stats.end_offset}
+    holder.join()
     m.shutdown()
