@@ -127,6 +127,10 @@ class ReadOptions:
     min_offsets_per_trigger: int | None = None
     # ...but no longer than this since the last one (Spark's maxTriggerDelay, default 15m).
     max_trigger_delay_ms: int = 15 * 60_000
+    # kafka.isolation.level: "read_committed" plans ranges up to the last stable offset and
+    # drops aborted transactions' records; "read_uncommitted" (Kafka's default) reads up to
+    # the high watermark, aborted and open transactions' records included.
+    isolation_level: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,6 +446,25 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
         commit_group_id=_commit_group_id(options, streaming),
         min_offsets_per_trigger=min_offsets,
         max_trigger_delay_ms=_duration_ms(options, "maxTriggerDelay", 15 * 60_000),
+        isolation_level=_isolation_level(options),
+    )
+
+
+def _isolation_level(options: Mapping[str, str]) -> Literal["read_uncommitted", "read_committed"]:
+    """``kafka.isolation.level`` (Kafka's consumer property, which Spark's Kafka source passes
+    on): ``read_uncommitted`` (the default) or ``read_committed``, any case."""
+    raw = options.get("kafka.isolation.level")
+    if raw is None:
+        return "read_uncommitted"
+    value = str(raw).strip().lower()
+    if value == "read_committed":
+        return "read_committed"
+    if value == "read_uncommitted":
+        return "read_uncommitted"
+    raise OdradekSparkOptionError(
+        "kafka.isolation.level",
+        "option 'kafka.isolation.level' must be 'read_uncommitted' or 'read_committed', "
+        f"not {raw!r}",
     )
 
 

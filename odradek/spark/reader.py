@@ -14,6 +14,12 @@ rules follow Spark's ``KafkaDataConsumer``:
 * ``NOT_LEADER_OR_FOLLOWER``, fenced or unknown epochs and unreachable nodes take the answer's
   leader hint or refresh the metadata and fetch again, until ``poll_timeout_ms`` passes
   without progress;
+* with ``kafka.isolation.level=read_committed`` the fetches ask for read_committed: the leader
+  answers up to the last stable offset with the aborted transactions overlapping the answer,
+  and the batches of those transactions are dropped (:class:`AbortedTransactions`, Kafka's
+  ``CompletedFetch`` rule); control batches (transaction markers) are never rows. The range's
+  end was planned at or below the last stable offset, so nothing of an open transaction is
+  waited for or returned;
 * offsets below the log start offset (deleted by retention or ``DeleteRecords``) are data
   loss: :class:`OdradekDataLossError` names the topic-partition, the offsets, the earliest
   available and ``failOnDataLoss``; with ``failOnDataLoss=false`` a warning is logged and the
@@ -27,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -45,12 +51,14 @@ from odradek.errors import (
     OffsetOutOfRangeError,
     RequestTimedOutError,
 )
-from odradek.records import read_batches
+from odradek.records import RecordBatch, read_batches
+from odradek.records.control import ControlRecordType, end_txn_marker_of
 from odradek.spark.arrow import ArrowBatchBuilder
 from odradek.spark.per_process import PerProcess
 from odradek.v1 import odradek_pb2 as pb
 
 __all__ = [
+    "AbortedTransactions",
     "OdradekDataLossError",
     "RangeRead",
     "fetch_client",
@@ -65,6 +73,8 @@ to keep a task's memory flat."""
 _FETCH_MAX_WAIT_MS = 200
 _RETRY_BACKOFF_MS = 100
 _REQUEST_TIMEOUT_MS = 30_000
+_READ_UNCOMMITTED = 0
+_READ_COMMITTED = 1
 
 
 class OdradekDataLossError(RuntimeError):
@@ -91,6 +101,39 @@ class RangeRead:
     fetch_max_bytes: int = 8 * 1024 * 1024
     # How to connect (kafka.security.protocol, kafka.ssl.*, kafka.sasl.*).
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    # kafka.isolation.level=read_committed: fetch read_committed, drop aborted transactions.
+    read_committed: bool = False
+
+
+class AbortedTransactions:
+    """Which batches of one read_committed fetch answer belong to aborted transactions.
+
+    The answer names each aborted transaction overlapping it by producer id and first offset.
+    Going through the answer's batches in offset order (:meth:`drops`), a producer is inside
+    an aborted transaction from that first offset until its ABORT marker, and its
+    transactional batches meanwhile are dropped — Kafka's ``CompletedFetch`` rule (and
+    ``odradek.client.fetcher``'s). Control batches are always dropped. Not thread-safe: one
+    per answer.
+    """
+
+    def __init__(self, aborted: Iterable[tuple[int, int]]) -> None:
+        # (first offset, producer id), soonest last: popped as the batches reach them
+        self._upcoming = sorted(((first, pid) for pid, first in aborted), reverse=True)
+        self._aborting: set[int] = set()
+
+    def drops(self, batch: RecordBatch) -> bool:
+        """Whether ``batch`` (the next of the answer, in offset order) holds no committed
+        record to return."""
+        if not batch.is_transactional:
+            return batch.is_control
+        while self._upcoming and self._upcoming[-1][0] <= batch.last_offset:
+            self._aborting.add(self._upcoming.pop()[1])
+        if batch.is_control:
+            marker = end_txn_marker_of(batch)
+            if marker is not None and marker.control_type is ControlRecordType.ABORT:
+                self._aborting.discard(batch.producer_id)
+            return True
+        return batch.producer_id in self._aborting
 
 
 class FetchClient:
@@ -136,13 +179,14 @@ def fetch_client(servers: str, security: SecurityConfig | None = None) -> FetchC
 
 class _Fetch(NamedTuple):
     """What a fetch asks: ``tp`` from ``offset``, of the leader at ``address`` (its epoch),
-    up to ``max_bytes``."""
+    up to ``max_bytes``, read_committed or not."""
 
     tp: TopicPartition
     offset: int
     address: str
     epoch: int
     max_bytes: int
+    read_committed: bool
 
 
 class _Prefetch:
@@ -174,13 +218,14 @@ class _Prefetch:
 
 def _send_fetch(client: FetchClient, fetch: _Fetch) -> grpc.Future[Any]:
     """``fetch`` sent (its answer: :func:`wait`)."""
-    tp, offset, address, epoch, max_bytes = fetch
+    tp, offset, address, epoch, max_bytes, read_committed = fetch
     request = pb.FetchRequest(
         replica_id=-1,
         broker_epoch=-1,
         max_wait_ms=_FETCH_MAX_WAIT_MS,
         min_bytes=1,
         max_bytes=max_bytes,
+        isolation_level=_READ_COMMITTED if read_committed else _READ_UNCOMMITTED,
         partitions=[
             pb.FetchPartition(
                 topic=tp.topic,
@@ -248,7 +293,7 @@ def _read_range(spec: RangeRead, prefetch: _Prefetch) -> Iterator[Any]:
             continue
         address, epoch = leader
         try:
-            fetch = _Fetch(tp, offset, address, epoch, max_bytes)
+            fetch = _Fetch(tp, offset, address, epoch, max_bytes, spec.read_committed)
             response = wait(prefetch.take(fetch), address)
             if response.error_code:
                 raise error_from_code(response.error_code, "", f"fetch from node {address}")
@@ -297,15 +342,26 @@ def _read_range(spec: RangeRead, prefetch: _Prefetch) -> Iterator[Any]:
         batches = list(read_batches(p.records))
         if batches and batches[-1].next_offset < end:
             # The next records travel while these are decoded.
-            prefetch.start(_Fetch(tp, batches[-1].next_offset, address, epoch, max_bytes))
+            prefetch.start(
+                _Fetch(tp, batches[-1].next_offset, address, epoch, max_bytes, spec.read_committed)
+            )
+        aborted = (
+            AbortedTransactions((a.producer_id, a.first_offset) for a in p.aborted_transactions)
+            if spec.read_committed
+            else None
+        )
         complete = 0
         moved = False
         for batch in batches:
             complete += 1
+            # every batch of the answer goes through ``aborted``, in order, even those before
+            # ``offset``: an ABORT marker there ends its producer's aborted transaction
+            dropped = aborted is not None and aborted.drops(batch)
             if batch.last_offset < offset:
                 continue
             batch.validate()
-            builder.add(batch, offset, end)
+            if not dropped:
+                builder.add(batch, offset, end)
             offset = batch.next_offset
             moved = True
             if len(builder) >= ARROW_BATCH_ROWS:

@@ -14,6 +14,11 @@ limit (``ReadMaxRows``), honoured by ``trigger(availableNow=True)`` through
 ``SupportsTriggerAvailableNow``. Partitions that appear in a subscribed topic are read from
 their earliest offset.
 
+With ``kafka.isolation.level=read_committed`` the planner's "latest" is the last stable
+offset (the first offset of the oldest open transaction, else the high watermark), and the
+tasks fetch read_committed and drop aborted transactions' records and markers: a read never
+returns a record of an aborted or still open transaction.
+
 Option errors (:class:`~odradek.spark.options.OdradekSparkOptionError`) are raised from
 ``schema()`` and the readers' constructors, so they surface at ``load()``.
 """
@@ -45,7 +50,7 @@ from odradek.client.metadata import ClusterMetadata
 from odradek.client.security import SecurityConfig
 from odradek.client.types import TopicPartition
 from odradek.clock import SystemClock
-from odradek.consumer import Consumer
+from odradek.consumer import Consumer, IsolationLevel
 from odradek.errors import OdradekError, UnknownTopicOrPartitionError
 from odradek.spark.arrow import spark_ddl
 from odradek.spark.options import (
@@ -86,11 +91,18 @@ class Planner:
     """The driver's questions to the cluster: which partitions, which offsets. Not
     thread-safe (one per process, used by one planning thread at a time)."""
 
-    def __init__(self, servers: str, security: SecurityConfig | None = None) -> None:
+    def __init__(
+        self,
+        servers: str,
+        security: SecurityConfig | None = None,
+        isolation_level: IsolationLevel = "read_uncommitted",
+    ) -> None:
         self.servers = servers
         options = (security or SecurityConfig()).options()
         self.admin = Admin(servers, **options)
-        self.consumer = Consumer(servers, **options)
+        # read_committed: "latest" is each partition's last stable offset (ListOffsets with
+        # isolation_level 1), so no planned range reaches into an open transaction
+        self.consumer = Consumer(servers, isolation_level=isolation_level, **options)
         self.cluster = ClusterMetadata()
 
     def topic_partitions(self, subscription: Subscription) -> list[TopicPartition]:
@@ -197,12 +209,19 @@ class Planner:
         return out
 
 
-_planners: PerProcess[tuple[str, SecurityConfig], Planner] = PerProcess(lambda key: Planner(*key))
+_planners: PerProcess[tuple[str, SecurityConfig, IsolationLevel], Planner] = PerProcess(
+    lambda key: Planner(*key)
+)
 
 
-def planner(servers: str, security: SecurityConfig | None = None) -> Planner:
-    """This process's :class:`Planner` for ``servers`` (made on first use)."""
-    return _planners.get((servers, security or SecurityConfig()))
+def planner(
+    servers: str,
+    security: SecurityConfig | None = None,
+    isolation_level: IsolationLevel = "read_uncommitted",
+) -> Planner:
+    """This process's :class:`Planner` for ``servers`` at ``isolation_level`` (made on first
+    use)."""
+    return _planners.get((servers, security or SecurityConfig(), isolation_level))
 
 
 def _range_read(opts: ReadOptions, r: OffsetRange, leader: str | None) -> RangePartition:
@@ -219,6 +238,7 @@ def _range_read(opts: ReadOptions, r: OffsetRange, leader: str | None) -> RangeP
             fail_on_data_loss=opts.fail_on_data_loss,
             poll_timeout_ms=opts.poll_timeout_ms,
             fetch_max_bytes=opts.fetch_max_bytes,
+            read_committed=opts.isolation_level == "read_committed",
         )
     )
 
@@ -248,7 +268,7 @@ class OdradekBatchReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         opts = self.opts
         assert opts.ending is not None
-        plan = planner(opts.bootstrap_servers, opts.security)
+        plan = planner(opts.bootstrap_servers, opts.security, opts.isolation_level)
         tps = plan.topic_partitions(opts.subscription)
         starts = plan.resolve(opts.starting, tps, opts.by_timestamp_strategy)
         ends = plan.resolve(opts.ending, tps)
@@ -281,7 +301,7 @@ class OdradekStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_trigger_ms = self._clock.monotonic_ms()
 
     def _plan(self) -> Planner:
-        return planner(self.opts.bootstrap_servers, self.opts.security)
+        return planner(self.opts.bootstrap_servers, self.opts.security, self.opts.isolation_level)
 
     def initialOffset(self) -> dict[str, dict[str, int]]:  # noqa: N802  (Spark's name)
         # Spark asks twice for the first batch: the second answer must be the same.

@@ -32,7 +32,12 @@ def spark_cluster(
     """Three node processes on the session's ZooKeeper under a chroot of their own; killed at
     the end."""
     cluster = LocalCluster(
-        tmp_path_factory.mktemp("spark-cluster"), 3, zookeeper=zookeeper, chroot="/spark"
+        tmp_path_factory.mktemp("spark-cluster"),
+        3,
+        zookeeper=zookeeper,
+        chroot="/spark",
+        # the transaction log made on the first transactional producer's start: small, fast
+        overrides={"transaction.state.log.num.partitions": "3"},
     )
     cluster.start()
     try:

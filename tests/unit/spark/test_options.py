@@ -170,3 +170,15 @@ def test_group_options_for_commits() -> None:
     assert info.value.option == "commitOffsetsToGroup"
     with pytest.raises(OdradekSparkOptionError):
         read(streaming=True, **{"kafka.group.id": " "})
+
+
+def test_isolation_level_spelt_as_sparks_kafka_source() -> None:
+    assert read().isolation_level == "read_uncommitted"
+    assert read(True, **{"kafka.isolation.level": "READ_COMMITTED"}).isolation_level == (
+        "read_committed"
+    )
+    assert read(**{"kafka.isolation.level": "read_uncommitted"}).isolation_level == (
+        "read_uncommitted"
+    )
+    e = error(**{"kafka.isolation.level": "serializable"})
+    assert e.option == "kafka.isolation.level" and "'serializable'" in str(e)

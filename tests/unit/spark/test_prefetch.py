@@ -31,14 +31,14 @@ def fake_client() -> tuple[Any, list[FakeFuture]]:
 
 
 TP = TopicPartition("t", 0)
-AHEAD = _Fetch(TP, 100, "a:1", 3, 1 << 20)
+AHEAD = _Fetch(TP, 100, "a:1", 3, 1 << 20, False)
 
 
 def test_the_fetch_sent_ahead_is_taken_when_asked_for():
     client, sent = fake_client()
     prefetch = _Prefetch(client)
     prefetch.start(AHEAD)
-    got: Any = prefetch.take(_Fetch(TP, 100, "a:1", 3, 1 << 20))
+    got: Any = prefetch.take(_Fetch(TP, 100, "a:1", 3, 1 << 20, False))
     assert got is sent[0] and len(sent) == 1 and not got.was_cancelled
     request = sent[0].request
     assert request.partitions[0].fetch_offset == 100
