@@ -173,12 +173,13 @@ def test_group_options_for_commits() -> None:
 
 
 def test_isolation_level_spelt_as_sparks_kafka_source() -> None:
+    def level(value: str, streaming: bool = False) -> str:
+        options = {**BASE, "kafka.isolation.level": value}
+        return parse_read_options(options, streaming=streaming).isolation_level
+
     assert read().isolation_level == "read_uncommitted"
-    assert read(True, **{"kafka.isolation.level": "READ_COMMITTED"}).isolation_level == (
-        "read_committed"
-    )
-    assert read(**{"kafka.isolation.level": "read_uncommitted"}).isolation_level == (
-        "read_uncommitted"
-    )
-    e = error(**{"kafka.isolation.level": "serializable"})
-    assert e.option == "kafka.isolation.level" and "'serializable'" in str(e)
+    assert level("READ_COMMITTED", streaming=True) == "read_committed"
+    assert level("read_uncommitted") == "read_uncommitted"
+    with pytest.raises(OdradekSparkOptionError) as info:
+        level("serializable")
+    assert info.value.option == "kafka.isolation.level" and "'serializable'" in str(info.value)
