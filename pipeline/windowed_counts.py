@@ -21,6 +21,15 @@ that are not JSON objects with a string ``group`` field (``--group-field``) are 
 
 With ``--available-now`` (the default) the job processes what is there and stops, for
 schedulers; with ``--interval`` it runs until stopped. Under spark-submit, the same options.
+
+Output is exactly once (``--delivery exactly-once``, the default): each micro-batch's records
+are written in one transaction with a marker naming the batch
+(:class:`~odradek.spark.exactly_once.TransactionalBatchSink`; the marker topic is
+``--marker-topic``, default ``<output>-spark-batches``; the transactional id is
+``--transactional-id``, default one derived from the output topic and the checkpoint), so a
+micro-batch replayed after a driver crash is recognised and skipped, and a read_committed reader
+of the output sees every record once. ``--delivery at-least-once`` writes with the plain batch
+writer: a replayed micro-batch writes its records again.
 """
 
 from __future__ import annotations
@@ -28,12 +37,16 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
+from pyspark.sql.types import BooleanType
 
+from odradek.spark.exactly_once import TransactionalBatchSink, default_transactional_id
 from pipeline.session import configure_logging, job_session
 
 __all__ = ["counts", "main", "parser", "windowed_counts"]
@@ -58,13 +71,28 @@ def parser() -> argparse.ArgumentParser:
     when = p.add_mutually_exclusive_group()
     when.add_argument("--available-now", action="store_true", default=True)
     when.add_argument("--interval", default=None, help="run continuously, one batch per interval")
+    p.add_argument(
+        "--delivery",
+        choices=["exactly-once", "at-least-once"],
+        default="exactly-once",
+        help="exactly-once: one transaction per micro-batch, replays recognised",
+    )
+    p.add_argument("--transactional-id", default=None, help="default: from output+checkpoint")
+    p.add_argument("--marker-topic", default=None, help="default: <output>-spark-batches")
     p.add_argument("--master", default=None, help="Spark master outside spark-submit")
+    # Fault injection for the tests (not for production use): kill this job's process group
+    # (driver and JVM) at BATCH_ID:before-commit|after-commit; fail one task once (FILE marks
+    # the failure done; needs a master with task retries, e.g. local[1,4]).
+    p.add_argument("--crash-at", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--fail-task-once", default=None, help=argparse.SUPPRESS)
     return p
 
 
 def counts(events: DataFrame, args: argparse.Namespace) -> DataFrame:
     """The (key, value) records of the windowed counts of ``events`` (the source's rows)."""
     group = sf.get_json_object(sf.col("value").cast("string"), f"$.{args.group_field}")
+    if getattr(args, "fail_task_once", None):
+        events = events.where(_fail_once(args.fail_task_once)(sf.col("offset")))
     counted = (
         events.select(sf.col("timestamp").alias("event_time"), group.alias("group"))
         .where(sf.col("group").isNotNull())
@@ -97,17 +125,22 @@ def windowed_counts(spark: SparkSession, args: argparse.Namespace) -> dict[str, 
     )
     if args.max_records_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(args.max_records_per_trigger))
+    sink = _writer(args)
     writer = (
         counts(reader.load(), args)
         .writeStream.outputMode("update")
         .option("checkpointLocation", args.checkpoint)
-        .foreachBatch(_writer(args.bootstrap_servers, args.output))
+        .foreachBatch(sink)
     )
-    if args.interval:
-        query = writer.trigger(processingTime=args.interval).start()
-    else:
-        query = writer.trigger(availableNow=True).start()
-    query.awaitTermination()
+    try:
+        if args.interval:
+            query = writer.trigger(processingTime=args.interval).start()
+        else:
+            query = writer.trigger(availableNow=True).start()
+        query.awaitTermination()
+    finally:
+        if isinstance(sink, TransactionalBatchSink):
+            sink.close()
     progress = query.recentProgress
     return {
         "batches": len([p for p in progress if p["numInputRows"]]),
@@ -115,19 +148,63 @@ def windowed_counts(spark: SparkSession, args: argparse.Namespace) -> dict[str, 
     }
 
 
-def _writer(servers: str, topic: str) -> Callable[[DataFrame, int], None]:
-    # Update mode needs a sink that takes it: each micro-batch's changed windows go through the
-    # batch writer (acknowledged by every in-sync replica before the batch commits).
+def _writer(args: argparse.Namespace) -> Callable[[DataFrame, int], None]:
+    # Update mode needs a sink that takes it: foreachBatch, with the transactional sink
+    # (exactly once) or the batch writer (at least once: acknowledged by every in-sync replica
+    # before the batch commits, written again when the batch is replayed).
+    crash = _crash_hook(args.crash_at)
+    if args.delivery == "exactly-once":
+        return TransactionalBatchSink(
+            args.bootstrap_servers,
+            args.output,
+            args.transactional_id or default_transactional_id(args.output, args.checkpoint),
+            args.marker_topic or f"{args.output}-spark-batches",
+            after_write=crash,
+        )
+
     def write(batch: DataFrame, batch_id: int) -> None:
         (
             batch.write.format("odradek")
-            .option("odradek.bootstrap.servers", servers)
-            .option("topic", topic)
+            .option("odradek.bootstrap.servers", args.bootstrap_servers)
+            .option("topic", args.output)
             .mode("append")
             .save()
         )
+        if crash is not None:
+            crash(batch_id, "after-commit")
 
     return write
+
+
+def _crash_hook(spec: str | None) -> Callable[[int, str], None] | None:
+    """``--crash-at BATCH_ID:PHASE``: SIGKILL this process group (the driver and its JVM, as a
+    crashed machine leaves them) when batch ``BATCH_ID`` reaches ``PHASE``."""
+    if spec is None:
+        return None
+    batch, _, phase = spec.partition(":")
+    target = (int(batch), phase or "after-commit")
+
+    def crash(batch_id: int, reached: str) -> None:
+        if (batch_id, reached) == target:
+            log.warning("--crash-at %s: killing the job", spec)
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    return crash
+
+
+def _fail_once(marker: str) -> Callable[[Column], Column]:
+    """A filter that keeps every row, but whose first call anywhere raises once (the task
+    fails and Spark retries it): ``marker`` is created atomically by the failing call."""
+
+    def keep(offset: int) -> bool:
+        try:
+            with open(marker, "x"):
+                pass
+        except FileExistsError:
+            return True
+        raise RuntimeError(f"--fail-task-once: the injected task failure (offset {offset})")
+
+    return sf.udf(keep, BooleanType())
 
 
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> dict[str, int]:
