@@ -17,8 +17,13 @@ pytestmark = pytest.mark.spark
 
 
 def transactional(servers: str) -> odradek.Producer:
+    # a long transaction timeout: the open transaction must stay open while Spark reads
+    # (the default 60 s passed on a loaded machine, and the coordinator aborted it)
     producer = odradek.Producer(
-        servers, transactional_id=f"spark-{uuid.uuid4().hex[:8]}", linger_ms=1
+        servers,
+        transactional_id=f"spark-{uuid.uuid4().hex[:8]}",
+        transaction_timeout_ms=600_000,
+        linger_ms=1,
     )
     producer.init_transactions(timeout=60)
     return producer
