@@ -127,8 +127,12 @@ class TlsTerminator:
         self._port = port
         self._certificates = load_certificates(config, listener)
         self._current = _context(self._certificates)
+        self._listening = self._current
+        """The context the listener starts TLS with (its SNI callback swaps in _current)."""
         self._lock = threading.Lock()
         self._peers: dict[str, RelayedPeer] = {}
+        self._writers: set[asyncio.StreamWriter] = set()
+        """The relayed connections' two ends (the loop's thread only)."""
         self._loop = asyncio.new_event_loop()
         self._server: asyncio.AbstractServer | None = None
         self._thread: threading.Thread | None = None
@@ -140,13 +144,15 @@ class TlsTerminator:
         """Binds the listener's address; returns the bound port."""
         # the first context's SNI callback hands each handshake the current certificates
         self._current.sni_callback = self._on_client_hello
+        self._listening = self._current
+        # plain TCP, TLS started on each connection (_serve): a connection that never completes
+        # its handshake (a liveness probe's connect-and-close) is then closed here, where
+        # asyncio's own server-side TLS left its transport unclosed
         self._server = self._loop.run_until_complete(
             asyncio.start_server(
                 self._serve,
                 self._host,
                 self._port,
-                ssl=self._current,
-                ssl_handshake_timeout=_HANDSHAKE_TIMEOUT_S,
                 reuse_address=True,
                 start_serving=False,
             )
@@ -179,6 +185,14 @@ class TlsTerminator:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            # a closed transport lets go of its socket in a callback of the loop's next turn:
+            # run it before the loop closes (else the socket is left to the garbage collector,
+            # which warns of it unclosed)
+            for writer in list(self._writers):
+                writer.transport.abort()
+            self._writers.clear()
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
 
         if self._thread is not None and self._thread.is_alive():
             asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=10)
@@ -217,6 +231,12 @@ class TlsTerminator:
         log.info("listener %s: certificates reloaded", self._listener)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await writer.start_tls(self._listening, ssl_handshake_timeout=_HANDSHAKE_TIMEOUT_S)
+        except (OSError, ssl.SSLError, TimeoutError, asyncio.IncompleteReadError) as e:
+            log.debug("listener %s: a TLS handshake failed: %s", self._listener, e)
+            writer.transport.abort()
+            return
         client = _grpc_peer(writer.get_extra_info("peername"))
         peercert = writer.get_extra_info("peercert")
         subject = rfc2253_subject(peercert) if peercert else None
@@ -231,6 +251,7 @@ class TlsTerminator:
         relayed = _grpc_peer(backend_writer.get_extra_info("sockname"))
         with self._lock:
             self._peers[relayed] = RelayedPeer(subject, client)
+        self._writers.update((writer, backend_writer))
         try:
             await asyncio.gather(
                 self._pipe(reader, backend_writer), self._pipe(backend_reader, writer)
@@ -238,8 +259,12 @@ class TlsTerminator:
         finally:
             with self._lock:
                 self._peers.pop(relayed, None)
+            # both ends closed at once: a TLS close_notify exchange with a client already gone
+            # would keep the client's socket open (its transport then collected unclosed);
+            # HTTP/2 has ended the stream by then
             for w in (writer, backend_writer):
-                w.close()
+                w.transport.abort()
+                self._writers.discard(w)
 
     @staticmethod
     async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
