@@ -81,9 +81,15 @@ def test_an_open_transaction_holds_the_last_stable_offset_and_is_listed(
 
     # the COMMIT marker is offset 2: the last stable offset catches up with the high watermark
     wait_for(lambda: partition_cells(browser, console) == ("3", "3"), "the LSO caught up")
-    browser.get(f"{console.url}/transactions")
     row = f"#transactions tr[data-transactional-id='{TID}']"
-    assert texts(browser, f"{row} td.state") == ["CompleteCommit"]
+
+    def completed() -> bool:
+        # the coordinator writes CompleteCommit once every marker is written: just after the
+        # partition's last stable offset moves
+        browser.get(f"{console.url}/transactions")
+        return texts(browser, f"{row} td.state") == ["CompleteCommit"]
+
+    wait_for(completed, "the transaction completed at its coordinator")
     assert texts(browser, f"{row} td.duration") == ["-"]
     partition_cells(browser, console)
     assert browser.find_elements(By.ID, "open-transactions") == []
