@@ -352,7 +352,7 @@ class GroupApis:
 
         def merged(answer: OffsetCommitResult) -> OffsetCommitResult:
             found = {**results, **{(r.topic, r.partition): r for r in answer.partitions}}
-            return OffsetCommitResult(0, tuple(found[k] for k in wanted))
+            return OffsetCommitResult(answer.error_code, tuple(found[k] for k in wanted))
 
         return then(pending, merged)
 
@@ -427,7 +427,7 @@ class GroupApis:
 
         def merged(answer: OffsetCommitResult) -> OffsetCommitResult:
             found = {**results, **{(r.topic, r.partition): r for r in answer.partitions}}
-            return OffsetCommitResult(0, tuple(found[k] for k in wanted))
+            return OffsetCommitResult(answer.error_code, tuple(found[k] for k in wanted))
 
         return then(pending, merged)
 

@@ -16,6 +16,8 @@ def test_a_killed_follower_leaves_the_isr_while_its_registration_still_exists(ma
         zookeeper_session_timeout_ms="60000",
         replica_lag_time_max_ms="120000",
         replica_fetch_silence_max_ms="1500",
+        # nor the controller's heartbeat fencing, which would take the dead node out first
+        broker_session_timeout_ms="0",
     )
     admin = Admin(cluster.bootstrap_servers)
     admin.create_topics(

@@ -53,6 +53,8 @@ def kafka_cluster(
             "default.replication.factor": "3",
             "offsets.topic.replication.factor": "2",
             "replica.fetch.silence.max.ms": "0",
+            # nor the controller's heartbeat fencing (its own tests: test_broker_liveness.py)
+            "broker.session.timeout.ms": "0",
             "replica.lag.time.max.ms": "120000",
             "zookeeper.session.timeout.ms": "120000",
             "group.consumer.session.timeout.ms": str(SESSION_MS),
