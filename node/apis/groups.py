@@ -86,6 +86,21 @@ GROUP_ID_NOT_FOUND = GroupIdNotFoundError.code
 Partition = tuple[str, int]
 
 
+def _merged(
+    pending: Future[OffsetCommitResult],
+    refused: dict[Partition, PartitionResult],
+    wanted: Sequence[Partition],
+) -> Future[OffsetCommitResult]:
+    """A commit's answer in request order: the coordinator's results (and its group-level
+    error) with the partitions this layer refused."""
+
+    def merged(answer: OffsetCommitResult) -> OffsetCommitResult:
+        found = {**refused, **{(r.topic, r.partition): r for r in answer.partitions}}
+        return OffsetCommitResult(answer.error_code, tuple(found[k] for k in wanted))
+
+    return then(pending, merged)
+
+
 def _first(refusals: Sequence[Refusal]) -> Refusal | None:
     return refusals[0] if refusals else None
 
@@ -349,12 +364,7 @@ class GroupApis:
             instance_id=instance_id,
             api_version=api_version,
         )
-
-        def merged(answer: OffsetCommitResult) -> OffsetCommitResult:
-            found = {**results, **{(r.topic, r.partition): r for r in answer.partitions}}
-            return OffsetCommitResult(answer.error_code, tuple(found[k] for k in wanted))
-
-        return then(pending, merged)
+        return _merged(pending, results, wanted)
 
     def txn_offset_commit_later(
         self,
@@ -424,12 +434,7 @@ class GroupApis:
             generation_id=generation_id,
             instance_id=instance_id,
         )
-
-        def merged(answer: OffsetCommitResult) -> OffsetCommitResult:
-            found = {**results, **{(r.topic, r.partition): r for r in answer.partitions}}
-            return OffsetCommitResult(answer.error_code, tuple(found[k] for k in wanted))
-
-        return then(pending, merged)
+        return _merged(pending, results, wanted)
 
     def offset_fetch(
         self,
