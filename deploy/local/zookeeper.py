@@ -18,6 +18,7 @@ dependency of the ``zookeeper`` package).
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -39,12 +40,46 @@ class ZooKeeperNotInstalledError(RuntimeError):
     """Debian's ``zookeeper`` package (or Java) is missing: run ``bash scripts/setup.sh``."""
 
 
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_handed_out: set[int] = set()
+
+
+def _ports_outside_ephemeral_range() -> range:
+    """The ports the kernel never gives an outgoing connection (or a bind to port 0): those
+    below ``ip_local_port_range`` (or, when that range starts low, those above it)."""
+    low, high = (int(part) for part in _EPHEMERAL_RANGE.read_text().split())
+    if low - 10_000 >= 4_096:
+        return range(10_000, low)
+    if 65_535 - high >= 4_096:
+        return range(high + 1, 65_536)
+    raise RuntimeError(
+        f"ip_local_port_range {low}-{high} leaves no room for fixed listening ports"
+    )
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free on ``host`` right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        port: int = s.getsockname()[1]
+    """A TCP port that is free on ``host`` right now, outside the kernel's ephemeral range.
+
+    A port the kernel handed out for ``bind(0)`` lies in the ephemeral range, which every
+    outgoing connection draws its local port from: between this call and the server's bind a
+    client connection can take it (a CI run's node died with "address already in use" on such
+    a port). Ports below the range are never taken that way; this process never hands out the
+    same one twice, and one another process is listening on (or has in TIME_WAIT) is passed
+    over."""
+    ports = _ports_outside_ephemeral_range()
+    rng = random.SystemRandom()
+    for _ in range(1_000):
+        port = rng.choice(ports)
+        if port in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+        _handed_out.add(port)
         return port
+    raise RuntimeError(f"no free port on {host} in {ports.start}-{ports.stop - 1}")
 
 
 def _listening(host: str, port: int) -> bool:
