@@ -80,6 +80,11 @@ __all__ = [
     "SecurityDisabledError",
     "ResourceNotFoundError",
     "UnacceptableCredentialError",
+    "InvalidRecordStateError",
+    "ShareSessionNotFoundError",
+    "InvalidShareSessionEpochError",
+    "FencedStateEpochError",
+    "ShareSessionLimitReachedError",
     "ERRORS_BY_CODE",
     "error_for_code",
 ]
@@ -486,6 +491,33 @@ class StaleMemberEpochError(OdradekError):
 
 class InvalidRegularExpressionError(OdradekError):
     code, name = 128, "INVALID_REGULAR_EXPRESSION"
+
+
+# -- share groups (KIP-932) ---------------------------------------------------------------------
+
+
+class InvalidRecordStateError(OdradekError):
+    """An acknowledgement of records that are not acquired by the member (or not at all)."""
+
+    code, name = 121, "INVALID_RECORD_STATE"
+
+
+class ShareSessionNotFoundError(OdradekError):
+    code, name, retriable = 122, "SHARE_SESSION_NOT_FOUND", True
+
+
+class InvalidShareSessionEpochError(OdradekError):
+    code, name, retriable = 123, "INVALID_SHARE_SESSION_EPOCH", True
+
+
+class FencedStateEpochError(OdradekError):
+    """A write of a share partition's state of an older state epoch (an offset reset since)."""
+
+    code, name = 124, "FENCED_STATE_EPOCH"
+
+
+class ShareSessionLimitReachedError(OdradekError):
+    code, name, retriable = 133, "SHARE_SESSION_LIMIT_REACHED", True
 
 
 __all__ += [
