@@ -52,9 +52,7 @@ def _ports_outside_ephemeral_range() -> range:
         return range(10_000, low)
     if 65_535 - high >= 4_096:
         return range(high + 1, 65_536)
-    raise RuntimeError(
-        f"ip_local_port_range {low}-{high} leaves no room for fixed listening ports"
-    )
+    raise RuntimeError(f"ip_local_port_range {low}-{high} leaves no room for fixed listening ports")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
