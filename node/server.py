@@ -342,6 +342,11 @@ class Node:
                 },
                 static_names=known_config_names(),
                 group_defaults=c.group_coordinator,
+                static_cleaner=(
+                    {"log.cleaner.threads": str(c.log_cleaner_threads)}
+                    if c.log_cleaner_threads != 1
+                    else {}
+                ),
             ),
         )
         plain_admin = self.admin

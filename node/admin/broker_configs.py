@@ -186,6 +186,7 @@ def describe_broker_configs(
     static_other: Mapping[str, tuple[str, ConfigType]],
     default: Mapping[str, str],
     broker: Mapping[str, str] | None,
+    static_cleaner: Mapping[str, str] | None = None,
     keys: Sequence[str] | None,
     include_synonyms: bool,
 ) -> tuple[DescribedConfig, ...]:
@@ -194,7 +195,9 @@ def describe_broker_configs(
     set at the default level, each DYNAMIC_DEFAULT_BROKER_CONFIG (Kafka's
     ``currentDynamicDefaultConfigs``); else one broker (``broker``: its own dynamic configs):
     every dynamic config with the most specific source, and ``static_other`` (read-only
-    settings: value and type, STATIC_BROKER_CONFIG)."""
+    settings: value and type, STATIC_BROKER_CONFIG). ``static_cleaner``: the cleaner configs
+    ``server.properties`` sets to other than Kafka's default (a STATIC_BROKER_CONFIG synonym
+    under the dynamic ones)."""
     builtin = LogConfig().to_kafka()
     static_topic = static_log.to_kafka()
     typed = {f"{k}": getattr(LogConfig(), k.replace(".", "_"), None) for k in builtin}
@@ -220,6 +223,10 @@ def describe_broker_configs(
             synonyms.append(ConfigSynonym(name, builtin[topic], ConfigSource.DEFAULT_CONFIG))
         else:
             kind, value, _ = CLEANER_CONFIGS[name]
+            if static_cleaner and name in static_cleaner:
+                synonyms.append(
+                    ConfigSynonym(name, static_cleaner[name], ConfigSource.STATIC_BROKER_CONFIG)
+                )
             synonyms.append(ConfigSynonym(name, value, ConfigSource.DEFAULT_CONFIG))
         first = synonyms[0]
         entries[name] = DescribedConfig(

@@ -94,7 +94,9 @@ class DynamicConfigAdmin:
     ``static_other``: the read-only broker settings DescribeConfigs shows (name → value, type);
     ``static_names``: every broker config that exists (the read-only ones are refused by name);
     ``group_defaults``: the node's group coordinator settings (group configs' defaults and
-    bounds)."""
+    bounds); ``static_cleaner``: the log cleaner's settings ``server.properties`` gives other
+    than Kafka's defaults (described as STATIC_BROKER_CONFIG; the static ``log.cleaner.threads``
+    is the current value Kafka's half/double rule measures a dynamic one against)."""
 
     def __init__(
         self,
@@ -105,8 +107,10 @@ class DynamicConfigAdmin:
         static_other: Mapping[str, tuple[str, ConfigType]] | None = None,
         static_names: Collection[str] = DEFAULT_STATIC_NAMES,
         group_defaults: GroupCoordinatorConfig | None = None,
+        static_cleaner: Mapping[str, str] | None = None,
     ) -> None:
         self._zk = zk
+        self._static_cleaner = dict(static_cleaner or {})
         self.node_id = node_id
         self._log_defaults = log_defaults
         self._static_other = dict(static_other or {})
@@ -170,6 +174,7 @@ class DynamicConfigAdmin:
         return describe_broker_configs(
             static_log=self._log_defaults,
             static_other=self._static_other,
+            static_cleaner=self._static_cleaner,
             default=default,
             broker=None if broker is None else own,
             keys=keys,
@@ -255,7 +260,7 @@ class DynamicConfigAdmin:
             new,
             static_names=self._static_names,
             base=self._log_defaults,
-            current_cleaner_threads=cleaner_threads({**default, **own}),
+            current_cleaner_threads=cleaner_threads({**self._static_cleaner, **default, **own}),
         )
 
     def _change(
