@@ -14,6 +14,14 @@ the partition replays transactional batches into the pending offsets and resolve
 their control batches, so a transaction decided before a failover is decided the same way
 after it.
 
+A tombstone of a partition's offset drops that partition's pending offsets from every open
+transaction (Kafka's replay of a tombstone), and DeleteGroups writes one for each pending
+partition of the group (:meth:`PendingTxnOffsets.with_pending`, Kafka's ``deleteAllOffsets``):
+a group without members is deleted with its pending offsets, and a COMMIT after that does not
+bring them back. Offset expiry skips a partition with a pending offset and keeps a group
+that has pending offsets (:meth:`PendingTxnOffsets.is_pending`, Kafka's
+``cleanupExpiredOffsets``).
+
 Unlike Kafka, a COMMIT always makes the pending offset the committed one (Kafka keeps the one
 written later in the log when a plain OffsetCommit of the same partition came between).
 
@@ -23,7 +31,7 @@ instance id. Pure values; the caller holds the shard's lock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from node.coordinator.classic_group import ClassicGroup, validate_offset_commit
 from node.coordinator.group_state import (
@@ -67,6 +75,25 @@ class PendingTxnOffsets:
                 pending = self._by_producer.setdefault(producer_id, {})
                 pending[(decoded.group, decoded.topic, decoded.partition)] = (key, value)
 
+    def replayed(self, records: Sequence[RawRecord]) -> None:
+        """Plain (non-transactional) records replayed on the partition. A tombstone of an
+        offset commit (DeleteGroups, OffsetDelete, expiry) drops that partition's pending
+        offset from every open transaction, as Kafka's replay of a tombstone does: a deleted
+        group's offsets do not come back when a transaction that wrote them commits."""
+        for key, value in records:
+            if value is not None:
+                continue
+            try:
+                decoded = decode_key(key)
+            except CorruptRecordError:
+                continue
+            if not isinstance(decoded, OffsetCommitKey):
+                continue
+            tp = (decoded.group, decoded.topic, decoded.partition)
+            for producer_id, pending in list(self._by_producer.items()):
+                if pending.pop(tp, None) is not None and not pending:
+                    del self._by_producer[producer_id]
+
     def end(self, producer_id: int, commit: bool) -> list[RawRecord]:
         """The producer's transaction ended: its pending records, to apply to the committed
         offsets (COMMIT), or none (ABORT); either way no longer pending."""
@@ -77,6 +104,26 @@ class PendingTxnOffsets:
         """Whether an open transaction holds an offset of the group's partition."""
         key = (group_id, topic, partition)
         return any(key in pending for pending in self._by_producer.values())
+
+    def pending_partitions(self, group_id: str) -> set[tuple[str, int]]:
+        """The group's (topic, partition)s with an offset in an open transaction."""
+        return {
+            (topic, partition)
+            for pending in self._by_producer.values()
+            for group, topic, partition in pending
+            if group == group_id
+        }
+
+    def with_pending(
+        self, group_id: str, committed: Iterable[tuple[str, int]]
+    ) -> list[tuple[str, int]]:
+        """The partitions whose offsets a DeleteGroups of the group deletes: the ``committed``
+        ones, then those only an open transaction holds (Kafka's ``deleteAllOffsets`` writes a
+        tombstone for each, which :meth:`replayed` turns into dropping the pending offsets).
+        A group is deleted with its pending offsets, not refused: Kafka's
+        ``validateDeleteGroup`` looks at the members only."""
+        out = list(committed)
+        return out + sorted(self.pending_partitions(group_id) - set(out))
 
     def producers(self) -> list[int]:
         """The producer ids with pending offsets."""
