@@ -358,14 +358,17 @@ class GroupCoordinator:
                                 commit = marker.control_type is ControlRecordType.COMMIT
                                 self._end_txn(shard, batch.producer_id, commit, True)
                             continue
-                        records = [(r.key, r.value) for r in batch.records()]
-                        keyed = [(k, v) for k, v in records if k is not None]
+                        decoded = batch.records()
+                        records = [(r.key, r.value) for r in decoded]
+                        # each keyed record with its offset (the order a COMMIT compares)
+                        keyed = [(r.key, r.value) for r in decoded if r.key is not None]
+                        at = [int(r.offset or 0) for r in decoded if r.key is not None]
                         if batch.is_transactional:
-                            shard.txn_offsets.add(batch.producer_id, keyed)
+                            shard.txn_offsets.add(batch.producer_id, keyed, at)
                             continue
                         for key, value in records:
                             count += self._replay_raw(shard, key, value, True)
-                        shard.txn_offsets.replayed(keyed)
+                        shard.txn_offsets.replayed(keyed, at)
                     if not progressed:
                         break
             except Exception:

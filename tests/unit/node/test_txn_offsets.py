@@ -243,15 +243,16 @@ def test_a_marker_of_another_partition_or_producer_changes_nothing() -> None:
 
 def test_a_loading_coordinator_resolves_transactions_at_their_markers() -> None:
     """The log holds a committed transaction (producer 1), an aborted one (2) and an open one
-    (3), interleaved, and a plain commit: a new leader's load rebuilds the same state."""
+    (3), interleaved, and a plain commit before the open one's offset: a new leader's load
+    rebuilds the same state."""
     replicas = _LogReplicas()
     first = _coordinator(replicas)
     _txn_commit(first, 1, {0: 10})
     _txn_commit(first, 2, {1: 99})
+    first.offset_commit(GROUP, "", -1, [OffsetCommitPartition("t", 1, 5)])
     _txn_commit(first, 3, {1: 30})
     replicas.marker(1, commit=True)
     replicas.marker(2, commit=False)
-    first.offset_commit(GROUP, "", -1, [OffsetCommitPartition("t", 1, 5)])
     for pid, commit in ((1, True), (2, False)):
         first.on_txn_marker(OFFSETS_TOPIC, 0, pid, commit)
     expected = [(10, 0), (5, 0)]
@@ -393,3 +394,41 @@ def test_an_offset_with_a_pending_transactional_offset_does_not_expire() -> None
     replicas.marker(7, commit=True)
     coordinator.on_txn_marker(OFFSETS_TOPIC, 0, 7, True)
     assert _fetch(coordinator) == [(10, 0), (-1, 0)]
+
+
+def test_at_the_commit_marker_the_later_of_a_pending_and_a_plain_offset_is_kept() -> None:
+    """A plain OffsetCommit written after a TxnOffsetCommit of the same partition is kept when
+    the transaction commits; a pending offset written after the plain one replaces it. Kafka's
+    replayEndTransactionMarker compares the records' offsets in __consumer_offsets, and a new
+    leader's load decides the same. Before, the COMMIT always made the pending offset (10) the
+    committed one."""
+    replicas = _LogReplicas()
+    coordinator = _coordinator(replicas)
+    assert _txn_commit(coordinator, 7, {0: 10, 1: 20}) == [0, 0]
+    coordinator.offset_commit(GROUP, "", -1, [OffsetCommitPartition("t", 0, 15)])
+    replicas.marker(7, commit=True)
+    coordinator.on_txn_marker(OFFSETS_TOPIC, 0, 7, True)
+    assert _fetch(coordinator) == [(15, 0), (20, 0)]
+    assert _fetch(_coordinator(replicas, epoch=2)) == [(15, 0), (20, 0)]
+
+    reloaded = _coordinator(replicas, epoch=3)
+    reloaded.offset_commit(GROUP, "", -1, [OffsetCommitPartition("t", 1, 25)])
+    assert _txn_commit(reloaded, 8, {1: 30}) == [0]
+    replicas.marker(8, commit=True)
+    reloaded.on_txn_marker(OFFSETS_TOPIC, 0, 8, True)
+    assert _fetch(reloaded) == [(15, 0), (30, 0)]
+    assert _fetch(_coordinator(replicas, epoch=4)) == [(15, 0), (30, 0)]
+
+
+def test_a_pending_offset_older_than_the_committed_one_is_not_applied() -> None:
+    pending = PendingTxnOffsets()
+    key = encode_key(OffsetCommitKey(GROUP, "t", 0))
+    older, newer = encode_value(OffsetCommitValue(1)), encode_value(OffsetCommitValue(2))
+    pending.add(1, [(key, older)], [4])
+    pending.replayed([(key, newer)], [9])
+    assert pending.end(1, commit=True) == []
+    pending.add(2, [(key, newer)])  # this leader's write: after everything seen
+    assert pending.end(2, commit=True) == [(key, newer)]
+    pending.add(3, [(key, older)], [12])
+    pending.replayed([(key, None)])  # a tombstone drops what is pending of its partition
+    assert not pending.is_pending(GROUP, "t", 0) and pending.end(3, commit=True) == []
