@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from kio.schema.add_partitions_to_txn.v3.request import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnTopic,
@@ -526,5 +527,52 @@ def test_pending_offsets_are_unstable_until_the_commit(txn_cluster: LocalCluster
             lambda: _fetch_offset(txn_cluster, group, topic, stable=True) == (0, 9),
             "the COMMIT marker",
         )
+    finally:
+        metadata.close()
+
+
+def _plain_commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
+    """A simple consumer's OffsetCommit of ``topic``-0 (no member, no transaction)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        (answer,) = consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+        assert answer.error is None, answer.error
+    finally:
+        consumer.close()
+
+
+def test_delete_groups_deletes_a_transactions_pending_offsets(txn_cluster: LocalCluster) -> None:
+    """DeleteGroups of a group without members while a transaction holds an offset of it
+    (issue 32): the group is deleted, pending offsets included (Kafka's deleteAllOffsets), so
+    the transaction's COMMIT does not bring the offset back. Before, the COMMIT made it the
+    deleted group's offset again (5). The producer's next transaction can add offsets only once
+    the first is complete, with every marker written. So once that next transaction is aborted
+    and its marker is in, the first COMMIT's marker has been applied too."""
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic, group = unique("deleted"), unique("deleted-group")
+    create_topic(bootstrap, topic, partitions=1)
+    _plain_commit(bootstrap, group, topic, 3)
+    metadata = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        producer = transactional(bootstrap, unique("app"))
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 5)], metadata.consumer_group_metadata(), 60
+        )
+        assert _fetch_offset(txn_cluster, group, topic, stable=True) == (88, -1)
+        admin.delete_consumer_groups([group])[group].result(timeout=60)
+        producer.commit_transaction(60)
+
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 7)], metadata.consumer_group_metadata(), 60
+        )
+        producer.abort_transaction(60)
+        wait_for(
+            lambda: _fetch_offset(txn_cluster, group, topic, stable=True)[0] != 88,
+            "the ABORT marker",
+        )
+        assert _fetch_offset(txn_cluster, group, topic, stable=True) == (0, -1)
     finally:
         metadata.close()
