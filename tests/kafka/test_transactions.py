@@ -576,3 +576,31 @@ def test_delete_groups_deletes_a_transactions_pending_offsets(txn_cluster: Local
         assert _fetch_offset(txn_cluster, group, topic, stable=True) == (0, -1)
     finally:
         metadata.close()
+
+
+def test_a_plain_commit_after_the_transactions_offset_is_kept_at_its_commit(
+    txn_cluster: LocalCluster,
+) -> None:
+    """A consumer's plain OffsetCommit written after a transaction's offset of the same
+    partition is the one kept when the transaction commits (issue 32; Kafka's
+    replayEndTransactionMarker keeps the later record of __consumer_offsets). Before, the
+    COMMIT marker made the transaction's 10 the committed offset."""
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic, group = unique("later"), unique("later-group")
+    create_topic(bootstrap, topic, partitions=1)
+    metadata = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        producer = transactional(bootstrap, unique("app"))
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 10)], metadata.consumer_group_metadata(), 60
+        )
+        _plain_commit(bootstrap, group, topic, 15)
+        producer.commit_transaction(60)
+        wait_for(
+            lambda: _fetch_offset(txn_cluster, group, topic, stable=True)[0] != 88,
+            "the COMMIT marker",
+        )
+        assert _fetch_offset(txn_cluster, group, topic, stable=True) == (0, 15)
+    finally:
+        metadata.close()
