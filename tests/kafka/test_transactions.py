@@ -5,7 +5,9 @@ a second producer with the same transactional.id fences the first; a transaction
 its transaction.timeout.ms is aborted by the coordinator and its producer told; the coordinator
 answers DescribeTransactions and ListTransactions (confluent-kafka's admin client); a
 consume-transform-produce loop commits its consumer's offsets in its transactions
-(send_offsets_to_transaction), pending and unstable until the commit."""
+(send_offsets_to_transaction), pending and unstable until the commit; DeleteGroups deletes a
+transaction's pending offsets, and a plain commit written after a transaction's offset is kept
+at its COMMIT (issue 32)."""
 
 from __future__ import annotations
 
