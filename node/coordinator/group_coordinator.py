@@ -29,14 +29,16 @@ partition (:class:`node.coordinator.group_state.GroupShard`).
   heartbeat (also restarted for every member when a shard is loaded); a member still revoking
   partitions after its rebalance timeout is fenced. Both remove it, bumping the group epoch.
   Offsets of topics the group no longer subscribes to expire after
-  ``offsets.retention.minutes`` (KIP-848 groups: counted from the commit), and an empty group
-  without offsets is deleted, with tombstones.
+  ``offsets.retention.minutes`` (KIP-848 groups: counted from the commit), except while an open
+  transaction holds an offset of the partition, and an empty group without offsets (committed
+  or pending) is deleted, with tombstones.
 * **The topic.** ``__consumer_offsets`` is created on first use, by FindCoordinator, with
   Kafka's defaults: 50 partitions, replication factor min(3, live brokers),
   ``cleanup.policy=compact``, ``min.insync.replicas`` min(2, replication factor).
 * **Transactional offsets** (TxnOffsetCommit): written in the producer's transactional batch,
   pending until its COMMIT marker reaches the partition (:meth:`GroupCoordinator.on_txn_marker`,
-  the marker writer's hook), dropped at an ABORT; replayed the same way when a shard loads
+  the marker writer's hook), dropped at an ABORT or by a tombstone of their partition
+  (DeleteGroups deletes them too); replayed the same way when a shard loads
   (:mod:`node.coordinator.txn_offsets`).
 * **Classic groups** (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) live in the same shards,
   served by :attr:`GroupCoordinator.classic`
@@ -356,14 +358,17 @@ class GroupCoordinator:
                                 commit = marker.control_type is ControlRecordType.COMMIT
                                 self._end_txn(shard, batch.producer_id, commit, True)
                             continue
-                        records = [(r.key, r.value) for r in batch.records()]
+                        decoded = batch.records()
+                        records = [(r.key, r.value) for r in decoded]
+                        # each keyed record with its offset (the order a COMMIT compares)
+                        keyed = [(r.key, r.value) for r in decoded if r.key is not None]
+                        at = [int(r.offset or 0) for r in decoded if r.key is not None]
                         if batch.is_transactional:
-                            shard.txn_offsets.add(
-                                batch.producer_id, [(k, v) for k, v in records if k is not None]
-                            )
+                            shard.txn_offsets.add(batch.producer_id, keyed, at)
                             continue
                         for key, value in records:
                             count += self._replay_raw(shard, key, value, True)
+                        shard.txn_offsets.replayed(keyed, at)
                     if not progressed:
                         break
             except Exception:
@@ -491,6 +496,7 @@ class GroupCoordinator:
             return
         for k, v in encoded:
             self._replay_raw(shard, k, v)
+        shard.txn_offsets.replayed(encoded)
         shard.writer.appended(PendingWrite(appended, encoded))
 
     def _end_txn(self, shard: _Shard, producer_id: int, commit: bool, loading: bool) -> None:
@@ -965,7 +971,7 @@ class GroupCoordinator:
                 shard = self._shard(gid)
                 with shard.lock:
                     group = shard.state.groups.get(gid)
-                    offsets = list(shard.state.offsets.get(gid, {}))
+                    offsets = shard.txn_offsets.with_pending(gid, shard.state.offsets.get(gid, {}))
                     if not self.classic.delete(
                         shard, gid, delete_group_records(group, gid, offsets)
                     ):
@@ -1032,6 +1038,7 @@ class GroupCoordinator:
                 tp
                 for tp, value in offsets.items()
                 if tp[0] not in subscribed
+                and not shard.txn_offsets.is_pending(gid, *tp)  # Kafka waits for the txn
                 and (
                     now >= value.expire_timestamp
                     if value.expire_timestamp != -1
@@ -1039,7 +1046,12 @@ class GroupCoordinator:
                 )
             ]
             records += [(OffsetCommitKey(gid, t, p), None) for t, p in expired]
-            if len(expired) == len(offsets) and group is not None and not group.members:
+            if (
+                len(expired) == len(offsets)
+                and group is not None
+                and not group.members
+                and not shard.txn_offsets.pending_partitions(gid)
+            ):
                 records += delete_group_records(group, gid, [])
         try:
             self._write(shard, records)

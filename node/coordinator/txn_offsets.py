@@ -14,8 +14,18 @@ the partition replays transactional batches into the pending offsets and resolve
 their control batches, so a transaction decided before a failover is decided the same way
 after it.
 
-Unlike Kafka, a COMMIT always makes the pending offset the committed one (Kafka keeps the one
-written later in the log when a plain OffsetCommit of the same partition came between).
+A tombstone of a partition's offset drops that partition's pending offsets from every open
+transaction (Kafka's replay of a tombstone), and DeleteGroups writes one for each pending
+partition of the group (:meth:`PendingTxnOffsets.with_pending`, Kafka's ``deleteAllOffsets``):
+a group without members is deleted with its pending offsets, and a COMMIT after that does not
+bring them back. Offset expiry skips a partition with a pending offset and keeps a group
+that has pending offsets (:meth:`PendingTxnOffsets.is_pending`, Kafka's
+``cleanupExpiredOffsets``).
+
+At a COMMIT a pending offset becomes the committed one only if the log holds it later than the
+partition's committed offset; a plain OffsetCommit written after the TxnOffsetCommit is kept
+(Kafka's ``replayEndTransactionMarker`` compares the two records' offsets in
+``__consumer_offsets``; so does a load, which sees the records at their offsets).
 
 :func:`check_txn_offset_commit` is KIP-447's check of the request's member, generation and
 instance id. Pure values; the caller holds the shard's lock.
@@ -23,7 +33,7 @@ instance id. Pure values; the caller holds the shard's lock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from node.coordinator.classic_group import ClassicGroup, validate_offset_commit
 from node.coordinator.group_state import (
@@ -47,36 +57,120 @@ __all__ = ["PendingTxnOffsets", "check_txn_offset_commit", "txn_offset_commit_re
 RawRecord = tuple[bytes, bytes | None]
 """An ``__consumer_offsets`` record's key and value bytes."""
 
+_Key = tuple[str, str, int]
+"""(group, topic, partition)."""
+
 
 class PendingTxnOffsets:
     """The offsets written in open transactions on one ``__consumer_offsets`` partition: per
-    producer id, the last record of each (group, topic, partition)."""
+    producer id, the last record of each (group, topic, partition) with its position in the
+    partition's log. Kafka's ``pendingTransactionalOffsets`` and ``openTransactionsByGroup``.
+    The positions of the plain offset commits replayed on the partition are kept too, so that a
+    COMMIT marker keeps whichever offset the log holds later (``replayEndTransactionMarker``).
+
+    A position is a record's offset in ``__consumer_offsets`` when a load reads it back; a
+    record this leader writes after its load gets the next position counted from there. The
+    marker writer also appends to the partition, so such a position may be lower than the
+    record's real offset. That does not matter here: positions are only compared with each
+    other, and the coordinator writes its records one write at a time under the shard's lock,
+    in log order."""
 
     def __init__(self) -> None:
-        self._by_producer: dict[int, dict[tuple[str, str, int], RawRecord]] = {}
+        self._by_producer: dict[int, dict[_Key, tuple[int, RawRecord]]] = {}
+        self._committed_at: dict[_Key, int] = {}
+        """The position of each (group, topic, partition)'s committed offset."""
+        self._next_position = 0
 
-    def add(self, producer_id: int, records: Sequence[RawRecord]) -> None:
-        """Records of ``producer_id``'s transactional batch (offset commits; any other record
-        is ignored, as a record that does not decode)."""
-        for key, value in records:
+    def _positioned(
+        self, records: Sequence[RawRecord], positions: Sequence[int] | None
+    ) -> list[tuple[int, _Key, RawRecord]]:
+        """The offset-commit records of ``records`` with their key and position (``None``:
+        this leader's own write, the next positions). Other records, and records that do not
+        decode, are skipped."""
+        if positions is None:
+            positions = range(self._next_position, self._next_position + len(records))
+        out: list[tuple[int, _Key, RawRecord]] = []
+        for position, (key, value) in zip(positions, records, strict=True):
+            self._next_position = max(self._next_position, position + 1)
             try:
                 decoded = decode_key(key)
             except CorruptRecordError:
                 continue
             if isinstance(decoded, OffsetCommitKey):
-                pending = self._by_producer.setdefault(producer_id, {})
-                pending[(decoded.group, decoded.topic, decoded.partition)] = (key, value)
+                out.append(
+                    (position, (decoded.group, decoded.topic, decoded.partition), (key, value))
+                )
+        return out
+
+    def add(
+        self,
+        producer_id: int,
+        records: Sequence[RawRecord],
+        positions: Sequence[int] | None = None,
+    ) -> None:
+        """Records of ``producer_id``'s transactional batch (offset commits; any other record
+        is ignored, as a record that does not decode), at ``positions`` (a load: their offsets;
+        ``None``: this leader's write, after everything seen)."""
+        for position, key, record in self._positioned(records, positions):
+            self._by_producer.setdefault(producer_id, {})[key] = (position, record)
+
+    def replayed(
+        self, records: Sequence[RawRecord], positions: Sequence[int] | None = None
+    ) -> None:
+        """Plain (non-transactional) records replayed on the partition, at ``positions`` (as
+        :meth:`add`'s). An offset commit records its position. A tombstone (DeleteGroups,
+        OffsetDelete, expiry) also drops that partition's pending offset from every open
+        transaction, as Kafka's replay of a tombstone does: a deleted group's offsets do not
+        come back when a transaction that wrote them commits."""
+        for position, key, (_, value) in self._positioned(records, positions):
+            if value is not None:
+                self._committed_at[key] = position
+                continue
+            self._committed_at.pop(key, None)
+            for producer_id, pending in list(self._by_producer.items()):
+                if pending.pop(key, None) is not None and not pending:
+                    del self._by_producer[producer_id]
 
     def end(self, producer_id: int, commit: bool) -> list[RawRecord]:
-        """The producer's transaction ended: its pending records, to apply to the committed
-        offsets (COMMIT), or none (ABORT); either way no longer pending."""
+        """The producer's transaction ended: its pending records to apply to the committed
+        offsets (COMMIT), or none (ABORT); either way no longer pending. A COMMIT keeps a
+        partition's committed offset when the log holds it later than the pending one (a plain
+        OffsetCommit written after the TxnOffsetCommit), as Kafka's
+        ``replayEndTransactionMarker`` compares their record offsets."""
         pending = self._by_producer.pop(producer_id, {})
-        return list(pending.values()) if commit else []
+        if not commit:
+            return []
+        out: list[RawRecord] = []
+        for key, (position, record) in pending.items():
+            if position > self._committed_at.get(key, -1):
+                self._committed_at[key] = position
+                out.append(record)
+        return out
 
     def is_pending(self, group_id: str, topic: str, partition: int) -> bool:
         """Whether an open transaction holds an offset of the group's partition."""
         key = (group_id, topic, partition)
         return any(key in pending for pending in self._by_producer.values())
+
+    def pending_partitions(self, group_id: str) -> set[tuple[str, int]]:
+        """The group's (topic, partition)s with an offset in an open transaction."""
+        return {
+            (topic, partition)
+            for pending in self._by_producer.values()
+            for group, topic, partition in pending
+            if group == group_id
+        }
+
+    def with_pending(
+        self, group_id: str, committed: Iterable[tuple[str, int]]
+    ) -> list[tuple[str, int]]:
+        """The partitions whose offsets a DeleteGroups of the group deletes: the ``committed``
+        ones, then those only an open transaction holds (Kafka's ``deleteAllOffsets`` writes a
+        tombstone for each, which :meth:`replayed` turns into dropping the pending offsets).
+        A group is deleted with its pending offsets, not refused: Kafka's
+        ``validateDeleteGroup`` looks at the members only."""
+        out = list(committed)
+        return out + sorted(self.pending_partitions(group_id) - set(out))
 
     def producers(self) -> list[int]:
         """The producer ids with pending offsets."""

@@ -203,8 +203,8 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             # group_offsets.py). OffsetCommit v9: Kafka takes a KIP-848 member's commit only
             # from v9 on; OffsetFetch v8: several groups, v9: the member's id and epoch;
             # ListGroups v4: the state filter, v5: the type filter
-            Api(8, "OffsetCommit", 2, 9, bound(handle_offset_commit)),
-            Api(9, "OffsetFetch", 1, 9, bound(handle_offset_fetch)),
+            Api(8, "OffsetCommit", 2, 10, bound(handle_offset_commit)),  # v10: topic ids
+            Api(9, "OffsetFetch", 1, 10, bound(handle_offset_fetch)),  # v10: topic ids
             Api(15, "DescribeGroups", 0, 4, bound(handle_describe_groups)),
             Api(16, "ListGroups", 0, 5, bound(handle_list_groups)),
             Api(42, "DeleteGroups", 0, 1, bound(handle_delete_groups)),

@@ -121,7 +121,7 @@ class MetadataRequestView(Protocol):
 
 
 class OffsetCommitRequestPartitionView(Protocol):
-    """OffsetCommitRequestPartition: the fields of versions 2-9."""
+    """OffsetCommitRequestPartition: the fields of versions 2-10."""
 
     @property
     def partition_index(self) -> int: ...
@@ -132,16 +132,14 @@ class OffsetCommitRequestPartitionView(Protocol):
 
 
 class OffsetCommitRequestTopicView(Protocol):
-    """OffsetCommitRequestTopic: the fields of versions 2-9."""
+    """OffsetCommitRequestTopic: the fields of versions 2-10."""
 
-    @property
-    def name(self) -> str: ...
     @property
     def partitions(self) -> Sequence[OffsetCommitRequestPartitionView]: ...
 
 
 class OffsetCommitRequestView(Protocol):
-    """OffsetCommitRequest: the fields of versions 2-9."""
+    """OffsetCommitRequest: the fields of versions 2-10."""
 
     @property
     def group_id(self) -> str: ...
@@ -154,7 +152,7 @@ class OffsetCommitRequestView(Protocol):
 
 
 class OffsetFetchRequestView(Protocol):
-    """OffsetFetchRequest: the fields of versions 1-9."""
+    """OffsetFetchRequest: the fields of versions 1-10."""
 
     pass
 
@@ -905,8 +903,8 @@ VIEWS: dict[int, str] = {
     1: 'FetchRequestView',  # Fetch v4-v16
     2: 'ListOffsetsRequestView',  # ListOffsets v1-v10
     3: 'MetadataRequestView',  # Metadata v0-v13
-    8: 'OffsetCommitRequestView',  # OffsetCommit v2-v9
-    9: 'OffsetFetchRequestView',  # OffsetFetch v1-v9
+    8: 'OffsetCommitRequestView',  # OffsetCommit v2-v10
+    9: 'OffsetFetchRequestView',  # OffsetFetch v1-v10
     10: 'FindCoordinatorRequestView',  # FindCoordinator v0-v5
     11: 'JoinGroupRequestView',  # JoinGroup v0-v5
     12: 'HeartbeatRequestView',  # Heartbeat v0-v3

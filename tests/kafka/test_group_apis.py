@@ -9,6 +9,7 @@ a librdkafka member, and raw requests for Kafka's error codes on bad input."""
 
 from __future__ import annotations
 
+import importlib
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -423,6 +424,37 @@ def coordinator_of(kafka_cluster: LocalCluster, group: str) -> str:
     return str(wait_for(find, f"a coordinator for {group}"))
 
 
+def offset_commit(
+    address: str, version: int, group: str, topic: str | uuid.UUID, offset: int, *partitions: int
+) -> Any:
+    """A simple consumer's OffsetCommit of ``version`` (-1 and no member): ``offset`` for
+    ``partitions`` of ``topic`` (v10: a topic id)."""
+    module = importlib.import_module(f"kio.schema.offset_commit.v{version}.request")
+    by = {"topic_id": topic} if version >= 10 else {"name": TopicName(str(topic))}
+    return call(
+        address,
+        module.OffsetCommitRequest(
+            group_id=GroupId(group),
+            generation_id_or_member_epoch=i32(-1),
+            member_id="",
+            topics=(
+                module.OffsetCommitRequestTopic(
+                    **by,
+                    partitions=tuple(
+                        module.OffsetCommitRequestPartition(
+                            partition_index=i32(p),
+                            committed_offset=i64(offset),
+                            committed_leader_epoch=i32(-1),
+                            committed_metadata=f"at {offset}",
+                        )
+                        for p in partitions
+                    ),
+                ),
+            ),
+        ),
+    )
+
+
 def group_coordinated(kafka_cluster: LocalCluster, address: str, here: bool) -> str:
     """A new group id whose coordinator is (``here``) or is not the node at ``address``."""
     while True:
@@ -689,6 +721,15 @@ def test_group_and_topic_acls_are_kafkas(acl_bootstrap):
     assert [(t.name, t.topic_id, int(t.error_code)) for t in by_id.topics] == [
         (None, locked_id, KafkaError.TOPIC_AUTHORIZATION_FAILED)
     ]
+    # OffsetCommit v10 (topics by id): the group is checked first, then an id the node does not
+    # know answers UNKNOWN_TOPIC_ID, a known topic READ
+    stranger = uuid.uuid4()
+    for group_id, codes in [
+        (locked_group, [KafkaError.GROUP_AUTHORIZATION_FAILED] * 2),
+        (group, [KafkaError.TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_ID]),
+    ]:
+        answers = [offset_commit(address, 10, group_id, t, 4, 0) for t in (locked_id, stranger)]
+        assert [int(a.topics[0].partitions[0].error_code) for a in answers] == codes
     # DELETE on the group
     with pytest.raises(KafkaException) as refused:
         admin.delete_consumer_groups([group])[group].result(timeout=60)

@@ -5,7 +5,8 @@ earliest local offset, KIP-405; the latest tiered offset, KIP-1005; v10's timeou
 Metadata v13; FindCoordinator v3-v5 (several keys at once, KIP-699); CreateTopics v5-v7 (the
 created topic's configs and id); DescribeTopicPartitions v0 (KIP-966); Produce v9-v10 and Fetch
 v12-v16 (flexible; Fetch's topic ids and last fetched epoch; KIP-951: a NOT_LEADER answer names
-the current leader and its endpoint)."""
+the current leader and its endpoint); OffsetCommit v10 and OffsetFetch v10 (topic ids, Kafka
+4.2), which librdkafka 2.16 does not send yet."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import BrokerId, TopicName
+from kio.schema.types import BrokerId, GroupId, TopicName
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from deploy.local.cluster import LocalCluster
@@ -29,6 +30,7 @@ from odradek import TopicPartition as OdradekTopicPartition
 from odradek.records import Record, build_batch, read_batches
 from tests.kafka.conftest import call, wait_for
 from tests.kafka.test_confluent_kafka import create_topic, produce, unique
+from tests.kafka.test_group_apis import coordinator_of, kip848, offset_commit
 
 NOT_LEADER_OR_FOLLOWER = 6
 UNSUPPORTED_VERSION = 35
@@ -592,3 +594,118 @@ def test_describe_topic_partitions_pages_through_the_named_topics(kafka_cluster,
     # a cursor on a topic not named: INVALID_REQUEST for every topic named
     refused = describe_topic_partitions(address, [a], 100, cursor=(b, 0))
     assert [(t.name, int(t.error_code)) for t in refused.topics] == [(a, INVALID_REQUEST)]
+
+
+# -- OffsetCommit v10, OffsetFetch v10: topic ids (KIP-848, Kafka 4.2) -------------------------
+
+
+def offset_fetch(
+    address: str, version: int, group: str, topics: list[tuple[str | uuid.UUID, int]] | None
+) -> Any:
+    """One group's OffsetFetch of ``version`` (v8+: ``topics`` as (name or, v10, id,
+    partition); ``None``: all); the group's answer."""
+    module = importlib.import_module(f"kio.schema.offset_fetch.v{version}.request")
+    asked = None
+    if topics is not None:
+        asked = tuple(
+            module.OffsetFetchRequestTopics(
+                **({"topic_id": t} if version >= 10 else {"name": TopicName(str(t))}),
+                partition_indexes=(i32(p),),
+            )
+            for t, p in topics
+        )
+    answer = call(
+        address,
+        module.OffsetFetchRequest(
+            groups=(module.OffsetFetchRequestGroup(group_id=GroupId(group), topics=asked),),
+            require_stable=False,
+        ),
+    )
+    (g,) = answer.groups
+    return g
+
+
+def fetched(group: Any, by_id: bool) -> list[tuple[Any, int, int, int]]:
+    """(topic name or id, partition, offset, error) of an OffsetFetch group's answer."""
+    return [
+        (
+            t.topic_id if by_id else t.name,
+            int(p.partition_index),
+            int(p.committed_offset),
+            int(p.error_code),
+        )
+        for t in group.topics
+        for p in t.partitions
+    ]
+
+
+def test_offset_commit_and_fetch_v10_name_topics_by_id(kafka_cluster, led):
+    """Kafka 4.2's OffsetCommit v10 and OffsetFetch v10 carry a topic's id instead of its name,
+    in the request and the answer; an id the node does not know is UNKNOWN_TOPIC_ID (100) for
+    its partitions, as Kafka's KafkaApis answers before its coordinator sees them. What v10
+    commits, v9 reads by name, and the other way round. Before, v10 was not served (the
+    advertised range ended at v9: UNSUPPORTED_VERSION)."""
+    group = unique("g10")
+    address = coordinator_of(kafka_cluster, group)
+    topic, topic_id, stranger = led["topic"], led["topic_id"], uuid.uuid4()
+
+    committed = offset_commit(address, 10, group, topic_id, 2, 0)
+    assert [
+        (t.topic_id, [(int(p.partition_index), int(p.error_code)) for p in t.partitions])
+        for t in committed.topics
+    ] == [(topic_id, [(0, 0)])]
+    unknown = offset_commit(address, 10, group, stranger, 1, 0, 1)
+    assert [
+        (t.topic_id, [(int(p.partition_index), int(p.error_code)) for p in t.partitions])
+        for t in unknown.topics
+    ] == [(stranger, [(0, UNKNOWN_TOPIC_ID), (1, UNKNOWN_TOPIC_ID)])]
+
+    # by id, by name, and all the group's topics (by id from v10)
+    asked = offset_fetch(address, 10, group, [(topic_id, 0), (stranger, 0)])
+    assert int(asked.error_code) == 0
+    assert fetched(asked, True) == [(topic_id, 0, 2, 0), (stranger, 0, -1, UNKNOWN_TOPIC_ID)]
+    assert fetched(offset_fetch(address, 9, group, [(topic, 0)]), False) == [(topic, 0, 2, 0)]
+    assert fetched(offset_fetch(address, 10, group, None), True) == [(topic_id, 0, 2, 0)]
+
+    # v9 commits by name, v10 reads it by id
+    assert (
+        int(offset_commit(address, 9, group, topic, 5, 0).topics[0].partitions[0].error_code) == 0
+    )
+    (p,) = offset_fetch(address, 10, group, [(topic_id, 0)]).topics[0].partitions
+    assert (int(p.committed_offset), p.metadata) == (5, "at 5")
+
+
+def test_a_kip848_confluent_kafka_consumer_still_commits_and_fetches_with_v9(bootstrap):
+    """Whether confluent-kafka uses v10: librdkafka 2.16 with ``group.protocol=consumer``
+    subscribes, reads, commits and reads its commit back with v10 advertised, and its protocol
+    log shows it sends OffsetCommit v9 and OffsetFetch v9 (it names topics by id in
+    ConsumerGroupHeartbeat only): v10 is tested by raw frames above."""
+    topic, group = unique("v10client"), unique("g10client")
+    create_topic(bootstrap, topic, partitions=1)
+    produce(bootstrap, topic, [{"value": f"r{i}".encode()} for i in range(4)])
+    lines = _Lines()
+    logger = logging.getLogger(f"librdkafka.{topic}")
+    logger.addHandler(lines)
+    logger.setLevel(logging.DEBUG)
+    consumer = kip848(bootstrap, group, debug="protocol", logger=logger)
+    try:
+        consumer.subscribe([topic])
+        got: list[Any] = []
+
+        def two() -> bool:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                got.append(msg)
+            return len(got) >= 2
+
+        wait_for(two, "two records")
+        consumer.commit(message=got[1], asynchronous=False)
+        (tp,) = consumer.committed([TopicPartition(topic, 0)], timeout=30)
+        assert tp.offset == int(got[1].offset()) + 1
+    finally:
+        consumer.close()
+        logger.removeHandler(lines)
+    sent = sorted(
+        {line.split("Sent ")[1].split(",")[0] for line in lines.lines if "Sent Offset" in line}
+    )
+    assert sent == ["OffsetCommitRequest (v9", "OffsetFetchRequest (v9"]

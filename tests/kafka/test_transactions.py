@@ -5,7 +5,9 @@ a second producer with the same transactional.id fences the first; a transaction
 its transaction.timeout.ms is aborted by the coordinator and its producer told; the coordinator
 answers DescribeTransactions and ListTransactions (confluent-kafka's admin client); a
 consume-transform-produce loop commits its consumer's offsets in its transactions
-(send_offsets_to_transaction), pending and unstable until the commit."""
+(send_offsets_to_transaction), pending and unstable until the commit; DeleteGroups deletes a
+transaction's pending offsets, and a plain commit written after a transaction's offset is kept
+at its COMMIT (issue 32)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from kio.schema.add_partitions_to_txn.v3.request import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnTopic,
@@ -526,5 +529,80 @@ def test_pending_offsets_are_unstable_until_the_commit(txn_cluster: LocalCluster
             lambda: _fetch_offset(txn_cluster, group, topic, stable=True) == (0, 9),
             "the COMMIT marker",
         )
+    finally:
+        metadata.close()
+
+
+def _plain_commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
+    """A simple consumer's OffsetCommit of ``topic``-0 (no member, no transaction)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        (answer,) = consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+        assert answer.error is None, answer.error
+    finally:
+        consumer.close()
+
+
+def test_delete_groups_deletes_a_transactions_pending_offsets(txn_cluster: LocalCluster) -> None:
+    """DeleteGroups of a group without members while a transaction holds an offset of it
+    (issue 32): the group is deleted, pending offsets included (Kafka's deleteAllOffsets), so
+    the transaction's COMMIT does not bring the offset back. Before, the COMMIT made it the
+    deleted group's offset again (5). The producer's next transaction can add offsets only once
+    the first is complete, with every marker written. So once that next transaction is aborted
+    and its marker is in, the first COMMIT's marker has been applied too."""
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic, group = unique("deleted"), unique("deleted-group")
+    create_topic(bootstrap, topic, partitions=1)
+    _plain_commit(bootstrap, group, topic, 3)
+    metadata = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        producer = transactional(bootstrap, unique("app"))
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 5)], metadata.consumer_group_metadata(), 60
+        )
+        assert _fetch_offset(txn_cluster, group, topic, stable=True) == (88, -1)
+        admin.delete_consumer_groups([group])[group].result(timeout=60)
+        producer.commit_transaction(60)
+
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 7)], metadata.consumer_group_metadata(), 60
+        )
+        producer.abort_transaction(60)
+        wait_for(
+            lambda: _fetch_offset(txn_cluster, group, topic, stable=True)[0] != 88,
+            "the ABORT marker",
+        )
+        assert _fetch_offset(txn_cluster, group, topic, stable=True) == (0, -1)
+    finally:
+        metadata.close()
+
+
+def test_a_plain_commit_after_the_transactions_offset_is_kept_at_its_commit(
+    txn_cluster: LocalCluster,
+) -> None:
+    """A consumer's plain OffsetCommit written after a transaction's offset of the same
+    partition is the one kept when the transaction commits (issue 32; Kafka's
+    replayEndTransactionMarker keeps the later record of __consumer_offsets). Before, the
+    COMMIT marker made the transaction's 10 the committed offset."""
+    bootstrap = txn_cluster.kafka_bootstrap_servers
+    topic, group = unique("later"), unique("later-group")
+    create_topic(bootstrap, topic, partitions=1)
+    metadata = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        producer = transactional(bootstrap, unique("app"))
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 10)], metadata.consumer_group_metadata(), 60
+        )
+        _plain_commit(bootstrap, group, topic, 15)
+        producer.commit_transaction(60)
+        wait_for(
+            lambda: _fetch_offset(txn_cluster, group, topic, stable=True)[0] != 88,
+            "the COMMIT marker",
+        )
+        assert _fetch_offset(txn_cluster, group, topic, stable=True) == (0, 15)
     finally:
         metadata.close()

@@ -1,4 +1,4 @@
-"""A consumer group's committed offsets: OffsetCommit (8) v2-v9, OffsetFetch (9) v1-v9 (v8+:
+"""A consumer group's committed offsets: OffsetCommit (8) v2-v10, OffsetFetch (9) v1-v10 (v8+:
 several groups in one request), OffsetDelete (47) v0 and TxnOffsetCommit (28) v0-v3,
 translated to the group coordinator
 (:class:`node.coordinator.group_coordinator.GroupCoordinator`), which decides everything about
@@ -11,6 +11,14 @@ the group; this module does what Kafka's ``KafkaApis`` does before handing a req
   ``""`` is a simple consumer's (or the admin client's) commit, accepted while the group has no
   members; a member's commit must carry its current epoch (UNKNOWN_MEMBER_ID 25,
   STALE_MEMBER_EPOCH 113).
+* **Topic ids** (OffsetCommit and OffsetFetch v10, Kafka 4.2's versions for KIP-848): a topic is
+  named by its id, in the request and in the answer; the id is resolved to the topic's name
+  here, as Fetch v13+ does (:mod:`node.kafka_door.topic_ids`), and the core sees names only.
+  An id this node does not know answers UNKNOWN_TOPIC_ID (100) on its partitions (an
+  OffsetFetch's with offset -1), as Kafka's ``KafkaApis`` does before the coordinator sees the
+  request; a commit refused on the group answers GROUP_AUTHORIZATION_FAILED there too (Kafka
+  checks the group first). A topic of an all-topics OffsetFetch this node no longer knows is
+  answered with the zero id (Kafka's ``metadataCache.getTopicId``).
 * **TxnOffsetCommit**: a transactional producer's offsets (``send_offsets_to_transaction``),
   pending in its transaction (:mod:`node.coordinator.txn_offsets`); the checks are
   :meth:`node.apis.groups.GroupApis.txn_offset_commit_later`'s. v3 carries the member id,
@@ -31,6 +39,7 @@ replicas (acks=-1), as a produce does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from node.apis.groups import then
@@ -44,6 +53,7 @@ from node.kafka_door import views
 from node.kafka_door.build import make, nested, response_class_of
 from node.kafka_door.context import RequestContext
 from node.kafka_door.services import DoorServices
+from node.kafka_door.topic_ids import topic_id_text, topic_id_uuid
 
 __all__ = [
     "handle_offset_commit",
@@ -56,6 +66,9 @@ OFFSET_COMMIT = 8
 OFFSET_FETCH = 9
 OFFSET_DELETE = 47
 UNKNOWN_TOPIC_OR_PARTITION = 3
+UNKNOWN_TOPIC_ID = 100
+TOPIC_IDS_SINCE = 10
+"""OffsetCommit and OffsetFetch name their topics by id from v10."""
 TOPIC_AUTHORIZATION_FAILED = 29
 GROUP_AUTHORIZATION_FAILED = 30
 _V0_NAMES = ("OffsetFetchResponseTopic", "OffsetFetchResponsePartition")
@@ -64,27 +77,47 @@ _V8_NAMES = ("OffsetFetchResponseTopics", "OffsetFetchResponsePartitions")
 
 
 def _partition_answer(
-    cls: type[Any], topics: Any, errors: dict[tuple[str, int], int]
+    cls: type[Any],
+    topics: Any,
+    errors: dict[tuple[str, int], int],
+    names: Sequence[str | None] | None = None,
+    unknown_code: int = UNKNOWN_TOPIC_ID,
 ) -> tuple[Any, ...]:
-    """The per-topic, per-partition answer of OffsetCommit and OffsetDelete, in request
-    order."""
+    """The per-topic, per-partition answer of OffsetCommit, TxnOffsetCommit and OffsetDelete,
+    in request order. ``names``: each topic's name, resolved from its id (``None``: an id this
+    node does not know, whose partitions answer ``unknown_code``); by default the topics'
+    own names."""
     topic_cls = nested(cls, cls.__name__ + "Topic")
     partition_cls = nested(cls, cls.__name__ + "Partition")
+    if names is None:
+        names = [str(t.name) for t in topics]
     return tuple(
         make(
             topic_cls,
-            name=t.name,
+            name=name,
+            topic_id=getattr(t, "topic_id", None),
             partitions=tuple(
                 make(
                     partition_cls,
                     partition_index=p.partition_index,
-                    error_code=errors.get((t.name, int(p.partition_index)), 0),
+                    error_code=unknown_code
+                    if name is None
+                    else errors.get((name, int(p.partition_index)), 0),
                 )
                 for p in t.partitions
             ),
         )
-        for t in topics
+        for t, name in zip(topics, names, strict=True)
     )
+
+
+def _topic_names(services: DoorServices, by_id: bool, topics: Any) -> list[str | None]:
+    """Each requested topic's name: its own before v10; from v10 its id's (``None`` for an id
+    this node does not know, as Kafka's ``metadataCache.getTopicName``)."""
+    if not by_id:
+        return [str(t.name) for t in topics]
+    known = services.api.records.topic_names_by_id()
+    return [known.get(topic_id_text(t.topic_id)) for t in topics]
 
 
 # -- OffsetCommit ----------------------------------------------------------------------------
@@ -93,15 +126,18 @@ def _partition_answer(
 def handle_offset_commit(
     services: DoorServices, ctx: RequestContext, request: views.OffsetCommitRequestView
 ) -> Any:
+    versioned: Any = request  # v10 names its topics by id, v2-v9 by name
+    names = _topic_names(services, ctx.api_version >= TOPIC_IDS_SINCE, versioned.topics)
     commits = [
         OffsetCommitPartition(
-            topic=t.name,
+            topic=name,
             partition=int(p.partition_index),
             committed_offset=int(p.committed_offset),
             committed_leader_epoch=int(getattr(p, "committed_leader_epoch", -1)),
             committed_metadata=p.committed_metadata or "",
         )
-        for t in request.topics
+        for t, name in zip(versioned.topics, names, strict=True)
+        if name is not None
         for p in t.partitions
     ]
     instance_id = getattr(request, "group_instance_id", None)  # v7+
@@ -120,7 +156,16 @@ def handle_offset_commit(
 
     def answer(result: OffsetCommitResult) -> Any:
         errors = {(r.topic, r.partition): r.error_code for r in result.partitions}
-        return make(cls, throttle_time=0, topics=_partition_answer(cls, request.topics, errors))
+        # Kafka refuses the group before it looks the topic ids up
+        refused = result.error_code == GROUP_AUTHORIZATION_FAILED
+        topics = _partition_answer(
+            cls,
+            versioned.topics,
+            errors,
+            names,
+            GROUP_AUTHORIZATION_FAILED if refused else UNKNOWN_TOPIC_ID,
+        )
+        return make(cls, throttle_time=0, topics=topics)
 
     return then(pending, answer)
 
@@ -175,29 +220,55 @@ def _fetch_group(
     topics: Any,
     require_stable: bool,
 ) -> OffsetFetchResult:
-    """One group's OffsetFetch (``topics`` ``None``: all the group's)."""
-    wanted = (
-        None
-        if topics is None
-        else [(str(t.name), int(p)) for t in topics for p in t.partition_indexes]
-    )
-    return services.group_apis.offset_fetch(
+    """One group's OffsetFetch (``topics`` ``None``: all the group's). From v10 the topics are
+    named by id: an id this node does not know answers UNKNOWN_TOPIC_ID on its partitions,
+    after the others (unless the group itself is refused or unknown)."""
+    if topics is None:
+        return services.group_apis.offset_fetch(
+            ctx.caller, group_id, member_id, member_epoch, None, require_stable
+        )
+    names = _topic_names(services, ctx.api_version >= TOPIC_IDS_SINCE, topics)
+    wanted = [
+        (name, int(p))
+        for t, name in zip(topics, names, strict=True)
+        if name is not None
+        for p in t.partition_indexes
+    ]
+    result = services.group_apis.offset_fetch(
         ctx.caller, group_id, member_id, member_epoch, wanted, require_stable
     )
+    if result.error_code or None not in names:
+        return result
+    unknown = tuple(
+        OffsetFetchPartition(
+            topic_id_text(t.topic_id),
+            int(p),
+            error_code=UNKNOWN_TOPIC_ID,
+            error_message="This server does not host this topic ID.",
+        )
+        for t, name in zip(topics, names, strict=True)
+        if name is None
+        for p in t.partition_indexes
+    )
+    return OffsetFetchResult(partitions=result.partitions + unknown)
 
 
 def _fetched_topics(
+    services: DoorServices,
     cls: type[Any],
     names: tuple[str, str],
     result: OffsetFetchResult,
     group_error: bool,
+    by_id: bool = False,
 ) -> tuple[Any, ...]:
-    """The answer's topics, each once, in the order of their first partition."""
+    """The answer's topics, each once, in the order of their first partition. ``by_id``
+    (v10): each named by its id (an UNKNOWN_TOPIC_ID partition's topic is the id asked for;
+    a topic this node does not know, the zero id)."""
     topic_cls = nested(cls, names[0])
     partition_cls = nested(cls, names[1])
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[tuple[str, bool], list[Any]] = {}
     for p in result.partitions:
-        by_topic.setdefault(p.topic, []).append(
+        by_topic.setdefault((p.topic, p.error_code == UNKNOWN_TOPIC_ID), []).append(
             make(
                 partition_cls,
                 partition_index=p.partition,
@@ -207,7 +278,19 @@ def _fetched_topics(
                 error_code=result.error_code if group_error else p.error_code,
             )
         )
-    return tuple(make(topic_cls, name=n, partitions=tuple(ps)) for n, ps in by_topic.items())
+    ids: dict[str, str] = {}
+    if by_id:
+        ids = {name: tid for tid, name in services.api.records.topic_names_by_id().items()}
+
+    def topic_id(name: str, unknown_id: bool) -> Any:
+        if not by_id:
+            return None
+        return topic_id_uuid(name) if unknown_id else topic_id_uuid(ids.get(name, ""))
+
+    return tuple(
+        make(topic_cls, name=n, topic_id=topic_id(n, unknown_id), partitions=tuple(ps))
+        for (n, unknown_id), ps in by_topic.items()
+    )
 
 
 def handle_offset_fetch(
@@ -228,13 +311,11 @@ def handle_offset_fetch(
             result = _fetch_group(
                 services, ctx, str(g.group_id), member_id, member_epoch, g.topics, stable
             )
+            topics = _fetched_topics(
+                services, cls, _V8_NAMES, result, False, by_id=version >= TOPIC_IDS_SINCE
+            )
             groups.append(
-                make(
-                    group_cls,
-                    group_id=g.group_id,
-                    topics=_fetched_topics(cls, _V8_NAMES, result, False),
-                    error_code=result.error_code,
-                )
+                make(group_cls, group_id=g.group_id, topics=topics, error_code=result.error_code)
             )
         return make(cls, throttle_time=0, groups=tuple(groups))
     result = _fetch_group(services, ctx, str(versioned.group_id), "", -1, versioned.topics, stable)
@@ -252,7 +333,7 @@ def handle_offset_fetch(
     return make(
         cls,
         throttle_time=0,
-        topics=_fetched_topics(cls, _V0_NAMES, result, version < 2),
+        topics=_fetched_topics(services, cls, _V0_NAMES, result, version < 2),
         error_code=result.error_code,
     )
 

@@ -128,7 +128,9 @@ class _LogReplicas:
         )
 
 
-def _coordinator(replicas: _LogReplicas, epoch: int = 1) -> GroupCoordinator:
+def _coordinator(
+    replicas: _LogReplicas, epoch: int = 1, clock: ManualClock | None = None, **config: Any
+) -> GroupCoordinator:
     metadata = MetadataCache()
     metadata.update(
         UpdateMetadataRequest(
@@ -147,10 +149,10 @@ def _coordinator(replicas: _LogReplicas, epoch: int = 1) -> GroupCoordinator:
         )
     )
     coordinator = GroupCoordinator(
-        GroupCoordinatorConfig(offsets_topic_num_partitions=1),
+        GroupCoordinatorConfig(offsets_topic_num_partitions=1, **config),
         replicas,  # type: ignore[arg-type]
         metadata,
-        ManualClock(),
+        clock or ManualClock(),
         lambda *_: None,
     )
     coordinator.on_leadership_change(OFFSETS_TOPIC, 0, True, epoch)
@@ -177,8 +179,10 @@ def _txn_commit(
     return [r.error_code for r in result.partitions]
 
 
-def _fetch(coordinator: GroupCoordinator, stable: bool = False) -> list[tuple[int, int]]:
-    result = coordinator.offset_fetch(GROUP, "", -1, [("t", 0), ("t", 1)], stable)
+def _fetch(
+    coordinator: GroupCoordinator, stable: bool = False, group: str = GROUP
+) -> list[tuple[int, int]]:
+    result = coordinator.offset_fetch(group, "", -1, [("t", 0), ("t", 1)], stable)
     assert result.error_code == 0
     return [(p.committed_offset, p.error_code) for p in result.partitions]
 
@@ -239,15 +243,16 @@ def test_a_marker_of_another_partition_or_producer_changes_nothing() -> None:
 
 def test_a_loading_coordinator_resolves_transactions_at_their_markers() -> None:
     """The log holds a committed transaction (producer 1), an aborted one (2) and an open one
-    (3), interleaved, and a plain commit: a new leader's load rebuilds the same state."""
+    (3), interleaved, and a plain commit before the open one's offset: a new leader's load
+    rebuilds the same state."""
     replicas = _LogReplicas()
     first = _coordinator(replicas)
     _txn_commit(first, 1, {0: 10})
     _txn_commit(first, 2, {1: 99})
+    first.offset_commit(GROUP, "", -1, [OffsetCommitPartition("t", 1, 5)])
     _txn_commit(first, 3, {1: 30})
     replicas.marker(1, commit=True)
     replicas.marker(2, commit=False)
-    first.offset_commit(GROUP, "", -1, [OffsetCommitPartition("t", 1, 5)])
     for pid, commit in ((1, True), (2, False)):
         first.on_txn_marker(OFFSETS_TOPIC, 0, pid, commit)
     expected = [(10, 0), (5, 0)]
@@ -341,3 +346,89 @@ def test_an_unknown_partition_or_too_much_metadata_is_refused_alone() -> None:
     assert [r.error_code for r in result.partitions] == [0, 3, 12]
     (written,) = read_batches(replicas.appends[-1].records)
     assert len(written.records()) == 1
+
+
+def test_delete_groups_deletes_the_pending_offsets_too() -> None:
+    """DeleteGroups of a group without members whose offsets are partly pending in an open
+    transaction: Kafka deletes it (``validateDeleteGroup`` looks at the members only) and
+    writes a tombstone for each pending partition too (``deleteAllOffsets``), whose replay drops
+    the pending offsets, so the transaction's COMMIT does not bring them back. A group whose
+    only offsets are pending is deleted the same way. Before, the pending offsets were not
+    deleted: the COMMIT made (10, 20) the group's offsets, and a pending-only group was
+    GROUP_ID_NOT_FOUND."""
+    replicas = _LogReplicas()
+    coordinator = _coordinator(replicas)
+    coordinator.offset_commit(GROUP, "", -1, [OffsetCommitPartition("t", 0, 3)])
+    assert _txn_commit(coordinator, 7, {0: 10, 1: 20}) == [0, 0]
+    coordinator.txn_offset_commit_later("pending-only", 8, 0, [OffsetCommitPartition("t", 0, 4)])
+    deleted = coordinator.delete_groups([GROUP, "pending-only"])
+    assert [d.error_code for d in deleted] == [0, 0]
+    assert _fetch(coordinator, stable=True) == [(-1, 0), (-1, 0)]  # nothing pending either
+    for pid in (7, 8):
+        replicas.marker(pid, commit=True)
+        coordinator.on_txn_marker(OFFSETS_TOPIC, 0, pid, True)
+    assert _fetch(coordinator) == [(-1, 0), (-1, 0)]
+    assert _fetch(coordinator, group="pending-only") == [(-1, 0), (-1, 0)]
+    reloaded = _coordinator(replicas, epoch=2)  # the log read back decides the same
+    assert _fetch(reloaded) == [(-1, 0), (-1, 0)]
+    assert _fetch(reloaded, group="pending-only") == [(-1, 0), (-1, 0)]
+
+
+def test_an_offset_with_a_pending_transactional_offset_does_not_expire() -> None:
+    """Offset expiry skips a partition an open transaction holds an offset of (Kafka's
+    ``cleanupExpiredOffsets``: "We don't expire the offset yet if there is a pending
+    transactional offset for the partition"); the group's other offsets expire. Before, t-0's
+    offset expired, and its tombstone's time came before the transaction's."""
+    clock = ManualClock()
+    replicas = _LogReplicas()
+    coordinator = _coordinator(
+        replicas, clock=clock, offsets_retention_minutes=1, offsets_retention_check_interval_ms=1
+    )
+    coordinator.offset_commit(
+        GROUP, "", -1, [OffsetCommitPartition("t", 0, 3), OffsetCommitPartition("t", 1, 4)]
+    )
+    assert _txn_commit(coordinator, 7, {0: 10}) == [0]
+    clock.advance(61_000)
+    coordinator.tick()
+    assert _fetch(coordinator) == [(3, 0), (-1, 0)]
+    replicas.marker(7, commit=True)
+    coordinator.on_txn_marker(OFFSETS_TOPIC, 0, 7, True)
+    assert _fetch(coordinator) == [(10, 0), (-1, 0)]
+
+
+def test_at_the_commit_marker_the_later_of_a_pending_and_a_plain_offset_is_kept() -> None:
+    """A plain OffsetCommit written after a TxnOffsetCommit of the same partition is kept when
+    the transaction commits; a pending offset written after the plain one replaces it. Kafka's
+    replayEndTransactionMarker compares the records' offsets in __consumer_offsets, and a new
+    leader's load decides the same. Before, the COMMIT always made the pending offset (10) the
+    committed one."""
+    replicas = _LogReplicas()
+    coordinator = _coordinator(replicas)
+    assert _txn_commit(coordinator, 7, {0: 10, 1: 20}) == [0, 0]
+    coordinator.offset_commit(GROUP, "", -1, [OffsetCommitPartition("t", 0, 15)])
+    replicas.marker(7, commit=True)
+    coordinator.on_txn_marker(OFFSETS_TOPIC, 0, 7, True)
+    assert _fetch(coordinator) == [(15, 0), (20, 0)]
+    assert _fetch(_coordinator(replicas, epoch=2)) == [(15, 0), (20, 0)]
+
+    reloaded = _coordinator(replicas, epoch=3)
+    reloaded.offset_commit(GROUP, "", -1, [OffsetCommitPartition("t", 1, 25)])
+    assert _txn_commit(reloaded, 8, {1: 30}) == [0]
+    replicas.marker(8, commit=True)
+    reloaded.on_txn_marker(OFFSETS_TOPIC, 0, 8, True)
+    assert _fetch(reloaded) == [(15, 0), (30, 0)]
+    assert _fetch(_coordinator(replicas, epoch=4)) == [(15, 0), (30, 0)]
+
+
+def test_a_pending_offset_older_than_the_committed_one_is_not_applied() -> None:
+    pending = PendingTxnOffsets()
+    key = encode_key(OffsetCommitKey(GROUP, "t", 0))
+    older, newer = encode_value(OffsetCommitValue(1)), encode_value(OffsetCommitValue(2))
+    pending.add(1, [(key, older)], [4])
+    pending.replayed([(key, newer)], [9])
+    assert pending.end(1, commit=True) == []
+    pending.add(2, [(key, newer)])  # this leader's write: after everything seen
+    assert pending.end(2, commit=True) == [(key, newer)]
+    pending.add(3, [(key, older)], [12])
+    pending.replayed([(key, None)])  # a tombstone drops what is pending of its partition
+    assert not pending.is_pending(GROUP, "t", 0) and pending.end(3, commit=True) == []
