@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from deploy.local.zookeeper import ZooKeeperServer, ZooKeeperTls, free_port
+from odradek.errors import OdradekError
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = ROOT / ".cluster"
@@ -330,6 +331,41 @@ def _run_cli(
     return result.stdout
 
 
+def _wait_until_every_node_knows_the_cluster(
+    cluster: LocalCluster, command_config: Path | None, timeout_s: float = 60.0
+) -> None:
+    """Until each node's metadata names every node and a controller. A node says it listens
+    before the controller's first UpdateMetadata reaches it, and until then it answers, as a
+    ZooKeeper-mode Kafka broker does, with no controller and no topics: a demo started again on
+    its data listed no topic and then failed to find the one it had just been told exists."""
+    from odradek import Admin
+    from odradek.client.security import from_kafka_properties, parse_properties
+
+    security: dict[str, Any] = (
+        from_kafka_properties(parse_properties(command_config.read_text()))
+        if command_config is not None
+        else {}
+    )
+    expected = {node.node_id for node in cluster.nodes}
+    deadline = time.monotonic() + timeout_s  # noqa: TID251  (a harness, not the broker)
+    for node in cluster.nodes:
+        with Admin(bootstrap_servers=node.address, **security) as admin:
+            while True:
+                try:
+                    described = admin.describe_cluster()
+                    if {
+                        b.node_id for b in described.brokers
+                    } == expected and described.controller_id in expected:
+                        break
+                except OdradekError:
+                    pass  # not serving yet: asked again below
+                if time.monotonic() > deadline:  # noqa: TID251
+                    raise TimeoutError(
+                        f"node {node.node_id} did not learn the cluster in {timeout_s:.0f} s"
+                    )
+                time.sleep(0.2)
+
+
 def demo(
     directory: Path,
     ports: Sequence[int] = DEMO_PORTS,
@@ -403,6 +439,13 @@ def demo(
     )
     bootstrap = cluster.bootstrap_servers
 
+    try:
+        _wait_until_every_node_knows_the_cluster(cluster, command_config)
+    except TimeoutError as e:
+        print(f"demo: {e}", file=sys.stderr)
+        print(f"demo: logs are under {directory}; stop it with: {stop_command}", file=sys.stderr)
+        return 1
+
     cli = functools.partial(_run_cli, command_config=command_config)
     topics = cli(["topics", "list"], bootstrap)
     if "demo" not in topics.split():
@@ -417,6 +460,10 @@ def demo(
                 "3",
                 "--config",
                 "min.insync.replicas=2",
+                # a node just started may list no topics yet while ZooKeeper has it (a demo
+                # started again on its data), and a create retried on the next node after the
+                # first dropped its connection finds its own topic: either way it is there
+                "--if-not-exists",
             ],
             bootstrap,
         )
