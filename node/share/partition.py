@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from node.share.persister import (
@@ -198,6 +198,17 @@ class SharePartition:
             self._records, self._end = records, end
             self._advance_start()
             self._loaded = True
+
+    def ensure_loaded(self, reset_offset: Callable[[], int]) -> None:
+        """:meth:`load` unless loaded, with ``reset_offset()`` (called only for a share
+        partition never initialized) as the start. Raises as :meth:`load` and
+        ``reset_offset``."""
+        with self._lock:
+            if self._loaded:
+                return
+            snapshot = self._persister.read(self.key, self.leader_epoch)
+            reset = reset_offset() if snapshot.start_offset < 0 else None
+            self.load(reset)
 
     @property
     def loaded(self) -> bool:
