@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
+import grpc
 import pytest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.share_acknowledge.v1 import request as ack_v1
@@ -27,7 +28,10 @@ from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
+from node.kafka_door.topic_ids import topic_id_text
 from odradek.records import read_batches
+from odradek.v1 import odradek_pb2 as pb
+from odradek.v1 import odradek_pb2_grpc as pb_grpc
 from tests.kafka.conftest import call, running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic, produce, unique
 
@@ -299,3 +303,45 @@ def test_bad_partitions(share_cluster: LocalCluster) -> None:
     leader_id = int(p.current_leader.leader_id)
     assert leader_id >= 0
     assert [int(e.node_id) for e in elsewhere.node_endpoints] == [leader_id]
+
+
+def test_grpc_share_fetch_and_acknowledge(share_cluster: LocalCluster) -> None:
+    """The Broker service's ShareFetch and ShareAcknowledge (for the SDK) over the same share
+    partitions."""
+    _, topic_id, leader, _, group = _setup(share_cluster, 2)
+    node = next(n for n in share_cluster.nodes if n.kafka_address == leader)
+    tid = topic_id_text(topic_id)
+    with grpc.insecure_channel(node.address) as channel:
+        broker = pb_grpc.BrokerStub(channel)
+        member = str(uuid.uuid4())
+        fetched = broker.ShareFetch(
+            pb.ShareFetchRequest(
+                group_id=group,
+                member_id=member,
+                share_session_epoch=0,
+                max_wait_ms=10_000,
+                min_bytes=1,
+                max_bytes=1 << 20,
+                max_records=10,
+                batch_size=10,
+                partitions=[pb.SharePartitionRequest(topic_id=tid, partition=0)],
+            )
+        )
+        assert fetched.error_code == 0, fetched
+        [p] = fetched.partitions
+        assert [(a.first_offset, a.last_offset, a.delivery_count) for a in p.acquired_records] == [
+            (0, 1, 1)
+        ]
+        assert [r.value for b in read_batches(p.records) for r in b.records()] == [b"v0", b"v1"]
+        batch = pb.ShareAcknowledgementBatch(first_offset=0, last_offset=1, acknowledge_types=[1])
+        acked = broker.ShareAcknowledge(
+            pb.ShareAcknowledgeRequest(
+                group_id=group,
+                member_id=member,
+                share_session_epoch=1,
+                partitions=[
+                    pb.SharePartitionRequest(topic_id=tid, partition=0, acknowledgements=[batch])
+                ],
+            )
+        )
+        assert (acked.error_code, [q.error_code for q in acked.partitions]) == (0, [0])
