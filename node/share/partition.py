@@ -243,9 +243,13 @@ class SharePartition:
     def may_acquire(self, bound: int) -> bool:
         """Whether an acquisition could deliver something now with the log readable below
         ``bound`` (the high watermark, or the last stable offset): an AVAILABLE record (a
-        lock due counts), or new records below ``bound`` with room for their locks. Quick,
-        for a waiting ShareFetch."""
-        with self._lock:
+        lock due counts), or new records below ``bound`` with room for their locks. Never
+        waits (a waiting ShareFetch asks it on the door's loop): True while another call
+        holds the share partition (a persister write may be under way; the caller reads
+        again)."""
+        if not self._lock.acquire(blocking=False):
+            return True
+        try:
             now = self._clock.monotonic_ms()
             for offset in range(self._start, self._end):
                 r = self._records[offset]
@@ -254,16 +258,23 @@ class SharePartition:
                 ):
                     return True
             return self._end < bound and self._end - self._start < self.max_record_locks
+        finally:
+            self._lock.release()
 
     def next_lock_deadline_ms(self) -> int | None:
-        """The earliest lock deadline (monotonic ms) of an acquired record; ``None``: none."""
-        with self._lock:
+        """The earliest lock deadline (monotonic ms) of an acquired record; ``None``: none, or
+        another call holds the share partition (never waits, as :meth:`may_acquire`)."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
             deadlines = [
                 r.lock_deadline_ms
                 for r in self._records.values()
                 if r.state is RecordState.ACQUIRED
             ]
             return min(deadlines) if deadlines else None
+        finally:
+            self._lock.release()
 
     def states(self) -> dict[int, tuple[RecordState, int, str]]:
         """Every in-flight offset's (state, delivery count, member id): for tests and
