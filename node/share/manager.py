@@ -295,6 +295,10 @@ class SharePartitionManager:
     ) -> list[ShareFetchResult] | PendingShareFetch:
         """Reads and acquires once; the answer when something was acquired (or an error, or
         no wait), else a :class:`PendingShareFetch`. Blocks (reads, the persister)."""
+        if params.max_records <= 0 or params.max_bytes <= 0:
+            # only acknowledging (librdkafka sends MaxRecords 0 so): nothing acquired, no wait
+            # (Kafka's processShareFetch)
+            return [ShareFetchResult(t.topic, t.topic_id, t.partition) for t in targets]
         results = self.fetch_once(group_id, member_id, targets, params)
         if (
             params.max_wait_ms <= 0
@@ -325,8 +329,8 @@ class SharePartitionManager:
         isolation = (
             READ_COMMITTED if config.share_isolation_level == "read_committed" else READ_UNCOMMITTED
         )
-        records_left = max(1, params.max_records)
-        bytes_left = params.max_bytes if params.max_bytes > 0 else 2**31 - 1
+        records_left = params.max_records
+        bytes_left = params.max_bytes
         out: list[ShareFetchResult] = []
         for target in targets:
             code, sp = self.share_partition(group_id, target)

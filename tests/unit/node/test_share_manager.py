@@ -5,6 +5,7 @@ moves (node.share.manager)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -144,3 +145,11 @@ def test_leadership_moving_drops_the_share_partition_and_its_locks(
     _lead(replica_manager, leader=0, epoch=2)
     # loaded again from the persister: the acquired records are AVAILABLE, delivered again
     assert _acquired(manager.fetch_once("g", "b", [T], PARAMS)) == [AcquiredRecords(0, 1, 2)]
+
+
+def test_max_records_zero_only_acknowledges(manager, replica_manager) -> None:
+    manager.fetch_once("g", "a", [T], PARAMS)
+    _produce(replica_manager, 2)
+    only_acks = dataclasses.replace(PARAMS, max_records=0)
+    assert _acquired(manager.start_fetch("g", "a", [T], only_acks)) == []
+    assert _acquired(manager.start_fetch("g", "a", [T], PARAMS)) == [AcquiredRecords(0, 1, 1)]
