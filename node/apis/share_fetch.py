@@ -259,6 +259,7 @@ class ShareFetchApis:
             request.forgotten,
             has_acknowledgements=has_acks,
         )
+        self.manager.release_evicted()
         if error:
             return StartedShareFetch(ShareFetchAnswer(error, acquisition_lock_timeout_ms=lock_ms))
         acks = self._acknowledge(

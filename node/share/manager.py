@@ -188,7 +188,11 @@ class SharePartitionManager:
         self.clock = clock
         self._group_configs = group_configs
         self.config = config or ShareConfig()
-        self.sessions = ShareSessions(self.config.max_share_sessions)
+        self.sessions = ShareSessions(
+            self.config.max_share_sessions,
+            clock,
+            lambda group_id: self._group_configs(group_id).share_session_timeout_ms,
+        )
         self._lock = threading.Lock()
         self._partitions: dict[tuple[str, str, int], SharePartition] = {}
         self._terms: dict[tuple[str, str, int], int] = {}
@@ -435,6 +439,11 @@ class SharePartitionManager:
         code = sp.acknowledge(member_id, batches, renew_lock_ms=renew_ms)
         self._forget_if_fenced(group_id, target, code)
         return code
+
+    def release_evicted(self) -> None:
+        """Releases the records of the members whose idle share sessions were evicted."""
+        for group_id, member_id in self.sessions.take_evicted():
+            self.release_member(group_id, member_id)
 
     def release_member(self, group_id: str, member_id: str) -> None:
         """Releases every record ``member_id`` holds in ``group_id``'s share partitions here

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from node.share.sessions import ShareSessions
+from odradek.clock import ManualClock
 
 INVALID_REQUEST = 42
 NOT_FOUND = 122
@@ -53,3 +54,17 @@ def test_the_session_limit() -> None:
     assert s.for_fetch("g", "b", 0, [P0], [], has_acknowledgements=False) == (LIMIT, [])
     assert s.remove_member("g", "a")
     assert s.for_fetch("g", "b", 0, [P0], [], has_acknowledgements=False)[0] == 0
+
+
+def test_a_full_cache_evicts_the_least_recently_used_idle_session() -> None:
+    clock = ManualClock()
+    s = ShareSessions(2, clock, lambda group: 1000 if group == "g" else 10**9)
+    s.for_fetch("g", "a", 0, [P0], [], has_acknowledgements=False)
+    s.for_fetch("h", "b", 0, [P0], [], has_acknowledgements=False)
+    clock.advance(1000)
+    assert s.for_fetch("g", "c", 0, [P0], [], has_acknowledgements=False) == (LIMIT, [])
+    clock.advance(1)
+    assert s.for_fetch("h", "b", 1, [], [], has_acknowledgements=False)[0] == 0  # used: kept
+    assert s.for_fetch("g", "c", 0, [P0], [], has_acknowledgements=False)[0] == 0
+    assert s.get("g", "a") is None and s.take_evicted() == [("g", "a")]
+    assert s.take_evicted() == []
