@@ -18,8 +18,9 @@ at the group's ``share.isolation.level`` (read_committed: below the last stable 
 the aborted transactions' batches and the control batches archived, never acquired), and
 acquires what it read for the member, ``share.record.lock.duration.ms`` long, at most
 ``max_records`` over all partitions. Nothing acquired and ``max_wait_ms`` left: it waits without
-a thread (:class:`PendingShareFetch`) until a partition's high watermark moves or a lock
-expires, as a Fetch waits for ``min_bytes``.
+a thread (:class:`PendingShareFetch`) until a partition's high watermark moves, a lock
+expires or another member releases records (:data:`~node.core.wakeups.SHARE_RECORDS`), as a
+Fetch waits for ``min_bytes``.
 
 Thread-safe.
 """
@@ -42,9 +43,10 @@ from node.core.requests import (
     ListOffsetsPartition,
     records_bytes,
 )
-from node.core.wakeups import HIGH_WATERMARK, STATE
+from node.core.wakeups import HIGH_WATERMARK, SHARE_RECORDS, STATE
 from node.share.partition import (
     AcknowledgementBatch,
+    AcknowledgeType,
     AcquiredRecords,
     FetchedBatch,
     SharePartition,
@@ -140,7 +142,7 @@ class PendingShareFetch:
     _deadline_ms: int
     keys: list[tuple[str, int]] = field(default_factory=list)
     """The partitions whose wake-ups may make it ready."""
-    kinds: int = HIGH_WATERMARK | STATE
+    kinds: int = HIGH_WATERMARK | STATE | SHARE_RECORDS
     """Which wake-ups (:mod:`node.core.wakeups`)."""
 
     def remaining_ms(self) -> int:
@@ -438,6 +440,8 @@ class SharePartitionManager:
         renew_ms = self._group_configs(group_id).share_record_lock_duration_ms if renew_lock else 0
         code = sp.acknowledge(member_id, batches, renew_lock_ms=renew_ms)
         self._forget_if_fenced(group_id, target, code)
+        if not code and any(AcknowledgeType.RELEASE in b.acknowledge_types for b in batches):
+            self.replicas.wakeups.notify((target.topic, target.partition), SHARE_RECORDS)
         return code
 
     def release_evicted(self) -> None:
@@ -449,9 +453,10 @@ class SharePartitionManager:
         """Releases every record ``member_id`` holds in ``group_id``'s share partitions here
         (its share session closed)."""
         with self._lock:
-            mine = [sp for (g, _, _), sp in self._partitions.items() if g == group_id]
-        for sp in mine:
-            sp.release_member(member_id)
+            mine = [(k, sp) for k, sp in self._partitions.items() if k[0] == group_id]
+        for (_, topic, partition), sp in mine:
+            if sp.release_member(member_id) == 0:
+                self.replicas.wakeups.notify((topic, partition), SHARE_RECORDS)
 
 
 class _NoResetOffsetError(Exception):

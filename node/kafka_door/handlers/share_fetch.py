@@ -8,12 +8,12 @@ the member now holds for ``AcquisitionLockTimeoutMs``; the client delivers only 
 One that acquired nothing waits up to ``MaxWaitMs`` without a request thread
 (:class:`~node.kafka_door.server.WhenReady` over
 :class:`~node.share.manager.PendingShareFetch`): it is polled when a partition's high
-watermark moves or a lock may have expired, and the read and acquisition run on a request
-thread (:class:`~node.kafka_door.server.Later`). v2 adds ``IsRenewAck`` (the
-acknowledgements include RENEW, type 4: the locks are extended and nothing is fetched) and
-``ShareAcquireMode`` (read, not used: batches are acquired whole, KIP-1206's batch-optimized
-mode). NOT_LEADER_OR_FOLLOWER names the current leader and its endpoint on the request's
-listener (``CurrentLeader``, ``NodeEndpoints``).
+watermark moves, another member releases records or a lock may have expired, and the read and
+acquisition run on a request thread (:class:`~node.kafka_door.server.Later`). v2 adds
+``IsRenewAck`` (the acknowledgements include RENEW, type 4: the locks are extended and nothing
+is fetched) and ``ShareAcquireMode`` (read, not used: batches are acquired whole, KIP-1206's
+batch-optimized mode). NOT_LEADER_OR_FOLLOWER names the current leader and its endpoint on
+the request's listener (``CurrentLeader``, ``NodeEndpoints``).
 """
 
 from __future__ import annotations

@@ -153,3 +153,19 @@ def test_max_records_zero_only_acknowledges(manager, replica_manager) -> None:
     only_acks = dataclasses.replace(PARAMS, max_records=0)
     assert _acquired(manager.start_fetch("g", "a", [T], only_acks)) == []
     assert _acquired(manager.start_fetch("g", "a", [T], PARAMS)) == [AcquiredRecords(0, 1, 1)]
+
+
+def test_a_release_wakes_a_waiting_fetch(manager, replica_manager) -> None:
+    manager.fetch_once("g", "a", [T], PARAMS)
+    _produce(replica_manager, 1)
+    assert _acquired(manager.fetch_once("g", "a", [T], PARAMS)) == [AcquiredRecords(0, 0, 1)]
+    pending = manager.start_fetch("g", "b", [T], PARAMS)
+    assert isinstance(pending, PendingShareFetch) and not pending.ready()
+    woken: list[bool] = []
+    stop = pending.subscribe(lambda: woken.append(True))
+    try:
+        assert manager.acknowledge("g", "a", T, [AcknowledgementBatch(0, 0, (2,))]) == 0
+    finally:
+        stop()
+    assert woken and pending.ready()
+    assert _acquired(pending.finish()) == [AcquiredRecords(0, 0, 2)]
