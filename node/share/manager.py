@@ -215,7 +215,7 @@ class SharePartitionManager:
         UNKNOWN_TOPIC_OR_PARTITION, or the persister's. May block (the persister)."""
         hosted = self.replicas.partition(target.topic, target.partition)
         if hosted is None:
-            known = target.topic in {t for t, _ in self.replicas.metadata.snapshot.partitions}
+            known = (target.topic, target.partition) in self.replicas.metadata.snapshot.partitions
             return (NOT_LEADER if known else UnknownTopicOrPartitionError.code), None
         if not hosted.is_leader:
             return NOT_LEADER, None

@@ -43,6 +43,7 @@ from odradek.v1 import odradek_pb2_grpc as pb_grpc
 from tests.kafka.conftest import call, running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic, produce, unique
 
+UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_LEADER_OR_FOLLOWER = 6
 INVALID_REQUEST = 42
 UNKNOWN_TOPIC_ID = 100
@@ -121,6 +122,7 @@ class Member:
         topic_id: uuid.UUID | None = None,
         version: int = 1,
         renew: bool = False,
+        partition: int = 0,
     ) -> Any:
         module = fetch_v2 if version == 2 else fetch_v1
         fields: dict[str, Any] = {"is_renew_ack": renew} if version == 2 else {}
@@ -138,7 +140,7 @@ class Member:
                     topic_id=topic_id or self.topic_id,
                     partitions=(
                         module.FetchPartition(
-                            partition_index=i32(0),
+                            partition_index=i32(partition),
                             acknowledgement_batches=tuple(
                                 module.AcknowledgementBatch(
                                     first_offset=i64(first),
@@ -301,10 +303,16 @@ def test_bad_partitions(share_cluster: LocalCluster) -> None:
     # an acknowledgement of records a does not hold
     p = _partition(a.fetch([(0, 5, ACCEPT)]))
     assert int(p.acknowledge_error_code) == INVALID_RECORD_STATE
+    p = _partition(a.fetch([(1, 0, ACCEPT)]))  # a range backwards
+    assert int(p.acknowledge_error_code) == INVALID_REQUEST
+    p = _partition(a.fetch([(0, 0, RENEW)]))  # RENEW in v1 (no IsRenewAck)
+    assert int(p.acknowledge_error_code) == INVALID_REQUEST
     stranger = uuid.uuid4()
     unknown = Member(leader, group, stranger).fetch()
     [topic] = unknown.responses
     assert (topic.topic_id, int(topic.partitions[0].error_code)) == (stranger, UNKNOWN_TOPIC_ID)
+    [topic] = Member(leader, group, topic_id).fetch(partition=5).responses
+    assert int(topic.partitions[0].error_code) == UNKNOWN_TOPIC_OR_PARTITION  # no partition 5
     elsewhere = Member(follower, group, topic_id).fetch()
     p = _partition(elsewhere)
     assert int(p.error_code) == NOT_LEADER_OR_FOLLOWER
