@@ -169,3 +169,20 @@ def test_a_release_wakes_a_waiting_fetch(manager, replica_manager) -> None:
         stop()
     assert woken and pending.ready()
     assert _acquired(pending.finish()) == [AcquiredRecords(0, 0, 2)]
+
+
+def test_a_reset_state_epoch_is_loaded_again(replica_manager, clock) -> None:
+    """The share coordinator initialized the share partition again (an offset reset: a new
+    state epoch): the leader's next write is refused FENCED_STATE_EPOCH, the share partition
+    dropped, and the next ShareFetch loads the reset state."""
+    _lead(replica_manager)
+    persister = VolatilePersister()
+    m = SharePartitionManager(replica_manager, persister, clock, _configs())
+    m.fetch_once("g", "a", [T], PARAMS)
+    _produce(replica_manager, 4)
+    [sp] = m.hosted()
+    persister.initialize(sp.key, state_epoch=1, start_offset=3)
+    [fenced] = m.fetch_once("g", "a", [T], PARAMS)
+    assert (fenced.error_code, fenced.acquired) == (124, ())
+    assert m.hosted() == []
+    assert _acquired(m.fetch_once("g", "a", [T], PARAMS)) == [AcquiredRecords(3, 3, 1)]
