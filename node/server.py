@@ -38,7 +38,7 @@ from node.admin.admin_manager import AdminManager
 from node.admin.authorization import AuthorizedAdmin
 from node.admin.dynamic_config_admin import DynamicConfigAdmin
 from node.admin.requests import ConfigType, NewTopicSpec
-from node.apis import BrokerApis, GroupApis, RecordApis, TransactionApis
+from node.apis import BrokerApis, GroupApis, RecordApis, ShareFetchApis, TransactionApis
 from node.apis.txn_abort import TxnAbortApi
 from node.apis.txn_verification import TxnVerification
 from node.broker_lifecycle import BrokerLifecycleManager
@@ -84,6 +84,9 @@ from node.security.authorizer import AclAuthorizer
 from node.security.sasl import SaslSessions
 from node.security.scram_store import ScramCredentialStore
 from node.security.tls_terminator import TlsTerminator
+from node.share.manager import ShareConfig, SharePartitionManager
+from node.share.persister import ShareStatePersister
+from node.share.volatile_persister import VolatilePersister
 from node.transaction.txn_coordinator import TransactionCoordinator
 from node.transaction.txn_marker_sender import TxnMarkerSender
 from odradek.client.connection import RECONNECT_OPTIONS
@@ -204,6 +207,8 @@ class Node:
         self.transactions: TransactionCoordinator | None = None
         """The transaction coordinator (``__transaction_state``)."""
         self.txn_markers: TxnMarkerSender | None = None
+        self.share_partitions: SharePartitionManager | None = None
+        """Share groups' share partitions on this node (KIP-932, :mod:`node.share`)."""
         self.kafka_door: KafkaDoor | None = None
         """The Kafka listeners (``kafka.listener.names``), when there are any."""
         self.dynamic_config = DynamicBrokerConfig(config)
@@ -410,6 +415,22 @@ class Node:
             controller = AuthorizingControllerServicer(
                 ControllerServicer(self.controller), authorizer
             )
+        # share groups' partition-leader side: the share partitions of the partitions this
+        # node leads, their state through the persister (a stand-in in memory until the share
+        # coordinator's client is merged: node.share.volatile_persister)
+        persister: ShareStatePersister = VolatilePersister()
+        self.share_partitions = SharePartitionManager(
+            self.replicas,
+            persister,
+            self.clock,
+            self.group_configs.group_config,
+            ShareConfig(
+                delivery_count_limit=c.group_coordinator.group_share_delivery_count_limit,
+                partition_max_record_locks=c.group_coordinator.group_share_partition_max_record_locks,
+                max_share_sessions=c.group_coordinator.group_share_max_share_sessions,
+            ),
+        )
+        self.replicas.leadership_listeners.append(self.share_partitions.on_leadership_change)
         transaction_apis = TransactionApis(
             self.transactions,
             self.metadata,
@@ -442,6 +463,7 @@ class Node:
             GroupApis(self.groups, self.metadata, auth),
             self.authorized_admin,
             transaction_apis,
+            ShareFetchApis(self.share_partitions, self.metadata, auth),
         )
         grpc_services = GrpcServices(
             self.apis,

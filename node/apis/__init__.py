@@ -12,6 +12,8 @@ the same through either door (``tests/kafka/test_door_parity.py`` keeps it so).
 * :class:`~node.apis.transactions.TransactionApis`: FindCoordinator for transactional ids,
   InitProducerId with one, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
   DescribeTransactions, ListTransactions;
+* :class:`~node.apis.share_fetch.ShareFetchApis`: ShareFetch and ShareAcknowledge (KIP-932's
+  share partitions on their leaders);
 * :class:`~node.admin.authorization.AuthorizedAdmin`: the admin calls (topics, configs, ACLs,
   SCRAM credentials, elections, reassignments, log dirs), the admin room's own policy layer.
 
@@ -27,9 +29,10 @@ from dataclasses import dataclass
 from node.admin.authorization import AuthorizedAdmin
 from node.apis.groups import GroupApis
 from node.apis.records import RecordApis
+from node.apis.share_fetch import ShareFetchApis
 from node.apis.transactions import TransactionApis
 
-__all__ = ["BrokerApis", "GroupApis", "RecordApis", "TransactionApis"]
+__all__ = ["BrokerApis", "GroupApis", "RecordApis", "ShareFetchApis", "TransactionApis"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,3 +45,5 @@ class BrokerApis:
     admin: AuthorizedAdmin | None
     transactions: TransactionApis | None = None
     """``None``: a node without a transaction coordinator."""
+    share: ShareFetchApis | None = None
+    """ShareFetch and ShareAcknowledge (``None``: a node without share partitions)."""

@@ -66,6 +66,13 @@ class GroupCoordinatorConfig:
     """Share groups' default ``share.record.lock.duration.ms`` (and its bounds below)."""
     group_share_min_record_lock_duration_ms: int = 15_000
     group_share_max_record_lock_duration_ms: int = 60_000
+    # -- share partitions (node.share; Kafka's ShareGroupConfig) --
+    group_share_delivery_count_limit: int = 5
+    """Deliveries of a record to a share group before it is archived."""
+    group_share_partition_max_record_locks: int = 2000
+    """In-flight records of one share partition (no new records are acquired beyond)."""
+    group_share_max_share_sessions: int = 2000
+    """Share sessions on one broker (SHARE_SESSION_LIMIT_REACHED beyond)."""
     group_streams_session_timeout_ms: int = 45_000
     """Streams groups' default ``streams.session.timeout.ms`` (and its bounds below)."""
     group_streams_min_session_timeout_ms: int = 45_000

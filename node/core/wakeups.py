@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["DATA", "HIGH_WATERMARK", "LOG_START", "STATE", "Waiter", "Wakeups"]
+__all__ = ["DATA", "HIGH_WATERMARK", "LOG_START", "SHARE_RECORDS", "STATE", "Waiter", "Wakeups"]
 
 TopicPartition = tuple[str, int]
 
@@ -42,6 +42,9 @@ LOG_START = 4
 STATE = 8
 """Leadership, ISR, truncation or the replica went offline: wakes every waiter of the
 partition, whatever it asked for, so that it can answer with the new state or an error."""
+SHARE_RECORDS = 16
+"""A share group's records of the partition became AVAILABLE again (released, their member's
+share session closed): ShareFetches waiting to acquire (:mod:`node.share.manager`)."""
 
 
 class Waiter:

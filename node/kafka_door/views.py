@@ -898,6 +898,100 @@ class DescribeTopicPartitionsRequestView(Protocol):
     def cursor(self) -> CursorView | None: ...
 
 
+class AcknowledgementBatchView(Protocol):
+    """AcknowledgementBatch: the fields of versions 1-2."""
+
+    @property
+    def first_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def acknowledge_types(self) -> Sequence[int]: ...
+
+
+class PartitionsFetchPartitionView(Protocol):
+    """FetchPartition: the fields of versions 1-2."""
+
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def acknowledgement_batches(self) -> Sequence[AcknowledgementBatchView]: ...
+
+
+class TopicsFetchTopicView(Protocol):
+    """FetchTopic: the fields of versions 1-2."""
+
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+    @property
+    def partitions(self) -> Sequence[PartitionsFetchPartitionView]: ...
+
+
+class ForgottenTopicView(Protocol):
+    """ForgottenTopic: the fields of versions 1-2."""
+
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+    @property
+    def partitions(self) -> Sequence[int]: ...
+
+
+class ShareFetchRequestView(Protocol):
+    """ShareFetchRequest: the fields of versions 1-2."""
+
+    @property
+    def group_id(self) -> str | None: ...
+    @property
+    def member_id(self) -> str | None: ...
+    @property
+    def share_session_epoch(self) -> int: ...
+    @property
+    def max_wait(self) -> datetime.timedelta: ...
+    @property
+    def min_bytes(self) -> int: ...
+    @property
+    def max_bytes(self) -> int: ...
+    @property
+    def max_records(self) -> int: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def topics(self) -> Sequence[TopicsFetchTopicView]: ...
+    @property
+    def forgotten_topics_data(self) -> Sequence[ForgottenTopicView]: ...
+
+
+class AcknowledgePartitionView(Protocol):
+    """AcknowledgePartition: the fields of versions 1-2."""
+
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def acknowledgement_batches(self) -> Sequence[AcknowledgementBatchView]: ...
+
+
+class AcknowledgeTopicView(Protocol):
+    """AcknowledgeTopic: the fields of versions 1-2."""
+
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+    @property
+    def partitions(self) -> Sequence[AcknowledgePartitionView]: ...
+
+
+class ShareAcknowledgeRequestView(Protocol):
+    """ShareAcknowledgeRequest: the fields of versions 1-2."""
+
+    @property
+    def group_id(self) -> str | None: ...
+    @property
+    def member_id(self) -> str | None: ...
+    @property
+    def share_session_epoch(self) -> int: ...
+    @property
+    def topics(self) -> Sequence[AcknowledgeTopicView]: ...
+
+
 VIEWS: dict[int, str] = {
     0: 'ProduceRequestView',  # Produce v3-v10
     1: 'FetchRequestView',  # Fetch v4-v16
@@ -945,5 +1039,7 @@ VIEWS: dict[int, str] = {
     68: 'ConsumerGroupHeartbeatRequestView',  # ConsumerGroupHeartbeat v0-v1
     69: 'ConsumerGroupDescribeRequestView',  # ConsumerGroupDescribe v0-v1
     75: 'DescribeTopicPartitionsRequestView',  # DescribeTopicPartitions v0-v0
+    78: 'ShareFetchRequestView',  # ShareFetch v1-v2
+    79: 'ShareAcknowledgeRequestView',  # ShareAcknowledge v1-v2
 }
 """API key -> the name of its request view."""

@@ -271,6 +271,305 @@ class LeaderIdAndEpoch(_message.Message):
 Global___LeaderIdAndEpoch: _TypeAlias = LeaderIdAndEpoch  # noqa: Y015
 
 @_typing.final
+class ShareAcknowledgementBatch(_message.Message):
+    """--- share groups' ShareFetch / ShareAcknowledge (Kafka's API 78 / 79) ---"""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FIRST_OFFSET_FIELD_NUMBER: _builtins.int
+    LAST_OFFSET_FIELD_NUMBER: _builtins.int
+    ACKNOWLEDGE_TYPES_FIELD_NUMBER: _builtins.int
+    first_offset: _builtins.int
+    last_offset: _builtins.int
+    """inclusive"""
+    @_builtins.property
+    def acknowledge_types(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """one for the range, or one per offset: 0 gap, 1 accept, 2 release, 3 reject, 4 renew"""
+
+    def __init__(
+        self,
+        *,
+        first_offset: _builtins.int = ...,
+        last_offset: _builtins.int = ...,
+        acknowledge_types: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["acknowledge_types", b"acknowledge_types", "first_offset", b"first_offset", "last_offset", b"last_offset"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ShareAcknowledgementBatch: _TypeAlias = ShareAcknowledgementBatch  # noqa: Y015
+
+@_typing.final
+class SharePartitionRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPIC_ID_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
+    ACKNOWLEDGEMENTS_FIELD_NUMBER: _builtins.int
+    topic_id: _builtins.str
+    """the topic's id, as Metadata names it"""
+    partition: _builtins.int
+    @_builtins.property
+    def acknowledgements(self) -> _containers.RepeatedCompositeFieldContainer[Global___ShareAcknowledgementBatch]: ...
+    def __init__(
+        self,
+        *,
+        topic_id: _builtins.str = ...,
+        partition: _builtins.int = ...,
+        acknowledgements: _abc.Iterable[Global___ShareAcknowledgementBatch] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["acknowledgements", b"acknowledgements", "partition", b"partition", "topic_id", b"topic_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SharePartitionRequest: _TypeAlias = SharePartitionRequest  # noqa: Y015
+
+@_typing.final
+class ShareForgottenPartition(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPIC_ID_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
+    topic_id: _builtins.str
+    partition: _builtins.int
+    def __init__(
+        self,
+        *,
+        topic_id: _builtins.str = ...,
+        partition: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["partition", b"partition", "topic_id", b"topic_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ShareForgottenPartition: _TypeAlias = ShareForgottenPartition  # noqa: Y015
+
+@_typing.final
+class ShareFetchRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GROUP_ID_FIELD_NUMBER: _builtins.int
+    MEMBER_ID_FIELD_NUMBER: _builtins.int
+    SHARE_SESSION_EPOCH_FIELD_NUMBER: _builtins.int
+    MAX_WAIT_MS_FIELD_NUMBER: _builtins.int
+    MIN_BYTES_FIELD_NUMBER: _builtins.int
+    MAX_BYTES_FIELD_NUMBER: _builtins.int
+    MAX_RECORDS_FIELD_NUMBER: _builtins.int
+    BATCH_SIZE_FIELD_NUMBER: _builtins.int
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    FORGOTTEN_FIELD_NUMBER: _builtins.int
+    IS_RENEW_ACK_FIELD_NUMBER: _builtins.int
+    group_id: _builtins.str
+    member_id: _builtins.str
+    """the member's own id (a UUID's text)"""
+    share_session_epoch: _builtins.int
+    """0 opens the share session, -1 closes it, else the next"""
+    max_wait_ms: _builtins.int
+    min_bytes: _builtins.int
+    max_bytes: _builtins.int
+    max_records: _builtins.int
+    batch_size: _builtins.int
+    is_renew_ack: _builtins.bool
+    """the acknowledgements renew locks: nothing is fetched"""
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___SharePartitionRequest]: ...
+    @_builtins.property
+    def forgotten(self) -> _containers.RepeatedCompositeFieldContainer[Global___ShareForgottenPartition]: ...
+    def __init__(
+        self,
+        *,
+        group_id: _builtins.str = ...,
+        member_id: _builtins.str = ...,
+        share_session_epoch: _builtins.int = ...,
+        max_wait_ms: _builtins.int = ...,
+        min_bytes: _builtins.int = ...,
+        max_bytes: _builtins.int = ...,
+        max_records: _builtins.int = ...,
+        batch_size: _builtins.int = ...,
+        partitions: _abc.Iterable[Global___SharePartitionRequest] | None = ...,
+        forgotten: _abc.Iterable[Global___ShareForgottenPartition] | None = ...,
+        is_renew_ack: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_size", b"batch_size", "forgotten", b"forgotten", "group_id", b"group_id", "is_renew_ack", b"is_renew_ack", "max_bytes", b"max_bytes", "max_records", b"max_records", "max_wait_ms", b"max_wait_ms", "member_id", b"member_id", "min_bytes", b"min_bytes", "partitions", b"partitions", "share_session_epoch", b"share_session_epoch"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ShareFetchRequest: _TypeAlias = ShareFetchRequest  # noqa: Y015
+
+@_typing.final
+class ShareAcquiredRecords(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FIRST_OFFSET_FIELD_NUMBER: _builtins.int
+    LAST_OFFSET_FIELD_NUMBER: _builtins.int
+    DELIVERY_COUNT_FIELD_NUMBER: _builtins.int
+    first_offset: _builtins.int
+    last_offset: _builtins.int
+    """inclusive"""
+    delivery_count: _builtins.int
+    def __init__(
+        self,
+        *,
+        first_offset: _builtins.int = ...,
+        last_offset: _builtins.int = ...,
+        delivery_count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delivery_count", b"delivery_count", "first_offset", b"first_offset", "last_offset", b"last_offset"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ShareAcquiredRecords: _TypeAlias = ShareAcquiredRecords  # noqa: Y015
+
+@_typing.final
+class SharePartitionResult(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPIC_FIELD_NUMBER: _builtins.int
+    TOPIC_ID_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    ACKNOWLEDGE_ERROR_CODE_FIELD_NUMBER: _builtins.int
+    RECORDS_FIELD_NUMBER: _builtins.int
+    ACQUIRED_RECORDS_FIELD_NUMBER: _builtins.int
+    LEADER_ID_FIELD_NUMBER: _builtins.int
+    LEADER_EPOCH_FIELD_NUMBER: _builtins.int
+    topic: _builtins.str
+    topic_id: _builtins.str
+    partition: _builtins.int
+    error_code: _builtins.int
+    error_message: _builtins.str
+    acknowledge_error_code: _builtins.int
+    """ShareFetch: its piggy-backed acknowledgements'"""
+    records: _builtins.bytes
+    """whole batches; only the acquired offsets are the member's"""
+    leader_id: _builtins.int
+    """NOT_LEADER_OR_FOLLOWER: the current leader (-1: unknown)"""
+    leader_epoch: _builtins.int
+    @_builtins.property
+    def acquired_records(self) -> _containers.RepeatedCompositeFieldContainer[Global___ShareAcquiredRecords]: ...
+    def __init__(
+        self,
+        *,
+        topic: _builtins.str = ...,
+        topic_id: _builtins.str = ...,
+        partition: _builtins.int = ...,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+        acknowledge_error_code: _builtins.int = ...,
+        records: _builtins.bytes = ...,
+        acquired_records: _abc.Iterable[Global___ShareAcquiredRecords] | None = ...,
+        leader_id: _builtins.int = ...,
+        leader_epoch: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["acknowledge_error_code", b"acknowledge_error_code", "acquired_records", b"acquired_records", "error_code", b"error_code", "error_message", b"error_message", "leader_epoch", b"leader_epoch", "leader_id", b"leader_id", "partition", b"partition", "records", b"records", "topic", b"topic", "topic_id", b"topic_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SharePartitionResult: _TypeAlias = SharePartitionResult  # noqa: Y015
+
+@_typing.final
+class ShareFetchResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    ACQUISITION_LOCK_TIMEOUT_MS_FIELD_NUMBER: _builtins.int
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    """the whole request's (group ACL, share session)"""
+    error_message: _builtins.str
+    acquisition_lock_timeout_ms: _builtins.int
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___SharePartitionResult]: ...
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+        acquisition_lock_timeout_ms: _builtins.int = ...,
+        partitions: _abc.Iterable[Global___SharePartitionResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["acquisition_lock_timeout_ms", b"acquisition_lock_timeout_ms", "error_code", b"error_code", "error_message", b"error_message", "partitions", b"partitions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ShareFetchResponse: _TypeAlias = ShareFetchResponse  # noqa: Y015
+
+@_typing.final
+class ShareAcknowledgeRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GROUP_ID_FIELD_NUMBER: _builtins.int
+    MEMBER_ID_FIELD_NUMBER: _builtins.int
+    SHARE_SESSION_EPOCH_FIELD_NUMBER: _builtins.int
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    IS_RENEW_ACK_FIELD_NUMBER: _builtins.int
+    group_id: _builtins.str
+    member_id: _builtins.str
+    share_session_epoch: _builtins.int
+    """-1 closes the share session after these"""
+    is_renew_ack: _builtins.bool
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___SharePartitionRequest]: ...
+    def __init__(
+        self,
+        *,
+        group_id: _builtins.str = ...,
+        member_id: _builtins.str = ...,
+        share_session_epoch: _builtins.int = ...,
+        partitions: _abc.Iterable[Global___SharePartitionRequest] | None = ...,
+        is_renew_ack: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["group_id", b"group_id", "is_renew_ack", b"is_renew_ack", "member_id", b"member_id", "partitions", b"partitions", "share_session_epoch", b"share_session_epoch"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ShareAcknowledgeRequest: _TypeAlias = ShareAcknowledgeRequest  # noqa: Y015
+
+@_typing.final
+class ShareAcknowledgeResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    error_message: _builtins.str
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___SharePartitionResult]: ...
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+        partitions: _abc.Iterable[Global___SharePartitionResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "error_message", b"error_message", "partitions", b"partitions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ShareAcknowledgeResponse: _TypeAlias = ShareAcknowledgeResponse  # noqa: Y015
+
+@_typing.final
 class ProducePartitionData(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

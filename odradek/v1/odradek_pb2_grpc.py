@@ -137,6 +137,16 @@ class BrokerStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.OffsetDeleteRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.OffsetDeleteResponse.FromString,
                 _registered_method=True)
+        self.ShareFetch = channel.unary_unary(
+                '/odradek.v1.Broker/ShareFetch',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.ShareFetchRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.ShareFetchResponse.FromString,
+                _registered_method=True)
+        self.ShareAcknowledge = channel.unary_unary(
+                '/odradek.v1.Broker/ShareAcknowledge',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.ShareAcknowledgeRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.ShareAcknowledgeResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -281,6 +291,21 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ShareFetch(self, request, context):
+        """--- share groups (KIP-932): a share partition's records, at the partition's leader;
+        docs/groups.md "Share groups — share partitions" ---
+        Acknowledge (piggy-backed), then acquire records for the member, long-polling max_wait_ms.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ShareAcknowledge(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -383,6 +408,16 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.OffsetDelete,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.OffsetDeleteRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.OffsetDeleteResponse.SerializeToString,
+            ),
+            'ShareFetch': grpc.unary_unary_rpc_method_handler(
+                    servicer.ShareFetch,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.ShareFetchRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.ShareFetchResponse.SerializeToString,
+            ),
+            'ShareAcknowledge': grpc.unary_unary_rpc_method_handler(
+                    servicer.ShareAcknowledge,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.ShareAcknowledgeRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.ShareAcknowledgeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -928,6 +963,60 @@ class Broker:
             '/odradek.v1.Broker/OffsetDelete',
             odradek_dot_v1_dot_odradek__pb2.OffsetDeleteRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.OffsetDeleteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ShareFetch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/ShareFetch',
+            odradek_dot_v1_dot_odradek__pb2.ShareFetchRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.ShareFetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ShareAcknowledge(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/ShareAcknowledge',
+            odradek_dot_v1_dot_odradek__pb2.ShareAcknowledgeRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.ShareAcknowledgeResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -88,6 +88,12 @@ class BrokerStub:
     ConsumerGroupDescribe: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ConsumerGroupDescribeRequest, _odradek_pb2.ConsumerGroupDescribeResponse]
     DeleteGroups: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DeleteGroupsRequest, _odradek_pb2.DeleteGroupsResponse]
     OffsetDelete: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.OffsetDeleteRequest, _odradek_pb2.OffsetDeleteResponse]
+    ShareFetch: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ShareFetchRequest, _odradek_pb2.ShareFetchResponse]
+    """--- share groups (KIP-932): a share partition's records, at the partition's leader;
+    docs/groups.md "Share groups — share partitions" ---
+    Acknowledge (piggy-backed), then acquire records for the member, long-polling max_wait_ms.
+    """
+    ShareAcknowledge: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ShareAcknowledgeRequest, _odradek_pb2.ShareAcknowledgeResponse]
 
 @_typing.type_check_only
 class BrokerAsyncStub(BrokerStub):
@@ -136,6 +142,12 @@ class BrokerAsyncStub(BrokerStub):
     ConsumerGroupDescribe: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ConsumerGroupDescribeRequest, _odradek_pb2.ConsumerGroupDescribeResponse]  # type: ignore[assignment]
     DeleteGroups: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DeleteGroupsRequest, _odradek_pb2.DeleteGroupsResponse]  # type: ignore[assignment]
     OffsetDelete: _aio.UnaryUnaryMultiCallable[_odradek_pb2.OffsetDeleteRequest, _odradek_pb2.OffsetDeleteResponse]  # type: ignore[assignment]
+    ShareFetch: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ShareFetchRequest, _odradek_pb2.ShareFetchResponse]  # type: ignore[assignment]
+    """--- share groups (KIP-932): a share partition's records, at the partition's leader;
+    docs/groups.md "Share groups — share partitions" ---
+    Acknowledge (piggy-backed), then acquire records for the member, long-polling max_wait_ms.
+    """
+    ShareAcknowledge: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ShareAcknowledgeRequest, _odradek_pb2.ShareAcknowledgeResponse]  # type: ignore[assignment]
 
 class BrokerServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
@@ -301,6 +313,24 @@ class BrokerServicer(metaclass=_abc_1.ABCMeta):
         request: _odradek_pb2.OffsetDeleteRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_odradek_pb2.OffsetDeleteResponse, _abc.Awaitable[_odradek_pb2.OffsetDeleteResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ShareFetch(
+        self,
+        request: _odradek_pb2.ShareFetchRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.ShareFetchResponse, _abc.Awaitable[_odradek_pb2.ShareFetchResponse]]:
+        """--- share groups (KIP-932): a share partition's records, at the partition's leader;
+        docs/groups.md "Share groups — share partitions" ---
+        Acknowledge (piggy-backed), then acquire records for the member, long-polling max_wait_ms.
+        """
+
+    @_abc_1.abstractmethod
+    def ShareAcknowledge(
+        self,
+        request: _odradek_pb2.ShareAcknowledgeRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.ShareAcknowledgeResponse, _abc.Awaitable[_odradek_pb2.ShareAcknowledgeResponse]]: ...
 
 def add_BrokerServicer_to_server(servicer: BrokerServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

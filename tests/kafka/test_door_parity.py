@@ -38,6 +38,7 @@ from __future__ import annotations
 import itertools
 import ssl
 import struct
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -79,12 +80,15 @@ from kio.schema.offset_commit.v9 import request as offset_commit
 from kio.schema.offset_delete.v0 import request as offset_delete
 from kio.schema.offset_fetch.v8 import request as offset_fetch
 from kio.schema.produce.v8 import request as produce
+from kio.schema.share_acknowledge.v1 import request as share_acknowledge
+from kio.schema.share_fetch.v1 import request as share_fetch
 from kio.schema.txn_offset_commit.v3 import request as txn_offset_commit
 from kio.schema.types import BrokerId, GroupId, ProducerId, TopicName, TransactionalId
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 
 from node.config import NodeConfig
 from node.coordinator.group_coordinator_config import GroupCoordinatorConfig
+from node.kafka_door.topic_ids import topic_id_text, topic_id_uuid
 from node.listeners import Listener
 from node.security.authorizer import AuthorizerConfig
 from node.security.tls import SslConfig
@@ -181,6 +185,8 @@ DENIED: dict[str, tuple[tuple[ResourceType, AclOperation], ...]] = {
     "EndTxn": ((X, AclOperation.WRITE),),
     "DescribeTransactions": ((X, AclOperation.DESCRIBE),),
     "ListTransactions": ((X, AclOperation.DESCRIBE),),
+    "ShareFetch": ((G, AclOperation.READ),),
+    "ShareAcknowledge": ((G, AclOperation.READ),),
 }
 """Per API, what its ``deny`` principal is denied (on every resource of the type)."""
 
@@ -1378,6 +1384,101 @@ def grpc_list_transactions(parity: Parity, cn: str, case: Case) -> Codes:
 
 # -- the table --------------------------------------------------------------------------------
 
+
+# ShareFetch / ShareAcknowledge (KIP-932): the request's error code and each partition's, by
+# topic id (the missing topic's is one no topic has); a new member id each time, opening its
+# share session (ShareFetch, epoch 0) or naming none (ShareAcknowledge, epoch 1: after the ACL
+# checks, SHARE_SESSION_NOT_FOUND)
+_NO_SUCH_TOPIC_ID = topic_id_text(uuid.UUID(int=0x0DD4ADE4))
+
+
+def _share_topic_id(parity: Parity, case: Case) -> str:
+    state = parity.node.metadata.snapshot.partitions.get((case.topic, 0))
+    return state.topic_id if state is not None else _NO_SUCH_TOPIC_ID
+
+
+def _share_kafka_codes(answer: Any) -> Codes:
+    return (
+        int(answer.error_code),
+        [
+            (int(p.partition_index), int(p.error_code))
+            for t in answer.responses
+            for p in t.partitions
+        ],
+    )
+
+
+def _share_grpc_codes(answer: Any) -> Codes:
+    if isinstance(answer, int):
+        return (answer, [])
+    return (answer.error_code, [(p.partition, p.error_code) for p in answer.partitions])
+
+
+def kafka_share_fetch(parity: Parity, cn: str, case: Case) -> Codes:
+    partition = share_fetch.FetchPartition(partition_index=i32(0), acknowledgement_batches=())
+    topic_id = topic_id_uuid(_share_topic_id(parity, case))
+    request = share_fetch.ShareFetchRequest(
+        group_id=GroupId(case.group),
+        member_id=str(uuid.uuid4()),
+        share_session_epoch=i32(0),
+        max_wait=i32Timedelta.parse(timedelta(0)),
+        min_bytes=i32(1),
+        max_bytes=i32(1 << 20),
+        max_records=i32(10),
+        batch_size=i32(10),
+        topics=(share_fetch.FetchTopic(topic_id=topic_id, partitions=(partition,)),),
+        forgotten_topics_data=(),
+    )
+    return _share_kafka_codes(parity.kafka(cn, request))
+
+
+def grpc_share_fetch(parity: Parity, cn: str, case: Case) -> Codes:
+    request = pb.ShareFetchRequest(
+        group_id=case.group,
+        member_id=str(uuid.uuid4()),
+        share_session_epoch=0,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        max_records=10,
+        batch_size=10,
+        partitions=[pb.SharePartitionRequest(topic_id=_share_topic_id(parity, case), partition=0)],
+    )
+    return _share_grpc_codes(grpc_answer(parity.broker(cn).ShareFetch, request))
+
+
+def kafka_share_acknowledge(parity: Parity, cn: str, case: Case) -> Codes:
+    batch = share_acknowledge.AcknowledgementBatch(
+        first_offset=i64(0), last_offset=i64(0), acknowledge_types=(i8(1),)
+    )
+    partition = share_acknowledge.AcknowledgePartition(
+        partition_index=i32(0), acknowledgement_batches=(batch,)
+    )
+    topic_id = topic_id_uuid(_share_topic_id(parity, case))
+    request = share_acknowledge.ShareAcknowledgeRequest(
+        group_id=GroupId(case.group),
+        member_id=str(uuid.uuid4()),
+        share_session_epoch=i32(1),
+        topics=(share_acknowledge.AcknowledgeTopic(topic_id=topic_id, partitions=(partition,)),),
+    )
+    return _share_kafka_codes(parity.kafka(cn, request))
+
+
+def grpc_share_acknowledge(parity: Parity, cn: str, case: Case) -> Codes:
+    batch = pb.ShareAcknowledgementBatch(first_offset=0, last_offset=0, acknowledge_types=[1])
+    request = pb.ShareAcknowledgeRequest(
+        group_id=case.group,
+        member_id=str(uuid.uuid4()),
+        share_session_epoch=1,
+        partitions=[
+            pb.SharePartitionRequest(
+                topic_id=_share_topic_id(parity, case), partition=0, acknowledgements=[batch]
+            )
+        ],
+    )
+    return _share_grpc_codes(grpc_answer(parity.broker(cn).ShareAcknowledge, request))
+
+
 FRESH_GROUP_CASES: dict[str, Resolver] = {
     "existing": lambda parity: Case(group=parity.fresh_group()),
     "missing": _fixed(group=MISSING_GROUP),
@@ -1443,6 +1544,8 @@ APIS = [
     Api(
         "ListTransactions", {"existing": _fixed()}, kafka_list_transactions, grpc_list_transactions
     ),
+    Api("ShareFetch", TOPIC_CASES, kafka_share_fetch, grpc_share_fetch),
+    Api("ShareAcknowledge", TOPIC_CASES, kafka_share_acknowledge, grpc_share_acknowledge),
 ]
 assert {api.name for api in APIS} == set(DENIED)
 
