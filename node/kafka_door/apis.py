@@ -73,6 +73,10 @@ from node.kafka_door.handlers.scram import (
     handle_alter_user_scram_credentials,
     handle_describe_user_scram_credentials,
 )
+from node.kafka_door.handlers.share_groups import (
+    handle_share_group_describe,
+    handle_share_group_heartbeat,
+)
 from node.kafka_door.handlers.topic_partitions import handle_describe_topic_partitions
 from node.kafka_door.handlers.topics import (
     handle_create_partitions,
@@ -211,5 +215,9 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             Api(47, "OffsetDelete", 0, 0, bound(handle_offset_delete)),
             Api(68, "ConsumerGroupHeartbeat", 0, 1, bound(handle_consumer_group_heartbeat)),
             Api(69, "ConsumerGroupDescribe", 0, 1, bound(handle_consumer_group_describe)),
+            # share groups (KIP-932) over the group coordinator: membership only here
+            # (node/kafka_door/handlers/share_groups.py)
+            Api(76, "ShareGroupHeartbeat", 1, 1, bound(handle_share_group_heartbeat)),
+            Api(77, "ShareGroupDescribe", 1, 1, bound(handle_share_group_describe)),
         ]
     )

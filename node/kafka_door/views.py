@@ -900,6 +900,30 @@ class DescribeTopicPartitionsRequestView(Protocol):
     def cursor(self) -> CursorView | None: ...
 
 
+class ShareGroupHeartbeatRequestView(Protocol):
+    """ShareGroupHeartbeatRequest: the fields of versions 1-1."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def member_epoch(self) -> int: ...
+    @property
+    def rack_id(self) -> str | None: ...
+    @property
+    def subscribed_topic_names(self) -> Sequence[str] | None: ...
+
+
+class ShareGroupDescribeRequestView(Protocol):
+    """ShareGroupDescribeRequest: the fields of versions 1-1."""
+
+    @property
+    def group_ids(self) -> Sequence[str]: ...
+    @property
+    def include_authorized_operations(self) -> bool: ...
+
+
 VIEWS: dict[int, str] = {
     0: 'ProduceRequestView',  # Produce v3-v10
     1: 'FetchRequestView',  # Fetch v4-v16
@@ -947,5 +971,7 @@ VIEWS: dict[int, str] = {
     68: 'ConsumerGroupHeartbeatRequestView',  # ConsumerGroupHeartbeat v0-v1
     69: 'ConsumerGroupDescribeRequestView',  # ConsumerGroupDescribe v0-v1
     75: 'DescribeTopicPartitionsRequestView',  # DescribeTopicPartitions v0-v0
+    76: 'ShareGroupHeartbeatRequestView',  # ShareGroupHeartbeat v1-v1
+    77: 'ShareGroupDescribeRequestView',  # ShareGroupDescribe v1-v1
 }
 """API key -> the name of its request view."""
