@@ -930,6 +930,10 @@ class GroupCoordinator:
                         out.append(ListedGroup(gid, state))
         return ListGroupsResult(groups=tuple(out))
 
+    def share_group_counts(self) -> tuple[dict[str, int], int]:
+        """The share groups this node coordinates, by state, and their members (metrics)."""
+        return self.share.counts(self._loaded_shards())
+
     def describe_groups(self, group_ids: Sequence[str]) -> list[DescribedGroup]:
         """ConsumerGroupDescribe (and DescribeGroups): each group's state and members, in
         request order; a classic group with ``group_type`` "classic", its protocol type and

@@ -360,11 +360,13 @@ class ShareGroupCoordinator:
     # -- metrics ----------------------------------------------------------------------------
 
     @staticmethod
-    def counts(shards: Sequence[_Shard]) -> tuple[int, int]:
-        """(share groups, members) over ``shards``."""
-        groups = members = 0
+    def counts(shards: Sequence[_Shard]) -> tuple[dict[str, int], int]:
+        """The share groups of ``shards`` by state (Empty, Stable), and their members."""
+        by_state = {"Empty": 0, "Stable": 0}
+        members = 0
         for shard in shards:
             with shard.lock:
-                groups += len(shard.share.groups)
-                members += sum(len(g.members) for g in shard.share.groups.values())
-        return groups, members
+                for group in shard.share.groups.values():
+                    by_state[group.state_name()] += 1
+                    members += len(group.members)
+        return by_state, members
