@@ -10,18 +10,21 @@ import datetime
 import uuid
 from typing import Any
 
+import pytest
 from confluent_kafka import ShareConsumer
 from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
+from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.list_groups.v5.request import ListGroupsRequest
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i32Timedelta
+from kio.static.primitive import i8, i32, i32Timedelta
 
 from deploy.local.cluster import LocalCluster
-from tests.kafka.conftest import call, wait_for
+from deploy.local.zookeeper import ZooKeeperServer
+from tests.kafka.conftest import call, running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic, unique
 from tests.kafka.test_group_apis import coordinator_of, heartbeat, known_to
 
@@ -214,3 +217,59 @@ def test_confluent_share_consumers_join_through_their_heartbeats(
 
     # close() leaves the group (epoch -1): the group is empty, then deletable
     wait_for(lambda: share_describe(address, group).group_state == "Empty", "the consumers left")
+
+
+def test_members_rejoin_after_a_coordinator_failover(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> None:
+    """Only the group's epoch is written: the next coordinator has the group, empty, at its
+    epoch; a member's heartbeat there answers UNKNOWN_MEMBER_ID, and librdkafka's share
+    consumer rejoins by itself (epoch 0) and is assigned again."""
+    with running_cluster(
+        tmp_path_factory, zookeeper, "share-failover", overrides={"num.partitions": "1"}
+    ) as cluster:
+        bootstrap = cluster.kafka_bootstrap_servers
+        topic, group = unique("share"), unique("sgf")
+        create_topic(bootstrap, topic, partitions=1)
+        address = coordinator_of(cluster, group)
+        known_to(address, topic, 1)
+        raw = uuid.uuid4().hex
+        assert int(share_heartbeat(address, group, raw, 0, (topic,)).error_code) == NONE
+        consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+        try:
+            consumer.subscribe([topic])
+
+            def joined(at: str, before: int) -> Any:
+                consumer.poll(0.05)
+                described = share_describe(at, group)
+                if int(described.error_code) != NONE or int(described.group_epoch) <= before:
+                    return None
+                others = [m for m in described.members if m.member_id != raw]
+                ready = others and all(m.assignment.topic_partitions for m in others)
+                return described if ready else None
+
+            first = wait_for(lambda: joined(address, 1), "the share consumer in the group")
+            epoch = int(first.group_epoch)
+            (old,) = (n for n in cluster.nodes if n.kafka_address == address)
+            old.stop()
+
+            def moved() -> str | None:
+                live = next(n for n in cluster.nodes if n.running)
+                found = call(live.kafka_address, FindCoordinatorRequest(key=group, key_type=i8(0)))
+                at = f"{found.host}:{found.port}"
+                if int(found.error_code) != NONE or at == address:
+                    return None
+                described = share_describe(at, group)
+                return at if int(described.error_code) == NONE else None
+
+            new = wait_for(moved, "the group loaded by the next coordinator")
+            # the raw member never heartbeats again: unknown to the new coordinator
+            gone = share_heartbeat(new, group, raw, epoch)
+            assert int(gone.error_code) == UNKNOWN_MEMBER_ID
+            # the share consumer's next heartbeat is refused alike, and it rejoins: at an epoch
+            # above the old coordinator's (the persisted epoch; a group rebuilt from nothing
+            # would start again at 1)
+            again = wait_for(lambda: joined(new, epoch), "the share consumer rejoined")
+            assert raw not in {m.member_id for m in again.members}
+        finally:
+            consumer.close()
