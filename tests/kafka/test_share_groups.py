@@ -28,6 +28,12 @@ from tests.kafka.conftest import call, running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic, unique
 from tests.kafka.test_group_apis import coordinator_of, heartbeat, known_to
 
+CLIENT_WAIT_S = 180.0
+"""How long a wait on librdkafka's share consumer may take: its heartbeats come every 5 s, and
+until ShareFetch is served each of its fetches costs it a connection (the door closes it on an
+API it does not serve), heartbeats in flight on it included; on a loaded machine that adds up.
+A deadline, not a timing assertion."""
+
 NONE = 0
 INCONSISTENT_GROUP_PROTOCOL = 23
 UNKNOWN_MEMBER_ID = 25
@@ -199,7 +205,9 @@ def test_confluent_share_consumers_join_through_their_heartbeats(
                 return None  # a member has not heartbeated since the last join yet
             return described
 
-        described = wait_for(all_assigned, "three share consumers in the group at its epoch")
+        described = wait_for(
+            all_assigned, "three share consumers in the group at its epoch", CLIENT_WAIT_S
+        )
         assert described.group_state == "Stable"
         # three members, two partitions: every partition read, one of them by two members
         assigned = [
@@ -216,7 +224,13 @@ def test_confluent_share_consumers_join_through_their_heartbeats(
             c.close()
 
     # close() leaves the group (epoch -1): the group is empty, then deletable
-    wait_for(lambda: share_describe(address, group).group_state == "Empty", "the consumers left")
+    wait_for(
+        lambda: share_describe(address, group).group_state == "Empty",
+        "the consumers left",
+        CLIENT_WAIT_S,
+    )
+    (deleted,) = call(address, DeleteGroupsRequest(groups_names=(GroupId(group),))).results
+    assert int(deleted.error_code) == NONE
 
 
 def test_members_rejoin_after_a_coordinator_failover(
@@ -248,7 +262,9 @@ def test_members_rejoin_after_a_coordinator_failover(
                 ready = others and all(m.assignment.topic_partitions for m in others)
                 return described if ready else None
 
-            first = wait_for(lambda: joined(address, 1), "the share consumer in the group")
+            first = wait_for(
+                lambda: joined(address, 1), "the share consumer in the group", CLIENT_WAIT_S
+            )
             epoch = int(first.group_epoch)
             (old,) = (n for n in cluster.nodes if n.kafka_address == address)
             old.stop()
@@ -262,14 +278,16 @@ def test_members_rejoin_after_a_coordinator_failover(
                 described = share_describe(at, group)
                 return at if int(described.error_code) == NONE else None
 
-            new = wait_for(moved, "the group loaded by the next coordinator")
+            new = wait_for(moved, "the group loaded by the next coordinator", CLIENT_WAIT_S)
             # the raw member never heartbeats again: unknown to the new coordinator
             gone = share_heartbeat(new, group, raw, epoch)
             assert int(gone.error_code) == UNKNOWN_MEMBER_ID
             # the share consumer's next heartbeat is refused alike, and it rejoins: at an epoch
             # above the old coordinator's (the persisted epoch; a group rebuilt from nothing
             # would start again at 1)
-            again = wait_for(lambda: joined(new, epoch), "the share consumer rejoined")
+            again = wait_for(
+                lambda: joined(new, epoch), "the share consumer rejoined", CLIENT_WAIT_S
+            )
             assert raw not in {m.member_id for m in again.members}
         finally:
             consumer.close()
