@@ -38,7 +38,14 @@ from node.admin.admin_manager import AdminManager
 from node.admin.authorization import AuthorizedAdmin
 from node.admin.dynamic_config_admin import DynamicConfigAdmin
 from node.admin.requests import ConfigType, NewTopicSpec
-from node.apis import BrokerApis, GroupApis, RecordApis, ShareFetchApis, TransactionApis
+from node.apis import (
+    BrokerApis,
+    GroupApis,
+    RecordApis,
+    ShareFetchApis,
+    ShareGroupApis,
+    TransactionApis,
+)
 from node.apis.txn_abort import TxnAbortApi
 from node.apis.txn_verification import TxnVerification
 from node.broker_lifecycle import BrokerLifecycleManager
@@ -463,7 +470,8 @@ class Node:
             GroupApis(self.groups, self.metadata, auth),
             self.authorized_admin,
             transaction_apis,
-            ShareFetchApis(self.share_partitions, self.metadata, auth),
+            share=ShareFetchApis(self.share_partitions, self.metadata, auth),
+            share_groups=ShareGroupApis(self.groups, auth),
         )
         grpc_services = GrpcServices(
             self.apis,
