@@ -193,7 +193,7 @@ class Node:
         self._stop_lock = threading.Lock()
         self._stopping = False
         self.channels = Channels()
-        self.metadata = MetadataCache()
+        self.metadata = MetadataCache(self.clock)
         self.log_manager: LogManager | None = None
         self.replicas: ReplicaManager | None = None
         self.fetchers: ReplicaFetcherManager | None = None
