@@ -28,8 +28,10 @@ waits only). librdkafka calls delivery callbacks from the owning thread's ``poll
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import time
+import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -47,10 +49,15 @@ PROCESSORS = 3
 BATCH = 20
 SEND_INTERVAL_S = 0.01
 """The feeder's pace: about 100 inputs a second."""
-TRANSACTION_TIMEOUT_MS = 20_000
+TRANSACTION_TIMEOUT_MS = 60_000
 """The processors' ``transaction.timeout.ms``: a transaction left open by a processor that
 lost its coordinator is aborted by the coordinator after this (plus its cleanup interval)."""
 REQUEST_TIMEOUT_MS = 5_000
+SOCKET_TIMEOUT_MS = 10_000
+"""librdkafka's timeout of every request but Produce (``request.timeout.ms`` is Produce's):
+FindCoordinator, AddOffsetsToTxn, TxnOffsetCommit, EndTxn, OffsetFetch sent to a paused node
+are given up after 10 s rather than the default 60 s (with the default, the first passing run's
+paused group coordinator left no transaction committed for 63 s, and three commits timed out)."""
 OPERATION_TIMEOUT_S = 20.0
 """How long one transactional call (init, send offsets, commit, abort) may block."""
 COMMIT_ATTEMPTS = 3
@@ -148,7 +155,7 @@ class TxnWorkload:
         """Stops feeding; returns once every input sent is answered."""
         self._stop_input.set()
         self._feeder.join(timeout_s)
-        assert not self._feeder.is_alive(), "the feeder did not stop"
+        assert not self._feeder.is_alive(), f"the feeder did not stop, in:\n{_stack(self._feeder)}"
 
     def stop(self, timeout_s: float = 150.0) -> TxnHistory:
         """Stops the processors (each after its current transaction) and the reader."""
@@ -156,7 +163,7 @@ class TxnWorkload:
         self._stop.set()
         for thread in (*self._processors, self._reader):
             thread.join(timeout_s)
-            assert not thread.is_alive(), f"{thread.name} did not stop"
+            assert not thread.is_alive(), f"{thread.name} did not stop, in:\n{_stack(thread)}"
         history = self.history
         history.inputs = list(self._inputs)
         history.input_errors = len(self._input_errors)
@@ -220,6 +227,7 @@ class TxnWorkload:
                 "auto.offset.reset": "earliest",
                 "session.timeout.ms": 10_000,
                 "heartbeat.interval.ms": 1_000,
+                "socket.timeout.ms": SOCKET_TIMEOUT_MS,
             }
         )
         consumer.subscribe([INPUT])
@@ -288,6 +296,7 @@ class TxnWorkload:
             "transactional.id": transactional_id(index),
             "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
             "request.timeout.ms": REQUEST_TIMEOUT_MS,
+            "socket.timeout.ms": SOCKET_TIMEOUT_MS,
             "linger.ms": 5,
         }
 
@@ -372,3 +381,9 @@ def _placed(message: confluent_kafka.Message) -> tuple[int, int]:
     partition, offset = message.partition(), message.offset()
     assert partition is not None and offset is not None
     return partition, offset
+
+
+def _stack(thread: threading.Thread) -> str:
+    """Where ``thread`` is now (what a client call that never returned was)."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    return "".join(traceback.format_stack(frame)) if frame is not None else "(gone)"
