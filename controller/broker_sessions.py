@@ -27,10 +27,14 @@ know which node to heartbeat to, and a starting process may take longer than a s
 there (fencing it would also stop those requests, and it would never learn). The ZooKeeper
 session covers a broker that dies before its first heartbeat.
 
-A controller that becomes active gives every registered broker a full session from that moment
-(:meth:`BrokerSessions.reset`), as KRaft's new controller does: a broker cannot have heartbeated
-to it before, and no broker is fenced by a controller that has not waited a whole session for
-it.
+A controller that becomes active (:meth:`BrokerSessions.reset`) likewise fences no broker before
+its first heartbeat to it: a broker learns of the new controller from its UpdateMetadata and
+heartbeats to the old one until then, which on loaded nodes takes longer than a session (KRaft's
+new controller gives a full session from its activation, but there brokers learn the leader
+from the quorum itself). Fencing them then would be for good: a fenced broker is sent no
+metadata, so it would never learn whom to heartbeat to (the new controller, its own broker
+fenced too, had no live broker left). A broker that died with the old controller is covered by
+its ZooKeeper session.
 
 Time is an input: every method takes ``now_ms`` (monotonic). Thread-safe: heartbeats are
 answered on gRPC threads, expiry and membership changes happen on the controller's event thread.
@@ -69,7 +73,8 @@ class _Session:
     unfencing: bool = False
     probed: bool = False
     heard: bool = True
-    """Heard from in this session (or given a full session by a new controller)."""
+    """Heard from in this session: only then may its silence fence it (a registration, or a
+    new controller, starts a session unheard)."""
 
 
 class BrokerSessions:
@@ -88,10 +93,12 @@ class BrokerSessions:
         return self._timeout_ms
 
     def reset(self, registered: Mapping[int, int], now_ms: int) -> None:
-        """A new active controller: every registered broker (id -> broker epoch) gets a full,
-        unfenced session from ``now_ms``."""
+        """A new active controller: every registered broker (id -> broker epoch) gets an
+        unfenced session, which its silence can end only after its first heartbeat."""
         with self._lock:
-            self._sessions = {b: _Session(epoch, now_ms) for b, epoch in registered.items()}
+            self._sessions = {
+                b: _Session(epoch, now_ms, heard=False) for b, epoch in registered.items()
+            }
 
     def clear(self) -> None:
         """The controller resigned: no sessions."""

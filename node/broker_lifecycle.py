@@ -16,8 +16,8 @@ which the replica manager asks before every produce):
   this lease ends first;
 * no answer for longer than that: yes only while the heartbeats kept being *sent* on time,
   every attempt failing to reach a controller (a controller that died is replaced only when its
-  ZooKeeper session ends, and no controller can fence this broker before it has waited a whole
-  session after becoming active): leaders go on serving through a controller failover. A gap
+  ZooKeeper session ends, and no controller fences this broker before its first heartbeat to
+  it): leaders go on serving through a controller failover. A gap
   between attempts longer than ``stall_ms`` means this process stood still (SIGSTOP, a
   starved heartbeat thread): the controller may have fenced it meanwhile, so it leads nothing
   until a heartbeat is answered again.

@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from odradek.clock import ManualClock
 from odradek.records import read_batches
@@ -127,7 +129,13 @@ TABLE_HEADER = (
 )
 
 
-def table(verdicts: list[Verdict]) -> str:
+class Row(Protocol):
+    """A scenario's verdict as the table shows it (``Verdict``, ``txn_checker.TxnVerdict``)."""
+
+    def row(self) -> tuple[str, ...]: ...
+
+
+def table(verdicts: Sequence[Row]) -> str:
     """A Markdown table, one row per scenario."""
     rows = [TABLE_HEADER, *(v.row() for v in verdicts)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER))]

@@ -20,7 +20,7 @@ from pathlib import Path
 import docker  # type: ignore[import-untyped]
 import pytest
 
-from tests.containers.checker import Verdict, table
+from tests.containers.checker import Row, table
 from tests.containers.cluster import (
     NODE_IMAGE,
     ZOOKEEPER_IMAGE,
@@ -33,7 +33,7 @@ from tests.containers.cluster import (
 SETUP_HINT = "run `bash scripts/docker-setup.sh` (as root: installs Docker, builds the images)"
 TABLE_FILE = Path(__file__).resolve().parents[2] / ".artifacts" / "containers-table.md"
 
-_verdicts: list[Verdict] = []
+_verdicts: list[Row] = []
 
 
 @pytest.fixture(scope="session")
@@ -108,7 +108,7 @@ def _started(made: ContainerCluster, request: pytest.FixtureRequest) -> Iterator
 
 
 @pytest.fixture
-def verdicts() -> list[Verdict]:
+def verdicts() -> list[Row]:
     """Where a scenario records its verdict for the closing table."""
     return _verdicts
 

@@ -14,8 +14,11 @@ def clock() -> ManualClock:
 
 
 def sessions_for(clock: ManualClock, timeout_ms: int = 750) -> BrokerSessions:
+    """Brokers 0-2 of a new controller, each heard from once at the start."""
     s = BrokerSessions(timeout_ms)
     s.reset({0: 10, 1: 11, 2: 12}, clock.monotonic_ms())
+    for broker, epoch in ((0, 10), (1, 11), (2, 12)):
+        s.heartbeat(broker, epoch, clock.monotonic_ms())
     return s
 
 
@@ -93,14 +96,26 @@ def test_sync_follows_registrations(clock: ManualClock) -> None:
     assert s.heartbeat(3, 30, clock.monotonic_ms()) is HeartbeatOutcome.ACTIVE
 
 
-def test_a_new_controller_gives_every_broker_a_full_session(clock: ManualClock) -> None:
+def test_a_new_controller_fences_no_broker_before_its_first_heartbeat(clock: ManualClock) -> None:
+    """Brokers learn of a new controller from its UpdateMetadata and heartbeat to the old one
+    until then (a container cluster's loaded nodes took over a second: the new controller fenced
+    them all, itself too, after its 500 ms session, and a fenced broker, no longer sent metadata,
+    never learned whom to heartbeat to). Each broker's session with it starts at its first
+    heartbeat, as a new registration's does; the ZooKeeper session covers a silent one."""
     s = sessions_for(clock)
     clock.advance(700)
-    s.reset({0: 10, 1: 11}, clock.monotonic_ms())
+    s.reset({0: 10, 1: 11, 2: 12}, clock.monotonic_ms())
+    clock.advance(5_000)
+    assert s.expire(clock.monotonic_ms()) == []
+    assert s.suspects(clock.monotonic_ms(), 200) == []
+    assert s.next_expiry_ms() is None
+    assert s.heartbeat(0, 10, clock.monotonic_ms()) is HeartbeatOutcome.ACTIVE
+    assert s.heartbeat(1, 11, clock.monotonic_ms()) is HeartbeatOutcome.ACTIVE
     clock.advance(749)
     assert s.expire(clock.monotonic_ms()) == []
     clock.advance(1)
-    assert s.expire(clock.monotonic_ms()) == [0, 1]
+    assert s.expire(clock.monotonic_ms()) == [0, 1]  # heard once, then silent for a session
+    assert not s.is_fenced(2)
 
 
 def test_sessions_off_never_fence(clock: ManualClock) -> None:
