@@ -21,16 +21,22 @@ refused: its process is gone) fences it at once (:meth:`BrokerSessions.fence_dea
 at the end of its session. A paused or cut-off broker still has its listener (or does not
 answer at all), so only a broker that can no longer acknowledge anything is fenced early.
 
-A broker that registers (anew, or with a larger epoch) is not fenced, nor probed, before its
-first heartbeat: until the controller's LeaderAndIsr and UpdateMetadata reach it, it may not
-know which node to heartbeat to, and a starting process may take longer than a session to get
-there (fencing it would also stop those requests, and it would never learn). The ZooKeeper
-session covers a broker that dies before its first heartbeat.
+A broker this controller has not heard from yet -- one that registers (anew, or with a larger
+epoch), and every broker when a controller becomes active (:meth:`BrokerSessions.reset`) -- has
+no session to lapse before its first heartbeat: until the controller's UpdateMetadata reaches
+it, it does not know which node to heartbeat to (its metadata names the previous controller, or
+none), a starting or loaded process may take longer than a session to get there, and fencing it
+would stop those requests, so that it would never learn and stay fenced. (KRaft's new
+controller gives every broker a full session instead: its brokers know the controller quorum
+from their configuration.) Such a broker is still probed after a few intervals and fenced at
+once if nothing listens at its address: a registered node's listener is open before it
+registers, so a refusal means its process is gone -- how a controller that took over from a
+dead one (:mod:`controller.controller_takeover`) fences the dead node as a broker too. A broker
+that is paused across a controller change is fenced only once it has heartbeated to the new
+controller and fallen silent again, or when its ZooKeeper session ends.
 
-A controller that becomes active gives every registered broker a full session from that moment
-(:meth:`BrokerSessions.reset`), as KRaft's new controller does: a broker cannot have heartbeated
-to it before, and no broker is fenced by a controller that has not waited a whole session for
-it.
+No broker is fenced by a controller that has not waited a whole session for it: a session's
+clock starts at its first heartbeat to this controller.
 
 Time is an input: every method takes ``now_ms`` (monotonic). Thread-safe: heartbeats are
 answered on gRPC threads, expiry and membership changes happen on the controller's event thread.
@@ -69,7 +75,7 @@ class _Session:
     unfencing: bool = False
     probed: bool = False
     heard: bool = True
-    """Heard from in this session (or given a full session by a new controller)."""
+    """Heard from by this controller: only then can the session lapse."""
 
 
 class BrokerSessions:
@@ -88,10 +94,13 @@ class BrokerSessions:
         return self._timeout_ms
 
     def reset(self, registered: Mapping[int, int], now_ms: int) -> None:
-        """A new active controller: every registered broker (id -> broker epoch) gets a full,
-        unfenced session from ``now_ms``."""
+        """A new active controller: every registered broker (id -> broker epoch) gets an
+        unfenced session, which cannot lapse before its first heartbeat (its silence is
+        counted from ``now_ms`` for probing)."""
         with self._lock:
-            self._sessions = {b: _Session(epoch, now_ms) for b, epoch in registered.items()}
+            self._sessions = {
+                b: _Session(epoch, now_ms, heard=False) for b, epoch in registered.items()
+            }
 
     def clear(self) -> None:
         """The controller resigned: no sessions."""
@@ -145,11 +154,12 @@ class BrokerSessions:
 
     def suspects(self, now_ms: int, silence_ms: int) -> list[tuple[int, int]]:
         """Unfenced brokers silent for ``silence_ms`` and not probed since their last
-        heartbeat, as (id, broker epoch), sorted; each is returned once per silence."""
+        heartbeat (or since their session began, if not heard from yet), as (id, broker
+        epoch), sorted; each is returned once per silence."""
         found = []
         with self._lock:
             for broker_id, session in sorted(self._sessions.items()):
-                if session.fenced or session.probed or not session.heard:
+                if session.fenced or session.probed:
                     continue
                 if now_ms - session.last_heartbeat_ms >= silence_ms:
                     session.probed = True
@@ -163,7 +173,7 @@ class BrokerSessions:
             times = [
                 s.last_heartbeat_ms
                 for s in self._sessions.values()
-                if not s.fenced and not s.probed and s.heard
+                if not s.fenced and not s.probed
             ]
         return min(times) + silence_ms if times else None
 

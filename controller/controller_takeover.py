@@ -26,14 +26,14 @@ Why it is safe: a controller is fenced by the epoch, not by its session. Every w
 controller checks the ``/controller_epoch`` version it won; once a standby has taken over, a
 controller we were wrong about (alive after all: a listener closed early in a shutdown) cannot
 write anything, sees ``/controller`` move (its watch) and resigns; brokers refuse its
-LeaderAndIsr and UpdateMetadata for their older controller epoch. The new controller gives every
-broker a full heartbeat session from its activation (:meth:`BrokerSessions.reset`), as after any
-election, so the brokers' leadership leases (which run on while heartbeats reach no controller)
-are never cut short; it then fences the dead node as a broker too (silent, and refused) and
-moves its leaderships. What it trades: a refusal is the only evidence, so a standby never
-replaces a controller that is merely slow; one whose process is gone is replaced about one
-heartbeat interval after its death instead of a ZooKeeper session later (docs/operations.md,
-Failover).
+LeaderAndIsr and UpdateMetadata for their older controller epoch. The new controller lets
+no broker's session lapse before it has heard from it (:meth:`BrokerSessions.reset`), as after
+any election, so the brokers' leadership leases (which run on while heartbeats reach no
+controller) are never cut short; it probes the brokers it has not heard from, and so fences the
+dead node as a broker too (silent, and refused) and moves its leaderships. What it trades: a
+refusal is the only evidence, so a standby never replaces a controller that is merely slow; one
+whose process is gone is replaced about one heartbeat interval after its death instead of a
+ZooKeeper session later (docs/operations.md, Failover).
 
 Time is an input (``now_ms``). Thread-safe: heartbeat failures arrive on a node's heartbeat
 thread, ``/controller``'s watch on kazoo's.
