@@ -16,6 +16,10 @@ Events, each after every partition is fully in sync again:
 * ``controller``: SIGKILL the active controller (then restart it), which replicates none of
   the topics: their leaders live on. (A controller that is also an ISR follower holds acks=-1
   writes until a new controller shrinks the ISR: docs/operations.md, Failover.)
+* ``leader+controller`` (``--with-controller``): SIGKILL the node that is both the topics'
+  leader and the active controller (the topics moved onto it first; then restart it): a
+  standby takes the controller's role over and then moves the leaderships
+  (controller/controller_takeover.py).
 
 An event's **write stall** is, per client, the longest wait for an acknowledgement from the
 event until leadership has moved and every writer has been acknowledged by the new leader: for
@@ -25,8 +29,9 @@ must be 0). ``--overhead`` also measures produce throughput with the heartbeats 
 ``broker.session.timeout.ms``) and without (0: liveness by the ZooKeeper session alone), in
 alternating rounds, as a ratio. It ends with one JSON line holding every figure.
 
-    python -m bench.failover [--kills 20] [--shutdowns 5] [--controller-kills 3] [--overhead]
-        [--clients sdk,confluent-kafka,kafka-python] [--rdkafka-debug FILE] [--directory DIR]
+    python -m bench.failover [--kills 20] [--shutdowns 5] [--controller-kills 3]
+        [--with-controller 20] [--overhead] [--clients sdk,confluent-kafka,kafka-python]
+        [--rdkafka-debug FILE] [--directory DIR]
 
 ``--rdkafka-debug FILE`` writes librdkafka's debug log to FILE and ``--directory DIR`` keeps the
 nodes' logs (``DIR/cluster/node-N/node.log``; by default the run is in a temporary directory,
@@ -328,6 +333,52 @@ class FailoverRun:
         (leader,) = self.leaders()
         return leader, controller
 
+    def arrange_on_controller(self) -> int:
+        """Wait until every topic is in sync and led by the active controller (its replicas
+        moved onto it and its preferred leadership elected if need be); returns that node."""
+        self.wait_in_sync()
+        controller = self.admin.describe_cluster().controller_id
+        if self.leaders() != {controller}:
+            described = self.admin.describe_topics([w.topic for w in self.writers])
+            replicas = {described[w.topic].partitions[0].replicas for w in self.writers}
+            current = list(next(iter(replicas))) if len(replicas) == 1 else []
+            others = [n for n in current if n != controller]
+            others += [n for n in range(len(self.cluster.nodes)) if n not in (controller, *others)]
+            target = [controller, *others[:2]]
+            self.log(f"moving the topics' leadership to controller {controller}: {target}")
+            self.admin.alter_partition_reassignments(
+                {TopicPartition(w.topic, 0): target for w in self.writers}
+            )
+
+            def moved() -> bool:
+                d = self.admin.describe_topics([w.topic for w in self.writers])
+                return (
+                    all(d[w.topic].partitions[0].replicas == tuple(target) for w in self.writers)
+                    and not self.admin.list_partition_reassignments()
+                )
+
+            wait_for(moved, "the reassignment", 120)
+            self.wait_in_sync()
+            self.admin.elect_leaders([TopicPartition(w.topic, 0) for w in self.writers])
+            wait_for(lambda: self.leaders() == {controller}, "the controller to lead", 60)
+            self.wait_in_sync()
+        return controller
+
+    def kill_leader_and_controller(self) -> None:
+        controller = self.arrange_on_controller()
+        node = self.cluster.node(controller)
+
+        def act() -> NodeProcess:
+            node.kill()
+            return node
+
+        def replaced() -> bool:
+            now = self.admin.describe_cluster().controller_id
+            return now not in (-1, controller) and bool(self.leaders() - {controller, -1})
+
+        self._event("leader+controller", act, replaced)
+        node.start()
+
     def kill_leader(self) -> None:
         leader, _ = self.arrange()
         node = self.cluster.node(leader)
@@ -456,6 +507,13 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--shutdowns", type=int, default=5)
     parser.add_argument("--controller-kills", type=int, default=3)
+    parser.add_argument(
+        "--with-controller",
+        type=int,
+        default=0,
+        metavar="N",
+        help="SIGKILL the node that is leader and controller N times",
+    )
     parser.add_argument("--overhead", action="store_true")
     parser.add_argument("--overhead-rounds", type=int, default=5)
     parser.add_argument("--clients", default=",".join(CLIENTS))
@@ -502,6 +560,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                         run.shut_down_leader()
                     for _ in range(args.controller_kills):
                         run.kill_controller()
+                    for _ in range(args.with_controller):
+                        run.kill_leader_and_controller()
                     result["records"] = run.check_records()
                     result["stall_ms"] = run.report()
             finally:

@@ -21,20 +21,22 @@ refused: its process is gone) fences it at once (:meth:`BrokerSessions.fence_dea
 at the end of its session. A paused or cut-off broker still has its listener (or does not
 answer at all), so only a broker that can no longer acknowledge anything is fenced early.
 
-A broker that registers (anew, or with a larger epoch) is not fenced, nor probed, before its
-first heartbeat: until the controller's LeaderAndIsr and UpdateMetadata reach it, it may not
-know which node to heartbeat to, and a starting process may take longer than a session to get
-there (fencing it would also stop those requests, and it would never learn). The ZooKeeper
-session covers a broker that dies before its first heartbeat.
+A broker this controller has not heard from yet -- one that registers (anew, or with a larger
+epoch), and every broker when a controller becomes active (:meth:`BrokerSessions.reset`) -- has
+no session to lapse before its first heartbeat: until the controller's UpdateMetadata reaches
+it, it does not know which node to heartbeat to (its metadata names the previous controller, or
+none), a starting or loaded process may take longer than a session to get there, and fencing it
+would stop those requests, so that it would never learn and stay fenced. (KRaft's new
+controller gives every broker a full session instead: its brokers know the controller quorum
+from their configuration.) Such a broker is still probed after a few intervals and fenced at
+once if nothing listens at its address: a registered node's listener is open before it
+registers, so a refusal means its process is gone -- how a controller that took over from a
+dead one (:mod:`controller.controller_takeover`) fences the dead node as a broker too. A broker
+that is paused across a controller change is fenced only once it has heartbeated to the new
+controller and fallen silent again, or when its ZooKeeper session ends.
 
-A controller that becomes active (:meth:`BrokerSessions.reset`) likewise fences no broker before
-its first heartbeat to it: a broker learns of the new controller from its UpdateMetadata and
-heartbeats to the old one until then, which on loaded nodes takes longer than a session (KRaft's
-new controller gives a full session from its activation, but there brokers learn the leader
-from the quorum itself). Fencing them then would be for good: a fenced broker is sent no
-metadata, so it would never learn whom to heartbeat to (the new controller, its own broker
-fenced too, had no live broker left). A broker that died with the old controller is covered by
-its ZooKeeper session.
+No broker is fenced by a controller that has not waited a whole session for it: a session's
+clock starts at its first heartbeat to this controller.
 
 Time is an input: every method takes ``now_ms`` (monotonic). Thread-safe: heartbeats are
 answered on gRPC threads, expiry and membership changes happen on the controller's event thread.
@@ -73,8 +75,7 @@ class _Session:
     unfencing: bool = False
     probed: bool = False
     heard: bool = True
-    """Heard from in this session: only then may its silence fence it (a registration, or a
-    new controller, starts a session unheard)."""
+    """Heard from by this controller: only then can the session lapse."""
 
 
 class BrokerSessions:
@@ -94,7 +95,8 @@ class BrokerSessions:
 
     def reset(self, registered: Mapping[int, int], now_ms: int) -> None:
         """A new active controller: every registered broker (id -> broker epoch) gets an
-        unfenced session, which its silence can end only after its first heartbeat."""
+        unfenced session, which cannot lapse before its first heartbeat (its silence is
+        counted from ``now_ms`` for probing)."""
         with self._lock:
             self._sessions = {
                 b: _Session(epoch, now_ms, heard=False) for b, epoch in registered.items()
@@ -152,11 +154,12 @@ class BrokerSessions:
 
     def suspects(self, now_ms: int, silence_ms: int) -> list[tuple[int, int]]:
         """Unfenced brokers silent for ``silence_ms`` and not probed since their last
-        heartbeat, as (id, broker epoch), sorted; each is returned once per silence."""
+        heartbeat (or since their session began, if not heard from yet), as (id, broker
+        epoch), sorted; each is returned once per silence."""
         found = []
         with self._lock:
             for broker_id, session in sorted(self._sessions.items()):
-                if session.fenced or session.probed or not session.heard:
+                if session.fenced or session.probed:
                     continue
                 if now_ms - session.last_heartbeat_ms >= silence_ms:
                     session.probed = True
@@ -170,7 +173,7 @@ class BrokerSessions:
             times = [
                 s.last_heartbeat_ms
                 for s in self._sessions.values()
-                if not s.fenced and not s.probed and s.heard
+                if not s.fenced and not s.probed
             ]
         return min(times) + silence_ms if times else None
 

@@ -28,6 +28,11 @@ broker-change handling then treats it as gone though it is still registered (its
 move at once, not when its ZooKeeper session ends). A fenced broker that heartbeats again is
 taken back in as a starting broker.
 
+**Takeover.** A standby whose node's heartbeat cannot reach the active controller probes its
+address; if nothing listens there, it takes the role over at once in a fenced multi rather than
+waiting for the dead controller's ZooKeeper session to end
+(:mod:`controller.controller_takeover`).
+
 **Session.** On SUSPENDED (connection lost, session maybe alive) the controller stops acting:
 events wait, broker requests are answered NOT_CONTROLLER; on reconnection it carries on. On LOST
 (session expired; ``/controller`` is gone with it) it resigns, and campaigns again once kazoo
@@ -65,6 +70,7 @@ from controller.broker_sessions import BrokerSessions, HeartbeatOutcome
 from controller.channel_manager import ControllerChannelManager, Response
 from controller.config import ControllerConfig
 from controller.context import ControllerContext
+from controller.controller_takeover import ControllerTakeover
 from controller.election import (
     Election,
     controlled_shutdown_leader,
@@ -220,6 +226,13 @@ class _ProbedDead:
 
 
 @dataclass(frozen=True, slots=True)
+class _ControllerGone:
+    """A standby's probe found nothing listening at the active controller's address."""
+
+    holder: tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
 class _SessionSuspended:
     pass
 
@@ -256,6 +269,7 @@ _Event = (
     | _ControlledShutdown
     | _Unfence
     | _ProbedDead
+    | _ControllerGone
     | _SessionSuspended
     | _SessionReconnected
     | _SessionLost
@@ -327,8 +341,15 @@ class Controller:
         self._sessions = BrokerSessions(config.broker_session_timeout_ms)
         self._probe_after_ms = 2 * config.broker_heartbeat_interval_ms
         self._probe: LivenessProbe | None = None
+        # A standby's probes of the active controller (controller.controller_takeover):
+        self._takeover: ControllerTakeover | None = None
+        self._takeover_probe: LivenessProbe | None = None
         if self._probe_after_ms and config.broker_session_timeout_ms:
             self._probe = LivenessProbe(lambda b, epoch: self._events.put(_ProbedDead(b, epoch)))
+            self._takeover = ControllerTakeover(node_id, self._probe_after_ms)
+            self._takeover_probe = LivenessProbe(
+                lambda c, session: self._events.put(_ControllerGone((c, session)))
+            )
 
     # -- public API -------------------------------------------------------------------------
 
@@ -387,6 +408,8 @@ class Controller:
         self._zk.remove_listener(self._on_zk_state)
         if self._probe is not None:
             self._probe.shutdown()
+        if self._takeover_probe is not None:
+            self._takeover_probe.shutdown()
         if thread is None:
             return
         self._events.put(_Shutdown())
@@ -445,6 +468,17 @@ class Controller:
             session_timeout_ms=self._sessions.session_timeout_ms,
         )
 
+    def active_controller_unreachable(self, controller_id: int, target: str) -> None:
+        """This node's heartbeat to ``controller_id`` at ``target`` reached no controller: a
+        standby probes that address (at most once per probe interval) and takes the role over
+        if nothing listens there (:mod:`controller.controller_takeover`). Returns at once.
+        Thread-safe; meant for the node's heartbeat thread."""
+        if self._takeover is None or self._takeover_probe is None or self._ctx is not None:
+            return
+        holder = self._takeover.unreachable(controller_id, self._clock.monotonic_ms())
+        if holder is not None:
+            self._takeover_probe.probe(holder[0], holder[1], target)
+
     def _timeout_s(self, timeout_ms: int | None) -> float:
         return (timeout_ms if timeout_ms is not None else self._config.request_timeout_ms) / 1000
 
@@ -495,15 +529,18 @@ class Controller:
 
         DataWatch(self._zk, TopicZNode.path(topic), on_data)
 
-    def _on_controller_data(
-        self, data: bytes | None, _stat: Any, _event: Any = None
-    ) -> bool | None:
+    def _on_controller_data(self, data: bytes | None, stat: Any, _event: Any = None) -> bool | None:
         if self._closed:
             return False
         try:
             self._active_controller_id = ControllerZNode.decode(data) if data else -1
         except ValueError:
             self._active_controller_id = -1
+        if self._takeover is not None:
+            holder = self._active_controller_id
+            self._takeover.holder_changed(
+                (holder, int(stat.ephemeralOwner)) if holder >= 0 and stat is not None else None
+            )
         self._events.put(_Elect())
         return None
 
@@ -603,7 +640,7 @@ class Controller:
         except _CONNECTION_ERRORS as e:
             _log.info("controller %d: ZooKeeper unavailable (%s)", self._node_id, type(e).__name__)
             _reply_not_controller(event)
-            if isinstance(event, _Elect | _Startup) and self._ctx is not None:
+            if isinstance(event, _Elect | _Startup | _ControllerGone) and self._ctx is not None:
                 self._resign()
             if self._zk.connected:
                 self._events.put(event)
@@ -637,6 +674,8 @@ class Controller:
             self._install_watches()
         elif isinstance(event, _Elect):
             self._elect()
+        elif isinstance(event, _ControllerGone):
+            self._take_over(event.holder)
         elif self._ctx is None:
             return  # not active: watches fire on every candidate; only the active one acts
         elif isinstance(event, _BrokerChange):
@@ -738,6 +777,28 @@ class Controller:
             return
         self._active_controller_id = self._node_id
         _log.info("controller %d: active with epoch %d", self._node_id, epoch)
+        self._on_controller_failover(epoch, epoch_zk_version)
+
+    def _take_over(self, gone: tuple[int, int]) -> None:
+        """Replace the active controller ``gone`` (id, session) found dead by a standby's probe
+        (:mod:`controller.controller_takeover`)."""
+        if self._ctx is not None or self._takeover is None or not self._takeover.still_holder(gone):
+            return
+        try:
+            epoch, epoch_zk_version = self._zkc.take_over_controller(
+                self._node_id, gone, self._clock.wall_ms()
+            )
+        except ControllerMovedError as e:
+            _log.info("controller %d: no takeover: %s", self._node_id, e)
+            return
+        self._active_controller_id = self._node_id
+        _log.warning(
+            "controller %d: controller %d is gone (nothing listens at its address); "
+            "active with epoch %d before its ZooKeeper session ends",
+            self._node_id,
+            gone[0],
+            epoch,
+        )
         self._on_controller_failover(epoch, epoch_zk_version)
 
     def _resign(self) -> None:

@@ -184,6 +184,49 @@ class ControllerZkClient:
             )
         raise _first_error(failures)
 
+    def take_over_controller(
+        self, node_id: int, gone: tuple[int, int], timestamp_ms: int
+    ) -> tuple[int, int]:
+        """Become the controller in place of ``gone_id``, whose process is gone but whose
+        ZooKeeper session (and so its ephemeral ``/controller``) has not ended yet
+        (:mod:`controller.controller_takeover`): delete its ``/controller``, create ours and bump
+        ``/controller_epoch``, in one multi. ``gone`` is ``(broker id, owning session id)`` of
+        the ``/controller`` found gone (:meth:`get_controller`): a controller elected since
+        (even on the same node, restarted) is never taken over from.
+
+        The multi is conditional on the ``/controller_epoch`` version read *before*
+        ``/controller``: every election changes both in one multi, so if anyone was elected
+        after that read (or ``/controller`` changed hands at all), the version check fails and
+        nothing is written. The controller we replace is fenced like any replaced controller:
+        each of its writes checks the epoch version it won, which has moved on. Its session,
+        when it ends, takes only its own ephemerals with it: ``/controller`` is ours by then.
+
+        Returns ``(new epoch, its zkVersion)``. Raises :class:`ControllerMovedError` when
+        ``/controller`` is not (or no longer) held by ``gone``.
+        """
+        gone_id = gone[0]
+        current = self.get_controller_epoch()
+        found = self.get_data(ControllerZNode.path)
+        if current is None or found is None:
+            raise ControllerMovedError("no controller to take over from")
+        data, stat = found
+        if (ControllerZNode.decode(data), int(stat.ephemeralOwner)) != gone:
+            raise ControllerMovedError(f"controller {gone_id} no longer holds the role")
+        epoch, version = current
+        txn = self._zk.transaction()
+        txn.delete(ControllerZNode.path, stat.version)
+        txn.create(
+            ControllerZNode.path, ControllerZNode.encode(node_id, timestamp_ms), ephemeral=True
+        )
+        txn.set_data(ControllerEpochZNode.path, ControllerEpochZNode.encode(epoch + 1), version)
+        results = txn.commit()
+        failures = [r for r in results if isinstance(r, Exception)]
+        if not failures:
+            return epoch + 1, int(results[2].version)
+        if any(isinstance(r, (NodeExistsError, NoNodeError, BadVersionError)) for r in failures):
+            raise ControllerMovedError(f"taking over from controller {gone_id} lost a race")
+        raise _first_error(failures)
+
     def delete_controller(self, epoch_zk_version: int) -> None:
         """Delete ``/controller``, fenced (an active controller resigning). Absent is fine."""
         try:

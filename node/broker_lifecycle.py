@@ -22,6 +22,12 @@ which the replica manager asks before every produce):
   starved heartbeat thread): the controller may have fenced it meanwhile, so it leads nothing
   until a heartbeat is answered again.
 
+A heartbeat that reaches no controller (the RPC fails) is also reported to this node's
+controller candidate (``on_controller_unreachable``): a standby probes the active controller's
+address and takes the role over if its process is gone (:mod:`controller.controller_takeover`),
+so a dead controller is replaced about a heartbeat interval after its death rather than when its
+ZooKeeper session ends.
+
 What this does not cover, as in Kafka: a leader cut off from the controller alone (a network
 partition, not a pause) keeps leading; the controller fences it and elects another. Its acks=-1
 writes cannot be acknowledged (its followers fetch from the new leader; its ISR cannot shrink
@@ -115,8 +121,12 @@ class BrokerLifecycleManager:
         clock: Clock,
         heartbeat_interval_ms: int,
         session_timeout_ms: int,
+        on_controller_unreachable: Callable[[int, str], None] | None = None,
     ) -> None:
-        """``session_timeout_ms`` 0: heartbeats are sent, the lease is off."""
+        """``session_timeout_ms`` 0: heartbeats are sent, the lease is off.
+        ``on_controller_unreachable(controller id, its address)``: called on the heartbeat
+        thread when a heartbeat's RPC fails; it must return at once."""
+        self._on_controller_unreachable = on_controller_unreachable
         self._node_id = node_id
         self._broker_epoch = broker_epoch
         self._metadata = metadata
@@ -170,7 +180,8 @@ class BrokerLifecycleManager:
         controller = self._metadata.controller()
         if controller is None:
             return None
-        stub = pb_grpc.ControllerStub(self._channel_for(f"{controller.host}:{controller.port}"))
+        target = f"{controller.host}:{controller.port}"
+        stub = pb_grpc.ControllerStub(self._channel_for(target))
         request = pb.BrokerHeartbeatRequest(
             broker_id=self._node_id, broker_epoch=self._broker_epoch()
         )
@@ -178,6 +189,8 @@ class BrokerLifecycleManager:
             response = stub.BrokerHeartbeat(request, timeout=self._timeout_ms / 1000)
         except grpc.RpcError as e:
             log.debug("heartbeat to node %d failed: %s", controller.node_id, e)
+            if self._on_controller_unreachable is not None:
+                self._on_controller_unreachable(controller.node_id, target)
             return None
         if response.error_code != 0:
             log.debug(

@@ -558,6 +558,7 @@ class Node:
             clock=self.clock,
             heartbeat_interval_ms=c.broker_heartbeat_interval_ms,
             session_timeout_ms=c.broker_session_timeout_ms,
+            on_controller_unreachable=self.controller.active_controller_unreachable,
         )
         self.replicas.may_lead = self.lifecycle.may_lead
         if c.broker_session_timeout_ms > 0:  # 0: no heartbeats, liveness by ZooKeeper alone

@@ -25,12 +25,15 @@ With an idempotent producer (the SDK's default, ``History.idempotent``) also:
 
 Without idempotence duplicates are counted, not judged (a send retried after a lost answer may
 be written twice). Also counted: sends that failed (their values may or may not be in the log),
-and the longest unavailability around the faults.
+and the longest unavailability around the faults; and, per client and fault, how long that
+client's writes to the faulted leader's partitions stalled (:func:`client_leader_stalls`), as a
+distribution over the faults (:func:`distribution`).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -315,6 +318,44 @@ def role_stalls_per_fault(history: History) -> list[dict[str, float]]:
             stalls[role] = max(stalls.get(role, 0.0), stall)
         out.append(stalls)
     return out
+
+
+def client_leader_stalls(history: History) -> list[dict[str, float]]:
+    """For each fault window, per client (``History.producer_kinds``), the longest stall of
+    that client's acknowledgements in a partition the faulted node led (a role starting with
+    ``leader``): as :func:`role_stalls_per_fault`, one client's sends at a time. For a leader
+    killed, the time from the kill to the client's first acknowledgement by the new leader
+    (or the longest wait between two, if longer). Faults that touched no leader are left out
+    of a client's figures (an empty dict)."""
+    acks: dict[tuple[str, int], list[float]] = {}
+    for send in history.sends:
+        if send.acked_at is not None:
+            kind = history.producer_kinds.get(send.producer, "sdk")
+            acks.setdefault((kind, send.partition), []).append(send.acked_at)
+    for times in acks.values():
+        times.sort()
+    kinds = sorted(set(history.producer_kinds.values()))
+    out = []
+    for index, (start, healed) in enumerate(history.faults):
+        roles = history.fault_roles[index] if index < len(history.fault_roles) else {}
+        led = [p for p, role in roles.items() if role.startswith("leader")]
+        stalls: dict[str, float] = {}
+        for kind in kinds if led else []:
+            stalls[kind] = max(_longest_gap(acks.get((kind, p), []), start, healed) for p in led)
+        out.append(stalls)
+    return out
+
+
+def distribution(values: Sequence[float]) -> dict[str, float]:
+    """``n``, ``p50``, ``p99`` and ``max`` of ``values`` (nearest rank); zeros when empty."""
+    ordered = sorted(values)
+    if not ordered:
+        return {"n": 0, "p50": 0.0, "p99": 0.0, "max": 0.0}
+
+    def rank(p: float) -> float:
+        return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+    return {"n": len(ordered), "p50": rank(50), "p99": rank(99), "max": ordered[-1]}
 
 
 def _longest_gap(acks: list[float], start: float, healed: float) -> float:

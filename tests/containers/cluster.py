@@ -14,6 +14,11 @@ their znodes with secure ACLs (``zookeeper.set.acl``), all on the certificates o
 scripts/dev-certs.sh, mounted read-only at /etc/odradek/certs as deploy/compose/tls.yaml does.
 The tests' own ZooKeeper reads stay on the plaintext port (the znodes are world-readable).
 
+``ODRADEK_CONTAINERS_SUBNET`` moves every address to another loopback /24 (``127.0.3``: ZooKeeper
+on 127.0.3.10, node N on 127.0.3.1N) and labels the containers apart, so that two runs of the
+suite on one machine neither collide on addresses nor remove each other's containers (the
+iptables chain is still one: run the partition scenarios alone).
+
 The module must be imported after ``conftest`` has set ``TESTCONTAINERS_*`` (testcontainers
 reads its configuration on import).
 """
@@ -47,7 +52,9 @@ from tests.integration.helpers import wait_for
 IMAGE_TAG = os.environ.get("ODRADEK_IMAGE_TAG", "dev")
 NODE_IMAGE = f"odradek-node:{IMAGE_TAG}"
 ZOOKEEPER_IMAGE = f"odradek-zookeeper:{IMAGE_TAG}"
-ZOOKEEPER_HOST = "127.0.0.10"
+SUBNET = os.environ.get("ODRADEK_CONTAINERS_SUBNET", "127.0.0")
+"""The first three bytes of the loopback addresses the containers listen on (module docstring)."""
+ZOOKEEPER_HOST = f"{SUBNET}.10"
 ZOOKEEPER_PORT = 2181
 ZOOKEEPER_TLS_PORT = 2182
 CERTS_MOUNT = "/etc/odradek/certs"
@@ -60,7 +67,7 @@ NODE_UID = 1000  # the node image's user: it must own the bind-mounted data dire
 SESSION_TIMEOUT_MS = 6_000
 REPLICA_LAG_TIME_MAX_MS = 5_000
 FAULT_CHAIN = "ODRADEK-FAULTS"
-LABEL = {"org.odradek.suite": "containers"}
+LABEL = {"org.odradek.suite": "containers" if SUBNET == "127.0.0" else f"containers-{SUBNET}"}
 
 _clock = SystemClock()
 T = TypeVar("T")
@@ -81,7 +88,7 @@ class ClusterTls:
     def make(directory: Path, nodes: int = 3) -> ClusterTls:
         """Runs dev-certs.sh for ``nodes`` nodes on 127.0.0.11.. and ZooKeeper on
         127.0.0.10, and opens the files to the images' users (throwaway test certificates)."""
-        hosts = [ZOOKEEPER_HOST, *(f"127.0.0.{10 + i}" for i in range(1, nodes + 1))]
+        hosts = [ZOOKEEPER_HOST, *(f"{SUBNET}.{10 + i}" for i in range(1, nodes + 1))]
         subprocess.run(
             ["bash", str(ROOT / "scripts" / "dev-certs.sh"), str(directory), str(nodes), *hosts],
             check=True,
@@ -142,7 +149,7 @@ class NodeContainer:
 
     @property
     def host(self) -> str:
-        return f"127.0.0.{10 + self.node_id}"
+        return f"{SUBNET}.{10 + self.node_id}"
 
     @property
     def address(self) -> str:
@@ -208,7 +215,7 @@ class ContainerCluster:
             container = (
                 DockerContainer(NODE_IMAGE, network_mode="host", init=True, labels=LABEL)
                 .with_env("ODRADEK_NODE_ID", str(node_id))
-                .with_env("ODRADEK_LISTEN_ADDRESS", f"127.0.0.{10 + node_id}:{NODE_PORT}")
+                .with_env("ODRADEK_LISTEN_ADDRESS", f"{SUBNET}.{10 + node_id}:{NODE_PORT}")
                 .with_env("ODRADEK_ZOOKEEPER_CONNECT", self.zookeeper_connect + CHROOT)
                 .with_env("ODRADEK_LOG_DIRS", "/var/lib/odradek/data")
                 .with_env("ODRADEK_ZOOKEEPER_SESSION_TIMEOUT_MS", str(SESSION_TIMEOUT_MS))
@@ -224,7 +231,7 @@ class ContainerCluster:
                 # a TLS cluster gets no Kafka listener: ``kafka.listen.address``'s is PLAINTEXT,
                 # a way around the mutual TLS the TLS scenarios assert
                 container.with_env(
-                    "ODRADEK_KAFKA_LISTEN_ADDRESS", f"127.0.0.{10 + node_id}:{KAFKA_PORT}"
+                    "ODRADEK_KAFKA_LISTEN_ADDRESS", f"{SUBNET}.{10 + node_id}:{KAFKA_PORT}"
                 )
             self.nodes[node_id] = NodeContainer(node_id, node_dir, container, credentials)
 
@@ -266,7 +273,9 @@ class ContainerCluster:
             timeout_s,
         )
 
-    def wait_serving(self, node_id: int, timeout_s: float = 60.0) -> None:
+    def wait_serving(self, node_id: int, timeout_s: float = 180.0) -> None:
+        """Waits until node ``node_id`` serves: a starting node on a machine as loaded as the
+        shared CI one may take over a minute."""
         node = self.nodes[node_id]
 
         def serving() -> bool:

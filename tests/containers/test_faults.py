@@ -5,7 +5,9 @@ Each scenario starts a fresh cluster (ZooKeeper and three nodes), creates the wo
 fault and heals it, waits for every partition to have its full ISR again, then stops the
 workload, reads the final log, stops the nodes (controlled) and checks the history, the log
 and every replica's files (``checker.py``). Every scenario is bounded: a fixed number of fault
-rounds, each waiting on conditions with deadlines.
+rounds, each waiting on conditions with deadlines. The leader-kill scenario runs one producer of
+each client (the SDK, librdkafka, kafka-python) through the same 20 kills on one cluster, and
+prints each client's stall distribution.
 """
 
 from __future__ import annotations
@@ -14,11 +16,18 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable
+from typing import Literal
 
 import pytest
 
 from odradek import Admin, Consumer, NewTopic, TopicPartition
-from tests.containers.checker import Verdict, check, replica_batches
+from tests.containers.checker import (
+    Verdict,
+    check,
+    client_leader_stalls,
+    distribution,
+    replica_batches,
+)
 from tests.containers.cluster import (
     REPLICA_LAG_TIME_MAX_MS,
     SESSION_TIMEOUT_MS,
@@ -26,7 +35,7 @@ from tests.containers.cluster import (
     Partition,
     now_s,
 )
-from tests.containers.workload import PARTITIONS, TOPIC, ProducerKind, Workload
+from tests.containers.workload import PARTITIONS, TOPIC, History, ProducerKind, Workload
 from tests.integration.helpers import wait_for
 
 pytestmark = pytest.mark.containers
@@ -36,15 +45,22 @@ Fault = Callable[[ContainerCluster, Workload], None]
 
 STALL_TARGETS_S = {
     "follower": 1.0,
-    "leader": SESSION_TIMEOUT_S + 1,
-    "follower+controller": SESSION_TIMEOUT_S + 1,
-    "leader+controller": SESSION_TIMEOUT_S + 1,
+    "leader": 2.0,
+    "follower+controller": 2.0,
+    "leader+controller": 2.0,
 }
-"""What each kind of fault aims to stall acks=-1 writes for at most (issue 20), printed beside
-the measure and never asserted (speed is measured, not asserted). A follower that dies or hangs
-leaves the ISR within a second; a leader is replaced once its ZooKeeper session expires. A
-follower that is also the active controller leaves the ISR only once another controller is
-active (ISR changes go through the controller), i.e. after its session too."""
+"""What each kind of fault aims to stall acks=-1 writes for at most (issues 20 and 34), printed
+beside the measure and never asserted (speed is measured, not asserted). A follower that dies or
+hangs leaves the ISR within a second; a killed leader is fenced by its missed heartbeats and
+replaced within two (docs/operations.md, Failover); a killed controller is replaced by a
+standby at once (controller/controller_takeover.py), so a node that was also the controller
+stalls about as long as one that was not. A paused or partitioned node that is the controller
+is replaced only when its ZooKeeper session (``SESSION_TIMEOUT_MS``) expires: those scenarios
+miss these targets by design."""
+
+LEADER_KILLS = 20
+"""Leader kills of ``test_leader_killed_repeatedly``: each client's stall distribution is over
+this many kills (issue 34: at least 20 per client)."""
 
 
 def roles_of(cluster: ContainerCluster, victim: int, *, controlled: bool = False) -> dict[int, str]:
@@ -138,11 +154,12 @@ def run_scenario(
     verdicts: list[Verdict],
     *,
     idempotent: bool = True,
-    producer: ProducerKind = "sdk",
+    producer: ProducerKind | Literal["every"] = "sdk",
 ) -> None:
     """Workload, ``fault``, healing, then the checks; records and asserts the verdict. With
     ``idempotent`` (the SDK's default) duplicates and a producer's order are judged too.
-    ``producer``: the SDK's producers, or librdkafka's on the Kafka listeners (workload.py)."""
+    ``producer``: the SDK's producers, librdkafka's or kafka-python's on the Kafka listeners,
+    or one of each (``every``; workload.py)."""
     with Admin(cluster.bootstrap_servers, request_timeout_ms=10_000) as admin:
         created = admin.create_topics(
             [NewTopic(TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": "2"})]
@@ -200,28 +217,88 @@ def run_scenario(
         f"{name}: worst partition per role of the faulted node (measured/target): "
         f"{verdict.stall_text()}"
     )
+    print_client_stalls(name, history)
     assert verdict.violations == {}, verdict.violations
+
+
+def print_client_stalls(name: str, history: History) -> None:
+    """Per client, the distribution over the faults that hit a leader of how long its writes
+    to that leader's partitions stalled (``checker.client_leader_stalls``); and the same over
+    the faults whose node was also the controller."""
+    per_fault = client_leader_stalls(history)
+    with_controller = [
+        any(role.startswith("leader+controller") for role in roles.values())
+        for roles in history.fault_roles
+    ]
+    for kind in sorted(set(history.producer_kinds.values())):
+        for label, chosen in (
+            ("leader", [True] * len(per_fault)),
+            ("leader+controller", with_controller),
+        ):
+            stalls = [s[kind] for s, c in zip(per_fault, chosen, strict=False) if c and kind in s]
+            if not stalls:
+                continue
+            d = distribution(stalls)
+            print(
+                f"{name}: {kind} write stall after a {label} kill: n={d['n']:.0f} "
+                f"p50 {d['p50']:.2f} s p99 {d['p99']:.2f} s max {d['max']:.2f} s "
+                f"(target {STALL_TARGETS_S[label]:.1f} s)"
+            )
 
 
 # -- the scenarios ----------------------------------------------------------------------------
 
 
-def kill_leader_three_times(cluster: ContainerCluster, workload: Workload) -> None:
-    for _ in range(3):
-        wait_full_isr(cluster)
-        leader = leader_of_partition_0(cluster)
-        workload.fault(roles_of(cluster, leader))
-        cluster.kill(leader)
-        wait_leader_moves(cluster, leader)
-        wait_progress(workload, 20)
-        workload.healed()
-        cluster.start_node(leader)
+def wait_leaderships_move(cluster: ContainerCluster, old: int, timeout_s: float = 60.0) -> None:
+    """Waits for the controller to move every partition's leadership off ``old``."""
+
+    def moved() -> bool:
+        leaders = [leader for leader, _ in cluster.partition_states(TOPIC, PARTITIONS).values()]
+        return all(leader not in (-1, old) for leader in leaders)
+
+    wait_for(moved, f"every leadership to move off node {old}", timeout_s)
+
+
+def kill_leaders(kills: int) -> Fault:
+    """SIGKILL a leader ``kills`` times, each time restarted once every partition it led has
+    another leader and writes go on. Every other kill is of the active controller when it
+    leads a partition (a leader+controller fault), the others of partition 0's leader."""
+
+    def fault(cluster: ContainerCluster, workload: Workload) -> None:
+        started = now_s()
+        for round_ in range(kills):
+            wait_full_isr(cluster)
+            victim = leader_of_partition_0(cluster)
+            controller = cluster.controller_id()
+            leaders = {leader for leader, _ in cluster.partition_states(TOPIC, PARTITIONS).values()}
+            if round_ % 2 == 1 and controller in leaders:
+                victim = controller
+            workload.fault(roles_of(cluster, victim))
+            cluster.kill(victim)
+            wait_leaderships_move(cluster, victim)
+            wait_progress(workload, 20)
+            workload.healed()
+            cluster.start_node(victim)
+        print(f"\n{kills} leader kills took {now_s() - started:.0f} s")
+
+    return fault
+
+
+kill_leader_three_times = kill_leaders(3)
 
 
 def test_leader_killed_repeatedly(cluster, verdicts):
-    """SIGKILL of partition 0's leader, three times, each time restarted once another node
-    has taken over (Kafka's hard bounce of the leader)."""
-    run_scenario("kill leader (3x)", cluster, kill_leader_three_times, verdicts)
+    """SIGKILL of a leader, 20 times (every other time the controller's, when it leads), each
+    time restarted once another node has taken over (Kafka's hard bounce of the leader), under
+    one producer of each client at once: the SDK's, librdkafka's and kafka-python's, all
+    idempotent with acks=all. Prints each client's stall distribution over the kills."""
+    run_scenario(
+        f"kill leader ({LEADER_KILLS}x, every client)",
+        cluster,
+        kill_leaders(LEADER_KILLS),
+        verdicts,
+        producer="every",
+    )
 
 
 def test_leader_killed_repeatedly_without_idempotence(cluster, verdicts):

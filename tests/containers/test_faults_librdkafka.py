@@ -12,8 +12,10 @@ metadata refresh on NOT_LEADER_OR_FOLLOWER, and a connection refused or silent (
 partitioned node) rather than a gRPC channel's. The consumers that read for the checker stay the
 SDK's.
 
-Three scenarios keep the suite's time bounded: the leader SIGKILLed three times, the controller
-SIGKILLed, the leader cut off by iptables until its ZooKeeper session expires.
+Two scenarios keep the suite's time bounded: the controller SIGKILLed, and the leader cut off
+by iptables until its ZooKeeper session expires. librdkafka's leader kills are in
+``test_faults.test_leader_killed_repeatedly``: one librdkafka producer beside the SDK's and
+kafka-python's through 20 kills on one cluster, with its own stall distribution.
 """
 
 from __future__ import annotations
@@ -21,25 +23,9 @@ from __future__ import annotations
 import pytest
 
 from tests.containers.cluster import Partition
-from tests.containers.test_faults import (
-    kill_controller,
-    kill_leader_three_times,
-    partition_leader,
-    run_scenario,
-)
+from tests.containers.test_faults import kill_controller, partition_leader, run_scenario
 
 pytestmark = pytest.mark.containers
-
-
-def test_leader_killed_repeatedly_librdkafka(cluster, verdicts):
-    """SIGKILL of partition 0's leader, three times, under librdkafka's idempotent producer."""
-    run_scenario(
-        "kill leader (3x, librdkafka)",
-        cluster,
-        kill_leader_three_times,
-        verdicts,
-        producer="librdkafka",
-    )
 
 
 def test_controller_killed_librdkafka(cluster, verdicts):

@@ -4,9 +4,11 @@ Several producers (each its own ``Producer``, acks=-1, retrying) send unique val
 ``p<producer>-<seq>`` to a topic with three partitions, replication factor 3 and
 min.insync.replicas 2 at a bounded rate, not waiting for answers; each send is recorded
 with its send and acknowledgement times and the (partition, offset) it was acknowledged at, or
-its error. The producers are the odradek SDK's (gRPC; ``producer="sdk"``) or librdkafka's
+its error. The producers are the odradek SDK's (gRPC; ``producer="sdk"``), librdkafka's
 through confluent-kafka on the nodes' Kafka listeners (``producer="librdkafka"``: Kafka's wire
-protocol, its idempotent producer and its own retries), sending the same values at the same
+protocol, its idempotent producer and its own retries), kafka-python's there
+(``producer="kafka-python"``), or one of each (``producer="every"``: the three clients through
+the same faults, told apart by ``History.producer_kinds``), sending the same values at the same
 rate into the same history. Consumers (the SDK's) read every partition from the beginning,
 recording each (partition, offset, value) they are given. The checker (``checker.py``) judges
 the history against the log read after the fault has healed.
@@ -27,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import confluent_kafka
+import kafka
+import kafka.errors
 
 from odradek import Consumer, Producer, RecordMetadata, TopicPartition
 from tests.containers.cluster import now_s
@@ -43,7 +47,8 @@ METADATA_MAX_AGE_MS = 5_000
 DELIVERY_TIMEOUT_MS = 120_000
 """How long a send may take, retries included (Kafka's ``delivery.timeout.ms`` default): long
 enough to ride out every fault of the suite."""
-ProducerKind = Literal["sdk", "librdkafka"]
+ProducerKind = Literal["sdk", "librdkafka", "kafka-python"]
+EVERY_CLIENT: tuple[ProducerKind, ...] = ("sdk", "librdkafka", "kafka-python")
 
 
 @dataclass
@@ -92,6 +97,8 @@ class History:
     ``follower``, ...); partitions it had no part in are left out."""
     idempotent: bool = True
     """Whether the producers were idempotent (the SDK's default)."""
+    producer_kinds: dict[int, ProducerKind] = field(default_factory=dict)
+    """Producer id -> whose producer it was."""
 
 
 class Workload:
@@ -104,30 +111,33 @@ class Workload:
         *,
         idempotent: bool = True,
         client_config: Mapping[str, Any] | None = None,
-        producer: ProducerKind = "sdk",
+        producer: ProducerKind | Literal["every"] = "sdk",
         kafka_bootstrap_servers: str | None = None,
     ) -> None:
         """``client_config``: the SDK's security keywords (a TLS cluster's). ``producer``: whose
-        producers send (module docstring); librdkafka's reach ``kafka_bootstrap_servers``
-        (the nodes' Kafka listeners). The consumers are the SDK's either way."""
-        if producer == "librdkafka" and kafka_bootstrap_servers is None:
-            raise ValueError("librdkafka's producers need kafka_bootstrap_servers")
+        producers send (module docstring); librdkafka's and kafka-python's reach
+        ``kafka_bootstrap_servers`` (the nodes' Kafka listeners). The consumers are the SDK's
+        either way."""
+        kinds = EVERY_CLIENT if producer == "every" else (producer,) * PRODUCERS
+        if set(kinds) != {"sdk"} and kafka_bootstrap_servers is None:
+            raise ValueError("Kafka clients' producers need kafka_bootstrap_servers")
         self.bootstrap_servers = bootstrap_servers
         self.kafka_bootstrap_servers = kafka_bootstrap_servers
         self.client_config = dict(client_config or {})
         self.producer = producer
-        self.history = History(idempotent=idempotent)
+        self.history = History(idempotent=idempotent, producer_kinds=dict(enumerate(kinds)))
         self._stop = threading.Event()
-        self._sends: list[list[Send]] = [[] for _ in range(PRODUCERS)]
+        self._sends: list[list[Send]] = [[] for _ in kinds]
         self._reads: list[list[Read]] = [[] for _ in range(CONSUMERS)]
         self._consumer_errors = [0] * CONSUMERS
+        run = {
+            "sdk": self._produce,
+            "librdkafka": self._produce_librdkafka,
+            "kafka-python": self._produce_kafka_python,
+        }
         self._threads = [
-            threading.Thread(
-                target=self._produce if producer == "sdk" else self._produce_librdkafka,
-                args=(p,),
-                name=f"producer-{p}",
-            )
-            for p in range(PRODUCERS)
+            threading.Thread(target=run[kind], args=(p,), name=f"producer-{p}-{kind}")
+            for p, kind in enumerate(kinds)
         ] + [
             threading.Thread(target=self._consume, args=(c,), name=f"consumer-{c}")
             for c in range(CONSUMERS)
@@ -223,6 +233,48 @@ class Workload:
             time.sleep(SEND_INTERVAL_S)
         producer.flush(DELIVERY_TIMEOUT_MS / 1000)
 
+    def _produce_kafka_python(self, producer_id: int) -> None:
+        """``_produce`` with kafka-python's producer on the Kafka listeners: acks=all,
+        idempotent as the history says, the same timeouts, retrying until the delivery timeout;
+        each send's outcome comes from its future's callbacks (kafka-python's sender thread)."""
+        sends = self._sends[producer_id]
+        assert self.kafka_bootstrap_servers is not None
+        producer = kafka.KafkaProducer(
+            bootstrap_servers=self.kafka_bootstrap_servers.split(","),
+            client_id=f"workload-producer-{producer_id}",
+            acks="all",
+            enable_idempotence=self.history.idempotent,
+            linger_ms=2,
+            retries=2**31 - 1,
+            request_timeout_ms=REQUEST_TIMEOUT_MS,
+            delivery_timeout_ms=DELIVERY_TIMEOUT_MS,
+            metadata_max_age_ms=METADATA_MAX_AGE_MS,
+        )
+        try:
+            seq = 0
+            while not self._stop.is_set():
+                send = Send(producer_id, f"p{producer_id}-{seq}".encode(), now_s())
+                sends.append(send)
+                try:
+                    future = producer.send(TOPIC, send.value)
+                except kafka.errors.KafkaError as exc:
+                    send.error = repr(exc)
+                else:
+                    future.add_callback(functools.partial(_record_kafka_python, send))
+                    future.add_errback(functools.partial(_record_kafka_python_error, send))
+                seq += 1
+                time.sleep(SEND_INTERVAL_S)
+            producer.flush(DELIVERY_TIMEOUT_MS / 1000)
+        finally:
+            try:
+                producer.close(timeout=10)
+            except kafka.errors.KafkaTimeoutError:
+                # kafka-python's close flushes first and, on a timeout, raises without closing:
+                # the garbage collector would close it again later, raising in whatever test
+                # runs then (an unraisable exception); a cluster that broke leaves sends unsent
+                producer._sender.force_close()  # no public way to abandon them
+                producer._closed = True
+
     def _consume(self, consumer_id: int) -> None:
         """Reads from the beginning; after an error, a fresh consumer resumes after the last
         record read (what a consumer that commits offsets would do)."""
@@ -277,6 +329,16 @@ def _record_delivery(
     else:
         send.offset = offset
     send.acked_at = now_s()
+
+
+def _record_kafka_python(send: Send, metadata: Any) -> None:
+    """kafka-python's acknowledgement of ``send`` (its ``RecordMetadata``)."""
+    send.partition, send.offset = metadata.partition, metadata.offset
+    send.acked_at = now_s()
+
+
+def _record_kafka_python_error(send: Send, error: BaseException) -> None:
+    send.error = repr(error)
 
 
 def _fatal(sends: list[Send], error: confluent_kafka.KafkaError) -> None:

@@ -73,3 +73,39 @@ def test_a_controller_whose_epoch_moved_on_resigns_and_its_write_never_lands(clu
     state = cluster.wait_state(TP, lambda s: s.leader == 2, "leader 2")
     # Written by the new controller only: a's fenced write (controller epoch 1) never landed.
     assert (state.controller_epoch, state.leader_epoch, state.isr) == (3, 1, (2,))
+
+
+def test_a_takeover_fences_the_controller_it_replaces(zk_connect):
+    a_zk, b_zk = new_client(zk_connect), new_client(zk_connect)
+    try:
+        a, b = ControllerZkClient(a_zk), ControllerZkClient(b_zk)
+        a.ensure_persistent_paths()
+        epoch, version = a.register_controller_and_increment_epoch(1, 0)
+        held = a.get_controller()
+        assert held == (1, a_zk.client_id[0])
+        # a controller elected since (another session) is never taken over from
+        with pytest.raises(ControllerMovedError):
+            b.take_over_controller(2, (1, held[1] + 1), 0)
+        with pytest.raises(ControllerMovedError):
+            b.take_over_controller(2, (3, held[1]), 0)
+        assert (a.get_controller(), a.get_controller_epoch()) == (held, (epoch, version))
+
+        new_epoch, new_version = b.take_over_controller(2, held, 0)
+        assert (new_epoch, new_version) == (epoch + 1, version + 1)
+        assert b.get_controller() == (2, b_zk.client_id[0])
+        # the replaced controller, its session still alive, can write nothing more
+        a_zk.create(TopicZNode.path("t"), TopicZNode.encode(TopicAssignment({0: (1, 2)})))
+        with pytest.raises(ControllerMovedError):
+            a.create_partition_state(TP, LeaderIsrAndControllerEpoch(1, 0, (1, 2), epoch), version)
+        with pytest.raises(ControllerMovedError):
+            a.delete_controller(version)
+        # its session's end leaves the successor's /controller alone
+        close_client(a_zk)
+        a_zk = None
+        assert b.get_controller() == (2, b_zk.client_id[0])
+        # nor can a second standby take over from the same, gone controller
+        with pytest.raises(ControllerMovedError):
+            b.take_over_controller(3, held, 0)
+    finally:
+        close_client(a_zk)
+        close_client(b_zk)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from tests.containers.checker import Verdict, role_stalls_per_fault, stalls_per_fault, table
+from tests.containers.checker import (
+    Verdict,
+    client_leader_stalls,
+    distribution,
+    role_stalls_per_fault,
+    stalls_per_fault,
+    table,
+)
 from tests.containers.workload import History, Send
 
 
@@ -53,3 +60,36 @@ def test_each_role_gets_its_worst_partitions_stall():
 def test_faults_without_roles_print_the_any_write_stall():
     verdict = Verdict("pause zookeeper", 10, 9, 1, 0, 3.1, 5, stalls_s=[3.1], role_stalls_s=[{}])
     assert verdict.stall_text() == "3.1 s"
+
+
+def test_each_client_gets_its_own_stall_in_the_led_partitions():
+    # producer 0 (the SDK) waits 0.6 s after the kill at 5.0, producer 1 (librdkafka) 1.5 s,
+    # both in partition 0 (led by the killed node); partition 1 (followed) stalls 3 s for both
+    # but is not a leader's partition
+    sends = []
+    for producer, partition, gap_to in ((0, 0, 5.6), (1, 0, 6.5), (0, 1, 8.0), (1, 1, 8.0)):
+        times = [t / 10 for t in range(120) if not 5.0 < t / 10 < gap_to]
+        sends += [
+            Send(
+                producer, f"{producer}-{partition}-{t}".encode(), t, acked_at=t, partition=partition
+            )
+            for t in times
+        ]
+    history = History(
+        sends=sends,
+        faults=[(5.0, 7.0), (9.0, 9.5)],
+        fault_roles=[{0: "leader+controller", 1: "follower+controller"}, {1: "follower"}],
+        producer_kinds={0: "sdk", 1: "librdkafka"},
+    )
+    stalls = client_leader_stalls(history)
+    assert [{k: round(v, 2) for k, v in s.items()} for s in stalls] == [
+        {"sdk": 0.6, "librdkafka": 1.5},
+        {},
+    ]
+
+
+def test_a_distribution_by_nearest_rank():
+    assert distribution([]) == {"n": 0, "p50": 0.0, "p99": 0.0, "max": 0.0}
+    values = [float(v) for v in range(1, 21)]  # 1..20
+    assert distribution(values) == {"n": 20, "p50": 10.0, "p99": 20.0, "max": 20.0}
+    assert distribution([3.0, 1.0, 2.0]) == {"n": 3, "p50": 2.0, "p99": 3.0, "max": 3.0}

@@ -14,11 +14,11 @@ def clock() -> ManualClock:
 
 
 def sessions_for(clock: ManualClock, timeout_ms: int = 750) -> BrokerSessions:
-    """Brokers 0-2 of a new controller, each heard from once at the start."""
+    """Sessions of brokers 0, 1 and 2, each heard from once at the clock's time."""
     s = BrokerSessions(timeout_ms)
     s.reset({0: 10, 1: 11, 2: 12}, clock.monotonic_ms())
     for broker, epoch in ((0, 10), (1, 11), (2, 12)):
-        s.heartbeat(broker, epoch, clock.monotonic_ms())
+        assert s.heartbeat(broker, epoch, clock.monotonic_ms()) is HeartbeatOutcome.ACTIVE
     return s
 
 
@@ -96,26 +96,35 @@ def test_sync_follows_registrations(clock: ManualClock) -> None:
     assert s.heartbeat(3, 30, clock.monotonic_ms()) is HeartbeatOutcome.ACTIVE
 
 
-def test_a_new_controller_fences_no_broker_before_its_first_heartbeat(clock: ManualClock) -> None:
-    """Brokers learn of a new controller from its UpdateMetadata and heartbeat to the old one
-    until then (a container cluster's loaded nodes took over a second: the new controller fenced
-    them all, itself too, after its 500 ms session, and a fenced broker, no longer sent metadata,
-    never learned whom to heartbeat to). Each broker's session with it starts at its first
-    heartbeat, as a new registration's does; the ZooKeeper session covers a silent one."""
+def test_a_new_controller_fences_no_broker_by_its_session_before_hearing_from_it(
+    clock: ManualClock,
+) -> None:
+    # A broker learns the new controller from its UpdateMetadata: on a loaded machine that may
+    # take longer than a session, and a broker fenced meanwhile would never be sent it
     s = sessions_for(clock)
     clock.advance(700)
-    s.reset({0: 10, 1: 11, 2: 12}, clock.monotonic_ms())
+    s.reset({0: 10, 1: 11}, clock.monotonic_ms())
+    assert s.next_expiry_ms() is None
     clock.advance(5_000)
     assert s.expire(clock.monotonic_ms()) == []
-    assert s.suspects(clock.monotonic_ms(), 200) == []
-    assert s.next_expiry_ms() is None
-    assert s.heartbeat(0, 10, clock.monotonic_ms()) is HeartbeatOutcome.ACTIVE
-    assert s.heartbeat(1, 11, clock.monotonic_ms()) is HeartbeatOutcome.ACTIVE
+    s.heartbeat(0, 10, clock.monotonic_ms())  # 0 heard: its session runs from now
     clock.advance(749)
     assert s.expire(clock.monotonic_ms()) == []
     clock.advance(1)
-    assert s.expire(clock.monotonic_ms()) == [0, 1]  # heard once, then silent for a session
-    assert not s.is_fenced(2)
+    assert s.expire(clock.monotonic_ms()) == [0]
+
+
+def test_a_new_controller_probes_the_brokers_it_has_not_heard_from(clock: ManualClock) -> None:
+    # the dead controller's own node, still registered: probed, and fenced if nothing listens
+    s = BrokerSessions(750)
+    s.reset({0: 10, 1: 11}, clock.monotonic_ms())
+    assert s.next_suspect_ms(200) == 200
+    clock.advance(200)
+    assert s.suspects(clock.monotonic_ms(), 200) == [(0, 10), (1, 11)]
+    s.heartbeat(1, 11, clock.monotonic_ms())
+    assert s.fence_dead(0, 10)
+    assert not s.fence_dead(1, 11)  # heard from since it was probed
+    assert s.fenced() == {0}
 
 
 def test_sessions_off_never_fence(clock: ManualClock) -> None:
@@ -162,7 +171,8 @@ def test_a_new_registration_is_not_fenced_before_its_first_heartbeat(clock: Manu
     s = sessions_for(clock)
     s.sync({0: 10, 1: 11, 2: 12, 3: 30}, clock.monotonic_ms())  # 3 registers
     clock.advance(5_000)  # a slow start: it has not heartbeated yet
-    assert s.suspects(clock.monotonic_ms(), 200) == [(0, 10), (1, 11), (2, 12)]
+    # probed (its listener is open before it registers: only a dead one is refused)
+    assert s.suspects(clock.monotonic_ms(), 200) == [(0, 10), (1, 11), (2, 12), (3, 30)]
     assert s.expire(clock.monotonic_ms()) == [0, 1, 2]
     assert not s.is_fenced(3)
     assert s.heartbeat(3, 30, clock.monotonic_ms()) is HeartbeatOutcome.ACTIVE
