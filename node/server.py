@@ -38,7 +38,14 @@ from node.admin.admin_manager import AdminManager
 from node.admin.authorization import AuthorizedAdmin
 from node.admin.dynamic_config_admin import DynamicConfigAdmin
 from node.admin.requests import ConfigType, NewTopicSpec
-from node.apis import BrokerApis, GroupApis, RecordApis, ShareFetchApis, TransactionApis
+from node.apis import (
+    BrokerApis,
+    GroupApis,
+    RecordApis,
+    ShareFetchApis,
+    ShareStateApis,
+    TransactionApis,
+)
 from node.apis.txn_abort import TxnAbortApi
 from node.apis.txn_verification import TxnVerification
 from node.broker_lifecycle import BrokerLifecycleManager
@@ -77,6 +84,7 @@ from node.listeners import advertised_endpoints
 from node.metrics.endpoint import MetricsEndpoint
 from node.replication.alter_partition import AlterPartitionManager
 from node.replication.fetcher import ReplicaFetcherManager
+from node.replication.share_state_channel import ShareStateChannel
 from node.replication.txn_marker_channel import TxnMarkerChannel
 from node.replication.txn_verifier import TxnVerifier
 from node.security.auth_helper import AuthHelper
@@ -87,6 +95,7 @@ from node.security.tls_terminator import TlsTerminator
 from node.share.manager import ShareConfig, SharePartitionManager
 from node.share.persister import ShareStatePersister
 from node.share.volatile_persister import VolatilePersister
+from node.share_coordinator.share_coordinator import ShareCoordinator
 from node.transaction.txn_coordinator import TransactionCoordinator
 from node.transaction.txn_marker_sender import TxnMarkerSender
 from odradek.client.connection import RECONNECT_OPTIONS
@@ -209,6 +218,11 @@ class Node:
         self.txn_markers: TxnMarkerSender | None = None
         self.share_partitions: SharePartitionManager | None = None
         """Share groups' share partitions on this node (KIP-932, :mod:`node.share`)."""
+        self.share_coordinator: ShareCoordinator | None = None
+        """The share coordinator (``__share_group_state``), served to the other nodes."""
+        self.share_state: ShareStateChannel | None = None
+        """The share groups' durable state as this node's share partitions reach it (the
+        :class:`~node.share.persister.ShareStatePersister`)."""
         self.kafka_door: KafkaDoor | None = None
         """The Kafka listeners (``kafka.listener.names``), when there are any."""
         self.dynamic_config = DynamicBrokerConfig(config)
@@ -396,6 +410,27 @@ class Node:
                 self.clock.monotonic_ms,
             )
         self.replicas.leadership_listeners.append(self.transactions.on_leadership_change)
+        share_metrics = None if self.metrics is None else self.metrics.share_coordinator
+        self.share_coordinator = ShareCoordinator(
+            c.share_coordinator,
+            self.replicas,
+            self.metadata,
+            self.clock,
+            _topic_creator(lambda: plain_admin),
+            share_metrics,
+        )
+        if share_metrics is not None:
+            share_metrics.watch(self.share_coordinator.partition_counts, self.clock.monotonic_ms)
+        self.replicas.leadership_listeners.append(self.share_coordinator.on_leadership_change)
+        self.share_state = ShareStateChannel(
+            c.node_id,
+            self.share_coordinator,
+            self.metadata,
+            self.channels,
+            self.clock,
+            timeout_ms=c.request_timeout_ms,
+            deadline_ms=c.request_timeout_ms,
+        )
         # a marker written on a __consumer_offsets partition this node leads ends the
         # transaction's pending offsets there (whoever sent it: this node or another's
         # transaction coordinator)
@@ -403,6 +438,7 @@ class Node:
             self.replicas,
             on_marker_written=self.groups.on_txn_marker,
             verify_txn_partitions=self.transactions.verify_partitions,
+            share_coordinator=self.share_coordinator,
         )
         replication: pb_grpc.ReplicationServicer = replicating
         admin = AdminServicer(
@@ -464,6 +500,7 @@ class Node:
             self.authorized_admin,
             transaction_apis,
             ShareFetchApis(self.share_partitions, self.metadata, auth),
+            share_state=ShareStateApis(self.share_coordinator, auth),
         )
         grpc_services = GrpcServices(
             self.apis,
@@ -664,6 +701,10 @@ class Node:
             self.groups.shutdown()
         if self.transactions is not None:
             self.transactions.shutdown()
+        if self.share_state is not None:
+            self.share_state.close()
+        if self.share_coordinator is not None:
+            self.share_coordinator.shutdown()
         if self.txn_markers is not None:
             self.txn_markers.shutdown()
         if self.replicas is not None:

@@ -28,7 +28,7 @@ partition it does not lead, or no longer: NOT_COORDINATOR) and dropped when it s
 * **Metrics.** Each shard's load time and each write (its latency, whether it was durable) are
   told to the :class:`ShareCoordinatorEvents` given (the node's
   :class:`~node.metrics.share_coordinator_metrics.ShareCoordinatorMetrics`);
-  :meth:`loaded_partitions` counts the loaded shards (read at scrape time).
+  :meth:`partition_counts` counts the shards loaded and loading (read at scrape time).
 
 Thread-safe: the shard map has a lock; each shard has its own. Calls block their thread while
 their write replicates.
@@ -239,6 +239,12 @@ class ShareCoordinator:
     def loaded_partitions(self) -> int:
         with self._lock:
             return sum(1 for s in self._shards.values() if s.loaded)
+
+    def partition_counts(self) -> dict[str, int]:
+        """The partitions this node leads by state: ``active`` (loaded) and ``loading``."""
+        with self._lock:
+            loaded = sum(1 for s in self._shards.values() if s.loaded)
+            return {"active": loaded, "loading": len(self._shards) - loaded}
 
     def _shard(self, key: ShareKey) -> _Shard:
         """The loaded shard of ``key``. Raises INVALID_REQUEST, NOT_COORDINATOR,
