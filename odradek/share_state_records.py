@@ -29,7 +29,6 @@ values the schema cannot hold.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from odradek.errors import CorruptRecordError
 from odradek.group_records import _Reader, _Writer
@@ -45,7 +44,6 @@ __all__ = [
     "decode_share_value",
     "encode_share_key",
     "encode_share_value",
-    "share_record_json",
 ]
 
 SHARE_GROUP_STATE_TOPIC = "__share_group_state"
@@ -169,41 +167,3 @@ def decode_share_value(record_type: int, data: bytes | None) -> ShareStateValue 
     return ShareStateValue(
         snapshot_epoch, state_epoch, leader_epoch, start_offset, batches, created, written
     )
-
-
-def share_record_json(key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
-    """A record of ``__share_group_state`` as Kafka's ``--share-group-state-decoder`` shows
-    it: ``(key, payload)`` as JSON-able values (``payload`` None for a tombstone). Raises
-    ``CorruptRecordError``."""
-    if key is None:
-        raise CorruptRecordError("a __share_group_state record without a key")
-    k = decode_share_key(key)
-    v = decode_share_value(k.record_type, value)
-    key_doc = {
-        "type": "ShareSnapshotKey"
-        if k.record_type == SHARE_SNAPSHOT_KEY_TYPE
-        else "ShareUpdateKey",
-        "groupId": k.group_id,
-        "topicId": k.topic_id,
-        "partition": k.partition,
-    }
-    if v is None:
-        return key_doc, None
-    payload: dict[str, Any] = {"snapshotEpoch": v.snapshot_epoch}
-    if k.record_type == SHARE_SNAPSHOT_KEY_TYPE:
-        payload["stateEpoch"] = v.state_epoch
-    payload["leaderEpoch"] = v.leader_epoch
-    payload["startOffset"] = v.start_offset
-    if k.record_type == SHARE_SNAPSHOT_KEY_TYPE:
-        payload["createTimestamp"] = v.create_timestamp
-        payload["writeTimestamp"] = v.write_timestamp
-    payload["stateBatches"] = [
-        {
-            "firstOffset": b.first_offset,
-            "lastOffset": b.last_offset,
-            "deliveryState": b.delivery_state,
-            "deliveryCount": b.delivery_count,
-        }
-        for b in v.batches
-    ]
-    return key_doc, payload

@@ -20,7 +20,6 @@ from odradek.share_state_records import (
     decode_share_value,
     encode_share_key,
     encode_share_value,
-    share_record_json,
 )
 
 RAW_TOPIC_ID = bytes(range(1, 17))
@@ -80,25 +79,3 @@ def test_malformed_bytes_raise() -> None:
     assert raw is not None
     with pytest.raises(CorruptRecordError):
         decode_share_value(SHARE_SNAPSHOT_KEY_TYPE, raw[:-2])
-
-
-def test_json_shape_for_dump_log() -> None:
-    key = encode_share_key(ShareStateKey("g", TOPIC_ID, 1))
-    value = encode_share_value(
-        SHARE_SNAPSHOT_KEY_TYPE,
-        ShareStateValue(0, 1, 2, 10, (ShareStateBatchRecord(10, 12, 2, 1),), 5, 6),
-    )
-    k, v = share_record_json(key, value)
-    assert k == {"type": "ShareSnapshotKey", "groupId": "g", "topicId": TOPIC_ID, "partition": 1}
-    assert v == {
-        "snapshotEpoch": 0,
-        "stateEpoch": 1,
-        "leaderEpoch": 2,
-        "startOffset": 10,
-        "createTimestamp": 5,
-        "writeTimestamp": 6,
-        "stateBatches": [
-            {"firstOffset": 10, "lastOffset": 12, "deliveryState": 2, "deliveryCount": 1}
-        ],
-    }
-    assert share_record_json(key, None) == (k, None)
