@@ -312,15 +312,23 @@ class ShareCoordinator:
     ) -> list[Coordinator]:
         """The leader of each key's ``__share_group_state`` partition on ``listener_name``, in
         request order (INVALID_REQUEST for a key that is not ``group:topicId:partition``,
-        COORDINATOR_NOT_AVAILABLE while the topic is created or leaderless)."""
-        snapshot = self._metadata.snapshot
-        exists = any(t == SHARE_GROUP_STATE_TOPIC for t, _ in snapshot.partitions)
-        if not exists and keys:
-            self.maybe_create_topic()
-        out: list[Coordinator] = []
+        COORDINATOR_NOT_AVAILABLE while the topic is created or leaderless). A well-formed key
+        creates ``__share_group_state`` if it does not exist."""
+        parsed: list[ShareKey | OdradekError] = []
         for key in keys:
             try:
-                share_key = parse_share_key(key)
+                parsed.append(parse_share_key(key))
+            except OdradekError as e:
+                parsed.append(e)
+        snapshot = self._metadata.snapshot
+        exists = any(t == SHARE_GROUP_STATE_TOPIC for t, _ in snapshot.partitions)
+        if not exists and any(isinstance(k, ShareKey) for k in parsed):
+            self.maybe_create_topic()
+        out: list[Coordinator] = []
+        for key, share_key in zip(keys, parsed, strict=True):
+            try:
+                if isinstance(share_key, OdradekError):
+                    raise share_key
                 if not exists:
                     raise CoordinatorNotAvailableError(
                         f"{SHARE_GROUP_STATE_TOPIC} is being created"
