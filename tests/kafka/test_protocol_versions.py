@@ -504,16 +504,12 @@ def test_find_coordinator_v6_answers_a_share_partitions_share_coordinator(kafka_
     # every node names the same coordinators (once its metadata has the new topic)
     expected = [int(c.node_id) for c in answer.coordinators[:3]]
     for address in addresses.values():
-        wait_for(
-            lambda address=address: (
-                [
-                    int(c.node_id)
-                    for c in find_coordinator(address, 6, keys[:3], key_type=2).coordinators
-                ]
-                == expected
-            ),
-            f"the same share coordinators from {address}",
-        )
+
+        def same(address: str = address) -> bool:
+            again = find_coordinator(address, 6, keys[:3], key_type=2)
+            return [int(c.node_id) for c in again.coordinators] == expected
+
+        wait_for(same, f"the same share coordinators from {address}")
     below = find_coordinator(first, 5, keys[:1], key_type=2)
     assert [int(c.error_code) for c in below.coordinators] == [42]
 

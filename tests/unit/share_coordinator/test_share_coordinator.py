@@ -228,6 +228,6 @@ def test_find_coordinator_keys() -> None:
     for bad in ("g", f"g:{TOPIC_ID}", f"g:{TOPIC_ID}:x", f":{TOPIC_ID}:0", "g:nope:0"):
         with pytest.raises(InvalidRequestError):
             parse_share_key(bad)
-    found, bad = coordinator.find_coordinator([f"g:{TOPIC_ID}:0", "g:x"])
+    found, malformed = coordinator.find_coordinator([f"g:{TOPIC_ID}:0", "g:x"])
     assert (found.node_id, found.host, found.port, found.error_code) == (0, "h", 1, 0)
-    assert bad.error_code == InvalidRequestError.code
+    assert malformed.error_code == InvalidRequestError.code

@@ -6,6 +6,8 @@ batch merge of update records."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from node.share.persister import DeliveryState, ShareKey, ShareSnapshot, ShareStateBatch
@@ -22,7 +24,9 @@ A, ACK, ARC = DeliveryState.AVAILABLE, DeliveryState.ACKNOWLEDGED, DeliveryState
 KEY = ShareKey("g", "AQIDBAUGBwgJCgsMDQ4PEA", 0)
 
 
-def _stored(state_epoch: int = 1, start: int = 0, leader: int = 3, batches=()) -> ss.StoredState:  # type: ignore[no-untyped-def]
+def _stored(
+    state_epoch: int = 1, start: int = 0, leader: int = 3, batches: Sequence[ShareStateBatch] = ()
+) -> ss.StoredState:
     return ss.StoredState(ShareSnapshot(state_epoch, start, leader, tuple(batches)), 4, 10, 20)
 
 
