@@ -60,6 +60,9 @@ def cluster(make_cluster: Callable[..., LocalCluster]) -> LocalCluster:
         zookeeper_session_timeout_ms="6000",
     )
     key = f"g:{TOPIC_ID}:0"
+    # node 0 creates the topic with min(3, the live brokers it knows) replicas: all three
+    first = Admin(cluster.nodes[0].address)
+    wait_for(lambda: len(first.describe_cluster().brokers) == 3, "node 0 knows every node")
     # the first lookup creates __share_group_state (on the three nodes: the only ones yet)
     wait_for(
         lambda: _find(cluster.nodes[0].address, [key]).coordinators[0].error_code == 0,
@@ -68,8 +71,9 @@ def cluster(make_cluster: Callable[..., LocalCluster]) -> LocalCluster:
     admin = Admin(cluster.bootstrap_servers)
     for p in range(PARTITIONS):
         wait_for(
-            lambda p=p: partition_state(admin, SHARE_GROUP_STATE_TOPIC, p).leader >= 0,  # type: ignore[misc]
-            f"{SHARE_GROUP_STATE_TOPIC}-{p} led",
+            lambda p=p: len(partition_state(admin, SHARE_GROUP_STATE_TOPIC, p).isr) == 3,  # type: ignore[misc]
+            f"{SHARE_GROUP_STATE_TOPIC}-{p} on all three nodes",
+            timeout_s=120,
         )
     return cluster
 
