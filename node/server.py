@@ -93,8 +93,6 @@ from node.security.sasl import SaslSessions
 from node.security.scram_store import ScramCredentialStore
 from node.security.tls_terminator import TlsTerminator
 from node.share.manager import ShareConfig, SharePartitionManager
-from node.share.persister import ShareStatePersister
-from node.share.volatile_persister import VolatilePersister
 from node.share_coordinator.share_coordinator import ShareCoordinator
 from node.transaction.txn_coordinator import TransactionCoordinator
 from node.transaction.txn_marker_sender import TxnMarkerSender
@@ -452,12 +450,10 @@ class Node:
                 ControllerServicer(self.controller), authorizer
             )
         # share groups' partition-leader side: the share partitions of the partitions this
-        # node leads, their state through the persister (a stand-in in memory until the share
-        # coordinator's client is merged: node.share.volatile_persister)
-        persister: ShareStatePersister = VolatilePersister()
+        # node leads, their durable state through the share coordinators (__share_group_state)
         self.share_partitions = SharePartitionManager(
             self.replicas,
-            persister,
+            self.share_state,
             self.clock,
             self.group_configs.group_config,
             ShareConfig(
