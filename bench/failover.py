@@ -26,13 +26,20 @@ must be 0). ``--overhead`` also measures produce throughput with the heartbeats 
 alternating rounds, as a ratio. It ends with one JSON line holding every figure.
 
     python -m bench.failover [--kills 20] [--shutdowns 5] [--controller-kills 3] [--overhead]
+        [--clients sdk,confluent-kafka,kafka-python] [--rdkafka-debug FILE] [--directory DIR]
+
+``--rdkafka-debug FILE`` writes librdkafka's debug log to FILE and ``--directory DIR`` keeps the
+nodes' logs (``DIR/cluster/node-N/node.log``; by default the run is in a temporary directory,
+removed at the end): the two to read side by side when a client takes long to find a new leader.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
+import logging
 import statistics
 import sys
 import tempfile
@@ -66,6 +73,9 @@ class Writer:
     acks: list[tuple[float, int]] = field(default_factory=list)
     """(monotonic time of the acknowledgement, value) of every acknowledged record."""
     failures: int = 0
+    rdkafka_log: Path | None = None
+    """confluent-kafka only: where librdkafka's debug log (broker, topic, metadata, msg, eos)
+    goes, to read how the producer found the new leader; none by default."""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -115,15 +125,24 @@ class Writer:
     def _confluent(self) -> None:
         import confluent_kafka
 
-        producer = confluent_kafka.Producer(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 0,
-                "message.timeout.ms": 120_000,
-            }
-        )
+        config: dict[str, object] = {
+            "bootstrap.servers": self.bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 0,
+            "message.timeout.ms": 120_000,
+        }
+        if self.rdkafka_log is None:
+            producer = confluent_kafka.Producer(config)
+        else:
+            config["debug"] = "broker,topic,metadata,msg,eos"
+            logger = logging.getLogger(f"bench.failover.rdkafka.{self.topic}")
+            logger.propagate = False
+            logger.setLevel(logging.DEBUG)
+            handler = logging.FileHandler(self.rdkafka_log)
+            handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+            logger.addHandler(handler)
+            producer = confluent_kafka.Producer(config, logger=logger)
         for value in self._values():
             outcome: list[object] = []
 
@@ -210,6 +229,7 @@ class FailoverRun:
         cluster: LocalCluster,
         clients: Sequence[str] = CLIENTS,
         log: Callable[[str], None] = print,
+        rdkafka_log: Path | None = None,
     ) -> None:
         self.cluster = cluster
         self.log = log
@@ -230,7 +250,8 @@ class FailoverRun:
             bootstrap = (
                 cluster.bootstrap_servers if client == "sdk" else cluster.kafka_bootstrap_servers
             )
-            self.writers.append(Writer(client, topic, bootstrap))
+            debug = rdkafka_log if client == "confluent-kafka" else None
+            self.writers.append(Writer(client, topic, bootstrap, rdkafka_log=debug))
         self.wait_in_sync()
 
     def __enter__(self) -> FailoverRun:
@@ -439,6 +460,14 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--overhead-rounds", type=int, default=5)
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument(
+        "--rdkafka-debug",
+        type=Path,
+        help="write confluent-kafka's librdkafka debug log (broker,topic,metadata,msg,eos) here",
+    )
+    parser.add_argument(
+        "--directory", type=Path, help="run here (kept) rather than in a temporary directory"
+    )
+    parser.add_argument(
         "--override",
         action="append",
         default=[],
@@ -446,7 +475,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     )
     args = parser.parse_args(argv)
     result: dict[str, object] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-failover-") as tmp:
+    with contextlib.ExitStack() as stack:
+        if args.directory is None:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-failover-"))
+        else:
+            args.directory.mkdir(parents=True, exist_ok=True)
+            tmp = str(args.directory)
         zookeeper = ZooKeeperServer(Path(tmp) / "zookeeper")
         zookeeper.start()
         try:
@@ -459,7 +493,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             )
             cluster.start()
             try:
-                with FailoverRun(cluster, args.clients.split(",")) as run:
+                with FailoverRun(
+                    cluster, args.clients.split(","), rdkafka_log=args.rdkafka_debug
+                ) as run:
                     for _ in range(args.kills):
                         run.kill_leader()
                     for _ in range(args.shutdowns):

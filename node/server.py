@@ -43,6 +43,7 @@ from node.apis import (
     GroupApis,
     RecordApis,
     ShareFetchApis,
+    ShareGroupApis,
     ShareStateApis,
     TransactionApis,
 )
@@ -193,7 +194,7 @@ class Node:
         self._stop_lock = threading.Lock()
         self._stopping = False
         self.channels = Channels()
-        self.metadata = MetadataCache()
+        self.metadata = MetadataCache(self.clock)
         self.log_manager: LogManager | None = None
         self.replicas: ReplicaManager | None = None
         self.fetchers: ReplicaFetcherManager | None = None
@@ -495,7 +496,8 @@ class Node:
             GroupApis(self.groups, self.metadata, auth),
             self.authorized_admin,
             transaction_apis,
-            ShareFetchApis(self.share_partitions, self.metadata, auth),
+            share=ShareFetchApis(self.share_partitions, self.metadata, auth),
+            share_groups=ShareGroupApis(self.groups, auth),
             share_state=ShareStateApis(self.share_coordinator, auth),
         )
         grpc_services = GrpcServices(

@@ -31,6 +31,8 @@ type   key                                            value
        (GroupId, MemberId)
 8      ConsumerGroupCurrentMemberAssignmentKey        ConsumerGroupCurrentMemberAssignmentValue
        (GroupId, MemberId)                            v0
+11     ShareGroupMetadataKey (GroupId)                ShareGroupMetadataValue v0 (KIP-932: a share
+                                                      group's epoch and metadata hash)
 =====  =============================================  ===========================================
 
 Topic ids are carried as Kafka prints a ``Uuid`` (16 bytes, URL-safe base64 without padding),
@@ -81,6 +83,9 @@ __all__ = [
     "OffsetCommitKey",
     "OffsetCommitValue",
     "RawValue",
+    "SHARE_GROUP_METADATA_KEY_TYPE",
+    "ShareGroupMetadataKey",
+    "ShareGroupMetadataValue",
     "TopicMetadata",
     "TopicPartitions",
     "decode_key",
@@ -96,6 +101,7 @@ LEGACY_OFFSET_COMMIT_KEY_TYPE = 0
 """Key type 0: an offset commit written by Kafka before 0.9's group metadata (same layout)."""
 OFFSET_COMMIT_KEY_TYPE = 1
 GROUP_METADATA_KEY_TYPE = 2
+SHARE_GROUP_METADATA_KEY_TYPE = 11
 
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
@@ -359,6 +365,13 @@ class ConsumerGroupMetadataKey:
 
 
 @dataclass(frozen=True, slots=True)
+class ShareGroupMetadataKey:
+    """Type 11: a share group (KIP-932) exists, at this epoch."""
+
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupPartitionMetadataKey:
     """Type 4: the subscription metadata (written by Kafka 3.7-4.0; 4.1+ hashes it instead)."""
 
@@ -405,6 +418,7 @@ GroupRecordKey: TypeAlias = (
     | ConsumerGroupTargetAssignmentMetadataKey
     | ConsumerGroupTargetAssignmentMemberKey
     | ConsumerGroupCurrentMemberAssignmentKey
+    | ShareGroupMetadataKey
 )
 
 _GROUP_ONLY_KEYS: dict[type[GroupRecordKey], int] = {
@@ -412,6 +426,7 @@ _GROUP_ONLY_KEYS: dict[type[GroupRecordKey], int] = {
     ConsumerGroupMetadataKey: 3,
     ConsumerGroupPartitionMetadataKey: 4,
     ConsumerGroupTargetAssignmentMetadataKey: 6,
+    ShareGroupMetadataKey: SHARE_GROUP_METADATA_KEY_TYPE,
 }
 _MEMBER_KEYS: dict[type[GroupRecordKey], int] = {
     ConsumerGroupMemberMetadataKey: 5,
@@ -436,6 +451,7 @@ def encode_key(key: GroupRecordKey) -> bytes:
             ConsumerGroupMetadataKey(group_id=group_id)
             | ConsumerGroupPartitionMetadataKey(group_id=group_id)
             | ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id)
+            | ShareGroupMetadataKey(group_id=group_id)
         ):
             w.int16(_GROUP_ONLY_KEYS[type(key)])
             w.string(group_id)
@@ -508,6 +524,15 @@ class ConsumerGroupMetadataValue:
     """The group epoch."""
     metadata_hash: int = 0
     """Tagged field 0 (Kafka 4.1+): a hash of the subscribed topics' metadata."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMetadataValue:
+    """A share group's epoch and the hash of its subscribed topics' metadata (Kafka's
+    ``ShareGroupMetadataValue`` v0: both plain fields, no tagged one)."""
+
+    epoch: int
+    metadata_hash: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -633,6 +658,7 @@ GroupRecordValue: TypeAlias = (
     | ConsumerGroupTargetAssignmentMemberValue
     | ConsumerGroupCurrentMemberAssignmentValue
     | GroupMetadataValue
+    | ShareGroupMetadataValue
     | RawValue
 )
 
@@ -684,6 +710,11 @@ def encode_value(value: GroupRecordValue) -> bytes:
             if value.metadata_hash != 0:
                 tags.append((0, _I64.pack(value.metadata_hash)))
             w.tagged(tags)
+        case ShareGroupMetadataValue():
+            w.int16(0)
+            w.int32(value.epoch)
+            w.int64(value.metadata_hash)
+            w.no_tags()
         case ConsumerGroupPartitionMetadataValue():
             w.int16(0)
             w.compact_array_len(len(value.topics))
@@ -932,6 +963,11 @@ def decode_value(record_type: int, data: bytes | None) -> GroupRecordValue | Non
             tags = r.tagged()
             metadata_hash = _I64.unpack(tags[0])[0] if len(tags.get(0, b"")) == 8 else 0
             value = ConsumerGroupMetadataValue(epoch, metadata_hash)
+        elif record_type == SHARE_GROUP_METADATA_KEY_TYPE:
+            epoch = r.int32()
+            metadata_hash = r.int64()
+            r.tagged()
+            value = ShareGroupMetadataValue(epoch, metadata_hash)
         elif record_type == 4:
             value = _decode_partition_metadata(r)
         elif record_type == 5:

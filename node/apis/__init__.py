@@ -9,6 +9,8 @@ the same through either door (``tests/kafka/test_door_parity.py`` keeps it so).
   Metadata, DeleteRecords, InitProducerId;
 * :class:`~node.apis.groups.GroupApis`: FindCoordinator, the KIP-848 and classic group
   protocols, the offset APIs, ListGroups, DescribeGroups, DeleteGroups;
+* :class:`~node.apis.share_groups.ShareGroupApis`: ShareGroupHeartbeat, ShareGroupDescribe
+  (KIP-932's share groups);
 * :class:`~node.apis.transactions.TransactionApis`: FindCoordinator for transactional ids,
   InitProducerId with one, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
   DescribeTransactions, ListTransactions;
@@ -32,6 +34,7 @@ from node.admin.authorization import AuthorizedAdmin
 from node.apis.groups import GroupApis
 from node.apis.records import RecordApis
 from node.apis.share_fetch import ShareFetchApis
+from node.apis.share_groups import ShareGroupApis
 from node.apis.share_state import ShareStateApis
 from node.apis.transactions import TransactionApis
 
@@ -40,6 +43,7 @@ __all__ = [
     "GroupApis",
     "RecordApis",
     "ShareFetchApis",
+    "ShareGroupApis",
     "ShareStateApis",
     "TransactionApis",
 ]
@@ -57,5 +61,7 @@ class BrokerApis:
     """``None``: a node without a transaction coordinator."""
     share: ShareFetchApis | None = None
     """ShareFetch and ShareAcknowledge (``None``: a node without share partitions)."""
+    share_groups: ShareGroupApis | None = None
+    """``None``: a node without a group coordinator."""
     share_state: ShareStateApis | None = None
     """FindCoordinator key type 2; ``None``: a node without a share coordinator."""

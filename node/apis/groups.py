@@ -531,11 +531,12 @@ class GroupApis:
     ) -> list[DescribedGroup]:
         """KIP-848's ConsumerGroupDescribe: as :meth:`describe_groups`, but a classic group, or
         one known only by its committed offsets (no group record: epoch 0, no member), is not a
-        consumer group for Kafka: GROUP_ID_NOT_FOUND (librdkafka then asks DescribeGroups)."""
+        consumer group for Kafka: GROUP_ID_NOT_FOUND (librdkafka then asks DescribeGroups); so
+        is a share group (ShareGroupDescribe describes it)."""
         out = []
         for g in self.describe_groups(caller, group_ids):
             offsets_only = g.error_code == 0 and g.group_epoch == 0 and not g.members
-            if g.error_code == 0 and (offsets_only or g.group_type == "classic"):
+            if g.error_code == 0 and (offsets_only or g.group_type in ("classic", "share")):
                 g = DescribedGroup(
                     g.group_id, GROUP_ID_NOT_FOUND, f"Group {g.group_id} is not a consumer group."
                 )

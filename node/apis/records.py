@@ -384,15 +384,19 @@ class RecordApis:
         listener_name: str | None,
         *,
         allow_auto_create: bool = False,
+        list_departed: bool = False,
     ) -> MetadataResult:
         """Metadata for ``topics`` (``None``: all) as the caller may see it, with the brokers'
         endpoints on ``listener_name`` (``None``: the registered ones). A missing topic asked
         by name is created when ``allow_auto_create`` (the request's) and
         ``auto.create.topics.enable`` both allow it, and the caller may CREATE it: it answers
-        what its creation said (LEADER_NOT_AVAILABLE once created)."""
+        what its creation said (LEADER_NOT_AVAILABLE once created). ``list_departed``: brokers
+        that just left the live set are still listed (:mod:`node.core.metadata_cache`)."""
 
         def answer(asked: Sequence[str] | None) -> MetadataResult:
-            return self.metadata_cache.metadata(list(asked or ()), asked is None, listener_name)
+            return self.metadata_cache.metadata(
+                list(asked or ()), asked is None, listener_name, list_departed=list_departed
+            )
 
         result = answer(topics) if self.auth is None else self.auth.metadata(caller, topics, answer)
         if topics is not None and allow_auto_create and self._auto_create_topics:

@@ -63,7 +63,7 @@ from node.coordinator.group_state import (
 )
 from node.coordinator.mixed_coordinator import MixedGroups, MixedShard
 from odradek.clock import Clock
-from odradek.errors import NonEmptyGroupError, OdradekError
+from odradek.errors import InconsistentGroupProtocolError, NonEmptyGroupError, OdradekError
 from odradek.group_records import (
     ClassicGroupMetadataKey,
     GroupMetadataValue,
@@ -204,6 +204,12 @@ class ClassicCoordinator:
         now = self._clock.monotonic_ms()
         new_id = f"{req.client_id or 'member'}-{uuid.uuid4()}"
         with shard.lock:
+            if req.group_id in shard.share.groups:  # a share group's id (KIP-932): as Kafka
+                return _done(
+                    JoinGroupResult(
+                        error_code=InconsistentGroupProtocolError.code, member_id=req.member_id
+                    )
+                )
             records: list[GroupRecord] = []
             consumer = shard.state.groups.get(req.group_id)
             if consumer is not None:

@@ -40,6 +40,11 @@ partition (:class:`node.coordinator.group_state.GroupShard`).
   the marker writer's hook), dropped at an ABORT or by a tombstone of their partition
   (DeleteGroups deletes them too); replayed the same way when a shard loads
   (:mod:`node.coordinator.txn_offsets`).
+* **Share groups** (KIP-932: ShareGroupHeartbeat, ShareGroupDescribe) live in the same shards
+  too, served by :attr:`GroupCoordinator.share`
+  (:class:`~node.share_group.share_group_coordinator.ShareGroupCoordinator`): each shard holds
+  their state, routes their records to it and ticks their sessions; ListGroups,
+  DescribeGroups and DeleteGroups here include them.
 * **Classic groups** (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) live in the same shards,
   served by :attr:`GroupCoordinator.classic`
   (:class:`~node.coordinator.classic_coordinator.ClassicCoordinator`); offsets, ListGroups,
@@ -102,6 +107,7 @@ from node.coordinator.txn_offsets import (
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
 from node.core.requests import ProducePartition, records_bytes
+from node.share_group.share_group_coordinator import ShareGroupCoordinator, ShareGroupShard
 from odradek.clock import Clock
 from odradek.errors import (
     CoordinatorLoadInProgressError,
@@ -242,6 +248,8 @@ class _Shard:
         self.classic_waiters: dict[tuple[str, str, str], list[Any]] = {}
         self.txn_offsets = PendingTxnOffsets()
         """Offsets of open transactions (:mod:`node.coordinator.txn_offsets`)."""
+        self.share = ShareGroupShard()
+        """Share groups (:mod:`node.share_group.share_group_coordinator`)."""
 
 
 CreateTopic = Callable[[str, int, int, Mapping[str, str]], None]
@@ -282,6 +290,10 @@ class GroupCoordinator:
             classic_config(config), clock, self._shard, self._write, self.mixed
         )
         """JoinGroup, SyncGroup, Heartbeat, LeaveGroup (the classic protocol)."""
+        self.share = ShareGroupCoordinator(
+            config, clock, self._shard, self._write, self._durable, self.topics, group_configs
+        )
+        """ShareGroupHeartbeat, ShareGroupDescribe (KIP-932's share groups)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -403,6 +415,7 @@ class GroupCoordinator:
                 self.classic.replay(shard, decoded_key, decoded)
                 shard.committed.replay(decoded_key, decode_value(key_type(key), value))
             shard.state.replay(decoded_key, decoded)
+            shard.share.replay(decoded_key, decoded)
         except CorruptRecordError as exc:
             log.warning("skipping a record of %s-%d: %s", OFFSETS_TOPIC, shard.partition, exc)
             return 0
@@ -621,6 +634,7 @@ class GroupCoordinator:
             topics = self.topics()
             by_id = {t.topic_id: t.name for t in topics.values()}
             with shard.lock:
+                self.share.check_not_share(shard, request.group_id)
                 result, converted = self.mixed.consumer_heartbeat(shard, request, topics)
                 if not converted:
                     self._track(shard, request.group_id, result.member_id, result.removed_member_id)
@@ -907,6 +921,7 @@ class GroupCoordinator:
         for shard in self._loaded_shards():
             with shard.lock:
                 out += self.classic.listed(shard, wanted)
+                out += self.share.listed(shard, wanted)
                 view = shard.committed
                 names = set(view.groups) | set(view.offsets)
                 for gid in sorted(names - set(shard.classic)):
@@ -921,6 +936,10 @@ class GroupCoordinator:
                         out.append(ListedGroup(gid, state))
         return ListGroupsResult(groups=tuple(out))
 
+    def share_group_counts(self) -> tuple[dict[str, int], int]:
+        """The share groups this node coordinates, by state, and their members (metrics)."""
+        return self.share.counts(self._loaded_shards())
+
     def describe_groups(self, group_ids: Sequence[str]) -> list[DescribedGroup]:
         """ConsumerGroupDescribe (and DescribeGroups): each group's state and members, in
         request order; a classic group with ``group_type`` "classic", its protocol type and
@@ -932,6 +951,10 @@ class GroupCoordinator:
             try:
                 shard = self._shard(gid)
                 with shard.lock:
+                    shared = self.share.described(shard, gid)
+                    if shared is not None:
+                        out.append(shared)
+                        continue
                     view = shard.committed
                     classic = shard.classic.get(gid)
                     if classic is not None and gid not in view.groups:
@@ -972,7 +995,9 @@ class GroupCoordinator:
                 with shard.lock:
                     group = shard.state.groups.get(gid)
                     offsets = shard.txn_offsets.with_pending(gid, shard.state.offsets.get(gid, {}))
-                    if not self.classic.delete(
+                    if self.share.delete(shard, gid):
+                        pass
+                    elif not self.classic.delete(
                         shard, gid, delete_group_records(group, gid, offsets)
                     ):
                         if group is None and not offsets:
@@ -1006,6 +1031,7 @@ class GroupCoordinator:
             with shard.lock:
                 shard.writer.recheck()
                 self.classic.tick(shard, now)
+                self.share.tick(shard, now)
                 expired = {k for k, deadline in shard.sessions.items() if deadline <= now}
                 expired |= {k for k, deadline in shard.revocations.items() if deadline <= now}
                 for group_id, member_id in sorted(expired):

@@ -62,6 +62,8 @@ class GroupCoordinatorConfig:
     """Share groups' default ``share.heartbeat.interval.ms`` (and its bounds below)."""
     group_share_min_heartbeat_interval_ms: int = 5_000
     group_share_max_heartbeat_interval_ms: int = 15_000
+    group_share_max_size: int = 200
+    """Members per share group (GROUP_MAX_SIZE_REACHED beyond; Kafka's default)."""
     group_share_record_lock_duration_ms: int = 30_000
     """Share groups' default ``share.record.lock.duration.ms`` (and its bounds below)."""
     group_share_min_record_lock_duration_ms: int = 15_000

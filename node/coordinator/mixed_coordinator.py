@@ -71,6 +71,7 @@ from node.coordinator.mixed_group import (
     classic_sync,
 )
 from node.coordinator.shard_writer import ShardWriter
+from node.share_group.share_group_coordinator import ShareGroupShard
 from odradek.clock import Clock
 from odradek.errors import GroupIdNotFoundError, OdradekError
 
@@ -90,6 +91,8 @@ class MixedShard(Protocol):
     sessions: dict[tuple[str, str], int]
     revocations: dict[tuple[str, str], int]
     writer: ShardWriter
+    share: ShareGroupShard
+    """Share groups (their ids are refused to the classic protocol)."""
 
 
 class MixedGroups:

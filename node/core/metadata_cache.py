@@ -4,6 +4,17 @@ Kafka's ``ZkMetadataCache``. Every node answers Metadata requests from it, finds
 controller and live brokers in it, and takes topic config changes from it. A snapshot from an
 older controller epoch than the newest seen is refused. Thread-safe: a snapshot is replaced
 whole under a lock and read as an immutable value.
+
+**Departed brokers.** A broker that leaves the live set (fenced, or gone from ZooKeeper) is
+remembered, with when it left, for :data:`DEPARTED_LISTING_MS`; a Metadata answer asked with
+``list_departed`` (the Kafka door's) still lists it for that long, though it leads nothing and
+counts as an offline replica. The controller moves a dead leader's partitions in the same
+update that drops the leader from the live set, so a Kafka answer names the new leader and
+drops the old broker at once; librdkafka (2.16) then decommissions the old broker's handle
+while the partition is migrating off it, the handle's teardown takes the partition back to no
+leader, and the producer waits for its next leader query, a second later
+(docs/operations.md, Failover). Listed a little longer, the old broker is dropped by a later
+answer, once nothing is on it.
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ from node.core.requests import (
     TopicMetadata,
     UpdateMetadataRequest,
 )
+from odradek.clock import Clock, SystemClock
 from odradek.errors import (
     LeaderNotAvailableError,
     ListenerNotFoundError,
@@ -36,12 +48,38 @@ class Snapshot:
     brokers: dict[int, Broker] = field(default_factory=dict)
     partitions: dict[tuple[str, int], LeaderAndIsrPartition] = field(default_factory=dict)
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    departed: dict[int, tuple[Broker, int]] = field(default_factory=dict)
+    """Brokers that left the live set within :data:`DEPARTED_LISTING_MS` of this snapshot:
+    (the broker as last registered, monotonic ms when it left)."""
+
+
+DEPARTED_LISTING_MS = 5000
+"""How long a broker that left the live set is still listed in the Kafka door's Metadata
+answers: longer than librdkafka's leader re-query (every second while a leader is down), so
+that a producer learns the new leader from an answer that still lists the old one."""
+
+
+def departed_brokers(
+    previous: Snapshot, live: dict[int, Broker], now_ms: int
+) -> dict[int, tuple[Broker, int]]:
+    """The brokers not in ``live`` that left it within :data:`DEPARTED_LISTING_MS` of
+    ``now_ms``: those ``previous`` had departed and still recent, and those it had live."""
+    out = {
+        b: (broker, at)
+        for b, (broker, at) in previous.departed.items()
+        if b not in live and now_ms - at < DEPARTED_LISTING_MS
+    }
+    for b, broker in previous.brokers.items():
+        if b not in live:
+            out[b] = (broker, now_ms)
+    return out
 
 
 class MetadataCache:
     """The latest UpdateMetadata snapshot. Thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
+        self._clock = clock or SystemClock()
         self._lock = threading.Lock()
         self._snapshot = Snapshot()
 
@@ -51,20 +89,22 @@ class MetadataCache:
 
     def update(self, request: UpdateMetadataRequest) -> Snapshot:
         """Replace the view with ``request``; raises STALE_CONTROLLER_EPOCH for an old one."""
-        snapshot = Snapshot(
-            controller_id=request.controller_id,
-            controller_epoch=request.controller_epoch,
-            cluster_id=request.cluster_id,
-            brokers={b.node_id: b for b in request.live_brokers},
-            partitions={(p.topic, p.partition): p for p in request.partition_states},
-            topic_configs={name: dict(c) for name, c in request.topic_configs.items()},
-        )
+        live = {b.node_id: b for b in request.live_brokers}
         with self._lock:
             if request.controller_epoch < self._snapshot.controller_epoch:
                 raise StaleControllerEpochError(
                     f"UpdateMetadata from controller epoch {request.controller_epoch}, "
                     f"older than {self._snapshot.controller_epoch}"
                 )
+            snapshot = Snapshot(
+                controller_id=request.controller_id,
+                controller_epoch=request.controller_epoch,
+                cluster_id=request.cluster_id,
+                brokers=live,
+                partitions={(p.topic, p.partition): p for p in request.partition_states},
+                topic_configs={name: dict(c) for name, c in request.topic_configs.items()},
+                departed=departed_brokers(self._snapshot, live, self._clock.monotonic_ms()),
+            )
             self._snapshot = snapshot
         return snapshot
 
@@ -79,14 +119,21 @@ class MetadataCache:
         return s.brokers.get(s.controller_id)
 
     def metadata(
-        self, topics: Sequence[str], all_topics: bool, listener_name: str | None = None
+        self,
+        topics: Sequence[str],
+        all_topics: bool,
+        listener_name: str | None = None,
+        *,
+        list_departed: bool = False,
     ) -> MetadataResult:
         """The Metadata answer: live brokers, the controller, and the asked-for topics (each
         once, in the order asked; all of them, by name, with ``all_topics``).
 
         With ``listener_name`` (the listener the request came in on), each broker is given
         with its endpoint on that listener, and brokers without one are left out, as Kafka
-        does; a partition whose leader is left out has LISTENER_NOT_FOUND (72)."""
+        does; a partition whose leader is left out has LISTENER_NOT_FOUND (72). With
+        ``list_departed``, brokers that left the live set less than
+        :data:`DEPARTED_LISTING_MS` ago are listed too (see the module's docstring)."""
         s = self._snapshot
         brokers = {
             node_id: b
@@ -95,6 +142,13 @@ class MetadataCache:
             )
             if b is not None
         }
+        listed = dict(brokers)
+        if list_departed:
+            now_ms = self._clock.monotonic_ms()
+            for i, (b, at) in sorted(s.departed.items()):
+                reachable = b.on_listener(listener_name)
+                if now_ms - at < DEPARTED_LISTING_MS and reachable is not None:
+                    listed[i] = reachable
         by_topic: dict[str, list[LeaderAndIsrPartition]] = {}
         for (topic, _), state in s.partitions.items():
             by_topic.setdefault(topic, []).append(state)
@@ -129,7 +183,7 @@ class MetadataCache:
                 TopicMetadata(name=name, partitions=tuple(partitions), topic_id=states[0].topic_id)
             )
         return MetadataResult(
-            brokers=tuple(brokers.values()),
+            brokers=tuple(listed[i] for i in sorted(listed)),
             controller_id=s.controller_id if s.controller_id in brokers else -1,
             cluster_id=s.cluster_id,
             topics=tuple(out),

@@ -131,7 +131,9 @@ class GroupRpcs:
     def ListGroups(  # noqa: N802
         self, request: pb.ListGroupsRequest, context: grpc.ServicerContext
     ) -> pb.ListGroupsResponse:
-        result = self._apis(context).list_groups(current_caller(), list(request.states_filter))
+        result = self._apis(context).list_groups(
+            current_caller(), list(request.states_filter), list(request.types_filter)
+        )
         return wire.list_groups_to_wire(result)
 
     def ConsumerGroupDescribe(  # noqa: N802

@@ -77,6 +77,10 @@ from node.kafka_door.handlers.share_fetch import (
     handle_share_acknowledge,
     handle_share_fetch,
 )
+from node.kafka_door.handlers.share_groups import (
+    handle_share_group_describe,
+    handle_share_group_heartbeat,
+)
 from node.kafka_door.handlers.topic_partitions import handle_describe_topic_partitions
 from node.kafka_door.handlers.topics import (
     handle_create_partitions,
@@ -215,6 +219,10 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             Api(47, "OffsetDelete", 0, 0, bound(handle_offset_delete)),
             Api(68, "ConsumerGroupHeartbeat", 0, 1, bound(handle_consumer_group_heartbeat)),
             Api(69, "ConsumerGroupDescribe", 0, 1, bound(handle_consumer_group_describe)),
+            # share groups (KIP-932): membership on the group coordinator
+            # (node/kafka_door/handlers/share_groups.py)
+            Api(76, "ShareGroupHeartbeat", 1, 1, bound(handle_share_group_heartbeat)),
+            Api(77, "ShareGroupDescribe", 1, 1, bound(handle_share_group_describe)),
             # share groups' partition-leader side (KIP-932, handlers/share_fetch.py): v2 adds
             # RENEW acknowledgements (KIP-1222) and the acquire mode
             Api(78, "ShareFetch", 1, 2, bound(handle_share_fetch)),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from node.admin.authorization import AuthorizedAdmin
-from node.apis import BrokerApis, GroupApis, RecordApis
+from node.apis import BrokerApis, GroupApis, RecordApis, ShareGroupApis
 from node.coordinator.producer_id_manager import ProducerIdManager
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
@@ -58,6 +58,13 @@ class DoorServices:
         assert groups is not None, "no group coordinator"
         return groups
 
+    @property
+    def share_group_apis(self) -> ShareGroupApis:
+        """The share group APIs (a door registers them only with a group coordinator)."""
+        share_groups = self.api.share_groups
+        assert share_groups is not None, "no group coordinator"
+        return share_groups
+
 
 def broker_apis(services: DoorServices) -> BrokerApis:
     """The policy layer over ``services``' objects."""
@@ -75,4 +82,7 @@ def broker_apis(services: DoorServices) -> BrokerApis:
         if services.groups is None
         else GroupApis(services.groups, services.metadata, services.auth)
     )
-    return BrokerApis(records, groups, services.admin)
+    share_groups = (
+        None if services.groups is None else ShareGroupApis(services.groups, services.auth)
+    )
+    return BrokerApis(records, groups, services.admin, share_groups=share_groups)

@@ -898,6 +898,30 @@ class DescribeTopicPartitionsRequestView(Protocol):
     def cursor(self) -> CursorView | None: ...
 
 
+class ShareGroupHeartbeatRequestView(Protocol):
+    """ShareGroupHeartbeatRequest: the fields of versions 1-1."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def member_epoch(self) -> int: ...
+    @property
+    def rack_id(self) -> str | None: ...
+    @property
+    def subscribed_topic_names(self) -> Sequence[str] | None: ...
+
+
+class ShareGroupDescribeRequestView(Protocol):
+    """ShareGroupDescribeRequest: the fields of versions 1-1."""
+
+    @property
+    def group_ids(self) -> Sequence[str]: ...
+    @property
+    def include_authorized_operations(self) -> bool: ...
+
+
 class AcknowledgementBatchView(Protocol):
     """AcknowledgementBatch: the fields of versions 1-2."""
 
@@ -1039,6 +1063,8 @@ VIEWS: dict[int, str] = {
     68: 'ConsumerGroupHeartbeatRequestView',  # ConsumerGroupHeartbeat v0-v1
     69: 'ConsumerGroupDescribeRequestView',  # ConsumerGroupDescribe v0-v1
     75: 'DescribeTopicPartitionsRequestView',  # DescribeTopicPartitions v0-v0
+    76: 'ShareGroupHeartbeatRequestView',  # ShareGroupHeartbeat v1-v1
+    77: 'ShareGroupDescribeRequestView',  # ShareGroupDescribe v1-v1
     78: 'ShareFetchRequestView',  # ShareFetch v1-v2
     79: 'ShareAcknowledgeRequestView',  # ShareAcknowledge v1-v2
 }

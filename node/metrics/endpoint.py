@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from node.core.replica_manager import ReplicaManager
     from storage import LogManager
 
-__all__ = ["MetricsEndpoint", "NodeCollector", "NodeView"]
+__all__ = ["MetricsEndpoint", "NodeCollector", "NodeView", "ShareGroupCounts"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,12 @@ class ControllerView(Protocol):
     def is_active(self) -> bool: ...
 
 
+class ShareGroupCounts(Protocol):
+    """The group coordinator's share groups (KIP-932)."""
+
+    def share_group_counts(self) -> tuple[dict[str, int], int]: ...
+
+
 class NodeView(Protocol):
     """What the collector reads of a node (:class:`node.server.Node` has it)."""
 
@@ -66,6 +72,8 @@ class NodeView(Protocol):
     def log_manager(self) -> LogManager | None: ...
     @property
     def zk(self) -> KazooClient | None: ...
+    @property
+    def groups(self) -> ShareGroupCounts | None: ...
 
 
 class NodeCollector(Collector):
@@ -204,6 +212,7 @@ class NodeCollector(Collector):
         for name in ("CONNECTED", "SUSPENDED", "LOST"):
             state.add_metric([name], int(current == name))
         yield state
+        yield from _share_group_metrics(node.groups)
         with self._zk_lock:
             events = dict(self.zookeeper_events)
         for event, value in events.items():
@@ -212,6 +221,32 @@ class NodeCollector(Collector):
                 f"ZooKeeper session events: {event} (ZooKeeper{event.capitalize()}PerSec)",
                 value,
             )
+
+
+def _share_group_metrics(groups: ShareGroupCounts | None) -> Iterable[Any]:
+    """Kafka's group-coordinator-metrics for share groups: group-count (protocol share) and
+    share-group-count by state; and the share groups' members (odradek's)."""
+    by_state, members = groups.share_group_counts() if groups is not None else ({}, 0)
+    count = GaugeMetricFamily(
+        "kafka_server_group_coordinator_metrics_group_count",
+        "Groups this node coordinates, by protocol (share groups counted here)",
+        labels=["protocol"],
+    )
+    count.add_metric(["share"], sum(by_state.values()))
+    yield count
+    states = GaugeMetricFamily(
+        "kafka_server_group_coordinator_metrics_share_group_count",
+        "Share groups this node coordinates, by state",
+        labels=["state"],
+    )
+    for state in ("Empty", "Stable"):
+        states.add_metric([state], by_state.get(state, 0))
+    yield states
+    yield _gauge(
+        "kafka_server_group_coordinator_metrics_share_group_member_count",
+        "Members of the share groups this node coordinates",
+        members,
+    )
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

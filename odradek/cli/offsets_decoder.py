@@ -36,6 +36,8 @@ from odradek.group_records import (
     OffsetCommitKey,
     OffsetCommitValue,
     RawValue,
+    ShareGroupMetadataKey,
+    ShareGroupMetadataValue,
     TopicPartitions,
     decode_key,
     decode_value,
@@ -58,6 +60,7 @@ def _key_data(key: GroupRecordKey) -> dict[str, Any]:
             ConsumerGroupMetadataKey(group_id=group_id)
             | ConsumerGroupPartitionMetadataKey(group_id=group_id)
             | ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id)
+            | ShareGroupMetadataKey(group_id=group_id)
         ):
             return {"groupId": group_id}
         case (
@@ -84,7 +87,10 @@ def _value_data(value: GroupRecordValue) -> dict[str, Any]:
             if value.expire_timestamp != -1:
                 doc["expireTimestamp"] = value.expire_timestamp
             return doc
-        case ConsumerGroupMetadataValue(epoch=epoch, metadata_hash=metadata_hash):
+        case (
+            ConsumerGroupMetadataValue(epoch=epoch, metadata_hash=metadata_hash)
+            | ShareGroupMetadataValue(epoch=epoch, metadata_hash=metadata_hash)
+        ):
             return {"epoch": epoch, "metadataHash": metadata_hash}
         case ConsumerGroupPartitionMetadataValue(topics=topics):
             return {

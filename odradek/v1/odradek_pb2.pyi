@@ -4831,18 +4831,24 @@ class ListGroupsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     STATES_FILTER_FIELD_NUMBER: _builtins.int
+    TYPES_FILTER_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def states_filter(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """lowercase Kafka state names; empty: all"""
+
+    @_builtins.property
+    def types_filter(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """"consumer", "classic", "share" (any case); empty: all"""
 
     def __init__(
         self,
         *,
         states_filter: _abc.Iterable[_builtins.str] | None = ...,
+        types_filter: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["states_filter", b"states_filter"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["states_filter", b"states_filter", "types_filter", b"types_filter"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -4864,7 +4870,9 @@ class ListedGroup(_message.Message):
     PreparingRebalance, CompletingRebalance, Stable, Dead
     """
     group_type: _builtins.str
-    """"consumer" (KIP-848) or "classic" (JoinGroup/SyncGroup)"""
+    """"consumer" (KIP-848), "classic" (JoinGroup/SyncGroup) or "share" (KIP-932; protocol type
+    "share", states Empty and Stable)
+    """
     def __init__(
         self,
         *,
@@ -5140,6 +5148,141 @@ class DeleteGroupsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DeleteGroupsResponse: _TypeAlias = DeleteGroupsResponse  # noqa: Y015
+
+@_typing.final
+class ShareGroupHeartbeatRequest(_message.Message):
+    """------------------------------------------------------------------------------------------
+    Share groups (KIP-932's ShareGroupHeartbeat, ShareGroupDescribe). Error codes are Kafka's:
+    UNKNOWN_MEMBER_ID 25, FENCED_MEMBER_EPOCH 110, GROUP_ID_NOT_FOUND 69, GROUP_MAX_SIZE_REACHED
+    81, INVALID_REQUEST 42, TOPIC_AUTHORIZATION_FAILED 29.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GROUP_ID_FIELD_NUMBER: _builtins.int
+    MEMBER_ID_FIELD_NUMBER: _builtins.int
+    MEMBER_EPOCH_FIELD_NUMBER: _builtins.int
+    RACK_ID_FIELD_NUMBER: _builtins.int
+    HAS_SUBSCRIBED_TOPIC_NAMES_FIELD_NUMBER: _builtins.int
+    SUBSCRIBED_TOPIC_NAMES_FIELD_NUMBER: _builtins.int
+    CLIENT_ID_FIELD_NUMBER: _builtins.int
+    group_id: _builtins.str
+    member_id: _builtins.str
+    """client-generated, kept for the process lifetime"""
+    member_epoch: _builtins.int
+    """0 join, >0 heartbeat, -1 leave"""
+    rack_id: _builtins.str
+    """unset: unchanged"""
+    has_subscribed_topic_names: _builtins.bool
+    """unset (has_subscribed_topic_names false): unchanged; required on join"""
+    client_id: _builtins.str
+    @_builtins.property
+    def subscribed_topic_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        group_id: _builtins.str = ...,
+        member_id: _builtins.str = ...,
+        member_epoch: _builtins.int = ...,
+        rack_id: _builtins.str | None = ...,
+        has_subscribed_topic_names: _builtins.bool = ...,
+        subscribed_topic_names: _abc.Iterable[_builtins.str] | None = ...,
+        client_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_rack_id", b"_rack_id", "rack_id", b"rack_id"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rack_id", b"_rack_id", "client_id", b"client_id", "group_id", b"group_id", "has_subscribed_topic_names", b"has_subscribed_topic_names", "member_epoch", b"member_epoch", "member_id", b"member_id", "rack_id", b"rack_id", "subscribed_topic_names", b"subscribed_topic_names"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__rack_id: _TypeAlias = _typing.Literal["rack_id"]  # noqa: Y015
+    _WhichOneofArgType__rack_id: _TypeAlias = _typing.Literal["_rack_id", b"_rack_id"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__rack_id) -> _WhichOneofReturnType__rack_id | None: ...
+
+Global___ShareGroupHeartbeatRequest: _TypeAlias = ShareGroupHeartbeatRequest  # noqa: Y015
+
+@_typing.final
+class ShareGroupHeartbeatResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    MEMBER_ID_FIELD_NUMBER: _builtins.int
+    MEMBER_EPOCH_FIELD_NUMBER: _builtins.int
+    HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _builtins.int
+    HAS_ASSIGNMENT_FIELD_NUMBER: _builtins.int
+    ASSIGNMENT_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    error_message: _builtins.str
+    member_id: _builtins.str
+    member_epoch: _builtins.int
+    heartbeat_interval_ms: _builtins.int
+    has_assignment: _builtins.bool
+    """false: no change"""
+    @_builtins.property
+    def assignment(self) -> _containers.RepeatedCompositeFieldContainer[Global___HeartbeatTopicPartitions]:
+        """the partitions the member reads now"""
+
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+        member_id: _builtins.str = ...,
+        member_epoch: _builtins.int = ...,
+        heartbeat_interval_ms: _builtins.int = ...,
+        has_assignment: _builtins.bool = ...,
+        assignment: _abc.Iterable[Global___HeartbeatTopicPartitions] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assignment", b"assignment", "error_code", b"error_code", "error_message", b"error_message", "has_assignment", b"has_assignment", "heartbeat_interval_ms", b"heartbeat_interval_ms", "member_epoch", b"member_epoch", "member_id", b"member_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ShareGroupHeartbeatResponse: _TypeAlias = ShareGroupHeartbeatResponse  # noqa: Y015
+
+@_typing.final
+class ShareGroupDescribeRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GROUP_IDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def group_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        group_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["group_ids", b"group_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ShareGroupDescribeRequest: _TypeAlias = ShareGroupDescribeRequest  # noqa: Y015
+
+@_typing.final
+class ShareGroupDescribeResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GROUPS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___DescribedGroup]:
+        """group_type "share", assignor "simple", state Empty or Stable; each member's assignment
+        (its target assignment is the same once it heartbeated at the assignment epoch)
+        """
+
+    def __init__(
+        self,
+        *,
+        groups: _abc.Iterable[Global___DescribedGroup] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["groups", b"groups"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ShareGroupDescribeResponse: _TypeAlias = ShareGroupDescribeResponse  # noqa: Y015
 
 @_typing.final
 class OffsetDeleteRequest(_message.Message):

@@ -147,6 +147,16 @@ class BrokerStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.ShareAcknowledgeRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.ShareAcknowledgeResponse.FromString,
                 _registered_method=True)
+        self.ShareGroupHeartbeat = channel.unary_unary(
+                '/odradek.v1.Broker/ShareGroupHeartbeat',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.ShareGroupHeartbeatRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.ShareGroupHeartbeatResponse.FromString,
+                _registered_method=True)
+        self.ShareGroupDescribe = channel.unary_unary(
+                '/odradek.v1.Broker/ShareGroupDescribe',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.ShareGroupDescribeRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.ShareGroupDescribeResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -306,6 +316,21 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ShareGroupHeartbeat(self, request, context):
+        """--- share groups (KIP-932), served by the group's coordinator; docs/groups.md ---
+        Join (epoch 0), heartbeat, leave (-1); answers the member epoch and, when it is news, the
+        partitions the member reads (shared with other members when they outnumber them).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ShareGroupDescribe(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -418,6 +443,16 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.ShareAcknowledge,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.ShareAcknowledgeRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.ShareAcknowledgeResponse.SerializeToString,
+            ),
+            'ShareGroupHeartbeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.ShareGroupHeartbeat,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.ShareGroupHeartbeatRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.ShareGroupHeartbeatResponse.SerializeToString,
+            ),
+            'ShareGroupDescribe': grpc.unary_unary_rpc_method_handler(
+                    servicer.ShareGroupDescribe,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.ShareGroupDescribeRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.ShareGroupDescribeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1017,6 +1052,60 @@ class Broker:
             '/odradek.v1.Broker/ShareAcknowledge',
             odradek_dot_v1_dot_odradek__pb2.ShareAcknowledgeRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.ShareAcknowledgeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ShareGroupHeartbeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/ShareGroupHeartbeat',
+            odradek_dot_v1_dot_odradek__pb2.ShareGroupHeartbeatRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.ShareGroupHeartbeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ShareGroupDescribe(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/ShareGroupDescribe',
+            odradek_dot_v1_dot_odradek__pb2.ShareGroupDescribeRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.ShareGroupDescribeResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -94,6 +94,12 @@ class BrokerStub:
     Acknowledge (piggy-backed), then acquire records for the member, long-polling max_wait_ms.
     """
     ShareAcknowledge: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ShareAcknowledgeRequest, _odradek_pb2.ShareAcknowledgeResponse]
+    ShareGroupHeartbeat: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ShareGroupHeartbeatRequest, _odradek_pb2.ShareGroupHeartbeatResponse]
+    """--- share groups (KIP-932), served by the group's coordinator; docs/groups.md ---
+    Join (epoch 0), heartbeat, leave (-1); answers the member epoch and, when it is news, the
+    partitions the member reads (shared with other members when they outnumber them).
+    """
+    ShareGroupDescribe: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ShareGroupDescribeRequest, _odradek_pb2.ShareGroupDescribeResponse]
 
 @_typing.type_check_only
 class BrokerAsyncStub(BrokerStub):
@@ -148,6 +154,12 @@ class BrokerAsyncStub(BrokerStub):
     Acknowledge (piggy-backed), then acquire records for the member, long-polling max_wait_ms.
     """
     ShareAcknowledge: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ShareAcknowledgeRequest, _odradek_pb2.ShareAcknowledgeResponse]  # type: ignore[assignment]
+    ShareGroupHeartbeat: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ShareGroupHeartbeatRequest, _odradek_pb2.ShareGroupHeartbeatResponse]  # type: ignore[assignment]
+    """--- share groups (KIP-932), served by the group's coordinator; docs/groups.md ---
+    Join (epoch 0), heartbeat, leave (-1); answers the member epoch and, when it is news, the
+    partitions the member reads (shared with other members when they outnumber them).
+    """
+    ShareGroupDescribe: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ShareGroupDescribeRequest, _odradek_pb2.ShareGroupDescribeResponse]  # type: ignore[assignment]
 
 class BrokerServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
@@ -331,6 +343,24 @@ class BrokerServicer(metaclass=_abc_1.ABCMeta):
         request: _odradek_pb2.ShareAcknowledgeRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_odradek_pb2.ShareAcknowledgeResponse, _abc.Awaitable[_odradek_pb2.ShareAcknowledgeResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ShareGroupHeartbeat(
+        self,
+        request: _odradek_pb2.ShareGroupHeartbeatRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.ShareGroupHeartbeatResponse, _abc.Awaitable[_odradek_pb2.ShareGroupHeartbeatResponse]]:
+        """--- share groups (KIP-932), served by the group's coordinator; docs/groups.md ---
+        Join (epoch 0), heartbeat, leave (-1); answers the member epoch and, when it is news, the
+        partitions the member reads (shared with other members when they outnumber them).
+        """
+
+    @_abc_1.abstractmethod
+    def ShareGroupDescribe(
+        self,
+        request: _odradek_pb2.ShareGroupDescribeRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.ShareGroupDescribeResponse, _abc.Awaitable[_odradek_pb2.ShareGroupDescribeResponse]]: ...
 
 def add_BrokerServicer_to_server(servicer: BrokerServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

@@ -83,6 +83,8 @@ from kio.schema.offset_fetch.v8 import request as offset_fetch
 from kio.schema.produce.v8 import request as produce
 from kio.schema.share_acknowledge.v1 import request as share_acknowledge
 from kio.schema.share_fetch.v1 import request as share_fetch
+from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
+from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 from kio.schema.txn_offset_commit.v3 import request as txn_offset_commit
 from kio.schema.types import BrokerId, GroupId, ProducerId, TopicName, TransactionalId
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
@@ -164,6 +166,9 @@ DENIED: dict[str, tuple[tuple[ResourceType, AclOperation], ...]] = {
     "ListGroups": ((C, AclOperation.DESCRIBE), (G, AclOperation.DESCRIBE)),
     "ConsumerGroupDescribe": ((G, AclOperation.DESCRIBE),),
     "DeleteGroups": ((G, AclOperation.DELETE),),
+    # share groups (KIP-932): READ on the group, then DESCRIBE on the subscribed topics
+    "ShareGroupHeartbeat": ((G, AclOperation.READ),),
+    "ShareGroupDescribe": ((G, AclOperation.DESCRIBE),),
     # CREATE on the cluster or on the topic
     "CreateTopics": ((C, AclOperation.CREATE), (T, AclOperation.CREATE)),
     "DeleteTopics": ((T, AclOperation.DELETE),),
@@ -871,6 +876,49 @@ def grpc_describe_groups(parity: Parity, cn: str, case: Case) -> Codes:
     return [(g.group_id, g.error_code) for g in answer.groups]
 
 
+# ShareGroupHeartbeat: an unknown member's heartbeat (epoch 1) naming the case's topic, which
+# changes nothing (the existing group has committed offsets: not a share group; the missing
+# one is unknown)
+def kafka_share_heartbeat(parity: Parity, cn: str, case: Case) -> Codes:
+    answer = parity.kafka(
+        cn,
+        ShareGroupHeartbeatRequest(
+            group_id=GroupId(case.group),
+            member_id="parity-nobody",
+            member_epoch=i32(1),
+            subscribed_topic_names=(TopicName(case.topic),),
+        ),
+    )
+    return (int(answer.error_code),)
+
+
+def grpc_share_heartbeat(parity: Parity, cn: str, case: Case) -> Codes:
+    request = pb.ShareGroupHeartbeatRequest(
+        group_id=case.group,
+        member_id="parity-nobody",
+        member_epoch=1,
+        has_subscribed_topic_names=True,
+        subscribed_topic_names=[case.topic],
+    )
+    answer = grpc_answer(parity.broker(cn).ShareGroupHeartbeat, request)
+    return (answer if isinstance(answer, int) else answer.error_code,)
+
+
+def kafka_share_describe(parity: Parity, cn: str, case: Case) -> Codes:
+    request = ShareGroupDescribeRequest(
+        group_ids=(GroupId(case.group),), include_authorized_operations=False
+    )
+    return [(g.group_id, int(g.error_code)) for g in parity.kafka(cn, request).groups]
+
+
+def grpc_share_describe(parity: Parity, cn: str, case: Case) -> Codes:
+    request = pb.ShareGroupDescribeRequest(group_ids=[case.group])
+    answer = grpc_answer(parity.broker(cn).ShareGroupDescribe, request)
+    if isinstance(answer, int):
+        return [(case.group, answer)]
+    return [(g.group_id, g.error_code) for g in answer.groups]
+
+
 # DeleteGroups: an existing group is a fresh one for each door's call
 def kafka_delete_groups(parity: Parity, cn: str, case: Case) -> Codes:
     answer = parity.kafka(cn, DeleteGroupsRequest(groups_names=(GroupId(case.group),)))
@@ -1526,6 +1574,8 @@ APIS = [
     Api("ListGroups", {"existing": _fixed()}, kafka_list_groups, grpc_list_groups),
     Api("ConsumerGroupDescribe", GROUP_CASES, kafka_describe_groups, grpc_describe_groups),
     Api("DeleteGroups", FRESH_GROUP_CASES, kafka_delete_groups, grpc_delete_groups),
+    Api("ShareGroupHeartbeat", GROUP_CASES, kafka_share_heartbeat, grpc_share_heartbeat),
+    Api("ShareGroupDescribe", GROUP_CASES, kafka_share_describe, grpc_share_describe),
     Api("CreateTopics", TOPIC_CASES, kafka_create_topics, grpc_create_topics),
     Api("DeleteTopics", FRESH_TOPIC_CASES, kafka_delete_topics, grpc_delete_topics),
     Api("CreatePartitions", TOPIC_CASES, kafka_create_partitions, grpc_create_partitions),

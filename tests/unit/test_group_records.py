@@ -27,6 +27,8 @@ from odradek.group_records import (
     MemberState,
     OffsetCommitKey,
     OffsetCommitValue,
+    ShareGroupMetadataKey,
+    ShareGroupMetadataValue,
     TopicMetadata,
     TopicPartitions,
     decode_key,
@@ -117,6 +119,18 @@ def test_consumer_group_metadata() -> None:
     # An unknown tag (1: CreationTimeMs) is skipped.
     unknown_tag = b"\x00\x00\x00\x00\x00\x05\x01\x01\x08" + (1).to_bytes(8, "big")
     assert decode_value(3, unknown_tag) == ConsumerGroupMetadataValue(5)
+
+
+def test_share_group_metadata() -> None:
+    """KIP-932's ShareGroupMetadata (type 11): flexible v0 with two plain fields, Epoch and
+    MetadataHash, then an empty tagged-field section."""
+    key = ShareGroupMetadataKey("sg")
+    assert encode_key(key) == b"\x00\x0b\x00\x02sg"
+    assert decode_key(b"\x00\x0b\x00\x02sg") == key
+    raw = b"\x00\x00" + (3).to_bytes(4, "big") + (99).to_bytes(8, "big") + b"\x00"
+    assert encode_value(ShareGroupMetadataValue(3, 99)) == raw
+    assert decode_value(11, raw) == ShareGroupMetadataValue(3, 99)
+    assert decode_value(11, None) is None
 
 
 def test_member_metadata() -> None:

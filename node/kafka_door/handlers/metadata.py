@@ -19,6 +19,10 @@ As Kafka's ``KafkaApis.handleTopicMetadataRequest`` (ZooKeeper mode):
   not DESCRIBE TOPIC_AUTHORIZATION_FAILED, both with a null name;
 * v13 adds a top-level error code (KIP-1102: REBOOTSTRAP_REQUIRED asks the client to bootstrap
   again), always NONE here.
+
+One departure from Kafka: a broker that left the live set (fenced, or gone) is still listed for
+a few seconds, though it leads nothing (:mod:`node.core.metadata_cache`, departed brokers), so
+that librdkafka does not tear down its handle while moving a partition off it.
 """
 
 from __future__ import annotations
@@ -75,7 +79,9 @@ def handle_metadata(
     )
 
     allow = bool(getattr(request, "allow_auto_topic_creation", True)) and not by_id
-    result = services.api.records.metadata(ctx.caller, names, ctx.listener, allow_auto_create=allow)
+    result = services.api.records.metadata(
+        ctx.caller, names, ctx.listener, allow_auto_create=allow, list_departed=True
+    )
     if by_id and services.auth is not None:
         # asked by id and refused: no name (Kafka: "topic IDs are not considered sensitive")
         asked_by_id = {name: tid for tid, name in by_id.items()}
