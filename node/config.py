@@ -40,6 +40,10 @@ from node.listeners import (
 )
 from node.security.authorizer import AuthorizerConfig
 from node.security.tls import SslConfig
+from node.share_coordinator.share_coordinator_config import (
+    SHARE_COORDINATOR_PROPERTIES,
+    ShareCoordinatorConfig,
+)
 from node.transaction.txn_config import BOOLEAN_PROPERTIES as TXN_BOOLEAN_PROPERTIES
 from node.transaction.txn_config import TRANSACTION_PROPERTIES, TransactionConfig
 from odradek.errors import InvalidConfigError
@@ -108,6 +112,8 @@ class NodeConfig:
     transaction: TransactionConfig = field(default_factory=TransactionConfig)
     """The transaction coordinator's settings (``transaction.*``,
     ``transaction.state.log.*``)."""
+    share_coordinator: ShareCoordinatorConfig = field(default_factory=ShareCoordinatorConfig)
+    """The share coordinator's settings (``share.coordinator.*``: ``__share_group_state``)."""
     metrics_port: int | None = None
     """Port of the Prometheus endpoint on the listen host (``metrics.port``); None: no
     endpoint, 0: any free port."""
@@ -348,6 +354,7 @@ def known_config_names() -> list[str]:
         *_UNPREFIXED_TOPIC_CONFIGS,
         *GROUP_COORDINATOR_PROPERTIES,
         *TRANSACTION_PROPERTIES,
+        *SHARE_COORDINATOR_PROPERTIES,
         *topic,
         *BROKER_TOPIC_NAMES,
         *IGNORED_KAFKA_CONFIGS,
@@ -402,6 +409,7 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
     listener_ssl_props: dict[str, dict[str, str]] = {}
     groups: dict[str, Any] = {}
     transactions: dict[str, Any] = {}
+    share_coordinator: dict[str, int] = {}
     zk_client: dict[str, str] = {}
     types = {f.name: f.type for f in dataclasses.fields(NodeConfig)}
     props, renamed = translate_kafka_names(props)
@@ -476,6 +484,8 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
                     transactions[TRANSACTION_PROPERTIES[key]] = raw.strip().lower() == "true"
                 else:
                     transactions[TRANSACTION_PROPERTIES[key]] = int(raw)
+            elif key in SHARE_COORDINATOR_PROPERTIES:
+                share_coordinator[SHARE_COORDINATOR_PROPERTIES[key]] = int(raw)
             elif key in _UNPREFIXED_TOPIC_CONFIGS:
                 topic_defaults[key] = raw
             elif key.startswith("log.") and key[len("log.") :].replace(".", "_") in log_fields:
@@ -515,6 +525,8 @@ def config_from_properties(props: Mapping[str, str]) -> NodeConfig:
         values["zookeeper"] = ZkClientConfig.from_properties(zk_client)
     if groups:
         values["group_coordinator"] = GroupCoordinatorConfig(**groups)
+    if share_coordinator:
+        values["share_coordinator"] = ShareCoordinatorConfig(**share_coordinator)
     if transactions or "request.timeout.ms" in props:
         transactions.setdefault("request_timeout_ms", values.get("request_timeout_ms", 30_000))
         values["transaction"] = TransactionConfig(**transactions)

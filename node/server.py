@@ -44,6 +44,7 @@ from node.apis import (
     RecordApis,
     ShareFetchApis,
     ShareGroupApis,
+    ShareStateApis,
     TransactionApis,
 )
 from node.apis.txn_abort import TxnAbortApi
@@ -84,6 +85,7 @@ from node.listeners import advertised_endpoints
 from node.metrics.endpoint import MetricsEndpoint
 from node.replication.alter_partition import AlterPartitionManager
 from node.replication.fetcher import ReplicaFetcherManager
+from node.replication.share_state_channel import ShareStateChannel
 from node.replication.txn_marker_channel import TxnMarkerChannel
 from node.replication.txn_verifier import TxnVerifier
 from node.security.auth_helper import AuthHelper
@@ -92,8 +94,7 @@ from node.security.sasl import SaslSessions
 from node.security.scram_store import ScramCredentialStore
 from node.security.tls_terminator import TlsTerminator
 from node.share.manager import ShareConfig, SharePartitionManager
-from node.share.persister import ShareStatePersister
-from node.share.volatile_persister import VolatilePersister
+from node.share_coordinator.share_coordinator import ShareCoordinator
 from node.transaction.txn_coordinator import TransactionCoordinator
 from node.transaction.txn_marker_sender import TxnMarkerSender
 from odradek.client.connection import RECONNECT_OPTIONS
@@ -216,6 +217,11 @@ class Node:
         self.txn_markers: TxnMarkerSender | None = None
         self.share_partitions: SharePartitionManager | None = None
         """Share groups' share partitions on this node (KIP-932, :mod:`node.share`)."""
+        self.share_coordinator: ShareCoordinator | None = None
+        """The share coordinator (``__share_group_state``), served to the other nodes."""
+        self.share_state: ShareStateChannel | None = None
+        """The share groups' durable state as this node's share partitions reach it (the
+        :class:`~node.share.persister.ShareStatePersister`)."""
         self.kafka_door: KafkaDoor | None = None
         """The Kafka listeners (``kafka.listener.names``), when there are any."""
         self.dynamic_config = DynamicBrokerConfig(config)
@@ -403,6 +409,27 @@ class Node:
                 self.clock.monotonic_ms,
             )
         self.replicas.leadership_listeners.append(self.transactions.on_leadership_change)
+        share_metrics = None if self.metrics is None else self.metrics.share_coordinator
+        self.share_coordinator = ShareCoordinator(
+            c.share_coordinator,
+            self.replicas,
+            self.metadata,
+            self.clock,
+            _topic_creator(lambda: plain_admin),
+            share_metrics,
+        )
+        if share_metrics is not None:
+            share_metrics.watch(self.share_coordinator.partition_counts, self.clock.monotonic_ms)
+        self.replicas.leadership_listeners.append(self.share_coordinator.on_leadership_change)
+        self.share_state = ShareStateChannel(
+            c.node_id,
+            self.share_coordinator,
+            self.metadata,
+            self.channels,
+            self.clock,
+            timeout_ms=c.request_timeout_ms,
+            deadline_ms=c.request_timeout_ms,
+        )
         # a marker written on a __consumer_offsets partition this node leads ends the
         # transaction's pending offsets there (whoever sent it: this node or another's
         # transaction coordinator)
@@ -410,6 +437,7 @@ class Node:
             self.replicas,
             on_marker_written=self.groups.on_txn_marker,
             verify_txn_partitions=self.transactions.verify_partitions,
+            share_coordinator=self.share_coordinator,
         )
         replication: pb_grpc.ReplicationServicer = replicating
         admin = AdminServicer(
@@ -423,12 +451,10 @@ class Node:
                 ControllerServicer(self.controller), authorizer
             )
         # share groups' partition-leader side: the share partitions of the partitions this
-        # node leads, their state through the persister (a stand-in in memory until the share
-        # coordinator's client is merged: node.share.volatile_persister)
-        persister: ShareStatePersister = VolatilePersister()
+        # node leads, their durable state through the share coordinators (__share_group_state)
         self.share_partitions = SharePartitionManager(
             self.replicas,
-            persister,
+            self.share_state,
             self.clock,
             self.group_configs.group_config,
             ShareConfig(
@@ -472,6 +498,7 @@ class Node:
             transaction_apis,
             share=ShareFetchApis(self.share_partitions, self.metadata, auth),
             share_groups=ShareGroupApis(self.groups, auth),
+            share_state=ShareStateApis(self.share_coordinator, auth),
         )
         grpc_services = GrpcServices(
             self.apis,
@@ -673,6 +700,10 @@ class Node:
             self.groups.shutdown()
         if self.transactions is not None:
             self.transactions.shutdown()
+        if self.share_state is not None:
+            self.share_state.close()
+        if self.share_coordinator is not None:
+            self.share_coordinator.shutdown()
         if self.txn_markers is not None:
             self.txn_markers.shutdown()
         if self.replicas is not None:

@@ -16,6 +16,8 @@ the same through either door (``tests/kafka/test_door_parity.py`` keeps it so).
   DescribeTransactions, ListTransactions;
 * :class:`~node.apis.share_fetch.ShareFetchApis`: ShareFetch and ShareAcknowledge (KIP-932's
   share partitions on their leaders);
+* :class:`~node.apis.share_state.ShareStateApis`: FindCoordinator for share partitions (key
+  type 2: the share coordinator, KIP-932);
 * :class:`~node.admin.authorization.AuthorizedAdmin`: the admin calls (topics, configs, ACLs,
   SCRAM credentials, elections, reassignments, log dirs), the admin room's own policy layer.
 
@@ -33,6 +35,7 @@ from node.apis.groups import GroupApis
 from node.apis.records import RecordApis
 from node.apis.share_fetch import ShareFetchApis
 from node.apis.share_groups import ShareGroupApis
+from node.apis.share_state import ShareStateApis
 from node.apis.transactions import TransactionApis
 
 __all__ = [
@@ -41,6 +44,7 @@ __all__ = [
     "RecordApis",
     "ShareFetchApis",
     "ShareGroupApis",
+    "ShareStateApis",
     "TransactionApis",
 ]
 
@@ -59,3 +63,5 @@ class BrokerApis:
     """ShareFetch and ShareAcknowledge (``None``: a node without share partitions)."""
     share_groups: ShareGroupApis | None = None
     """``None``: a node without a group coordinator."""
+    share_state: ShareStateApis | None = None
+    """FindCoordinator key type 2; ``None``: a node without a share coordinator."""

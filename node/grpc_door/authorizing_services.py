@@ -1,5 +1,6 @@
 """The inter-broker gRPC services of a node with the authorizer in front: the Replication
-service (follower fetch, OffsetForLeaderEpoch, LeaderAndIsr, StopReplica, UpdateMetadata) and
+service (follower fetch, OffsetForLeaderEpoch, LeaderAndIsr, StopReplica, UpdateMetadata, the
+transaction markers and the share coordinator's share-state calls) and
 the Controller service (AlterPartition, ControlledShutdown, BrokerHeartbeat) need CLUSTER_ACTION
 on the cluster (:meth:`node.security.auth_helper.AuthHelper.cluster_action`); a refused call is
 aborted with ``PERMISSION_DENIED`` and CLUSTER_AUTHORIZATION_FAILED (31) in the
@@ -69,6 +70,24 @@ class AuthorizingReplicationServicer(pb_grpc.ReplicationServicer):
 
     def VerifyTxnPartitions(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         return self._call("VerifyTxnPartitions", request, context)
+
+    # share groups' durable state (KIP-932): broker-only, as in Kafka
+    def InitializeShareGroupState(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        return self._call("InitializeShareGroupState", request, context)
+
+    def ReadShareGroupState(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        return self._call("ReadShareGroupState", request, context)
+
+    def WriteShareGroupState(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        return self._call("WriteShareGroupState", request, context)
+
+    def DeleteShareGroupState(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        return self._call("DeleteShareGroupState", request, context)
+
+    def ReadShareGroupStateSummary(  # noqa: N802
+        self, request: Any, context: grpc.ServicerContext
+    ) -> Any:
+        return self._call("ReadShareGroupStateSummary", request, context)
 
 
 class AuthorizingControllerServicer(pb_grpc.ControllerServicer):

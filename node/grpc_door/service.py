@@ -18,15 +18,20 @@ import grpc
 
 from node.apis import BrokerApis
 from node.apis.txn_verification import Verify
+from node.coordinator.group_requests import Coordinator
 from node.core.replica_manager import ReplicaManager
 from node.core.requests import READ_COMMITTED, READ_UNCOMMITTED, FetchPartition, FetchResult
 from node.core.txn_markers import OnWritten, write_txn_markers
+from node.grpc_door import group_translate
 from node.grpc_door import translate as wire
 from node.grpc_door.group_service import GroupRpcs
 from node.grpc_door.request_checks import current_caller
 from node.grpc_door.share_group_service import ShareGroupRpcs
 from node.grpc_door.share_service import ShareRpcs
+from node.grpc_door.share_state_service import ShareStateRpcs
 from node.grpc_door.transaction_service import TransactionRpcs
+from node.share_coordinator.share_coordinator import ShareCoordinator
+from odradek.errors import InvalidRequestError
 from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
@@ -49,16 +54,27 @@ class BrokerServicer(ShareRpcs, TransactionRpcs, GroupRpcs, ShareGroupRpcs, pb_g
         self._share_group_apis = apis.share_groups
         self._transaction_apis = apis.transactions
         self._share_apis = apis.share
+        self._share_state_apis = apis.share_state
         self._listener_name = listener_name
 
     def FindCoordinator(  # noqa: N802  (gRPC method names)
         self, request: pb.FindCoordinatorRequest, context: grpc.ServicerContext
     ) -> pb.FindCoordinatorResponse:
-        """A group's coordinator (``key_type`` 0) or a transactional id's (1)."""
+        """A group's coordinator (``key_type`` 0), a transactional id's (1) or a share
+        partition's (2: ``share_partition_keys``, its share coordinator; CLUSTER_ACTION)."""
         if request.key_type == 1:
             return self.find_transaction_coordinator(request, context)
+        if request.key_type == 2:
+            keys = list(request.share_partition_keys)
+            apis = self._share_state_apis
+            found = (
+                [Coordinator(k, error_code=InvalidRequestError.code) for k in keys]
+                if apis is None
+                else apis.find_coordinator(current_caller(), keys, self._listener_name)
+            )
+            return group_translate.find_coordinator_to_wire(found)
         if request.key_type != 0:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "key_type is 0 or 1")
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "key_type is 0, 1 or 2")
         return GroupRpcs.FindCoordinator(self, request, context)
 
     def Produce(  # noqa: N802  (gRPC method names)
@@ -164,22 +180,26 @@ def _has_records(results: list[FetchResult]) -> bool:
     return any(len(r.records) for r in results)
 
 
-class ReplicationServicer(pb_grpc.ReplicationServicer):
-    """Follower fetches, OffsetForLeaderEpoch, the controller's requests and the transaction
+class ReplicationServicer(ShareStateRpcs, pb_grpc.ReplicationServicer):
+    """Follower fetches, OffsetForLeaderEpoch, the controller's requests, the transaction
     coordinators' markers (``on_marker_written``: told of each marker written, the group
-    coordinator's hook for transactional offsets)."""
+    coordinator's hook for transactional offsets) and the share coordinator's calls
+    (:class:`ShareStateRpcs`)."""
 
     def __init__(
         self,
         replicas: ReplicaManager,
         on_marker_written: OnWritten | None = None,
         verify_txn_partitions: Verify | None = None,
+        share_coordinator: ShareCoordinator | None = None,
     ) -> None:
         """``verify_txn_partitions``: the node's transaction coordinator's KIP-890 answer
-        (``None``: a node without one answers NOT_COORDINATOR)."""
+        (``None``: a node without one answers NOT_COORDINATOR); ``share_coordinator``: the
+        node's share coordinator (``None``: its calls are answered NOT_COORDINATOR)."""
         self._replicas = replicas
         self._on_marker_written = on_marker_written
         self._verify = verify_txn_partitions
+        self._share_coordinator = share_coordinator
 
     def VerifyTxnPartitions(  # noqa: N802
         self, request: pb.VerifyTxnPartitionsRequest, context: grpc.ServicerContext

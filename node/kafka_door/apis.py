@@ -6,7 +6,7 @@ with the client that exercises each): kcat / librdkafka 2.0 and confluent-kafka 
 (which infers a Kafka release from the maxima), aiokafka 0.14 (which has almost no flexible
 versions and fails when no version it implements is in range) and kafkajs 2.2. Non-flexible
 versions throughout, except ApiVersions v3, Metadata v9-v13, the consumer group APIs'
-flexible versions (KIP-848's are flexible only), FindCoordinator v3-v5, ListOffsets v6-v10,
+flexible versions (KIP-848's are flexible only), FindCoordinator v3-v6, ListOffsets v6-v10,
 Produce v9-v10 and Fetch v12-v16 (Kafka's current versions of the last three: the
 max-timestamp offset, topic ids, and KIP-951's new leader in a NOT_LEADER answer). A maximum
 is raised only with every field of the new versions implemented and tested by a real client or
@@ -126,8 +126,8 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             # v10+ carry topic ids, which KIP-848 members need to read their assignments
             # v13: a top-level error code (KIP-1102), always NONE here
             Api(3, "Metadata", 0, 13, bound(handle_metadata)),
-            # v4+: several keys per request (KIP-699)
-            Api(10, "FindCoordinator", 0, 5, bound(handle_find_coordinator)),
+            # v4+: several keys per request (KIP-699); v6: the share key type (KIP-932)
+            Api(10, "FindCoordinator", 0, 6, bound(handle_find_coordinator)),
             # the classic consumer group protocol (classic_groups.py)
             Api(11, "JoinGroup", 0, 5, bound(handle_join_group)),
             Api(12, "Heartbeat", 0, 3, bound(handle_heartbeat)),

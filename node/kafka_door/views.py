@@ -158,7 +158,7 @@ class OffsetFetchRequestView(Protocol):
 
 
 class FindCoordinatorRequestView(Protocol):
-    """FindCoordinatorRequest: the fields of versions 0-5."""
+    """FindCoordinatorRequest: the fields of versions 0-6."""
 
     pass
 
@@ -1023,7 +1023,7 @@ VIEWS: dict[int, str] = {
     3: 'MetadataRequestView',  # Metadata v0-v13
     8: 'OffsetCommitRequestView',  # OffsetCommit v2-v10
     9: 'OffsetFetchRequestView',  # OffsetFetch v1-v10
-    10: 'FindCoordinatorRequestView',  # FindCoordinator v0-v5
+    10: 'FindCoordinatorRequestView',  # FindCoordinator v0-v6
     11: 'JoinGroupRequestView',  # JoinGroup v0-v5
     12: 'HeartbeatRequestView',  # Heartbeat v0-v3
     13: 'LeaveGroupRequestView',  # LeaveGroup v0-v3

@@ -17,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from node.metrics.request_metrics import RequestMetrics
+from node.metrics.share_coordinator_metrics import ShareCoordinatorMetrics
 from node.metrics.transaction_metrics import TransactionMetrics
 from storage.flush_stats import FLUSH_BUCKETS_MS
 
@@ -257,8 +258,9 @@ def _counter(name: str, documentation: str, value: float) -> CounterMetricFamily
 
 
 class MetricsEndpoint:
-    """The node's metrics: a registry with the request metrics, the transaction metrics and the
-    node's collector, and the HTTP endpoint serving it (``start``/``stop``)."""
+    """The node's metrics: a registry with the request metrics, the transaction metrics, the
+    share coordinator's metrics and the node's collector, and the HTTP endpoint serving it
+    (``start``/``stop``)."""
 
     def __init__(self, node: NodeView) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
@@ -266,6 +268,8 @@ class MetricsEndpoint:
         self.registry.register(self.requests)
         self.transactions = TransactionMetrics()
         self.registry.register(self.transactions)
+        self.share_coordinator = ShareCoordinatorMetrics()
+        self.registry.register(self.share_coordinator)
         self.collector = NodeCollector(node)
         self.registry.register(self.collector)
         self._server: WSGIServer | None = None

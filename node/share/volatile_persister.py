@@ -1,11 +1,9 @@
 """A share state persister that keeps everything in this node's memory: a STAND-IN.
 
-The durable persister is the share coordinator's client
-(``node.replication.share_state_channel``, writing ``__share_group_state`` with acks=all); until
-it is merged, the node wires this one so that share fetches work end to end. Its state is lost
-with the node and is not shared between nodes: a share partition whose leadership moves starts
-over on the new leader from ``share.auto.offset.reset``. The lead replaces it at merge; unit
-tests may keep using it.
+The node's persister is the durable one, the share coordinator's client
+(``node.replication.share_state_channel``, writing ``__share_group_state`` with acks=all); this
+one is for unit and property tests of the share partitions. Its state is lost with the process
+and is not shared between nodes.
 
 It keeps the contract's rules (:mod:`node.share.persister`): a write of an older state epoch is
 refused FENCED_STATE_EPOCH, one of an older leader epoch than the last writer's

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypeAlias
 
 from odradek.cli.offsets_decoder import decode_offsets_record, offsets_record_text
+from odradek.cli.share_state_decoder import decode_share_state_record, share_state_record_text
 from odradek.errors import CorruptRecordError
 from odradek.records import (
     HEADER_SIZE_UP_TO_MAGIC,
@@ -145,10 +146,17 @@ class DumpOptions:
     """One JSON object per file instead of text."""
     offsets_decoder: bool = False
     """Decode records as ``__consumer_offsets`` keys and values (implies printing records)."""
+    share_group_state_decoder: bool = False
+    """Decode records as ``__share_group_state`` keys and values (implies printing records)."""
 
     @property
     def records(self) -> bool:
-        return self.deep_iteration or self.print_data_log or self.offsets_decoder
+        return (
+            self.deep_iteration
+            or self.print_data_log
+            or self.offsets_decoder
+            or self.share_group_state_decoder
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -857,6 +865,8 @@ class TextOutput:
                 parts.append(f"controlType: {info['type']}({info['type_id']})")
         elif self._opts.offsets_decoder:
             parts.append(offsets_record_text(r.key, r.value))
+        elif self._opts.share_group_state_decoder:
+            parts.append(share_state_record_text(r.key, r.value))
         elif self._opts.print_data_log:
             if r.key is not None:
                 parts.append(f"key: {show_bytes(r.key, enc)}")
@@ -1034,6 +1044,10 @@ class JsonOutput:
             doc["control"] = _control_info(r)
         elif self._opts.offsets_decoder:
             doc["offsets_key"], doc["offsets_payload"] = decode_offsets_record(r.key, r.value)
+        elif self._opts.share_group_state_decoder:
+            doc["share_state_key"], doc["share_state_payload"] = decode_share_state_record(
+                r.key, r.value
+            )
         if self._opts.print_data_log:
             doc["key"], doc["key_base64"] = _json_bytes(r.key)
             doc["value"], doc["value_base64"] = _json_bytes(r.value)
@@ -1253,6 +1267,7 @@ def run(args: argparse.Namespace) -> int:
         max_bytes=args.max_bytes,
         json=args.json,
         offsets_decoder=args.offsets_decoder,
+        share_group_state_decoder=args.share_group_state_decoder,
     )
     return dump(paths, opts, sys.stdout, sys.stderr)
 
@@ -1330,5 +1345,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--offsets-decoder",
         action="store_true",
         help="decode records as __consumer_offsets commits and group records (prints records)",
+    )
+    p.add_argument(
+        "--share-group-state-decoder",
+        action="store_true",
+        help="decode records as __share_group_state snapshots and updates (prints records)",
     )
     p.set_defaults(handler=run)

@@ -2443,6 +2443,277 @@ class CreatePartitionsResponse(_message.Message):
 Global___CreatePartitionsResponse: _TypeAlias = CreatePartitionsResponse  # noqa: Y015
 
 @_typing.final
+class SharePartitionKey(_message.Message):
+    """--- share groups' durable state (Replication service) --------------------------------------"""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GROUP_ID_FIELD_NUMBER: _builtins.int
+    TOPIC_ID_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
+    group_id: _builtins.str
+    topic_id: _builtins.str
+    """the topic's id (a UUID's string)"""
+    partition: _builtins.int
+    def __init__(
+        self,
+        *,
+        group_id: _builtins.str = ...,
+        topic_id: _builtins.str = ...,
+        partition: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["group_id", b"group_id", "partition", b"partition", "topic_id", b"topic_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SharePartitionKey: _TypeAlias = SharePartitionKey  # noqa: Y015
+
+@_typing.final
+class ShareStateBatch(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FIRST_OFFSET_FIELD_NUMBER: _builtins.int
+    LAST_OFFSET_FIELD_NUMBER: _builtins.int
+    DELIVERY_STATE_FIELD_NUMBER: _builtins.int
+    DELIVERY_COUNT_FIELD_NUMBER: _builtins.int
+    first_offset: _builtins.int
+    last_offset: _builtins.int
+    """inclusive"""
+    delivery_state: _builtins.int
+    """Kafka's RecordState ids: 0 available, 2 acknowledged, 4 archived"""
+    delivery_count: _builtins.int
+    """int16 in Kafka"""
+    def __init__(
+        self,
+        *,
+        first_offset: _builtins.int = ...,
+        last_offset: _builtins.int = ...,
+        delivery_state: _builtins.int = ...,
+        delivery_count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delivery_count", b"delivery_count", "delivery_state", b"delivery_state", "first_offset", b"first_offset", "last_offset", b"last_offset"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ShareStateBatch: _TypeAlias = ShareStateBatch  # noqa: Y015
+
+@_typing.final
+class InitializeShareGroupStateRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    STATE_EPOCH_FIELD_NUMBER: _builtins.int
+    START_OFFSET_FIELD_NUMBER: _builtins.int
+    state_epoch: _builtins.int
+    start_offset: _builtins.int
+    @_builtins.property
+    def key(self) -> Global___SharePartitionKey: ...
+    def __init__(
+        self,
+        *,
+        key: Global___SharePartitionKey | None = ...,
+        state_epoch: _builtins.int = ...,
+        start_offset: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "start_offset", b"start_offset", "state_epoch", b"state_epoch"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___InitializeShareGroupStateRequest: _TypeAlias = InitializeShareGroupStateRequest  # noqa: Y015
+
+@_typing.final
+class ReadShareGroupStateRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    LEADER_EPOCH_FIELD_NUMBER: _builtins.int
+    leader_epoch: _builtins.int
+    """the share partition's leader epoch (of its topic partition)"""
+    @_builtins.property
+    def key(self) -> Global___SharePartitionKey: ...
+    def __init__(
+        self,
+        *,
+        key: Global___SharePartitionKey | None = ...,
+        leader_epoch: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "leader_epoch", b"leader_epoch"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadShareGroupStateRequest: _TypeAlias = ReadShareGroupStateRequest  # noqa: Y015
+
+@_typing.final
+class ReadShareGroupStateResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    STATE_EPOCH_FIELD_NUMBER: _builtins.int
+    START_OFFSET_FIELD_NUMBER: _builtins.int
+    LEADER_EPOCH_FIELD_NUMBER: _builtins.int
+    BATCHES_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    error_message: _builtins.str
+    state_epoch: _builtins.int
+    start_offset: _builtins.int
+    """-1: never initialized"""
+    leader_epoch: _builtins.int
+    @_builtins.property
+    def batches(self) -> _containers.RepeatedCompositeFieldContainer[Global___ShareStateBatch]: ...
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+        state_epoch: _builtins.int = ...,
+        start_offset: _builtins.int = ...,
+        leader_epoch: _builtins.int = ...,
+        batches: _abc.Iterable[Global___ShareStateBatch] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batches", b"batches", "error_code", b"error_code", "error_message", b"error_message", "leader_epoch", b"leader_epoch", "start_offset", b"start_offset", "state_epoch", b"state_epoch"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadShareGroupStateResponse: _TypeAlias = ReadShareGroupStateResponse  # noqa: Y015
+
+@_typing.final
+class WriteShareGroupStateRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    STATE_EPOCH_FIELD_NUMBER: _builtins.int
+    LEADER_EPOCH_FIELD_NUMBER: _builtins.int
+    START_OFFSET_FIELD_NUMBER: _builtins.int
+    BATCHES_FIELD_NUMBER: _builtins.int
+    state_epoch: _builtins.int
+    leader_epoch: _builtins.int
+    start_offset: _builtins.int
+    """-1: unchanged"""
+    @_builtins.property
+    def key(self) -> Global___SharePartitionKey: ...
+    @_builtins.property
+    def batches(self) -> _containers.RepeatedCompositeFieldContainer[Global___ShareStateBatch]:
+        """replace those stored"""
+
+    def __init__(
+        self,
+        *,
+        key: Global___SharePartitionKey | None = ...,
+        state_epoch: _builtins.int = ...,
+        leader_epoch: _builtins.int = ...,
+        start_offset: _builtins.int = ...,
+        batches: _abc.Iterable[Global___ShareStateBatch] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batches", b"batches", "key", b"key", "leader_epoch", b"leader_epoch", "start_offset", b"start_offset", "state_epoch", b"state_epoch"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WriteShareGroupStateRequest: _TypeAlias = WriteShareGroupStateRequest  # noqa: Y015
+
+@_typing.final
+class DeleteShareGroupStateRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def key(self) -> Global___SharePartitionKey: ...
+    def __init__(
+        self,
+        *,
+        key: Global___SharePartitionKey | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteShareGroupStateRequest: _TypeAlias = DeleteShareGroupStateRequest  # noqa: Y015
+
+@_typing.final
+class ShareStateResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    error_message: _builtins.str
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "error_message", b"error_message"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ShareStateResponse: _TypeAlias = ShareStateResponse  # noqa: Y015
+
+@_typing.final
+class ReadShareGroupStateSummaryRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def key(self) -> Global___SharePartitionKey: ...
+    def __init__(
+        self,
+        *,
+        key: Global___SharePartitionKey | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadShareGroupStateSummaryRequest: _TypeAlias = ReadShareGroupStateSummaryRequest  # noqa: Y015
+
+@_typing.final
+class ReadShareGroupStateSummaryResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    STATE_EPOCH_FIELD_NUMBER: _builtins.int
+    START_OFFSET_FIELD_NUMBER: _builtins.int
+    error_code: _builtins.int
+    error_message: _builtins.str
+    state_epoch: _builtins.int
+    start_offset: _builtins.int
+    def __init__(
+        self,
+        *,
+        error_code: _builtins.int = ...,
+        error_message: _builtins.str = ...,
+        state_epoch: _builtins.int = ...,
+        start_offset: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "error_message", b"error_message", "start_offset", b"start_offset", "state_epoch", b"state_epoch"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadShareGroupStateSummaryResponse: _TypeAlias = ReadShareGroupStateSummaryResponse  # noqa: Y015
+
+@_typing.final
 class VerifyTxnPartitionsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -4012,8 +4283,9 @@ class FindCoordinatorRequest(_message.Message):
     GROUP_IDS_FIELD_NUMBER: _builtins.int
     KEY_TYPE_FIELD_NUMBER: _builtins.int
     TRANSACTIONAL_IDS_FIELD_NUMBER: _builtins.int
+    SHARE_PARTITION_KEYS_FIELD_NUMBER: _builtins.int
     key_type: _builtins.int
-    """0 group (group_ids), 1 transaction (transactional_ids)"""
+    """0 group (group_ids), 1 transaction (transactional_ids), 2 share"""
     @_builtins.property
     def group_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """key_type 0"""
@@ -4022,16 +4294,23 @@ class FindCoordinatorRequest(_message.Message):
     def transactional_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """key_type 1"""
 
+    @_builtins.property
+    def share_partition_keys(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """key_type 2 (share, KIP-932): share partitions "group:topicId:partition", answered with
+        their share coordinator; needs CLUSTER_ACTION on the cluster (brokers ask it)
+        """
+
     def __init__(
         self,
         *,
         group_ids: _abc.Iterable[_builtins.str] | None = ...,
         key_type: _builtins.int = ...,
         transactional_ids: _abc.Iterable[_builtins.str] | None = ...,
+        share_partition_keys: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["group_ids", b"group_ids", "key_type", b"key_type", "transactional_ids", b"transactional_ids"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["group_ids", b"group_ids", "key_type", b"key_type", "share_partition_keys", b"share_partition_keys", "transactional_ids", b"transactional_ids"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

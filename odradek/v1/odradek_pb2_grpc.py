@@ -1912,6 +1912,31 @@ class ReplicationStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.VerifyTxnPartitionsRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.VerifyTxnPartitionsResponse.FromString,
                 _registered_method=True)
+        self.InitializeShareGroupState = channel.unary_unary(
+                '/odradek.v1.Replication/InitializeShareGroupState',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.InitializeShareGroupStateRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.ShareStateResponse.FromString,
+                _registered_method=True)
+        self.ReadShareGroupState = channel.unary_unary(
+                '/odradek.v1.Replication/ReadShareGroupState',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.ReadShareGroupStateRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.ReadShareGroupStateResponse.FromString,
+                _registered_method=True)
+        self.WriteShareGroupState = channel.unary_unary(
+                '/odradek.v1.Replication/WriteShareGroupState',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.WriteShareGroupStateRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.ShareStateResponse.FromString,
+                _registered_method=True)
+        self.DeleteShareGroupState = channel.unary_unary(
+                '/odradek.v1.Replication/DeleteShareGroupState',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.DeleteShareGroupStateRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.ShareStateResponse.FromString,
+                _registered_method=True)
+        self.ReadShareGroupStateSummary = channel.unary_unary(
+                '/odradek.v1.Replication/ReadShareGroupStateSummary',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.ReadShareGroupStateSummaryRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.ReadShareGroupStateSummaryResponse.FromString,
+                _registered_method=True)
 
 
 class ReplicationServicer:
@@ -1979,6 +2004,43 @@ class ReplicationServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def InitializeShareGroupState(self, request, context):
+        """--- share groups' durable state (KIP-932), served by the share partition's share
+        coordinator: the leader of its __share_group_state partition. A partition leader's
+        persister calls them (Kafka's InitializeShareGroupState, ReadShareGroupState,
+        WriteShareGroupState, DeleteShareGroupState, ReadShareGroupStateSummary, broker-only in
+        Kafka too); each is answered once its write is replicated. Error codes are Kafka's:
+        NOT_COORDINATOR 16, COORDINATOR_LOAD_IN_PROGRESS 14, COORDINATOR_NOT_AVAILABLE 15,
+        FENCED_LEADER_EPOCH 74, FENCED_STATE_EPOCH 124, INVALID_REQUEST 42; docs/share-groups.md
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReadShareGroupState(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WriteShareGroupState(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteShareGroupState(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReadShareGroupStateSummary(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ReplicationServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -2021,6 +2083,31 @@ def add_ReplicationServicer_to_server(servicer, server):
                     servicer.VerifyTxnPartitions,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.VerifyTxnPartitionsRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.VerifyTxnPartitionsResponse.SerializeToString,
+            ),
+            'InitializeShareGroupState': grpc.unary_unary_rpc_method_handler(
+                    servicer.InitializeShareGroupState,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.InitializeShareGroupStateRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.ShareStateResponse.SerializeToString,
+            ),
+            'ReadShareGroupState': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadShareGroupState,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.ReadShareGroupStateRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.ReadShareGroupStateResponse.SerializeToString,
+            ),
+            'WriteShareGroupState': grpc.unary_unary_rpc_method_handler(
+                    servicer.WriteShareGroupState,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.WriteShareGroupStateRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.ShareStateResponse.SerializeToString,
+            ),
+            'DeleteShareGroupState': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteShareGroupState,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.DeleteShareGroupStateRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.ShareStateResponse.SerializeToString,
+            ),
+            'ReadShareGroupStateSummary': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadShareGroupStateSummary,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.ReadShareGroupStateSummaryRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.ReadShareGroupStateSummaryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -2242,6 +2329,141 @@ class Replication:
             '/odradek.v1.Replication/VerifyTxnPartitions',
             odradek_dot_v1_dot_odradek__pb2.VerifyTxnPartitionsRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.VerifyTxnPartitionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def InitializeShareGroupState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Replication/InitializeShareGroupState',
+            odradek_dot_v1_dot_odradek__pb2.InitializeShareGroupStateRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.ShareStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadShareGroupState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Replication/ReadShareGroupState',
+            odradek_dot_v1_dot_odradek__pb2.ReadShareGroupStateRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.ReadShareGroupStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WriteShareGroupState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Replication/WriteShareGroupState',
+            odradek_dot_v1_dot_odradek__pb2.WriteShareGroupStateRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.ShareStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteShareGroupState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Replication/DeleteShareGroupState',
+            odradek_dot_v1_dot_odradek__pb2.DeleteShareGroupStateRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.ShareStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadShareGroupStateSummary(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Replication/ReadShareGroupStateSummary',
+            odradek_dot_v1_dot_odradek__pb2.ReadShareGroupStateSummaryRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.ReadShareGroupStateSummaryResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -625,6 +625,19 @@ class ReplicationStub:
     producer's open transaction before its first transactional append to them (KIP-890;
     Kafka's AddPartitionsToTxn v4 with verify_only).
     """
+    InitializeShareGroupState: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.InitializeShareGroupStateRequest, _odradek_pb2.ShareStateResponse]
+    """--- share groups' durable state (KIP-932), served by the share partition's share
+    coordinator: the leader of its __share_group_state partition. A partition leader's
+    persister calls them (Kafka's InitializeShareGroupState, ReadShareGroupState,
+    WriteShareGroupState, DeleteShareGroupState, ReadShareGroupStateSummary, broker-only in
+    Kafka too); each is answered once its write is replicated. Error codes are Kafka's:
+    NOT_COORDINATOR 16, COORDINATOR_LOAD_IN_PROGRESS 14, COORDINATOR_NOT_AVAILABLE 15,
+    FENCED_LEADER_EPOCH 74, FENCED_STATE_EPOCH 124, INVALID_REQUEST 42; docs/share-groups.md
+    """
+    ReadShareGroupState: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ReadShareGroupStateRequest, _odradek_pb2.ReadShareGroupStateResponse]
+    WriteShareGroupState: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.WriteShareGroupStateRequest, _odradek_pb2.ShareStateResponse]
+    DeleteShareGroupState: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DeleteShareGroupStateRequest, _odradek_pb2.ShareStateResponse]
+    ReadShareGroupStateSummary: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ReadShareGroupStateSummaryRequest, _odradek_pb2.ReadShareGroupStateSummaryResponse]
 
 @_typing.type_check_only
 class ReplicationAsyncStub(ReplicationStub):
@@ -656,6 +669,19 @@ class ReplicationAsyncStub(ReplicationStub):
     producer's open transaction before its first transactional append to them (KIP-890;
     Kafka's AddPartitionsToTxn v4 with verify_only).
     """
+    InitializeShareGroupState: _aio.UnaryUnaryMultiCallable[_odradek_pb2.InitializeShareGroupStateRequest, _odradek_pb2.ShareStateResponse]  # type: ignore[assignment]
+    """--- share groups' durable state (KIP-932), served by the share partition's share
+    coordinator: the leader of its __share_group_state partition. A partition leader's
+    persister calls them (Kafka's InitializeShareGroupState, ReadShareGroupState,
+    WriteShareGroupState, DeleteShareGroupState, ReadShareGroupStateSummary, broker-only in
+    Kafka too); each is answered once its write is replicated. Error codes are Kafka's:
+    NOT_COORDINATOR 16, COORDINATOR_LOAD_IN_PROGRESS 14, COORDINATOR_NOT_AVAILABLE 15,
+    FENCED_LEADER_EPOCH 74, FENCED_STATE_EPOCH 124, INVALID_REQUEST 42; docs/share-groups.md
+    """
+    ReadShareGroupState: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ReadShareGroupStateRequest, _odradek_pb2.ReadShareGroupStateResponse]  # type: ignore[assignment]
+    WriteShareGroupState: _aio.UnaryUnaryMultiCallable[_odradek_pb2.WriteShareGroupStateRequest, _odradek_pb2.ShareStateResponse]  # type: ignore[assignment]
+    DeleteShareGroupState: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DeleteShareGroupStateRequest, _odradek_pb2.ShareStateResponse]  # type: ignore[assignment]
+    ReadShareGroupStateSummary: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ReadShareGroupStateSummaryRequest, _odradek_pb2.ReadShareGroupStateSummaryResponse]  # type: ignore[assignment]
 
 class ReplicationServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
@@ -732,6 +758,49 @@ class ReplicationServicer(metaclass=_abc_1.ABCMeta):
         producer's open transaction before its first transactional append to them (KIP-890;
         Kafka's AddPartitionsToTxn v4 with verify_only).
         """
+
+    @_abc_1.abstractmethod
+    def InitializeShareGroupState(
+        self,
+        request: _odradek_pb2.InitializeShareGroupStateRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.ShareStateResponse, _abc.Awaitable[_odradek_pb2.ShareStateResponse]]:
+        """--- share groups' durable state (KIP-932), served by the share partition's share
+        coordinator: the leader of its __share_group_state partition. A partition leader's
+        persister calls them (Kafka's InitializeShareGroupState, ReadShareGroupState,
+        WriteShareGroupState, DeleteShareGroupState, ReadShareGroupStateSummary, broker-only in
+        Kafka too); each is answered once its write is replicated. Error codes are Kafka's:
+        NOT_COORDINATOR 16, COORDINATOR_LOAD_IN_PROGRESS 14, COORDINATOR_NOT_AVAILABLE 15,
+        FENCED_LEADER_EPOCH 74, FENCED_STATE_EPOCH 124, INVALID_REQUEST 42; docs/share-groups.md
+        """
+
+    @_abc_1.abstractmethod
+    def ReadShareGroupState(
+        self,
+        request: _odradek_pb2.ReadShareGroupStateRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.ReadShareGroupStateResponse, _abc.Awaitable[_odradek_pb2.ReadShareGroupStateResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def WriteShareGroupState(
+        self,
+        request: _odradek_pb2.WriteShareGroupStateRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.ShareStateResponse, _abc.Awaitable[_odradek_pb2.ShareStateResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DeleteShareGroupState(
+        self,
+        request: _odradek_pb2.DeleteShareGroupStateRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.ShareStateResponse, _abc.Awaitable[_odradek_pb2.ShareStateResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ReadShareGroupStateSummary(
+        self,
+        request: _odradek_pb2.ReadShareGroupStateSummaryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.ReadShareGroupStateSummaryResponse, _abc.Awaitable[_odradek_pb2.ReadShareGroupStateSummaryResponse]]: ...
 
 def add_ReplicationServicer_to_server(servicer: ReplicationServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

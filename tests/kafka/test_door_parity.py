@@ -69,6 +69,7 @@ from kio.schema.describe_user_scram_credentials.v0 import request as describe_sc
 from kio.schema.elect_leaders.v2 import request as elect_leaders
 from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
+from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest as FindCoordinatorV6
 from kio.schema.incremental_alter_configs.v1 import request as alter_configs
 from kio.schema.init_producer_id.v1.request import InitProducerIdRequest
 from kio.schema.list_groups.v5.request import ListGroupsRequest
@@ -652,10 +653,21 @@ def grpc_init_producer_id(parity: Parity, cn: str, case: Case) -> Codes:
 
 # FindCoordinator: Kafka's v0-v2 name one group, or one transactional id (key_type 1: the
 # case's topic, with no group)
-FIND_COORDINATOR_CASES: dict[str, Resolver] = {**GROUP_CASES, "transactional": _fixed(TXN, "")}
+SHARE_KEY = "parity-not-a-share-partition-key"
+"""FindCoordinator key type 2 (SHARE): CLUSTER_ACTION, else 31 (Kafka's getCoordinator); a key
+that is not group:topicId:partition is INVALID_REQUEST (42) and creates nothing, so that every
+cell answers the same whatever ran before it."""
+FIND_COORDINATOR_CASES: dict[str, Resolver] = {
+    **GROUP_CASES,
+    "transactional": _fixed(TXN, ""),
+    "share": _fixed(SHARE_KEY, ""),
+}
 
 
 def kafka_find_coordinator(parity: Parity, cn: str, case: Case) -> Codes:
+    if case.topic == SHARE_KEY:
+        share = FindCoordinatorV6(key_type=i8(2), coordinator_keys=(SHARE_KEY,))
+        return [(c.key, int(c.error_code)) for c in parity.kafka(cn, share).coordinators]
     if not case.group:
         answer = parity.kafka(cn, FindCoordinatorRequest(key=case.topic, key_type=i8(1)))
         return [(case.topic, int(answer.error_code))]
@@ -664,6 +676,11 @@ def kafka_find_coordinator(parity: Parity, cn: str, case: Case) -> Codes:
 
 
 def grpc_find_coordinator(parity: Parity, cn: str, case: Case) -> Codes:
+    if case.topic == SHARE_KEY:
+        share = pb.FindCoordinatorRequest(key_type=2, share_partition_keys=[SHARE_KEY])
+        return [
+            (c.key, c.error_code) for c in parity.broker(cn).FindCoordinator(share).coordinators
+        ]
     if not case.group:
         txn = pb.FindCoordinatorRequest(key_type=1, transactional_ids=[case.topic])
         return [(c.key, c.error_code) for c in parity.broker(cn).FindCoordinator(txn).coordinators]
@@ -1655,3 +1672,18 @@ def test_abort_transaction_needs_cluster_action(parity: Parity, principal: str) 
     )
     answer = parity.admin_stub(principal).AbortTransaction(request)
     assert answer.error_code == (3 if principal == "cluster" else 31), answer.error_message
+
+
+@pytest.mark.parametrize("principal", PRINCIPALS)
+def test_find_coordinator_of_a_share_key_needs_cluster_action(
+    parity: Parity, principal: str
+) -> None:
+    """FindCoordinator key type 2 through either door: CLUSTER_ACTION on the cluster (the
+    ``cluster`` principal, and ``deny``, which is denied only DESCRIBE on groups and
+    transactional ids), else CLUSTER_AUTHORIZATION_FAILED (31) for every key; allowed, the
+    malformed key is INVALID_REQUEST (42)."""
+    cn = _principal_cn(principal, "FindCoordinator")
+    expected = 42 if principal in ("cluster", "deny") else 31
+    case = Case(SHARE_KEY, "")
+    assert kafka_find_coordinator(parity, cn, case) == [(SHARE_KEY, expected)]
+    assert grpc_find_coordinator(parity, cn, case) == [(SHARE_KEY, expected)]

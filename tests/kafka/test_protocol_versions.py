@@ -444,7 +444,7 @@ def test_metadata_v13_answers_with_a_top_level_error_code(kafka_cluster, led):
     assert int(t.partitions[0].leader_id) == led["leader"]
 
 
-# -- FindCoordinator v3-v5 ---------------------------------------------------------------------
+# -- FindCoordinator v3-v6 ---------------------------------------------------------------------
 
 
 def find_coordinator(address: str, version: int, keys: list[str], key_type: int = 0) -> Any:
@@ -481,6 +481,37 @@ def test_find_coordinator_v4_and_later_answer_each_key(kafka_cluster, version):
     # several transactional ids at once (key type 1)
     txn = find_coordinator(first, version, ["t1", "t2"], key_type=1)
     assert [c.key for c in txn.coordinators] == ["t1", "t2"]
+
+
+def test_find_coordinator_v6_answers_a_share_partitions_share_coordinator(kafka_cluster):
+    """Key type 2 (SHARE, KIP-932): the leader of the key's ``__share_group_state`` partition
+    (created by the first lookup); a malformed key, or a share key below v6, INVALID_REQUEST."""
+    addresses = {n.node_id: n.kafka_address for n in kafka_cluster.nodes}
+    first = next(iter(addresses.values()))
+    topic_id = "AQIDBAUGBwgJCgsMDQ4PEA"
+    keys = [f"{unique('g')}:{topic_id}:{p}" for p in range(3)] + ["not-a-share-key"]
+
+    def found() -> Any:
+        answer = find_coordinator(first, 6, keys, key_type=2)
+        return answer if all(int(c.error_code) == 0 for c in answer.coordinators[:3]) else None
+
+    # COORDINATOR_NOT_AVAILABLE until __share_group_state has its leaders
+    answer = wait_for(found, "the share partitions' coordinators")
+    assert [c.key for c in answer.coordinators] == keys
+    for c in answer.coordinators[:3]:
+        assert f"{c.host}:{int(c.port)}" == addresses[int(c.node_id)]
+    assert int(answer.coordinators[3].error_code) == 42  # INVALID_REQUEST
+    # every node names the same coordinators (once its metadata has the new topic)
+    expected = [int(c.node_id) for c in answer.coordinators[:3]]
+    for address in addresses.values():
+
+        def same(address: str = address) -> bool:
+            again = find_coordinator(address, 6, keys[:3], key_type=2)
+            return [int(c.node_id) for c in again.coordinators] == expected
+
+        wait_for(same, f"the same share coordinators from {address}")
+    below = find_coordinator(first, 5, keys[:1], key_type=2)
+    assert [int(c.error_code) for c in below.coordinators] == [42]
 
 
 # -- CreateTopics v5-v7 ------------------------------------------------------------------------

@@ -413,3 +413,58 @@ def test_read_committed_never_acquires_aborted_records(share_cluster: LocalClust
 
     wait_for(all_delivered, "the committed and the plain records")
     assert delivered == [b"committed", b"plain"]
+
+
+def test_the_share_partitions_state_is_durable_in_share_group_state(
+    share_cluster: LocalCluster,
+) -> None:
+    """The node's persister is the share coordinator's: an acknowledgement's state is a
+    snapshot record in ``__share_group_state`` (read back here with a Kafka consumer), under the
+    share partition's key in its partition ``abs(javaHash("group:topicId:0")) % 50``. (With the
+    in-memory stand-in persister, nothing was written there.)"""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from node.coordinator.group_coordinator import partition_for
+    from odradek.share_state_records import (
+        SHARE_GROUP_STATE_TOPIC,
+        decode_share_key,
+        decode_share_value,
+    )
+
+    _, topic_id, leader, _, group = _setup(share_cluster, 5)
+    a = Member(leader, group, topic_id)
+    assert _acquired(a.fetch(max_wait_ms=10_000)) == [(0, 4, 1)]
+    assert int(_partition(a.acknowledge([(0, 2, ACCEPT), (3, 3, REJECT)])).error_code) == 0
+    key_text = topic_id_text(topic_id)
+    state_partition = partition_for(f"{group}:{key_text}:0", 50)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": _bootstrap(share_cluster),
+            "group.id": unique("reader"),
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(SHARE_GROUP_STATE_TOPIC, state_partition, 0)])
+        states: list[Any] = []
+
+        def acknowledged() -> Any:
+            message = consumer.poll(1.0)
+            raw = None if message is None or message.error() else message.key()
+            if message is None or raw is None:
+                return None
+            key = decode_share_key(raw)
+            if (key.group_id, key.topic_id, key.partition) == (group, key_text, 0):
+                states.append(decode_share_value(key.record_type, message.value()))
+            last = states[-1] if states else None
+            return last if last is not None and last.start_offset == 4 else None
+
+        state = wait_for(acknowledged, "the acknowledged state in __share_group_state")
+    finally:
+        consumer.close()
+    # 0-2 accepted and 3 rejected (archived): the start moved past them all; 4 is still held by
+    # a (persisted as available with its delivery count: a lock does not outlive its leader)
+    batches = [
+        (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in state.batches
+    ]
+    assert batches == [(4, 4, 0, 1)]

@@ -1,4 +1,5 @@
-"""FindCoordinator (10), v0-v5: the node coordinating a consumer group or a transactional id.
+"""FindCoordinator (10), v0-v6: the node coordinating a consumer group, a transactional id or
+a share partition.
 
 The coordinator is the leader of the group's partition of ``__consumer_offsets`` (created on
 first use); the answer gives its endpoint **on the listener the request came in on**, as Kafka
@@ -6,14 +7,16 @@ does (a client of a SASL_SSL listener must be sent to the coordinator's SASL_SSL
 COORDINATOR_NOT_AVAILABLE (15) while the offsets topic or its leader is not ready, or when the
 coordinator has no endpoint on this listener; GROUP_AUTHORIZATION_FAILED (30) without DESCRIBE on
 the group. A transactional key (``key_type`` 1) is the transaction coordinator's: the leader
-of the id's ``__transaction_state`` partition (DESCRIBE on the transactional id, else 53).
+of the id's ``__transaction_state`` partition (DESCRIBE on the transactional id, else 53). A
+share key (``key_type`` 2, v6+: KIP-932) ``group:topicId:partition`` is the share
+coordinator's: the leader of its ``__share_group_state`` partition (CLUSTER_ACTION, else 31:
+brokers ask it; :mod:`node.apis.share_state`); below v6 a share key is INVALID_REQUEST, as
+Kafka's ``getCoordinator``.
 
 v3+ are flexible. v4+ look up several keys of one type at once (``coordinator_keys``, KIP-699),
 each answered with its own coordinator or error, as Kafka's
 ``handleFindCoordinatorRequestV4AndAbove``; v5 only lets the broker answer
-TRANSACTION_ABORTABLE (KIP-890), which a lookup never does. v6 (share groups, KIP-932) is not
-served: odradek has no share groups.
-"""
+TRANSACTION_ABORTABLE (KIP-890), which a lookup never does; v6 adds the share key type."""
 
 from __future__ import annotations
 
@@ -29,6 +32,9 @@ __all__ = ["handle_find_coordinator"]
 
 API_KEY = 10
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+INVALID_REQUEST = 42
+SHARE_SINCE = 6
+"""The first version with the share key type (2)."""
 
 
 BATCHED_SINCE = 4
@@ -48,6 +54,13 @@ def handle_find_coordinator(
     transactions = services.api.transactions
     if key_type == 1 and transactions is not None:
         found = transactions.find_coordinator(ctx.caller, keys, ctx.listener)
+    elif key_type == 2:
+        share_state = services.api.share_state
+        found = (
+            share_state.find_coordinator(ctx.caller, keys, ctx.listener)
+            if share_state is not None and ctx.api_version >= SHARE_SINCE
+            else [Coordinator(k, error_code=INVALID_REQUEST) for k in keys]
+        )
     elif key_type != 0:
         found = [Coordinator(k, error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for k in keys]
     else:

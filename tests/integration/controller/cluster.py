@@ -140,6 +140,21 @@ class RecordingReplication(pb_grpc.ReplicationServicer):
     def VerifyTxnPartitions(self, request, context):  # noqa: N802
         context.abort(grpc.StatusCode.UNIMPLEMENTED, "not a real broker")
 
+    def InitializeShareGroupState(self, request, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "not a real broker")
+
+    def ReadShareGroupState(self, request, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "not a real broker")
+
+    def WriteShareGroupState(self, request, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "not a real broker")
+
+    def DeleteShareGroupState(self, request, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "not a real broker")
+
+    def ReadShareGroupStateSummary(self, request, context):  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "not a real broker")
+
 
 class FakeBroker:
     """A registered broker that only records what the controller tells it."""

@@ -246,3 +246,29 @@ def test_broker_heartbeat_settings_and_their_bounds():
         config_from_properties(parse_properties(_BASE + "broker.session.timeout.ms=200\n"))
     with pytest.raises(InvalidConfigError, match="must be positive"):
         config_from_properties(parse_properties(_BASE + "broker.heartbeat.interval.ms=0\n"))
+
+
+def test_share_coordinator_settings_are_kafkas_names():
+    config = config_from_properties(
+        parse_properties(
+            _BASE
+            + "share.coordinator.state.topic.num.partitions=7\n"
+            + "share.coordinator.state.topic.replication.factor=2\n"
+            + "share.coordinator.state.topic.min.isr=1\n"
+            + "share.coordinator.write.timeout.ms=900\n"
+        )
+    )
+    c = config.share_coordinator
+    assert (
+        c.share_coordinator_state_topic_num_partitions,
+        c.share_coordinator_state_topic_replication_factor,
+        c.share_coordinator_state_topic_min_isr,
+        c.share_coordinator_state_topic_segment_bytes,
+        c.share_coordinator_write_timeout_ms,
+    ) == (7, 2, 1, 104_857_600, 900)
+    with pytest.raises(
+        InvalidConfigError, match=r"share\.coordinator\.state\.topic\.num\.partitions"
+    ):
+        config_from_properties(
+            parse_properties(_BASE + "share.coordinator.state.topic.num.partitions=0\n")
+        )
