@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import AcknowledgeType, ShareConsumer
+from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     AlterConfigOpType,
@@ -26,6 +26,7 @@ from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
 from tests.kafka.conftest import running_cluster, wait_for
 from tests.kafka.test_confluent_kafka import create_topic, produce, unique
+from tests.kafka.test_protocol_versions import leader_address
 
 EXPLICIT = {"share.acknowledgement.mode": "explicit"}
 CLIENT_WAIT_S = 180.0
@@ -81,6 +82,12 @@ def poll_until(consumer: ShareConsumer, count: int, what: str) -> list[Any]:
 
     wait_for(enough, what, CLIENT_WAIT_S)
     return got
+
+
+def text(message: Any) -> str:
+    value = message.value()
+    assert isinstance(value, bytes), value
+    return value.decode()
 
 
 def values_of(messages: Any) -> list[str]:
@@ -202,3 +209,60 @@ def test_records_a_killed_consumer_held_reach_another_after_the_lock_duration(
         other.commit_sync(30)
     finally:
         other.close()
+
+
+def test_a_share_partitions_leader_killed_mid_stream_loses_nothing_and_repeats_nothing_acked(
+    share_cluster: LocalCluster,
+) -> None:
+    """The share partition's state lives in ``__share_group_state`` (the share coordinator): a
+    new leader loads it, so records acknowledged before the kill never come back and every
+    other record is delivered (at least once: one acquired but not acknowledged when the
+    leader died comes again, with its delivery count carried over)."""
+    bootstrap = share_cluster.kafka_bootstrap_servers
+    topic, group = unique("queue"), unique("failover")
+    create_topic(bootstrap, topic, partitions=1)
+    set_group_configs(bootstrap, group, share_auto_offset_reset="earliest")
+    count = 300
+    produce(
+        bootstrap,
+        topic,
+        [{"value": f"f{i}".encode()} for i in range(count)],
+        **{"batch.num.messages": 10},
+    )
+    consumer = share_consumer(bootstrap, group, topic, **EXPLICIT, **{"max.poll.records": 20})
+    acknowledged: set[str] = set()
+    deliveries: Counter[str] = Counter()
+    redelivered_counts: list[int] = []
+
+    def consume_until(target: int) -> bool | None:
+        batch = list(consumer.poll(0.5))
+        for m in batch:
+            assert m.error() is None, m.error()
+            value = text(m)
+            assert value not in acknowledged, f"{value} was acknowledged and came back"
+            deliveries[value] += 1
+            if deliveries[value] > 1:
+                redelivered_counts.append(m.delivery_count() or 0)
+            consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+        if batch:
+            try:
+                results = consumer.commit_sync(30)
+            except KafkaException:  # a commit cut by the kill: not acknowledged
+                results = None
+            if results is not None and all(e is None for e in results.values()):
+                acknowledged.update(text(m) for m in batch)
+        return len(deliveries) >= target or None
+
+    try:
+        wait_for(lambda: consume_until(count // 3), "a third of the records", CLIENT_WAIT_S)
+        address = leader_address(share_cluster, topic)
+        victim = next(n for n in share_cluster.nodes if n.kafka_address == address)
+        victim.kill()
+        try:
+            wait_for(lambda: consume_until(count), "every record after the kill", CLIENT_WAIT_S)
+        finally:
+            victim.start()
+    finally:
+        consumer.close()
+    assert set(deliveries) == {f"f{i}" for i in range(count)}
+    assert all(n >= 2 for n in redelivered_counts), redelivered_counts
