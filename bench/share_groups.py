@@ -20,7 +20,10 @@ every node), two things the share-groups issue asks for:
    fresh group reading from the start a one-partition topic of ``--fetch-records`` records of
    ``--fetch-value-bytes`` bytes written with the producer's ordinary batching, no work per
    record: ``fetch_share_over_classic`` (span rates: the first fetch, and the joining before
-   it, are outside both).
+   it, are outside both; librdkafka's classic consumer keeps fetching ahead into its queue,
+   so by its first record most of a small topic is already here), and
+   ``fetch_share_over_classic_from_subscribe``, from ``subscribe()`` to the last record
+   (joining and the first fetch inside both; ``first_record_s`` says how long they took).
 
 A rate is records over the time between the first and the last record processed (``span``),
 and, for the figures that compare, over the stretch in which every member that processed
@@ -85,20 +88,26 @@ def _member(
 ) -> None:
     """Reads ``topic`` until ``stop``: ``kind`` ``share`` (a ``ShareConsumer``, implicit
     acknowledgement) or ``classic`` (a ``Consumer``). Sleeps ``work_s`` per record, adds what it
-    processed to ``done`` after every poll, and puts (processing times, record indexes, errors)
-    on ``results`` at the end."""
+    processed to ``done`` after every poll, and puts (processing times, record indexes, errors,
+    seconds spent inside poll() from its first record to its last, when it subscribed) on
+    ``results`` at the end."""
     times: list[float] = []
     indexes: list[int] = []
     errors: list[str] = []
+    in_poll = in_poll_to_last = 0.0
     share = kind == "share"
     consumer: Any = ShareConsumer(config) if share else Consumer(config)
+    subscribed = time.monotonic()
     try:
         consumer.subscribe([topic])
         while not stop.is_set():
+            called = time.monotonic()
             if share:
                 messages = consumer.poll(0.1)
             else:
                 messages = consumer.consume(num_messages=max_poll, timeout=0.1)
+            if times:  # from its first record on: waits that are not the queue's start
+                in_poll += time.monotonic() - called
             processed = 0
             for m in messages:
                 err = m.error()
@@ -112,13 +121,14 @@ def _member(
                 indexes.append(int(m.value()))
                 processed += 1
             if processed:
+                in_poll_to_last = in_poll  # polls after its last record are not its work's
                 with done.get_lock():
                     done.value += processed
     except Exception as exc:
         errors.append(repr(exc))
     finally:
         consumer.close()
-        results.put((times, indexes, errors))
+        results.put((times, indexes, errors, in_poll_to_last, subscribed))
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +138,10 @@ class Run:
 
     times: list[list[float]]
     indexes: list[list[int]]
+    in_poll: list[float]
+    """Per member, seconds inside poll() / consume() from its first record to its last."""
+    subscribed: list[float]
+    """Per member, when it called subscribe()."""
 
     def describe(self) -> str:
         """Per member: records processed, from / to (seconds after the group's first record)."""
@@ -150,6 +164,16 @@ class Run:
             "members_working": len(working),
             "span_s": round(last - first, 3),
             "span_rate": round(len(set(every)) / max(last - first, 1e-6), 1),
+            # from the first subscribe() on: joining and the first fetch included
+            "first_record_s": round(first - min(self.subscribed), 3),
+            "from_subscribe_rate": round(len(set(every)) / (last - min(self.subscribed)), 1),
+            # of the working members' time from their first record to their last, the share
+            # spent waiting inside poll() (the rest: the work and this process's own overhead)
+            "in_poll_fraction": round(
+                sum(p for t, p in zip(self.times, self.in_poll, strict=True) if t)
+                / max(sum(t[-1] - t[0] for t in working), 1e-6),
+                3,
+            ),
         }
         in_steady = sum(1 for t in working for x in t if steady_from <= x <= steady_to)
         if steady_to - steady_from > 0.2 and len(working) > 1:
@@ -207,10 +231,10 @@ def run_group(
         got = [results.get(timeout=120) for _ in procs]
         for p in procs:
             p.join(timeout=60)
-    errors = [e for _, _, errs in got for e in errs]
+    errors = [e for g in got for e in g[2]]
     if errors:
         raise RuntimeError(f"{group}: {errors[:3]}")
-    run = Run([t for t, _, _ in got], [i for _, i, _ in got])
+    run = Run([g[0] for g in got], [g[1] for g in got], [g[3] for g in got], [g[4] for g in got])
     print(f"  {group}: {run.describe()}", flush=True)
     processed = {i for idx in run.indexes for i in idx}
     if len(processed) < count:
@@ -315,6 +339,8 @@ def ratios(f: dict[str, float]) -> dict[str, float]:
         "share_one_over_classic": f["share_one_steady_rate"] / f["classic_steady_rate"],
         "share_four_over_one_span": f["share_four_span_rate"] / f["share_one_span_rate"],
         "fetch_share_over_classic": f["fetch_share_span_rate"] / f["fetch_classic_span_rate"],
+        "fetch_share_over_classic_from_subscribe": f["fetch_share_from_subscribe_rate"]
+        / f["fetch_classic_from_subscribe_rate"],
     }
     return {k: round(v, 3) for k, v in out.items()}
 
@@ -369,7 +395,7 @@ def report(out: dict[str, Any]) -> None:
         f"per record, max.poll.records {out['max_poll_records']}, medians of {out['repeat']} "
         "rounds (records/s)"
     )
-    print(f"{'':28} {'steady':>8} {'span':>8} {'working':>8} {'twice':>6}")
+    print(f"{'':28} {'steady':>8} {'span':>8} {'working':>8} {'twice':>6} {'in poll':>8}")
     labels = {
         "share_one": "1 share consumer",
         "share_four": "4 share consumers",
@@ -379,6 +405,7 @@ def report(out: dict[str, Any]) -> None:
         print(
             f"{labels[name]:28} {out[f'{name}_steady_rate']:>8.0f} {out[f'{name}_span_rate']:>8.0f}"
             f" {out[f'{name}_members_working']:>8.0f} {out[f'{name}_processed_twice']:>6.0f}"
+            f" {out[f'{name}_in_poll_fraction']:>8.2f}"
         )
     print(
         f"  4 share over 1 share: {out['share_four_over_one']}x "
@@ -390,7 +417,12 @@ def report(out: dict[str, Any]) -> None:
         f"fetch, no work, one consumer, {out['fetch_records']} records of "
         f"{out['fetch_value_bytes']} bytes in the producer's ordinary batches: share "
         f"{out['fetch_share_span_rate']:.0f}/s, classic {out['fetch_classic_span_rate']:.0f}/s, "
-        f"share over classic {out['fetch_share_over_classic']}x"
+        f"share over classic {out['fetch_share_over_classic']}x; from subscribe() (joining and "
+        f"the first fetch included: first record after {out['fetch_share_first_record_s']:.2f} s "
+        f"/ {out['fetch_classic_first_record_s']:.2f} s) "
+        f"{out['fetch_share_from_subscribe_rate']:.0f}/s against "
+        f"{out['fetch_classic_from_subscribe_rate']:.0f}/s, "
+        f"{out['fetch_share_over_classic_from_subscribe']}x"
     )
     print(json.dumps(out, sort_keys=True))
 

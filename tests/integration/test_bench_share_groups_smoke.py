@@ -16,6 +16,7 @@ RATIOS = (
     "share_one_over_classic",
     "share_four_over_one_span",
     "fetch_share_over_classic",
+    "fetch_share_over_classic_from_subscribe",
 )
 
 
@@ -31,6 +32,9 @@ def test_share_groups_benchmark_prints_its_figures_as_one_json_line(tmp_path, ca
     for name in (*SCALING, "fetch_share", "fetch_classic"):
         assert figures[f"{name}_steady_rate"] > 0, name
         assert figures[f"{name}_span_rate"] > 0, name
+        assert figures[f"{name}_from_subscribe_rate"] > 0, name
+        assert figures[f"{name}_first_record_s"] >= 0, name
+        assert 0 <= figures[f"{name}_in_poll_fraction"] <= 1, name
         # every record processed, none twice (implicit acknowledgement, nobody fails)
         assert figures[f"{name}_processed_twice"] == 0, name
         assert figures[f"{name}_processed"] == (2000 if name.startswith("fetch") else 400), name
