@@ -56,11 +56,13 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, ShareConsumer
-from confluent_kafka.admin import AdminClient
-
-# confluent_kafka.admin re-exports these without saying so (mypy --strict: no implicit re-export)
-from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
-from confluent_kafka.admin._resource import ResourceType
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
 
 from bench.cluster import _create_topic
 from deploy.local.cluster import LocalCluster
