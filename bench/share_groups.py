@@ -12,9 +12,10 @@ every node), two things the share-groups issue asks for:
    whole topic from the start, each a fresh group: one share consumer (``share_one``), four
    share consumers (``share_four``), both with implicit acknowledgement (the next poll accepts
    what the previous one returned) and ``max.poll.records`` ``--max-poll`` (8), and four
-   classic consumers in one classic group (``classic``: one partition, so one member works;
-   the baseline). ``share_four_over_one`` is what the issue expects to be at least 3;
-   ``share_four_over_classic`` the same against the classic group.
+   classic consumers in one classic group (``classic``: one partition, so one member works,
+   ``consume()`` of up to ``--max-poll``; the baseline). ``share_four_over_one`` is what the
+   issue expects to be at least 3; ``share_four_over_classic`` the same against the classic
+   group.
 2. **Fetch throughput without work.** One share consumer (implicit acknowledgement, default
    ``max.poll.records``) against one classic ``Consumer`` (``consume()`` of up to 500), each a
    fresh group reading from the start a one-partition topic of ``--fetch-records`` records of
@@ -28,8 +29,13 @@ every node), two things the share-groups issue asks for:
 A rate is records over the time between the first and the last record processed (``span``),
 and, for the figures that compare, over the stretch in which every member that processed
 anything was processing (``steady``: from the last member's first record to the first
-member's last record): members join a share group one heartbeat apart at most, and a member
-that starts late or runs dry early is not the protocol's throughput. ``members_working``: how
+member's last record; for a classic group, whose partition may move once, its busiest
+member's own rate): members join a share group one heartbeat apart at most, and a member
+that starts late or runs dry early is not the protocol's throughput. ``in_poll_fraction``: of
+the working members' time from their first record to their last, the share spent waiting
+inside ``poll()`` / ``consume()`` (the rest is the work and the process's own overhead: a
+share consumer waits there for its next ShareFetch, a classic one finds its records queued
+ahead). ``members_working``: how
 many members processed a record; ``processed_twice``: records processed more than once in a
 group (implicit acknowledgement and no failures: 0). The share groups' heartbeat interval is
 1 s (the brokers' ``group.share.heartbeat.interval.ms``); their ``share.auto.offset.reset`` is
