@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import AcknowledgeType, ShareConsumer
-from confluent_kafka.admin import (
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
