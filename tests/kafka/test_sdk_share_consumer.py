@@ -2,7 +2,8 @@
 consumers sharing a partition read every record once; RELEASE redelivers with delivery count 2
 and REJECT never; a group of one SDK consumer and one confluent-kafka ``ShareConsumer`` (the
 Kafka door) reads every record exactly once between them; close leaves the group and releases
-what it held."""
+what it held; a leader change (NOT_LEADER_OR_FOLLOWER) and a share session the leader lost
+(SHARE_SESSION_NOT_FOUND) are followed without the application noticing."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from confluent_kafka import ShareConsumer as KafkaShareConsumer
 
 from deploy.local.cluster import LocalCluster
 from deploy.local.zookeeper import ZooKeeperServer
-from odradek import AcknowledgeType, ShareConsumer, ShareConsumerRecord
+from odradek import AcknowledgeType, Admin, ShareConsumer, ShareConsumerRecord, TopicPartition
 from odradek.client.connection import ConnectionPool, call
 from odradek.v1 import odradek_pb2 as pb
 from tests.kafka.conftest import running_cluster, wait_for
@@ -216,3 +217,70 @@ def test_close_leaves_the_group_and_releases_the_records_it_held(cluster: LocalC
         for r in got:
             other.acknowledge(r)
         other.commit_sync()
+
+
+def test_a_leader_change_moves_the_share_session_to_the_new_leader(cluster: LocalCluster) -> None:
+    group = unique("sdk-moves")
+    topic = queue(cluster, "sdk-moves", group, 10, "a")
+    tp = TopicPartition(topic, 0)
+    with Admin(cluster.bootstrap_servers) as admin, sdk_consumer(cluster, group, topic) as c:
+        assert sorted(decoded(poll_until(c, 10, "the first ten records"))) == sorted(
+            f"a{i}" for i in range(10)
+        )
+        c.commit_sync()
+        before = admin.cluster_metadata().partition(tp)
+        assert before is not None
+        others = [r for r in before.replicas if r != before.leader]
+        # the same replicas, another one preferred: the preferred election moves the leader
+        assert admin.alter_partition_reassignments({tp: [*others, before.leader]})[tp] is None
+
+        def moved() -> bool | None:
+            admin.elect_leaders([tp])
+            now = admin.cluster_metadata().partition(tp)
+            return (now is not None and now.leader == others[0]) or None
+
+        wait_for(moved, "the preferred replica to lead", CLIENT_WAIT_S)
+        produce(
+            cluster.kafka_bootstrap_servers, topic, [{"value": f"b{i}".encode()} for i in range(10)]
+        )
+        # the old leader answers NOT_LEADER_OR_FOLLOWER; the consumer fetches from the new one
+        # (whose share partition starts over: the a-records may come again)
+        seen: set[str] = set()
+
+        def all_b() -> bool | None:
+            seen.update(decoded(c.poll(timeout_ms=500)))
+            return {f"b{i}" for i in range(10)} <= seen or None
+
+        wait_for(all_b, "the records produced after the move", CLIENT_WAIT_S)
+
+
+def test_a_share_session_the_leader_lost_is_opened_again(cluster: LocalCluster) -> None:
+    group = unique("sdk-session")
+    topic = queue(cluster, "sdk-session", group, 5, "s")
+    with sdk_consumer(cluster, group, topic) as c:
+        assert len(poll_until(c, 5, "the first five records")) == 5
+        c.commit_sync()
+        # the member's share session closed behind its back (epoch -1 on every node): its
+        # next ShareFetch is SHARE_SESSION_NOT_FOUND and it opens a new one
+        pool = ConnectionPool()
+        try:
+            closed = [
+                call(
+                    pool.broker(address).ShareAcknowledge,
+                    pb.ShareAcknowledgeRequest(
+                        group_id=group, member_id=c.member_id, share_session_epoch=-1
+                    ),
+                    address=address,
+                    timeout_ms=30_000,
+                ).error_code
+                for address in cluster.bootstrap_servers.split(",")
+            ]
+        finally:
+            pool.close()
+        assert closed.count(0) == 1, closed
+        produce(
+            cluster.kafka_bootstrap_servers, topic, [{"value": f"t{i}".encode()} for i in range(5)]
+        )
+        assert sorted(decoded(poll_until(c, 5, "the records after the session was lost"))) == [
+            f"t{i}" for i in range(5)
+        ]
