@@ -49,6 +49,7 @@ import concurrent.futures
 import enum
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -183,6 +184,8 @@ class _ShareSession:
     epoch: int = _OPEN_EPOCH
     partitions: set[TopicPartition] = field(default_factory=set)
     forget: set[TopicPartition] = field(default_factory=set)
+    backoff_until_ms: int = 0
+    """After a failure: no fetch to this leader before then (monotonic)."""
 
     def reset(self) -> None:
         self.epoch = _OPEN_EPOCH
@@ -377,6 +380,16 @@ class ShareConsumer:
             by_leader = self._by_leader()
             if not by_leader:
                 return []
+        now = self._clock.monotonic_ms()
+        waiting = [
+            s.backoff_until_ms
+            for a, s in self._sessions.items()
+            if a in by_leader and s.backoff_until_ms > now
+        ]
+        if len(waiting) == len(by_leader):
+            # every leader failed a moment ago: wait out the backoff rather than spin
+            time.sleep(max(min(min(waiting) - now, max_wait_ms), 0) / 1000)
+            return []
         wanted = {tp for parts in by_leader.values() for tp, _ in parts}
         topic_ids = {tp: tid for parts in by_leader.values() for tp, tid in parts}
         # a partition that left a session's leader (unassigned, or led elsewhere) is forgotten
@@ -391,6 +404,8 @@ class ShareConsumer:
         cluster = self._metadata.snapshot()
         for address, parts in by_leader.items():
             session = self._sessions.setdefault(address, _ShareSession(address))
+            if session.backoff_until_ms > now:
+                continue
             request = pb.ShareFetchRequest(
                 group_id=self.config.group_id,
                 member_id=self.member_id,
@@ -402,6 +417,7 @@ class ShareConsumer:
                 batch_size=self.config.max_poll_records,
             )
             for tp, topic_id in parts:
+                session.forget.discard(tp)  # assigned here again: named, not forgotten
                 acks = self._acks.get(tp) if session.epoch != _OPEN_EPOCH else None
                 if tp in session.partitions and not acks:
                     continue  # in the session already: fetched without being named
@@ -482,6 +498,7 @@ class ShareConsumer:
                 raise
             log.debug("share fetch from %s failed: %s", session.address, exc)
             self._session_lost(session)
+            self._back_off(session)
             self._metadata.request_update()
             return None
         if response.error_code:
@@ -495,9 +512,13 @@ class ShareConsumer:
             if not error.retriable:
                 raise error
             self._session_lost(session)
+            self._back_off(session)
             return None
         session.advance()
         return response
+
+    def _back_off(self, session: _ShareSession) -> None:
+        session.backoff_until_ms = self._clock.monotonic_ms() + self.config.retry_backoff_ms
 
     def _session_lost(self, session: _ShareSession) -> None:
         """The leader no longer has our session (or may not): a new one is opened. The
@@ -520,13 +541,16 @@ class ShareConsumer:
         if not error.retriable:
             raise error
         log.debug("share fetch of %s failed: %s", tp, error)
-        if result.leader_id >= 0:
-            self._metadata.update_leader(tp, result.leader_id, result.leader_epoch)
+        hinted = result.leader_id >= 0 and self._metadata.update_leader(
+            tp, result.leader_id, result.leader_epoch
+        )
         if is_invalid_metadata(error):
             self._metadata.request_update()
             # the partition moves to its new leader's session; this leader forgets it
             session.partitions.discard(tp)
             session.forget.add(tp)
+        if not hinted:
+            self._back_off(session)
 
     def _records_of(
         self, tp: TopicPartition, result: pb.SharePartitionResult
