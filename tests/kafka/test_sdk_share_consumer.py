@@ -155,7 +155,12 @@ def test_release_redelivers_with_delivery_count_two_and_reject_never(
         with pytest.raises(ValueError):
             consumer.acknowledge(first[0])  # acknowledged already
         consumer.acknowledge(again[0], AcknowledgeType.ACCEPT)
-        assert all(e is None for e in consumer.commit_sync().values())
+        called: list[tuple[dict[TopicPartition, Any], Exception | None]] = []
+        outcome = consumer.commit_async(lambda o, e: called.append((dict(o), e))).result(60)
+        tp = TopicPartition(topic, 0)
+        assert outcome == {tp: None}
+        wait_for(lambda: called or None, "the commit callback", CLIENT_WAIT_S)
+        assert called == [({tp: None}, None)]
         # nothing else comes: r2 was rejected, the rest accepted
         assert consumer.poll(timeout_ms=3_000) == []
 
