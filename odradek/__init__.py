@@ -1,8 +1,9 @@
 """odradek: a Kafka-lineage replicated, partitioned commit log.
 
-What users import: the client SDK (:class:`Producer`, :class:`Consumer`, :class:`Admin` and
-their values), :mod:`odradek.records` (the record batch v2 codec), :mod:`odradek.errors`
-(Kafka's error codes), :mod:`odradek.clock`, and the ``odradek`` command line.
+What users import: the client SDK (:class:`Producer`, :class:`Consumer`,
+:class:`ShareConsumer`, :class:`Admin` and their values), :mod:`odradek.records` (the record
+batch v2 codec), :mod:`odradek.errors` (Kafka's error codes), :mod:`odradek.clock`, and the
+``odradek`` command line.
 
 The SDK names are loaded on first use (PEP 562), so ``import odradek.records`` — which the
 broker's storage does — does not load gRPC.
@@ -20,6 +21,9 @@ __version__ = "0.1.0"
 __all__ = [
     "Producer",
     "Consumer",
+    "ShareConsumer",
+    "AcknowledgeType",
+    "ShareConsumerRecord",
     "Admin",
     "TopicPartition",
     "RecordMetadata",
@@ -37,6 +41,9 @@ __all__ = [
 _LAZY = {
     "Producer": "odradek.producer",
     "Consumer": "odradek.consumer",
+    "ShareConsumer": "odradek.share_consumer",
+    "AcknowledgeType": "odradek.share_consumer",
+    "ShareConsumerRecord": "odradek.share_consumer",
     "Admin": "odradek.admin",
     "NewTopic": "odradek.admin",
     "NewPartitions": "odradek.admin",
@@ -62,6 +69,7 @@ if TYPE_CHECKING:
     )
     from odradek.consumer import Consumer
     from odradek.producer import Producer
+    from odradek.share_consumer import AcknowledgeType, ShareConsumer, ShareConsumerRecord
 
 
 def __getattr__(name: str) -> Any:
