@@ -42,6 +42,7 @@ from node.apis import (
     BrokerApis,
     GroupApis,
     RecordApis,
+    ShareAdminApis,
     ShareFetchApis,
     ShareGroupApis,
     ShareStateApis,
@@ -499,6 +500,7 @@ class Node:
             share=ShareFetchApis(self.share_partitions, self.metadata, auth),
             share_groups=ShareGroupApis(self.groups, auth),
             share_state=ShareStateApis(self.share_coordinator, auth),
+            share_admin=ShareAdminApis(self.groups, self.share_partitions, auth),
         )
         grpc_services = GrpcServices(
             self.apis,

@@ -53,6 +53,7 @@ from odradek.client.group_admin import ConsumerGroupAdmin
 from odradek.client.leaders import Answer, LeaderTarget, send_to_leaders
 from odradek.client.metadata import BrokerInfo, ClusterMetadata, MetadataCache, TopicMetadata
 from odradek.client.security import SecurityConfig, SecurityOptions
+from odradek.client.share_group_admin import ShareGroupAdmin
 from odradek.client.txn_admin import TransactionAdmin
 from odradek.client.types import TopicPartition
 from odradek.clock import Clock, SystemClock
@@ -291,9 +292,11 @@ class DescribeTopicsResult(Mapping[str, TopicMetadata]):
         return f"DescribeTopicsResult(described={self.described!r}, errors={self.errors!r})"
 
 
-class Admin(ConsumerGroupAdmin, TransactionAdmin):
+class Admin(ConsumerGroupAdmin, ShareGroupAdmin, TransactionAdmin):
     """Administers an odradek cluster (see the module docstring for the error rules); the
     consumer group methods come from :class:`~odradek.client.group_admin.ConsumerGroupAdmin`,
+    the share group methods (KIP-932) from
+    :class:`~odradek.client.share_group_admin.ShareGroupAdmin`,
     the transaction methods from :class:`~odradek.client.txn_admin.TransactionAdmin`.
 
     ``request_timeout_ms`` bounds each call; ``default_api_timeout_ms`` bounds operations that

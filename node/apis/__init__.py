@@ -11,6 +11,8 @@ the same through either door (``tests/kafka/test_door_parity.py`` keeps it so).
   protocols, the offset APIs, ListGroups, DescribeGroups, DeleteGroups;
 * :class:`~node.apis.share_groups.ShareGroupApis`: ShareGroupHeartbeat, ShareGroupDescribe
   (KIP-932's share groups);
+* :class:`~node.apis.share_admin.ShareAdminApis`: DescribeShareGroupOffsets,
+  AlterShareGroupOffsets, DeleteShareGroupOffsets (KIP-932's share state, for admins);
 * :class:`~node.apis.transactions.TransactionApis`: FindCoordinator for transactional ids,
   InitProducerId with one, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
   DescribeTransactions, ListTransactions;
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from node.admin.authorization import AuthorizedAdmin
 from node.apis.groups import GroupApis
 from node.apis.records import RecordApis
+from node.apis.share_admin import ShareAdminApis
 from node.apis.share_fetch import ShareFetchApis
 from node.apis.share_groups import ShareGroupApis
 from node.apis.share_state import ShareStateApis
@@ -42,6 +45,7 @@ __all__ = [
     "BrokerApis",
     "GroupApis",
     "RecordApis",
+    "ShareAdminApis",
     "ShareFetchApis",
     "ShareGroupApis",
     "ShareStateApis",
@@ -65,3 +69,6 @@ class BrokerApis:
     """``None``: a node without a group coordinator."""
     share_state: ShareStateApis | None = None
     """FindCoordinator key type 2; ``None``: a node without a share coordinator."""
+    share_admin: ShareAdminApis | None = None
+    """The share group offset APIs (``None``: a node without a group coordinator or share
+    partitions)."""

@@ -26,6 +26,7 @@ from node.grpc_door import group_translate
 from node.grpc_door import translate as wire
 from node.grpc_door.group_service import GroupRpcs
 from node.grpc_door.request_checks import current_caller
+from node.grpc_door.share_admin_service import ShareAdminRpcs
 from node.grpc_door.share_group_service import ShareGroupRpcs
 from node.grpc_door.share_service import ShareRpcs
 from node.grpc_door.share_state_service import ShareStateRpcs
@@ -36,12 +37,14 @@ from odradek.v1 import odradek_pb2 as pb
 from odradek.v1 import odradek_pb2_grpc as pb_grpc
 
 
-class BrokerServicer(ShareRpcs, TransactionRpcs, GroupRpcs, ShareGroupRpcs, pb_grpc.BrokerServicer):
+class BrokerServicer(
+    ShareRpcs, TransactionRpcs, GroupRpcs, ShareGroupRpcs, ShareAdminRpcs, pb_grpc.BrokerServicer
+):
     """Produce, Fetch, ListOffsets, Metadata, DeleteRecords and InitProducerId for clients;
     the consumer group RPCs (:class:`GroupRpcs`) with group APIs; the share group RPCs
-    (:class:`ShareGroupRpcs`); the transactional RPCs (:class:`TransactionRpcs`) with the
-    transaction coordinator's; ShareFetch and ShareAcknowledge (:class:`ShareRpcs`) with the
-    share partitions'. Each call is decoded, handed
+    (:class:`ShareGroupRpcs`) and their offsets' (:class:`ShareAdminRpcs`); the transactional
+    RPCs (:class:`TransactionRpcs`) with the transaction coordinator's; ShareFetch and
+    ShareAcknowledge (:class:`ShareRpcs`) with the share partitions'. Each call is decoded, handed
     to its API's one function in :mod:`node.apis` with the caller
     (:func:`~node.grpc_door.request_checks.current_caller`), and its answer encoded: the
     policy (ACLs, existence, errors, traffic counted) is the layer's."""
@@ -52,6 +55,7 @@ class BrokerServicer(ShareRpcs, TransactionRpcs, GroupRpcs, ShareGroupRpcs, pb_g
         self._records = apis.records
         self._group_apis = apis.groups
         self._share_group_apis = apis.share_groups
+        self._share_admin_apis = apis.share_admin
         self._transaction_apis = apis.transactions
         self._share_apis = apis.share
         self._share_state_apis = apis.share_state

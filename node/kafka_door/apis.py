@@ -73,6 +73,11 @@ from node.kafka_door.handlers.scram import (
     handle_alter_user_scram_credentials,
     handle_describe_user_scram_credentials,
 )
+from node.kafka_door.handlers.share_admin import (
+    handle_alter_share_group_offsets,
+    handle_delete_share_group_offsets,
+    handle_describe_share_group_offsets,
+)
 from node.kafka_door.handlers.share_fetch import (
     handle_share_acknowledge,
     handle_share_fetch,
@@ -227,5 +232,10 @@ def build_registry(services: DoorServices, sasl: SaslHandlers) -> Registry:
             # RENEW acknowledgements (KIP-1222) and the acquire mode
             Api(78, "ShareFetch", 1, 2, bound(handle_share_fetch)),
             Api(79, "ShareAcknowledge", 1, 2, bound(handle_share_acknowledge)),
+            # share groups' offsets for admins (KIP-932, handlers/share_admin.py): v1 of
+            # DescribeShareGroupOffsets adds the lag
+            Api(90, "DescribeShareGroupOffsets", 0, 1, bound(handle_describe_share_group_offsets)),
+            Api(91, "AlterShareGroupOffsets", 0, 0, bound(handle_alter_share_group_offsets)),
+            Api(92, "DeleteShareGroupOffsets", 0, 0, bound(handle_delete_share_group_offsets)),
         ]
     )

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from node.admin.authorization import AuthorizedAdmin
-from node.apis import BrokerApis, GroupApis, RecordApis, ShareGroupApis
+from node.apis import BrokerApis, GroupApis, RecordApis, ShareAdminApis, ShareGroupApis
 from node.coordinator.producer_id_manager import ProducerIdManager
 from node.core.metadata_cache import MetadataCache
 from node.core.replica_manager import ReplicaManager
@@ -64,6 +64,14 @@ class DoorServices:
         share_groups = self.api.share_groups
         assert share_groups is not None, "no group coordinator"
         return share_groups
+
+    @property
+    def share_admin_apis(self) -> ShareAdminApis:
+        """The share group offset APIs (a door registers them only with a group coordinator
+        and share partitions)."""
+        share_admin = self.api.share_admin
+        assert share_admin is not None, "no group coordinator or share partitions"
+        return share_admin
 
 
 def broker_apis(services: DoorServices) -> BrokerApis:

@@ -1016,6 +1016,74 @@ class ShareAcknowledgeRequestView(Protocol):
     def topics(self) -> Sequence[AcknowledgeTopicView]: ...
 
 
+class DescribeShareGroupOffsetsRequestTopicView(Protocol):
+    """DescribeShareGroupOffsetsRequestTopic: the fields of versions 0-1."""
+
+    @property
+    def topic_name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[int]: ...
+
+
+class DescribeShareGroupOffsetsRequestGroupView(Protocol):
+    """DescribeShareGroupOffsetsRequestGroup: the fields of versions 0-1."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def topics(self) -> Sequence[DescribeShareGroupOffsetsRequestTopicView] | None: ...
+
+
+class DescribeShareGroupOffsetsRequestView(Protocol):
+    """DescribeShareGroupOffsetsRequest: the fields of versions 0-1."""
+
+    @property
+    def groups(self) -> Sequence[DescribeShareGroupOffsetsRequestGroupView]: ...
+
+
+class AlterShareGroupOffsetsRequestPartitionView(Protocol):
+    """AlterShareGroupOffsetsRequestPartition: the fields of versions 0-0."""
+
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def start_offset(self) -> int: ...
+
+
+class AlterShareGroupOffsetsRequestTopicView(Protocol):
+    """AlterShareGroupOffsetsRequestTopic: the fields of versions 0-0."""
+
+    @property
+    def topic_name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[AlterShareGroupOffsetsRequestPartitionView]: ...
+
+
+class AlterShareGroupOffsetsRequestView(Protocol):
+    """AlterShareGroupOffsetsRequest: the fields of versions 0-0."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def topics(self) -> Sequence[AlterShareGroupOffsetsRequestTopicView]: ...
+
+
+class DeleteShareGroupOffsetsRequestTopicView(Protocol):
+    """DeleteShareGroupOffsetsRequestTopic: the fields of versions 0-0."""
+
+    @property
+    def topic_name(self) -> str: ...
+
+
+class DeleteShareGroupOffsetsRequestView(Protocol):
+    """DeleteShareGroupOffsetsRequest: the fields of versions 0-0."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def topics(self) -> Sequence[DeleteShareGroupOffsetsRequestTopicView]: ...
+
+
 VIEWS: dict[int, str] = {
     0: 'ProduceRequestView',  # Produce v3-v10
     1: 'FetchRequestView',  # Fetch v4-v16
@@ -1067,5 +1135,8 @@ VIEWS: dict[int, str] = {
     77: 'ShareGroupDescribeRequestView',  # ShareGroupDescribe v1-v1
     78: 'ShareFetchRequestView',  # ShareFetch v1-v2
     79: 'ShareAcknowledgeRequestView',  # ShareAcknowledge v1-v2
+    90: 'DescribeShareGroupOffsetsRequestView',  # DescribeShareGroupOffsets v0-v1
+    91: 'AlterShareGroupOffsetsRequestView',  # AlterShareGroupOffsets v0-v0
+    92: 'DeleteShareGroupOffsetsRequestView',  # DeleteShareGroupOffsets v0-v0
 }
 """API key -> the name of its request view."""

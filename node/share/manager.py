@@ -10,7 +10,8 @@ after that long ago). It is dropped, its locks with it, when this node stops lea
 partition or leads it again after another leader
 (:meth:`SharePartitionManager.on_leadership_change`, a replica manager leadership listener, as
 the group and transaction coordinators'), or when a write of its state is refused
-FENCED_STATE_EPOCH or FENCED_LEADER_EPOCH (the next request loads it again).
+FENCED_STATE_EPOCH or FENCED_LEADER_EPOCH (the next request loads it again), or when the
+group's admin resets or deletes its state (:meth:`SharePartitionManager.forget`).
 
 A ShareFetch reads each of its session's partitions once from the first offset its share
 partition may deliver (:meth:`SharePartition.next_fetch_offset`) with the core's consumer fetch,
@@ -282,6 +283,15 @@ class SharePartitionManager:
                 if term is None or self._terms.get(key) != term:
                     del self._partitions[key]
                     self._terms.pop(key, None)
+
+    def forget(self, group_id: str, topic: str, partition: int) -> None:
+        """Drops ``group_id``'s share partition of ``topic``-``partition`` if this node has it
+        loaded: its durable state was reset or deleted by the group's admin
+        (:mod:`node.apis.share_admin`), and the next ShareFetch loads it again. Never
+        blocks."""
+        with self._lock:
+            self._partitions.pop((group_id, topic, partition), None)
+            self._terms.pop((group_id, topic, partition), None)
 
     def hosted(self) -> list[SharePartition]:
         """Every share partition this node has loaded."""

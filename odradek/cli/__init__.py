@@ -7,7 +7,8 @@ handler returning the exit code. Errors a user can cause print one line on stder
 ``odradek topics create: error: TOPIC_ALREADY_EXISTS: <message>`` and exits 1.
 
 Commands: ``topics``, ``produce``, ``consume``, ``cluster``, ``get-offsets``,
-``delete-records``, ``leader-election``, ``reassign``, ``groups``, ``transactions`` (the
+``delete-records``, ``leader-election``, ``reassign``, ``groups``, ``share-groups``,
+``transactions`` (the
 client SDK; ``docs/cli.md``),
 ``console`` (the web console; ``docs/console.md``),
 ``node`` (runs a broker), ``dump-log`` (reads segment files). ``--bootstrap-server`` may come
@@ -41,6 +42,7 @@ _CLIENT_COMMANDS = frozenset(
         "acls",
         "users",
         "groups",
+        "share-groups",
         "transactions",
         "console",
     }
@@ -89,6 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     from odradek.cli import groups
 
     groups.add_parser(sub)
+    from odradek.cli import share_groups
+
+    share_groups.add_parser(sub)
     from odradek.cli import transactions
 
     transactions.add_parser(sub)

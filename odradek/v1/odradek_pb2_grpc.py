@@ -157,6 +157,21 @@ class BrokerStub:
                 request_serializer=odradek_dot_v1_dot_odradek__pb2.ShareGroupDescribeRequest.SerializeToString,
                 response_deserializer=odradek_dot_v1_dot_odradek__pb2.ShareGroupDescribeResponse.FromString,
                 _registered_method=True)
+        self.DescribeShareGroupOffsets = channel.unary_unary(
+                '/odradek.v1.Broker/DescribeShareGroupOffsets',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeShareGroupOffsetsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeShareGroupOffsetsResponse.FromString,
+                _registered_method=True)
+        self.AlterShareGroupOffsets = channel.unary_unary(
+                '/odradek.v1.Broker/AlterShareGroupOffsets',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.AlterShareGroupOffsetsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.AlterShareGroupOffsetsResponse.FromString,
+                _registered_method=True)
+        self.DeleteShareGroupOffsets = channel.unary_unary(
+                '/odradek.v1.Broker/DeleteShareGroupOffsets',
+                request_serializer=odradek_dot_v1_dot_odradek__pb2.DeleteShareGroupOffsetsRequest.SerializeToString,
+                response_deserializer=odradek_dot_v1_dot_odradek__pb2.DeleteShareGroupOffsetsResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -331,6 +346,28 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeShareGroupOffsets(self, request, context):
+        """--- share groups' offsets for admins (KIP-932's DescribeShareGroupOffsets,
+        AlterShareGroupOffsets, DeleteShareGroupOffsets), at the group's coordinator ---
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterShareGroupOffsets(self, request, context):
+        """Only while the group is empty (NON_EMPTY_GROUP): each partition reset to its start offset.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteShareGroupOffsets(self, request, context):
+        """Only while the group is empty: the share state of every partition of the topics forgotten.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -453,6 +490,21 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.ShareGroupDescribe,
                     request_deserializer=odradek_dot_v1_dot_odradek__pb2.ShareGroupDescribeRequest.FromString,
                     response_serializer=odradek_dot_v1_dot_odradek__pb2.ShareGroupDescribeResponse.SerializeToString,
+            ),
+            'DescribeShareGroupOffsets': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeShareGroupOffsets,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.DescribeShareGroupOffsetsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.DescribeShareGroupOffsetsResponse.SerializeToString,
+            ),
+            'AlterShareGroupOffsets': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterShareGroupOffsets,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.AlterShareGroupOffsetsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.AlterShareGroupOffsetsResponse.SerializeToString,
+            ),
+            'DeleteShareGroupOffsets': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteShareGroupOffsets,
+                    request_deserializer=odradek_dot_v1_dot_odradek__pb2.DeleteShareGroupOffsetsRequest.FromString,
+                    response_serializer=odradek_dot_v1_dot_odradek__pb2.DeleteShareGroupOffsetsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1106,6 +1158,87 @@ class Broker:
             '/odradek.v1.Broker/ShareGroupDescribe',
             odradek_dot_v1_dot_odradek__pb2.ShareGroupDescribeRequest.SerializeToString,
             odradek_dot_v1_dot_odradek__pb2.ShareGroupDescribeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeShareGroupOffsets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/DescribeShareGroupOffsets',
+            odradek_dot_v1_dot_odradek__pb2.DescribeShareGroupOffsetsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.DescribeShareGroupOffsetsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterShareGroupOffsets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/AlterShareGroupOffsets',
+            odradek_dot_v1_dot_odradek__pb2.AlterShareGroupOffsetsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.AlterShareGroupOffsetsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteShareGroupOffsets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odradek.v1.Broker/DeleteShareGroupOffsets',
+            odradek_dot_v1_dot_odradek__pb2.DeleteShareGroupOffsetsRequest.SerializeToString,
+            odradek_dot_v1_dot_odradek__pb2.DeleteShareGroupOffsetsResponse.FromString,
             options,
             channel_credentials,
             insecure,

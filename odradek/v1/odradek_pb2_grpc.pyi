@@ -100,6 +100,14 @@ class BrokerStub:
     partitions the member reads (shared with other members when they outnumber them).
     """
     ShareGroupDescribe: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.ShareGroupDescribeRequest, _odradek_pb2.ShareGroupDescribeResponse]
+    DescribeShareGroupOffsets: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DescribeShareGroupOffsetsRequest, _odradek_pb2.DescribeShareGroupOffsetsResponse]
+    """--- share groups' offsets for admins (KIP-932's DescribeShareGroupOffsets,
+    AlterShareGroupOffsets, DeleteShareGroupOffsets), at the group's coordinator ---
+    """
+    AlterShareGroupOffsets: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.AlterShareGroupOffsetsRequest, _odradek_pb2.AlterShareGroupOffsetsResponse]
+    """Only while the group is empty (NON_EMPTY_GROUP): each partition reset to its start offset."""
+    DeleteShareGroupOffsets: _grpc.UnaryUnaryMultiCallable[_odradek_pb2.DeleteShareGroupOffsetsRequest, _odradek_pb2.DeleteShareGroupOffsetsResponse]
+    """Only while the group is empty: the share state of every partition of the topics forgotten."""
 
 @_typing.type_check_only
 class BrokerAsyncStub(BrokerStub):
@@ -160,6 +168,14 @@ class BrokerAsyncStub(BrokerStub):
     partitions the member reads (shared with other members when they outnumber them).
     """
     ShareGroupDescribe: _aio.UnaryUnaryMultiCallable[_odradek_pb2.ShareGroupDescribeRequest, _odradek_pb2.ShareGroupDescribeResponse]  # type: ignore[assignment]
+    DescribeShareGroupOffsets: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DescribeShareGroupOffsetsRequest, _odradek_pb2.DescribeShareGroupOffsetsResponse]  # type: ignore[assignment]
+    """--- share groups' offsets for admins (KIP-932's DescribeShareGroupOffsets,
+    AlterShareGroupOffsets, DeleteShareGroupOffsets), at the group's coordinator ---
+    """
+    AlterShareGroupOffsets: _aio.UnaryUnaryMultiCallable[_odradek_pb2.AlterShareGroupOffsetsRequest, _odradek_pb2.AlterShareGroupOffsetsResponse]  # type: ignore[assignment]
+    """Only while the group is empty (NON_EMPTY_GROUP): each partition reset to its start offset."""
+    DeleteShareGroupOffsets: _aio.UnaryUnaryMultiCallable[_odradek_pb2.DeleteShareGroupOffsetsRequest, _odradek_pb2.DeleteShareGroupOffsetsResponse]  # type: ignore[assignment]
+    """Only while the group is empty: the share state of every partition of the topics forgotten."""
 
 class BrokerServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
@@ -361,6 +377,32 @@ class BrokerServicer(metaclass=_abc_1.ABCMeta):
         request: _odradek_pb2.ShareGroupDescribeRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_odradek_pb2.ShareGroupDescribeResponse, _abc.Awaitable[_odradek_pb2.ShareGroupDescribeResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DescribeShareGroupOffsets(
+        self,
+        request: _odradek_pb2.DescribeShareGroupOffsetsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.DescribeShareGroupOffsetsResponse, _abc.Awaitable[_odradek_pb2.DescribeShareGroupOffsetsResponse]]:
+        """--- share groups' offsets for admins (KIP-932's DescribeShareGroupOffsets,
+        AlterShareGroupOffsets, DeleteShareGroupOffsets), at the group's coordinator ---
+        """
+
+    @_abc_1.abstractmethod
+    def AlterShareGroupOffsets(
+        self,
+        request: _odradek_pb2.AlterShareGroupOffsetsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.AlterShareGroupOffsetsResponse, _abc.Awaitable[_odradek_pb2.AlterShareGroupOffsetsResponse]]:
+        """Only while the group is empty (NON_EMPTY_GROUP): each partition reset to its start offset."""
+
+    @_abc_1.abstractmethod
+    def DeleteShareGroupOffsets(
+        self,
+        request: _odradek_pb2.DeleteShareGroupOffsetsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_odradek_pb2.DeleteShareGroupOffsetsResponse, _abc.Awaitable[_odradek_pb2.DeleteShareGroupOffsetsResponse]]:
+        """Only while the group is empty: the share state of every partition of the topics forgotten."""
 
 def add_BrokerServicer_to_server(servicer: BrokerServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 
