@@ -49,6 +49,7 @@ import pytest
 from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 from kio.schema.add_partitions_to_txn.v3 import request as add_partitions
 from kio.schema.alter_partition_reassignments.v0 import request as alter_reassign
+from kio.schema.alter_share_group_offsets.v0 import request as alter_share_offsets
 from kio.schema.alter_user_scram_credentials.v0 import request as alter_scram
 from kio.schema.consumer_group_describe.v0.request import ConsumerGroupDescribeRequest
 from kio.schema.consumer_group_heartbeat.v0.request import ConsumerGroupHeartbeatRequest
@@ -58,12 +59,14 @@ from kio.schema.create_topics.v4 import request as create_topics
 from kio.schema.delete_acls.v2.request import DeleteAclsFilter, DeleteAclsRequest
 from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
 from kio.schema.delete_records.v1 import request as delete_records
+from kio.schema.delete_share_group_offsets.v0 import request as delete_share_offsets
 from kio.schema.delete_topics.v3.request import DeleteTopicsRequest
 from kio.schema.describe_acls.v2.request import DescribeAclsRequest
 from kio.schema.describe_configs.v2 import request as describe_configs
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
 from kio.schema.describe_log_dirs.v2 import request as describe_log_dirs
 from kio.schema.describe_producers.v0 import request as describe_producers
+from kio.schema.describe_share_group_offsets.v1 import request as describe_share_offsets
 from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 from kio.schema.describe_user_scram_credentials.v0 import request as describe_scram
 from kio.schema.elect_leaders.v2 import request as elect_leaders
@@ -193,6 +196,10 @@ DENIED: dict[str, tuple[tuple[ResourceType, AclOperation], ...]] = {
     "ListTransactions": ((X, AclOperation.DESCRIBE),),
     "ShareFetch": ((G, AclOperation.READ),),
     "ShareAcknowledge": ((G, AclOperation.READ),),
+    # share groups' offsets (KIP-932): the group, then each topic
+    "DescribeShareGroupOffsets": ((G, AclOperation.DESCRIBE), (T, AclOperation.DESCRIBE)),
+    "AlterShareGroupOffsets": ((G, AclOperation.READ), (T, AclOperation.READ)),
+    "DeleteShareGroupOffsets": ((G, AclOperation.DELETE), (T, AclOperation.READ)),
 }
 """Per API, what its ``deny`` principal is denied (on every resource of the type)."""
 
@@ -1544,6 +1551,98 @@ def grpc_share_acknowledge(parity: Parity, cn: str, case: Case) -> Codes:
     return _share_grpc_codes(grpc_answer(parity.broker(cn).ShareAcknowledge, request))
 
 
+# the share group offset APIs: the existing group has committed offsets (not a share group:
+# GROUP_ID_NOT_FOUND, as the missing one), so nothing is changed
+def kafka_describe_share_offsets(parity: Parity, cn: str, case: Case) -> Codes:
+    topic = describe_share_offsets.DescribeShareGroupOffsetsRequestTopic(
+        topic_name=TopicName(case.topic), partitions=(i32(0),)
+    )
+    group = describe_share_offsets.DescribeShareGroupOffsetsRequestGroup(
+        group_id=GroupId(case.group), topics=(topic,)
+    )
+    answer = parity.kafka(
+        cn, describe_share_offsets.DescribeShareGroupOffsetsRequest(groups=(group,))
+    )
+    return [
+        (
+            g.group_id,
+            int(g.error_code),
+            tuple((t.topic_name, int(p.error_code)) for t in g.topics for p in t.partitions),
+        )
+        for g in answer.groups
+    ]
+
+
+def grpc_describe_share_offsets(parity: Parity, cn: str, case: Case) -> Codes:
+    request = pb.DescribeShareGroupOffsetsRequest(
+        group_id=case.group, topics=[pb.ShareOffsetsTopic(topic=case.topic, partitions=[0])]
+    )
+    answer = grpc_answer(parity.broker(cn).DescribeShareGroupOffsets, request)
+    if isinstance(answer, int):
+        return [(case.group, answer, ())]
+    return [
+        (
+            case.group,
+            answer.error_code,
+            tuple((p.topic, p.error_code) for p in answer.partitions),
+        )
+    ]
+
+
+def kafka_alter_share_offsets(parity: Parity, cn: str, case: Case) -> Codes:
+    partition = alter_share_offsets.AlterShareGroupOffsetsRequestPartition(
+        partition_index=i32(0), start_offset=i64(0)
+    )
+    topic = alter_share_offsets.AlterShareGroupOffsetsRequestTopic(
+        topic_name=TopicName(case.topic), partitions=(partition,)
+    )
+    answer = parity.kafka(
+        cn,
+        alter_share_offsets.AlterShareGroupOffsetsRequest(
+            group_id=GroupId(case.group), topics=(topic,)
+        ),
+    )
+    return (
+        int(answer.error_code),
+        tuple((t.topic_name, int(p.error_code)) for t in answer.responses for p in t.partitions),
+    )
+
+
+def grpc_alter_share_offsets(parity: Parity, cn: str, case: Case) -> Codes:
+    request = pb.AlterShareGroupOffsetsRequest(
+        group_id=case.group,
+        offsets=[pb.SharePartitionOffset(topic=case.topic, partition=0, start_offset=0)],
+    )
+    answer = grpc_answer(parity.broker(cn).AlterShareGroupOffsets, request)
+    if isinstance(answer, int):
+        return (answer, ())
+    return (answer.error_code, tuple((p.topic, p.error_code) for p in answer.partitions))
+
+
+def kafka_delete_share_offsets(parity: Parity, cn: str, case: Case) -> Codes:
+    topic = delete_share_offsets.DeleteShareGroupOffsetsRequestTopic(
+        topic_name=TopicName(case.topic)
+    )
+    answer = parity.kafka(
+        cn,
+        delete_share_offsets.DeleteShareGroupOffsetsRequest(
+            group_id=GroupId(case.group), topics=(topic,)
+        ),
+    )
+    return (
+        int(answer.error_code),
+        tuple((t.topic_name, int(t.error_code)) for t in answer.responses),
+    )
+
+
+def grpc_delete_share_offsets(parity: Parity, cn: str, case: Case) -> Codes:
+    request = pb.DeleteShareGroupOffsetsRequest(group_id=case.group, topics=[case.topic])
+    answer = grpc_answer(parity.broker(cn).DeleteShareGroupOffsets, request)
+    if isinstance(answer, int):
+        return (answer, ())
+    return (answer.error_code, tuple((t.topic, t.error_code) for t in answer.topics))
+
+
 FRESH_GROUP_CASES: dict[str, Resolver] = {
     "existing": lambda parity: Case(group=parity.fresh_group()),
     "missing": _fixed(group=MISSING_GROUP),
@@ -1613,6 +1712,19 @@ APIS = [
     ),
     Api("ShareFetch", TOPIC_CASES, kafka_share_fetch, grpc_share_fetch),
     Api("ShareAcknowledge", TOPIC_CASES, kafka_share_acknowledge, grpc_share_acknowledge),
+    Api(
+        "DescribeShareGroupOffsets",
+        GROUP_CASES,
+        kafka_describe_share_offsets,
+        grpc_describe_share_offsets,
+    ),
+    Api("AlterShareGroupOffsets", GROUP_CASES, kafka_alter_share_offsets, grpc_alter_share_offsets),
+    Api(
+        "DeleteShareGroupOffsets",
+        GROUP_CASES,
+        kafka_delete_share_offsets,
+        grpc_delete_share_offsets,
+    ),
 ]
 assert {api.name for api in APIS} == set(DENIED)
 
