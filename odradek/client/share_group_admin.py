@@ -62,6 +62,10 @@ class ShareGroupDescription:
     """The coordinator's ``host:port``."""
     members: tuple[MemberDescription, ...]
     coordinator_id: int = -1
+    type: str = "share"
+    """Kafka's ``GroupType``, as :class:`~odradek.client.group_admin.ConsumerGroupDescription`
+    has it."""
+    protocol_type: str = "share"
 
 
 @dataclass(frozen=True, slots=True)

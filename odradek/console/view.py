@@ -37,6 +37,7 @@ from odradek.client.connection import ConnectionPool
 from odradek.client.group_admin import ConsumerGroupDescription
 from odradek.client.metadata import ClusterMetadata, MetadataCache, PartitionMetadata
 from odradek.client.security import SecurityConfig, SecurityOptions
+from odradek.client.share_group_admin import ShareGroupDescription
 from odradek.client.types import TopicPartition
 from odradek.clock import Clock
 from odradek.console.browse import BrowseResult, RecordFilter, Seek, browse, start_offset
@@ -176,8 +177,10 @@ class GroupPartitionRow:
 
 @dataclass(frozen=True, slots=True)
 class GroupDetail:
-    description: ConsumerGroupDescription | None
+    description: ConsumerGroupDescription | ShareGroupDescription | None
     partitions: tuple[GroupPartitionRow, ...]
+    share: bool = False
+    """A share group (KIP-932): each row's ``committed`` is its share-partition start offset."""
 
     @property
     def active(self) -> bool:
@@ -583,7 +586,31 @@ class ClusterView:
             rows.append(
                 GroupRow(g.group_id, g.state, g.type, members, total, None, g.protocol_type)
             )
-        return rows
+        # share groups (KIP-932): type and protocol type "share"
+        with self._acting("Describe", "group"):
+            shares = self.admin.list_share_groups()
+        for s in shares:
+            try:
+                detail = self.group(s.group_id)
+            except ActionError as exc:
+                rows.append(
+                    GroupRow(s.group_id, s.state, "share", None, None, exc.sentence, "share")
+                )
+                continue
+            lags = [p.lag for p in detail.partitions if p.lag is not None]
+            members = len(detail.description.members) if detail.description else 0
+            rows.append(
+                GroupRow(
+                    s.group_id,
+                    s.state,
+                    "share",
+                    members,
+                    sum(lags) if lags else None,
+                    None,
+                    "share",
+                )
+            )
+        return sorted(rows, key=lambda r: r.group_id)
 
     def group(self, group_id: str) -> GroupDetail:
         """The group's members and, per partition it owns or has an offset for, its committed
@@ -595,6 +622,14 @@ class ClusterView:
                 )[group_id]
             except GroupIdNotFoundError:
                 description = None
+            # a share group is no consumer group: not found, or described as a share group
+            if description is None or description.type == "share":
+                try:
+                    share = self.admin.describe_share_groups([group_id])[group_id]
+                except GroupIdNotFoundError:
+                    pass
+                else:
+                    return self._share_group(share)
             committed = self.admin.list_consumer_group_offsets(group_id)
         owners: dict[TopicPartition, tuple[str, str, str]] = {}
         for m in description.members if description else ():
@@ -627,6 +662,39 @@ class ClusterView:
                 )
             )
         return GroupDetail(description, tuple(rows))
+
+    def _share_group(self, description: ShareGroupDescription) -> GroupDetail:
+        """A share group's members and, per partition it has share state for or is assigned,
+        its start offset, the high watermark and the lag between them."""
+        group_id = description.group_id
+        with self._acting("Describe", "group", group_id):
+            starts = self.admin.list_share_group_offsets(group_id)
+            assigned = {tp for m in description.members for tp in m.assignment}
+            missing = sorted(assigned - set(starts))
+            if missing:
+                starts.update(self.admin.list_share_group_offsets(group_id, missing))
+        owners: dict[TopicPartition, tuple[str, str, str]] = {}
+        for m in description.members:
+            for tp in m.assignment:
+                owners.setdefault(tp, (m.member_id, m.client_id, m.host))
+        rows = []
+        for tp, o in sorted(starts.items()):
+            start = None if o.start_offset < 0 else o.start_offset
+            end = None if o.lag is None or start is None else start + o.lag
+            member = owners.get(tp)
+            rows.append(
+                GroupPartitionRow(
+                    tp.topic,
+                    tp.partition,
+                    start,
+                    end,
+                    o.lag,
+                    member[0] if member else None,
+                    member[1] if member else None,
+                    member[2] if member else None,
+                )
+            )
+        return GroupDetail(description, tuple(rows), share=True)
 
     def reset_offsets(
         self,

@@ -1,7 +1,9 @@
 """The console's group pages in a real headless Chromium for a classic group made by real Kafka
 clients (two kafka-python KafkaConsumers, round-robin, through the Kafka door) beside a KIP-848
-group (odradek's Consumer): the list shows each group's type and protocol type; the classic
-group's page its type, protocol type, assignor, and its members' client ids and hosts."""
+group (odradek's Consumer) and a share group (KIP-932: confluent-kafka's ShareConsumer): the
+list shows each group's type and protocol type; the classic group's page its type, protocol
+type, assignor, and its members' client ids and hosts; the share group's page its members,
+their assignment and a start offset row per assigned partition."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka import ShareConsumer
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -33,6 +36,7 @@ TOPIC = "payments"
 CLASSIC = "ledger-classic"
 KIP848 = "ledger-848"
 CLIENT_IDS = ("ledger-kp-1", "ledger-kp-2")
+SHARE = "ledger-share"
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +81,16 @@ def test_the_group_pages_show_a_classic_group_beside_a_consumer_group(
     for m in members:
         m.start()
     reader = Consumer(kafka_cluster.bootstrap_servers, group_id=KIP848, client_id="ledger-sdk")
+    queue = ShareConsumer(
+        {
+            "bootstrap.servers": kafka_cluster.kafka_bootstrap_servers,
+            "group.id": SHARE,
+            "client.id": "ledger-queue",
+        }
+    )
     try:
         reader.subscribe([TOPIC])
+        queue.subscribe([TOPIC])
         with Admin(kafka_cluster.bootstrap_servers) as admin:
 
             def stable() -> bool:
@@ -95,6 +107,14 @@ def test_the_group_pages_show_a_classic_group_beside_a_consumer_group(
 
             wait_for(stable, "both groups stable")
 
+            def share_stable() -> bool:
+                queue.poll(0.1)
+                s = admin.describe_share_groups([SHARE])[SHARE]
+                return s.state == "Stable" and len(s.members[0].assignment) == 4
+
+            # librdkafka's share consumer heartbeats every 5 s
+            wait_for(share_stable, "the share group stable", 180)
+
         browser.get(console.url + "/groups")
         wait_until(
             browser, lambda d: d.find_elements(By.CSS_SELECTOR, f'tr[data-group="{CLASSIC}"]')
@@ -106,6 +126,10 @@ def test_the_group_pages_show_a_classic_group_beside_a_consumer_group(
         kip848_row = browser.find_element(By.CSS_SELECTOR, f'#groups tr[data-group="{KIP848}"]')
         assert kip848_row.find_element(By.CSS_SELECTOR, ".type").text == "consumer"
         assert kip848_row.find_element(By.CSS_SELECTOR, ".protocol").text == "consumer"
+        share_row = browser.find_element(By.CSS_SELECTOR, f'#groups tr[data-group="{SHARE}"]')
+        assert share_row.find_element(By.CSS_SELECTOR, ".type").text == "share"
+        assert share_row.find_element(By.CSS_SELECTOR, ".protocol").text == "share"
+        assert share_row.find_element(By.CSS_SELECTOR, ".state").text == "Stable"
         assert console_errors(browser) == []
 
         browser.get(console.url + f"/groups/{CLASSIC}")
@@ -130,7 +154,24 @@ def test_the_group_pages_show_a_classic_group_beside_a_consumer_group(
         assert texts(browser, "#members tr.member .epoch") != ["-"]
         assert texts(browser, "#members tr.member .protocol") == ["consumer"]
         assert console_errors(browser) == []
+
+        browser.get(console.url + f"/groups/{SHARE}")
+        wait_until(browser, lambda d: d.find_elements(By.ID, "group-type"))
+        assert browser.find_element(By.TAG_NAME, "h1").text.startswith("Share group")
+        assert browser.find_element(By.ID, "group-type").text == "share"
+        assert browser.find_element(By.ID, "group-assignor").text == "simple"
+        assert texts(browser, "#members tr.member .client") == ["ledger-queue"]
+        assert texts(browser, "#members tr.member .protocol") == ["share"]
+        assert "Start offset" in texts(browser, "#offsets thead th")
+        # a row per assigned partition, its start offset from the share state (- while the
+        # group has none for it)
+        rows = browser.find_elements(By.CSS_SELECTOR, "#offsets tr[data-topic]")
+        assert sorted(int(r.get_attribute("data-partition") or -1) for r in rows) == [0, 1, 2, 3]
+        assert browser.find_elements(By.ID, "share-reset-note")
+        screenshot(browser, "share-group")
+        assert console_errors(browser) == []
     finally:
+        queue.close()
         reader.close()
         for m in members:
             m.stop()
