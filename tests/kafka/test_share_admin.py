@@ -5,9 +5,9 @@ resetting a group to its earliest offsets, after which confluent-kafka's ``Share
 replays the topic. Bad input answers Kafka's codes (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP,
 UNKNOWN_TOPIC_OR_PARTITION) and one-line CLI errors.
 
-One node: the share state is, until the share coordinator is merged, a stand-in kept in each
-node's memory (:mod:`node.share.volatile_persister`), so the group's coordinator and the
-partitions' leader must be the same node for a reset to reach the share partitions.
+One node: the group's coordinator is the partition's leader, which drops its loaded share
+partition at once on a reset (another leader drops it only at its next state write, fenced:
+docs/groups.md).
 """
 
 from __future__ import annotations
