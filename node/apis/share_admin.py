@@ -29,9 +29,9 @@ What each does with the share state, per share partition (group, topic id, parti
 * **Alter**: ``initialize`` at the new start offset — a reset: a new state epoch (the summary's
   + 1), no state batches. The share partition this node had loaded for it is dropped
   (:meth:`~node.share.manager.SharePartitionManager.forget`), so that the next ShareFetch loads
-  the reset state; one loaded on another leader is dropped only by its next write, refused
-  FENCED_STATE_EPOCH (until then it may deliver from its old position: docs/groups.md's
-  known gap; Kafka's coordinator tells the leaders, odradek has no such call yet).
+  the reset state; one loaded on another leader is dropped when a member opens a new share
+  session there and the leader finds the durable state epoch moved on
+  (:meth:`~node.share.manager.SharePartitionManager.drop_stale`).
 * **Delete**: ``delete`` of every partition of each topic, and the loaded share partitions
   dropped likewise; the next ShareFetch starts from ``share.auto.offset.reset``.
 

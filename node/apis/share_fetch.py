@@ -269,6 +269,10 @@ class ShareFetchApis:
             self.manager.release_member(group, member)
         fetch_from = [] if request.is_renew_ack else self._session_targets(in_session)
         full = request.share_session_epoch == 0
+        if full:
+            # a new session: a share partition reset or deleted by the group's admin since it
+            # was loaded here is loaded again (node.apis.share_admin)
+            self.manager.drop_stale(group, fetch_from)
         params = ShareFetchParams(
             max_wait_ms=request.max_wait_ms,
             min_bytes=request.min_bytes,

@@ -11,7 +11,9 @@ partition or leads it again after another leader
 (:meth:`SharePartitionManager.on_leadership_change`, a replica manager leadership listener, as
 the group and transaction coordinators'), or when a write of its state is refused
 FENCED_STATE_EPOCH or FENCED_LEADER_EPOCH (the next request loads it again), or when the
-group's admin resets or deletes its state (:meth:`SharePartitionManager.forget`).
+group's admin resets or deletes its state (:meth:`SharePartitionManager.forget` on the
+coordinator; on another leader :meth:`SharePartitionManager.drop_stale`, when a member opens a
+new share session, finds the durable state epoch moved on).
 
 A ShareFetch reads each of its session's partitions once from the first offset its share
 partition may deliver (:meth:`SharePartition.next_fetch_offset`) with the core's consumer fetch,
@@ -292,6 +294,26 @@ class SharePartitionManager:
         with self._lock:
             self._partitions.pop((group_id, topic, partition), None)
             self._terms.pop((group_id, topic, partition), None)
+
+    def drop_stale(self, group_id: str, targets: Sequence[ShareTarget]) -> None:
+        """Drops ``group_id``'s loaded share partitions of ``targets`` whose durable state
+        epoch moved on (an admin's reset or delete on the group's coordinator, another node:
+        :mod:`node.apis.share_admin`), so that the next fetch loads the state again. Called for
+        a new share session (a member's first ShareFetch): a group is reset only while it has
+        no members, so every member after a reset opens one. One ``read_summary`` per loaded
+        target; a persister error leaves the share partition as it is. Blocks."""
+        for target in targets:
+            key = (group_id, target.topic, target.partition)
+            with self._lock:
+                sp = self._partitions.get(key)
+            if sp is None or not sp.loaded:
+                continue
+            try:
+                summary = self.persister.read_summary(sp.key)
+            except PersisterError:
+                continue
+            if summary.state_epoch != sp.state_epoch:
+                self._drop_if(key, sp)
 
     def hosted(self) -> list[SharePartition]:
         """Every share partition this node has loaded."""

@@ -5,9 +5,9 @@ resetting a group to its earliest offsets, after which confluent-kafka's ``Share
 replays the topic. Bad input answers Kafka's codes (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP,
 UNKNOWN_TOPIC_OR_PARTITION) and one-line CLI errors.
 
-One node: the group's coordinator is the partition's leader, which drops its loaded share
-partition at once on a reset (another leader drops it only at its next state write, fenced:
-docs/groups.md).
+One node, where the group's coordinator is the partition's leader and drops its loaded share
+partition at once on a reset; and three, where the other leaders drop theirs when the next
+member opens a share session.
 """
 
 from __future__ import annotations
@@ -309,3 +309,52 @@ def test_unknown_and_non_empty_groups_are_refused(share_node: LocalCluster) -> N
         ]
     finally:
         consumer.close()
+
+
+@pytest.fixture(scope="module")
+def share_nodes(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> Iterator[LocalCluster]:
+    with running_cluster(tmp_path_factory, zookeeper, "share-admin-3", nodes=3) as cluster:
+        yield cluster
+
+
+def test_a_reset_reaches_the_leaders_that_are_not_the_coordinator(
+    share_nodes: LocalCluster,
+) -> None:
+    """Three partitions on three nodes: at least two are led by a node other than the group's
+    coordinator, whose loaded share partitions must learn of the reset (a new share session
+    finds the durable state epoch moved on)."""
+    bootstrap = share_nodes.kafka_bootstrap_servers
+    grpc = share_nodes.bootstrap_servers
+    topic, group = unique("spread"), unique("spread")
+    create_topic(bootstrap, topic, partitions=3)
+    set_group_configs(bootstrap, group, share_auto_offset_reset="earliest")
+    values = [f"s{i}" for i in range(12)]
+    produce(
+        bootstrap, topic, [{"value": v.encode(), "partition": i % 3} for i, v in enumerate(values)]
+    )
+
+    def read(what: str) -> list[str]:
+        consumer = share_consumer(bootstrap, group, topic)
+        got: list[str] = []
+        try:
+
+            def done() -> bool:
+                got.extend(values_of(consumer.poll(0.3)))
+                described = rows(odradek_cli(grpc, "share-groups", "describe", group))
+                starts = [r[3] for r in described[1:]]
+                return len(got) >= len(values) and starts == ["4", "4", "4"]
+
+            wait_for(done, what, CLIENT_WAIT_S)
+        finally:
+            consumer.close()
+        return got
+
+    assert sorted(read("the 12 records read and acknowledged")) == sorted(values)
+    wait_empty(grpc, group)
+    reset = odradek_cli(
+        grpc, "share-groups", "reset-offsets", group, "--topic", topic, "--to-earliest", "--execute"
+    )
+    assert [r[3] for r in rows(reset)[1:]] == ["0", "0", "0"]
+    assert sorted(read("the 12 records replayed after the reset")) == sorted(values)
