@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
-from odradek.cli.common import InputError, add_bootstrap_option, table
+from odradek.cli.common import InputError, add_bootstrap_option, client_security, table
 
 if TYPE_CHECKING:
     from odradek.admin import Admin
@@ -53,7 +53,7 @@ MISSING = "-"
 def _admin(args: argparse.Namespace) -> Admin:
     from odradek.admin import Admin
 
-    return Admin(args.bootstrap_server)
+    return Admin(args.bootstrap_server, **client_security(args))
 
 
 def parse_datetime(text: str) -> int:
@@ -215,7 +215,11 @@ def run_describe(args: argparse.Namespace) -> int:
     if partitions:
         # read_committed: the group's lag ends at the last stable offset (its consumers read
         # no further), as a read_committed consumer's own end offsets do
-        with Consumer(args.bootstrap_server, isolation_level=args.isolation_level) as consumer:
+        with Consumer(
+            args.bootstrap_server,
+            isolation_level=args.isolation_level,
+            **client_security(args),
+        ) as consumer:
             ends = consumer.end_offsets(partitions)
     rows = []
     for tp in partitions:
@@ -318,7 +322,7 @@ def run_reset(args: argparse.Namespace) -> int:
             tp: om.offset
             for tp, om in admin.list_consumer_group_offsets(args.group, partitions).items()
         }
-        with Consumer(args.bootstrap_server) as consumer:
+        with Consumer(args.bootstrap_server, **client_security(args)) as consumer:
             starts = consumer.beginning_offsets(partitions)
             ends = consumer.end_offsets(partitions)
             by_time: dict[TopicPartition, int | None] = {}
@@ -370,6 +374,7 @@ def consume_group(
         group_id=args.group,
         auto_offset_reset="earliest" if args.from_beginning else "latest",
         isolation_level=getattr(args, "isolation_level", None) or "read_uncommitted",
+        **client_security(args),
     )
     try:
         consumer.subscribe([args.topic], Listener())

@@ -5,8 +5,9 @@
   only those in the list if given.
 * ``describe G`` prints the offsets view, one line per partition the group has share state
   for or is assigned: ``GROUP TOPIC PARTITION START-OFFSET LAG`` (the share-partition start
-  offset: every record below it is done with; the lag: the high watermark minus it; ``-``
-  where unknown). ``--members`` prints ``GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS`` (with
+  offset: every record below it is done with; the lag: the high watermark minus it, from the
+  coordinator for the partitions it leads and from the partitions' own ends for the others;
+  ``-`` where unknown). ``--members`` prints ``GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS`` (with
   ``--verbose`` the member epoch and ``ASSIGNMENT``), ``--state`` ``GROUP COORDINATOR (ID)
   ASSIGNMENT-STRATEGY STATE #MEMBERS``.
 * ``reset-offsets G --topic T[:P,P...] | --all-topics SPEC`` computes new start offsets
@@ -26,7 +27,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from odradek.cli.common import InputError, add_bootstrap_option, table
+from odradek.cli.common import InputError, add_bootstrap_option, client_security, table
 from odradek.cli.groups import (
     _spec_action,
     _topic_spec,
@@ -48,7 +49,7 @@ MISSING = "-"
 def _admin(args: argparse.Namespace) -> Admin:
     from odradek.admin import Admin
 
-    return Admin(args.bootstrap_server)
+    return Admin(args.bootstrap_server, **client_security(args))
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -106,15 +107,26 @@ def run_describe(args: argparse.Namespace) -> int:
         missing = sorted(assigned - set(offsets))
         if missing:
             offsets.update(admin.list_share_group_offsets(args.group, missing))
+    # the coordinator knows the lag only of partitions it leads: the others' from their ends
+    unknown = sorted(tp for tp, o in offsets.items() if o.lag is None and o.start_offset >= 0)
+    ends: dict[TopicPartition, int] = {}
+    if unknown:
+        from odradek.consumer import Consumer
+
+        with Consumer(args.bootstrap_server, **client_security(args)) as consumer:
+            ends = consumer.end_offsets(unknown)
     rows = []
     for tp, o in sorted(offsets.items()):
+        lag = o.lag
+        if lag is None and tp in ends:
+            lag = max(ends[tp] - o.start_offset, 0)
         rows.append(
             [
                 args.group,
                 tp.topic,
                 str(tp.partition),
                 MISSING if o.start_offset < 0 else str(o.start_offset),
-                MISSING if o.lag is None else str(o.lag),
+                MISSING if lag is None else str(lag),
             ]
         )
     if not rows:
@@ -155,7 +167,7 @@ def run_reset(args: argparse.Namespace) -> int:
                 partitions.append(TopicPartition(topic, p))
         plan: dict[TopicPartition, int] = {}
         if partitions:
-            with Consumer(args.bootstrap_server) as consumer:
+            with Consumer(args.bootstrap_server, **client_security(args)) as consumer:
                 starts = consumer.beginning_offsets(partitions)
                 ends = consumer.end_offsets(partitions)
                 by_time: dict[TopicPartition, int | None] = {}

@@ -357,4 +357,7 @@ def test_a_reset_reaches_the_leaders_that_are_not_the_coordinator(
         grpc, "share-groups", "reset-offsets", group, "--topic", topic, "--to-earliest", "--execute"
     )
     assert [r[3] for r in rows(reset)[1:]] == ["0", "0", "0"]
+    # every partition's lag, whichever node leads it (the coordinator knows only its own)
+    described = rows(odradek_cli(grpc, "share-groups", "describe", group))
+    assert [(r[3], r[4]) for r in described[1:]] == [("0", "4")] * 3
     assert sorted(read("the 12 records replayed after the reset")) == sorted(values)

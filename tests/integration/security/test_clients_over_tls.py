@@ -108,6 +108,9 @@ def test_command_line_with_a_kafka_client_properties_file(
     assert cli([*base, "topics", "create", "payments", "--partitions", "1"]) == 0
     assert cli([*base, "topics", "list"]) == 0
     assert "payments" in capsys.readouterr().out
+    # the group commands too (they built their clients without it: plaintext to TLS)
+    assert cli([*base, "groups", "list"]) == 0
+    assert cli([*base, "share-groups", "list"]) == 0
     # the option may follow the command too, as Kafka's tools take it
     assert (
         cli(["--bootstrap-server", bootstrap, "topics", "list", "--command-config", str(config)])
