@@ -677,10 +677,17 @@ class ClusterView:
         for m in description.members:
             for tp in m.assignment:
                 owners.setdefault(tp, (m.member_id, m.client_id, m.host))
+        # the high watermarks from the partitions themselves: the coordinator knows the lag
+        # only of the partitions it leads
+        found = self.offsets(sorted(starts)) if starts else {}
+        ends = {
+            tp: o.high_watermark if isinstance(o, PartitionOffsets) else None
+            for tp, o in found.items()
+        }
         rows = []
         for tp, o in sorted(starts.items()):
             start = None if o.start_offset < 0 else o.start_offset
-            end = None if o.lag is None or start is None else start + o.lag
+            end = ends.get(tp)
             member = owners.get(tp)
             rows.append(
                 GroupPartitionRow(
@@ -688,7 +695,7 @@ class ClusterView:
                     tp.partition,
                     start,
                     end,
-                    o.lag,
+                    _lag(start, end),
                     member[0] if member else None,
                     member[1] if member else None,
                     member[2] if member else None,

@@ -167,6 +167,9 @@ def test_the_group_pages_show_a_classic_group_beside_a_consumer_group(
         # group has none for it)
         rows = browser.find_elements(By.CSS_SELECTOR, "#offsets tr[data-topic]")
         assert sorted(int(r.get_attribute("data-partition") or -1) for r in rows) == [0, 1, 2, 3]
+        # each partition's high watermark, whichever node leads it (the share coordinator
+        # knows the lag only of the partitions it leads)
+        assert all(e.isdigit() for e in texts(browser, "#offsets tr[data-topic] .end"))
         assert browser.find_elements(By.ID, "share-reset-note")
         screenshot(browser, "share-group")
         assert console_errors(browser) == []
