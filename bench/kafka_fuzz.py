@@ -76,6 +76,7 @@ DOOR_KEYS = frozenset(
     {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 28}
     | {29, 30, 31, 32, 33, 35, 36, 37}
     | {42, 43, 44, 45, 46, 47, 50, 51, 60, 61, 65, 66, 68, 69, 75}
+    | {76, 77, 78, 79, 90, 91, 92}  # share groups (KIP-932)
 )
 """Every API key the door serves (tests/kafka/test_fuzz.py holds it equal to what ApiVersions
 advertises, so that a newly served API cannot be fuzzed as an unknown one: a junk body that
