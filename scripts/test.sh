@@ -42,5 +42,6 @@ if [ "$quick" -eq 1 ]; then
     echo "== pytest (unit, property)"
     pytest -o testpaths="tests/unit tests/property" "${pytest_args[@]}"
 else
-    echo "== pytest";   pytest "${pytest_args[@]}"
+    # the slowest tests listed at the end: where the suite's time goes
+    echo "== pytest";   pytest --durations=25 "${pytest_args[@]}"
 fi

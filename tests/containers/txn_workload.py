@@ -28,11 +28,12 @@ waits only). librdkafka calls delivery callbacks from the owning thread's ``poll
 from __future__ import annotations
 
 import functools
+import logging
 import sys
 import threading
 import time
 import traceback
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -62,7 +63,31 @@ OPERATION_TIMEOUT_S = 20.0
 """How long one transactional call (init, send offsets, commit, abort) may block."""
 COMMIT_ATTEMPTS = 3
 """A commit whose error is retriable is tried this often before the producer is replaced."""
+DEBUG = "eos"
+"""What the processors' producers log (librdkafka's ``debug``) into a ring each: a call that
+never returns is reported with its producer's last words (``LOG_LINES``)."""
+LOG_LINES = 400
 Outcome = Literal["committed", "aborted", "unknown"]
+
+
+class _Ring(logging.Handler):
+    """The last ``LOG_LINES`` log lines of one client (its librdkafka ``logger``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: deque[str] = deque(maxlen=LOG_LINES)
+        self._last = ""
+        self._repeats = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message == self._last:  # a thread looping (a terminating broker logs each turn)
+            self._repeats += 1
+            return
+        if self._repeats:
+            self.lines.append(f"  (the line above {self._repeats} times more)")
+        self._last, self._repeats = message, 0
+        self.lines.append(f"{now_s():.3f} {message}")
 
 
 def transactional_id(processor: int) -> str:
@@ -133,6 +158,15 @@ class TxnWorkload:
         ]
         self._reader = threading.Thread(target=self._read, name="txn-reader")
         self._fault: tuple[str, float] | None = None
+        self._logs = [_Ring() for _ in range(PROCESSORS)]
+        self._producers: list[confluent_kafka.Producer | None] = [None] * PROCESSORS
+        self._loggers = []
+        for index, ring in enumerate(self._logs):
+            logger = logging.getLogger(f"{__name__}.processor-{index}.{id(self)}")
+            logger.propagate = False
+            logger.setLevel(logging.DEBUG)
+            logger.addHandler(ring)
+            self._loggers.append(logger)
 
     def start(self) -> None:
         for thread in (self._feeder, *self._processors, self._reader):
@@ -163,7 +197,9 @@ class TxnWorkload:
         self._stop.set()
         for thread in (*self._processors, self._reader):
             thread.join(timeout_s)
-            assert not thread.is_alive(), f"{thread.name} did not stop, in:\n{_stack(thread)}"
+            assert not thread.is_alive(), (
+                f"{thread.name} did not stop, in:\n{_stack(thread)}\n{self._last_words(thread)}"
+            )
         history = self.history
         history.inputs = list(self._inputs)
         history.input_errors = len(self._input_errors)
@@ -176,6 +212,31 @@ class TxnWorkload:
         history.producers_replaced = sum(self._replaced)
         history.rewinds = sum(self._rewinds)
         return history
+
+    def report(self) -> str:
+        """Each processor's transactions so far, errors, and its producer's last log lines
+        (why the loop makes no progress)."""
+        out = []
+        for index, thread in enumerate(self._processors):
+            txns = list(self._txns[index])
+            last = f"#{txns[-1].number} {txns[-1].outcome} ({txns[-1].error})" if txns else "-"
+            out.append(
+                f"processor {index}: {len(txns)} transactions, the last {last}; errors "
+                f"{dict(self._errors[index])}; replaced {self._replaced[index]}; now in:\n"
+                f"{_stack(thread)}\n{self._last_words(thread, 60)}"
+            )
+        return "\n".join(out)
+
+    def _last_words(self, thread: threading.Thread, count: int = LOG_LINES) -> str:
+        """What the producer of processor ``thread`` logged last (librdkafka's debug)."""
+        if thread not in self._processors:
+            return ""
+        index = self._processors.index(thread)
+        producer = self._producers[index]
+        if producer is not None:  # the logs wait in its queue for a poll
+            producer.poll(0)
+        lines = list(self._logs[index].lines)[-count:]
+        return f"its producer's last {len(lines)} log lines:\n" + "\n".join(lines)
 
     # -- the feeder ---------------------------------------------------------------------------
 
@@ -236,6 +297,8 @@ class TxnWorkload:
         try:
             while not self._stop.is_set():
                 records = [m for m in consumer.consume(BATCH, 0.5) if m.error() is None]
+                if producer is not None:
+                    producer.poll(0)  # serves its log lines to the ring
                 if not records or producer is None:
                     if producer is None:
                         producer = self._producer(index)
@@ -298,12 +361,24 @@ class TxnWorkload:
             "request.timeout.ms": REQUEST_TIMEOUT_MS,
             "socket.timeout.ms": SOCKET_TIMEOUT_MS,
             "linger.ms": 5,
+            # librdkafka (2.16) can leave send_offsets_to_transaction blocked for good when the
+            # group coordinator it cached leaves the metadata (a broker fenced while paused):
+            # it drops that broker's handle but its coordinator request keeps waiting for the
+            # handle to come up, past the call's timeout, woken only by a broker's connection
+            # going up or down (confluentinc/librdkafka#5511 and #5456, open). Seen here: a
+            # processor blocked for good in one run of four. With sparse connections off and
+            # the metadata refreshed every 5 s (not 5 min) it learns the broker is back and
+            # connects to it, and that wakes the request.
+            "enable.sparse.connections": False,
+            "topic.metadata.refresh.interval.ms": 5_000,
+            "debug": DEBUG,
+            "logger": self._loggers[index],
         }
 
     def _producer(self, index: int) -> confluent_kafka.Producer | None:
         """A transactional producer with ``index``'s id, initialised (None if it could not be
         before the workload stopped: the caller tries again)."""
-        producer = confluent_kafka.Producer(self._config(index))
+        producer = self._producers[index] = confluent_kafka.Producer(self._config(index))
         while not self._stop.is_set():
             try:
                 producer.init_transactions(OPERATION_TIMEOUT_S)
@@ -312,7 +387,9 @@ class TxnWorkload:
                 error: KafkaError = exc.args[0]
                 self._errors[index][f"init: {error.name()}"] += 1
                 if not error.retriable():  # a fatal error: this handle is done
-                    producer = confluent_kafka.Producer(self._config(index))
+                    producer = self._producers[index] = confluent_kafka.Producer(
+                        self._config(index)
+                    )
         return None
 
     def _replace(
