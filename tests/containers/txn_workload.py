@@ -23,6 +23,8 @@ attempt from an aborted one and an input processed once from one processed twice
 Thread-safety: each client runs in a thread of its own and appends to its own list; the lists
 are read only after ``stop`` has joined the threads (``committed`` counts racily, for progress
 waits only). librdkafka calls delivery callbacks from the owning thread's ``poll``/``flush``.
+The one exception: a report of a stalled processor polls its producer from the test thread
+for the log lines waiting in its queue (librdkafka's poll may be called from any thread).
 """
 
 from __future__ import annotations
@@ -320,6 +322,7 @@ class TxnWorkload:
                     self._rewind(consumer, index)
         finally:
             consumer.close()
+            self._producers[index] = None  # the last producer goes with the thread
 
     def _transact(
         self,
