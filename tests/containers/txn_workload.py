@@ -164,9 +164,9 @@ class TxnWorkload:
         self._producers: list[confluent_kafka.Producer | None] = [None] * PROCESSORS
         self._loggers = []
         for index, ring in enumerate(self._logs):
-            logger = logging.getLogger(f"{__name__}.processor-{index}.{id(self)}")
-            logger.propagate = False
-            logger.setLevel(logging.DEBUG)
+            # a logger of its own, outside logging's registry (no parent: nothing propagates,
+            # and it goes with the workload)
+            logger = logging.Logger(f"txn-processor-{index}", logging.DEBUG)
             logger.addHandler(ring)
             self._loggers.append(logger)
 
